@@ -1,0 +1,111 @@
+/**
+ * Strata's errors: one small hierarchy, each class with a stable `code` and a `name` equal to
+ * the class name. Match on `code` (it survives bundlers and realm boundaries); `instanceof`
+ * works too.
+ *
+ * @module
+ */
+
+/** Every error code Strata raises. Stable across releases. */
+export type StrataErrorCode =
+  | 'ERR_STRATA'
+  | 'ERR_STRATA_JS'
+  | 'ERR_STRATA_TIMEOUT'
+  | 'ERR_STRATA_HEAP_LIMIT'
+  | 'ERR_STRATA_NOT_TRANSFERABLE'
+  | 'ERR_STRATA_RESULT_TOO_LARGE'
+  | 'ERR_STRATA_MODULE_NOT_FOUND'
+  | 'ERR_STRATA_CLOSED'
+  | 'ERR_STRATA_INVALID_OPTION'
+  | 'ERR_STRATA_NEVER_SETTLED';
+
+/** Base class of every error Strata raises. */
+export class StrataError extends Error {
+  /** Stable, machine-readable code; match on this. */
+  readonly code: StrataErrorCode;
+
+  constructor(message: string, options?: { cause?: unknown; code?: StrataErrorCode }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = options?.code ?? 'ERR_STRATA';
+  }
+}
+
+/**
+ * The guest threw. `guestName`, `message` and `guestStack` are the guest's own (for example
+ * `TypeError`); the runtime stays usable.
+ */
+export class JsError extends StrataError {
+  /** The thrown error's `name` inside the guest, e.g. `'TypeError'`; `'Error'` for a non-Error throw. */
+  readonly guestName: string;
+  /** The guest's stack trace, as the guest's V8 printed it. */
+  readonly guestStack: string | undefined;
+
+  constructor(guestName: string, message: string, guestStack?: string) {
+    super(`${guestName}: ${message}`, { code: 'ERR_STRATA_JS' });
+    this.guestName = guestName;
+    this.guestStack = guestStack;
+  }
+}
+
+/** The guest ran past its `timeout`. The runtime stays usable. */
+export class RuntimeTimeout extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_TIMEOUT' });
+  }
+}
+
+/** The guest's heap grew past `maxHeapSize`. V8 disposed the isolate: the runtime is closed. */
+export class HeapLimitExceeded extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_HEAP_LIMIT' });
+  }
+}
+
+/**
+ * A value could not cross the boundary: it is (or contains) a function, symbol, class
+ * instance, Proxy, accessor, cycle, sparse array or another kind outside the closed set.
+ */
+export class ValueNotTransferable extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_NOT_TRANSFERABLE' });
+  }
+}
+
+/** The result's encoding is larger than `maxResultBytes`. */
+export class ResultTooLarge extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_RESULT_TOO_LARGE' });
+  }
+}
+
+/** An `import` named a specifier the host did not register (or its resolver/loader refused). */
+export class ModuleNotFound extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_MODULE_NOT_FOUND' });
+  }
+}
+
+/** The runtime was closed (by `close()`, or because its heap can no longer be trusted). */
+export class RuntimeClosed extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_CLOSED' });
+  }
+}
+
+/** An option is invalid; the message says which and what is accepted. */
+export class InvalidOption extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_INVALID_OPTION' });
+  }
+}
+
+/**
+ * The guest's promise can never settle: nothing is pending that could settle it (no host call
+ * in flight, no timer). Node would exit with "unsettled top-level await" here.
+ */
+export class PromiseNeverSettled extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_NEVER_SETTLED' });
+  }
+}

@@ -1,0 +1,618 @@
+/**
+ * The guest-side half of the runtime, evaluated in every new context before any bootstrap or
+ * guest script. It runs inside the isolate, so it must be self-contained: `guestPrelude` is
+ * turned into source with `Function.prototype.toString` and never closes over host values.
+ *
+ * Everything it needs from the guest realm is captured first ("primordials"), so a guest that
+ * later patches `Array.prototype`, `Map.prototype.get` or the iterator protocol cannot change
+ * what this code does. It returns an internals object that only the host holds a reference to;
+ * nothing here is reachable from `globalThis`.
+ */
+
+/* eslint-disable */
+
+/** Configuration the host passes in; plain data. */
+export interface PreludeConfig {
+  maxBufferBytes: number;
+  maxDepth: number;
+  maxConsoleChars: number;
+}
+
+// The parameter types are `any`: this function runs in another realm and is checked by tests.
+export function guestPrelude(
+  hostDispatch: any,
+  hostConsole: any,
+  hostSettled: any,
+  hostBufferBytes: any,
+  hostGc: any,
+  config: PreludeConfig,
+): any {
+  'use strict';
+  const g: any = globalThis;
+
+  // --- primordials -------------------------------------------------------------------------
+  const ReflectApply = Reflect.apply;
+  const ReflectConstruct = Reflect.construct;
+  const ReflectOwnKeys = Reflect.ownKeys;
+  const ObjectGetPrototypeOf = Object.getPrototypeOf;
+  const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  const ObjectDefineProperty = Object.defineProperty;
+  const ObjectFreeze = Object.freeze;
+  const ObjectCreate = Object.create;
+  const ArrayIsArray = Array.isArray;
+  const NumberIsSafeInteger = Number.isSafeInteger;
+  const StringCtor = String;
+  const JSONStringify = JSON.stringify;
+  const MathMin = Math.min;
+  const ObjectPrototype = Object.prototype;
+  const ArrayPrototype = Array.prototype;
+  const MapPrototype = Map.prototype;
+  const SetPrototype = Set.prototype;
+  const DatePrototype = Date.prototype;
+  const Uint8ArrayPrototype = Uint8Array.prototype;
+    const PromisePrototypeThen = Promise.prototype.then;
+  const SafeMap: any = Map;
+  const SafeWeakMap: any = WeakMap;
+  const SafePromise: any = Promise;
+  const SafeDate: any = Date;
+  const EvalErrorCtor: any = EvalError;
+  const SafeSet: any = Set;
+  const MapGet = MapPrototype.get;
+  const MapSet = MapPrototype.set;
+  const MapHas = MapPrototype.has;
+  const MapDelete = MapPrototype.delete;
+  const MapForEach = MapPrototype.forEach;
+  const SetAdd = SetPrototype.add;
+  const SetHas = SetPrototype.has;
+  const SetDelete = SetPrototype.delete;
+  const SetForEach = SetPrototype.forEach;
+  const ArrayPush = ArrayPrototype.push;
+  const ArrayJoin = ArrayPrototype.join;
+  const StringSlice = String.prototype.slice;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  const ErrorConstructors: any = {
+    Error,
+    TypeError,
+    RangeError,
+    SyntaxError,
+    ReferenceError,
+    EvalError,
+    URIError,
+  };
+  const ArrayBufferPrototype = ArrayBuffer.prototype;
+  const ArrayBufferByteLength = ObjectGetOwnPropertyDescriptor(ArrayBufferPrototype, 'byteLength')!.get!;
+  const TypedArrayPrototype = ObjectGetPrototypeOf(Uint8ArrayPrototype);
+  const TypedArrayByteLength = ObjectGetOwnPropertyDescriptor(TypedArrayPrototype, 'byteLength')!.get!;
+  const SafeFinalizationRegistry: any = g.FinalizationRegistry;
+  // V8's gc(), taken from a separate context of the same isolate, so that the buffer cap
+  // counts live bytes rather than garbage V8 has not collected yet. The guest never sees it.
+  const collectGarbage: any = typeof hostGc === 'function' ? hostGc : undefined;
+
+  const call = (fn: any, self: any, ...args: any[]): any => ReflectApply(fn, self, args);
+  const push = (array: any[], value: any) => call(ArrayPush, array, value);
+
+  // --- values that may cross the boundary ----------------------------------------------------
+  // The host copies a value natively first (isolated-vm's serializer runs no Proxy trap and no
+  // getter, and refuses Proxies, functions and symbols); only then does `checkValue` walk it, so
+  // the walk below never meets a Proxy and never invokes guest code: it reads descriptors only.
+
+  function constructorName(proto: any): string {
+    const desc = proto === null ? undefined : ObjectGetOwnPropertyDescriptor(proto, 'constructor');
+    const ctor = desc && 'value' in desc ? desc.value : undefined;
+    const nameDesc = typeof ctor === 'function' ? ObjectGetOwnPropertyDescriptor(ctor, 'name') : undefined;
+    return nameDesc && typeof nameDesc.value === 'string' && nameDesc.value !== '' ? nameDesc.value : 'an unknown class';
+  }
+
+  function checkValue(root: any, rootPath: string): string | undefined {
+    const ancestors = new SafeSet();
+    const walk = (value: any, path: string, depth: number): string | undefined => {
+      const type = typeof value;
+      if (value === null || type === 'undefined' || type === 'boolean' || type === 'number' || type === 'string' || type === 'bigint') {
+        return undefined;
+      }
+      if (type === 'function') return `${path} is a function`;
+      if (type === 'symbol') return `${path} is a symbol`;
+      if (depth > config.maxDepth) return `${path} is nested deeper than ${config.maxDepth} levels`;
+      if (call(SetHas, ancestors, value)) return `${path} refers back to an enclosing value (a cycle)`;
+      const proto = ObjectGetPrototypeOf(value);
+      if (proto === Uint8ArrayPrototype || proto === DatePrototype) return undefined;
+      call(SetAdd, ancestors, value);
+      let problem: string | undefined;
+      if (ArrayIsArray(value)) {
+        problem = proto === ArrayPrototype ? walkArray(value, path, depth) : `${path} is an instance of ${constructorName(proto)} (an Array subclass)`;
+      } else if (proto === MapPrototype) {
+        problem = ownKeysProblem(value, path);
+        if (problem === undefined) {
+          let index = 0;
+          call(MapForEach, value, (v: any, k: any) => {
+            if (problem === undefined) problem = walk(k, `${path}.<key ${index}>`, depth + 1);
+            if (problem === undefined) problem = walk(v, `${path}.<value ${index}>`, depth + 1);
+            index++;
+          });
+        }
+      } else if (proto === SetPrototype) {
+        problem = ownKeysProblem(value, path);
+        if (problem === undefined) {
+          let index = 0;
+          call(SetForEach, value, (v: any) => {
+            if (problem === undefined) problem = walk(v, `${path}.<element ${index}>`, depth + 1);
+            index++;
+          });
+        }
+      } else if (proto === ObjectPrototype || proto === null) {
+        problem = walkObject(value, path, depth);
+      } else {
+        problem = `${path} is an instance of ${constructorName(proto)}, not a plain object`;
+      }
+      call(SetDelete, ancestors, value);
+      return problem;
+    };
+    const ownKeysProblem = (value: any, path: string): string | undefined =>
+      ReflectOwnKeys(value).length === 0 ? undefined : `${path} has extra own properties`;
+    const walkArray = (value: any[], path: string, depth: number): string | undefined => {
+      const length = value.length;
+      const keys = ReflectOwnKeys(value);
+      for (let i = 0; i < length; i++) {
+        const desc = ObjectGetOwnPropertyDescriptor(value, i);
+        if (desc === undefined) return `${path}[${i}] is a hole (sparse arrays cannot cross)`;
+        if (!('value' in desc)) return `${path}[${i}] is an accessor (getter/setter)`;
+        const problem = walk(desc.value, `${path}[${i}]`, depth + 1);
+        if (problem !== undefined) return problem;
+      }
+      if (keys.length !== length + 1) return `${path} is an array with extra (non-index) properties`;
+      return undefined;
+    };
+    const walkObject = (value: any, path: string, depth: number): string | undefined => {
+      const keys = ReflectOwnKeys(value);
+      for (let i = 0; i < keys.length; i++) {
+        const key: any = keys[i];
+        if (typeof key === 'symbol') return `${path} has a symbol-keyed property`;
+        const desc = ObjectGetOwnPropertyDescriptor(value, key)!;
+        const childPath = `${path}.${key}`;
+        if (!('value' in desc)) return `${childPath} is an accessor (getter/setter)`;
+        if (!desc.enumerable) return `${childPath} is not enumerable`;
+        const problem = walk(desc.value, childPath, depth + 1);
+        if (problem !== undefined) return problem;
+      }
+      return undefined;
+    };
+    return walk(root, rootPath, 0);
+  }
+
+  // --- errors ------------------------------------------------------------------------------
+  function safeString(value: any, max: number): string {
+    try {
+      const s = typeof value === 'string' ? value : StringCtor(value);
+      return s.length > max ? call(StringSlice, s, 0, max) + '…' : s;
+    } catch {
+      return '<unprintable>';
+    }
+  }
+
+  /** [name, message, stack] of a thrown value. Reading them may run guest getters: guest code, under the timeout. */
+  function describeError(error: any): [string, string, string | undefined] {
+    if (error !== null && typeof error === 'object') {
+      let name: any, message: any, stack: any;
+      try {
+        name = error.name;
+        message = error.message;
+        stack = error.stack;
+      } catch {
+        return ['Error', 'an error whose properties throw when read', undefined];
+      }
+      return [
+        typeof name === 'string' ? safeString(name, 200) : 'Error',
+        typeof message === 'string' ? safeString(message, 8192) : safeString(message ?? '', 8192),
+        typeof stack === 'string' ? safeString(stack, 16384) : undefined,
+      ];
+    }
+    return ['Error', `Uncaught ${typeof error === 'string' ? safeString(error, 8192) : safeString(error, 8192)}`, undefined];
+  }
+
+  function makeError(name: string, message: string): any {
+    const Ctor = ErrorConstructors[name];
+    if (Ctor !== undefined) return new Ctor(message);
+    const error = new ErrorCtor(message);
+    ObjectDefineProperty(error, 'name', { value: name, writable: true, enumerable: false, configurable: true });
+    return error;
+  }
+
+  // --- host functions ----------------------------------------------------------------------
+  const pendingHostCalls = new SafeMap();
+  const argumentHolder = ObjectCreate(null);
+  argumentHolder.args = undefined;
+
+  function needsCheck(args: any[]): boolean {
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i];
+      if (a !== null && (typeof a === 'object' || typeof a === 'function' || typeof a === 'symbol')) return true;
+    }
+    return false;
+  }
+
+  function makeHostFunction(id: number, name: string): any {
+    const hostFunction = function (...args: any[]) {
+      // Objects go through the holder: the host copies them with isolated-vm's serializer, which
+      // runs no getter and no Proxy trap (a callback's own argument copy would run getters).
+      let reply: any;
+      if (needsCheck(args)) {
+        argumentHolder.args = args;
+        try {
+          reply = hostDispatch(id, undefined, true);
+        } finally {
+          argumentHolder.args = undefined;
+        }
+      } else {
+        reply = hostDispatch(id, args, false);
+      }
+      const kind = reply[0];
+      if (kind === 0) return reply[1];
+      if (kind === 1) throw makeError(reply[1], reply[2]);
+      // kind 2: the host function returned a promise; the host settles it later by call id.
+      let resolve: any, reject: any;
+      const promise = new SafePromise((res: any, rej: any) => {
+        resolve = res;
+        reject = rej;
+      });
+      call(MapSet, pendingHostCalls, reply[1], { resolve, reject });
+      return promise;
+    };
+    ObjectDefineProperty(hostFunction, 'name', { value: name });
+    return hostFunction;
+  }
+
+  function settleHostCall(callId: number, ok: boolean, value: any, errorName: string, errorMessage: string): void {
+    const pending = call(MapGet, pendingHostCalls, callId);
+    if (pending === undefined) return;
+    call(MapDelete, pendingHostCalls, callId);
+    if (ok) pending.resolve(value);
+    else pending.reject(makeError(errorName, errorMessage));
+  }
+
+  function setPath(target: any, path: any[], value: any): void {
+    let node = target;
+    for (let i = 0; i < path.length - 1; i++) node = node[path[i]];
+    ObjectDefineProperty(node, path[path.length - 1], { value, writable: true, enumerable: true, configurable: true });
+  }
+
+  function defineGlobal(name: string, value: any, functions: any[]): void {
+    const root = ObjectCreate(null);
+    root.value = value;
+    for (let i = 0; i < functions.length; i++) {
+      const [path, id, fnName] = functions[i];
+      const full: any[] = ['value'];
+      for (let j = 0; j < path.length; j++) push(full, path[j]);
+      if (path.length === 0) root.value = makeHostFunction(id, fnName);
+      else setPath(root, full, makeHostFunction(id, fnName));
+    }
+    ObjectDefineProperty(g, name, { value: root.value, writable: true, enumerable: false, configurable: true });
+  }
+
+  function deleteGlobal(name: string): void {
+    delete g[name];
+  }
+
+  // --- promises the host awaits ------------------------------------------------------------
+  const outcomes = new SafeMap();
+
+  /**
+   * If `value` is a promise, report its settlement to the host under `id` and return true.
+   * `Promise.prototype.then` refuses a non-promise before touching it, so a Proxy's traps never run.
+   */
+  function watch(value: any, id: number): boolean {
+    if (value === null || typeof value !== 'object') return false;
+    try {
+      call(
+        PromisePrototypeThen,
+        value,
+        (v: any) => {
+          call(MapSet, outcomes, id, v);
+          hostSettled(id, true);
+        },
+        (e: any) => {
+          call(MapSet, outcomes, id, e);
+          hostSettled(id, false);
+        },
+      );
+    } catch {
+      return false;
+    }
+    return true;
+  }
+
+  /** A module namespace as a plain object of its string-named exports. */
+  function namespaceToObject(namespace: any): any {
+    const out = ObjectCreate(ObjectPrototype);
+    const keys = ReflectOwnKeys(namespace);
+    for (let i = 0; i < keys.length; i++) {
+      const key: any = keys[i];
+      if (typeof key === 'string') ObjectDefineProperty(out, key, { value: namespace[key], writable: true, enumerable: true, configurable: true });
+    }
+    return out;
+  }
+
+  function takeOutcome(id: number): any {
+    const value = call(MapGet, outcomes, id);
+    call(MapDelete, outcomes, id);
+    return value;
+  }
+
+  // --- console -----------------------------------------------------------------------------
+  function inspect(value: any, depth: number, seen: any): string {
+    const type = typeof value;
+    if (type === 'string') return depth === 0 ? value : JSONStringify(value);
+    if (type === 'bigint') return `${value}n`;
+    if (type === 'symbol') return safeString(value, 200);
+    if (type === 'function') return `[Function: ${value.name || '(anonymous)'}]`;
+    if (value === null || type !== 'object') return StringCtor(value);
+    if (call(SetHas, seen, value)) return '[Circular]';
+    if (value instanceof ErrorCtor) return safeString(value.stack ?? `${value.name}: ${value.message}`, 16384);
+    if (depth > 2) return ArrayIsArray(value) ? '[Array]' : '[Object]';
+    call(SetAdd, seen, value);
+    const parts: string[] = [];
+    let text: string;
+    if (ArrayIsArray(value)) {
+      const n = MathMin(value.length, 100);
+      for (let i = 0; i < n; i++) push(parts, inspect(value[i], depth + 1, seen));
+      if (value.length > n) push(parts, `... ${value.length - n} more items`);
+      text = `[ ${call(ArrayJoin, parts, ', ')} ]`;
+    } else if (value instanceof SafeMap) {
+      call(MapForEach, value, (v: any, k: any) => push(parts, `${inspect(k, depth + 1, seen)} => ${inspect(v, depth + 1, seen)}`));
+      text = `Map(${parts.length}) { ${call(ArrayJoin, parts, ', ')} }`;
+    } else if (value instanceof SafeSet) {
+      call(SetForEach, value, (v: any) => push(parts, inspect(v, depth + 1, seen)));
+      text = `Set(${parts.length}) { ${call(ArrayJoin, parts, ', ')} }`;
+    } else if (value instanceof SafeDate) {
+      text = safeString(value, 100);
+    } else {
+      const keys = ReflectOwnKeys(value);
+      for (let i = 0; i < keys.length && i < 100; i++) {
+        const key: any = keys[i];
+        if (typeof key === 'symbol') continue;
+        const desc = ObjectGetOwnPropertyDescriptor(value, key);
+        if (desc === undefined || !desc.enumerable) continue;
+        push(parts, `${key}: ${'value' in desc ? inspect(desc.value, depth + 1, seen) : '[Getter/Setter]'}`);
+      }
+      text = parts.length === 0 ? '{}' : `{ ${call(ArrayJoin, parts, ', ')} }`;
+    }
+    call(SetDelete, seen, value);
+    return text;
+  }
+
+  function format(args: any[]): string {
+    const parts: string[] = [];
+    for (let i = 0; i < args.length; i++) push(parts, inspect(args[i], 0, new SafeSet()));
+    const text = call(ArrayJoin, parts, ' ');
+    return text.length > config.maxConsoleChars ? call(StringSlice, text, 0, config.maxConsoleChars) : text;
+  }
+
+  const counts = new SafeMap();
+  const consoleObject = ObjectCreate(ObjectPrototype);
+  const level = (name: string, stream: string) =>
+    ObjectDefineProperty(consoleObject, name, {
+      value: function (...args: any[]) {
+        hostConsole(name, stream, format(args));
+      },
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  level('log', 'stdout');
+  level('info', 'stdout');
+  level('debug', 'stdout');
+  level('dir', 'stdout');
+  level('table', 'stdout');
+  level('warn', 'stderr');
+  level('error', 'stderr');
+  level('trace', 'stderr');
+  ObjectDefineProperty(consoleObject, 'assert', {
+    value: function (condition: any, ...args: any[]) {
+      if (!condition) hostConsole('assert', 'stderr', `Assertion failed${args.length > 0 ? `: ${format(args)}` : ''}`);
+    },
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  });
+  ObjectDefineProperty(consoleObject, 'count', {
+    value: function (label: any = 'default') {
+      const key = StringCtor(label);
+      const n = (call(MapGet, counts, key) ?? 0) + 1;
+      call(MapSet, counts, key, n);
+      hostConsole('count', 'stdout', `${key}: ${n}`);
+    },
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  });
+  ObjectDefineProperty(g, 'console', { value: consoleObject, writable: true, enumerable: false, configurable: true });
+
+  // --- buffer accounting -------------------------------------------------------------------
+  // isolated-vm's allocator counts ordinary ArrayBuffers (reported to us as "externally
+  // allocated" bytes, which drop when V8 collects them) but not resizable ones, whose pages V8
+  // commits itself. We keep a cheap running estimate and ask the host for the real figure only
+  // when the estimate says an allocation would cross the cap.
+  const cap = config.maxBufferBytes;
+  let estimate = 0;
+  let resizableCommitted = 0;
+  const resizableRegistry = SafeFinalizationRegistry ? new SafeFinalizationRegistry((bytes: number) => (resizableCommitted -= bytes)) : undefined;
+  const RegistryRegister = SafeFinalizationRegistry ? SafeFinalizationRegistry.prototype.register : undefined;
+  const resizableSizes = new SafeWeakMap();
+  const WeakMapGet = SafeWeakMap.prototype.get;
+  const WeakMapSet = SafeWeakMap.prototype.set;
+
+  function charge(bytes: number): void {
+    if (!(bytes > 0)) return;
+    if (estimate + bytes > cap) {
+      estimate = hostBufferBytes() + resizableCommitted;
+      if (estimate + bytes > cap && collectGarbage !== undefined) {
+        // 'last-resort' repeats until nothing more is freed: array buffers are swept lazily.
+        collectGarbage({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+        estimate = hostBufferBytes() + resizableCommitted;
+      }
+      if (estimate + bytes > cap) {
+        throw new RangeErrorCtor(`Array buffer allocation of ${bytes} bytes would exceed maxBufferBytes (${cap} bytes live)`);
+      }
+    }
+    estimate += bytes;
+  }
+
+  function trackResizable(buffer: any, bytes: number): void {
+    resizableCommitted += bytes;
+    const previous = call(WeakMapGet, resizableSizes, buffer) ?? 0;
+    call(WeakMapSet, resizableSizes, buffer, previous + bytes);
+    if (resizableRegistry !== undefined && previous === 0) call(RegistryRegister, resizableRegistry, buffer, bytes);
+  }
+
+  function wrapConstructor(name: string, Original: any, sizeOf: (args: any[]) => number | undefined, after: (result: any, args: any[], precharged: boolean) => void): void {
+    const wrapped: any = new Proxy(Original, {
+      construct(target: any, args: any[], newTarget: any): any {
+        const bytes = sizeOf(args);
+        if (bytes !== undefined) charge(bytes);
+        const result: any = ReflectConstruct(target, args, newTarget === wrapped ? target : newTarget);
+        after(result, args, bytes !== undefined);
+        return result;
+      },
+    });
+    ObjectDefineProperty(Original.prototype, 'constructor', { value: wrapped, writable: true, enumerable: false, configurable: true });
+    ObjectDefineProperty(g, name, { value: wrapped, writable: true, enumerable: false, configurable: true });
+  }
+
+  function wrapMethod(proto: any, name: string, wrap: (original: any) => any): void {
+    const desc = ObjectGetOwnPropertyDescriptor(proto, name);
+    if (desc === undefined || typeof desc.value !== 'function') return;
+    const original = desc.value;
+    const replacement = wrap(original);
+    ObjectDefineProperty(replacement, 'name', { value: name });
+    ObjectDefineProperty(replacement, 'length', { value: original.length });
+    ObjectDefineProperty(proto, name, { value: replacement, writable: true, enumerable: false, configurable: true });
+  }
+
+  const isResizableOptions = (args: any[]) => {
+    const options = args[1];
+    return options !== null && typeof options === 'object' && options.maxByteLength !== undefined;
+  };
+
+  wrapConstructor(
+    'ArrayBuffer',
+    ArrayBuffer,
+    (args) => (typeof args[0] === 'number' ? args[0] : undefined),
+    (buffer, args, precharged) => {
+      const bytes = call(ArrayBufferByteLength, buffer);
+      if (!precharged) charge(bytes);
+      if (isResizableOptions(args)) trackResizable(buffer, bytes);
+    },
+  );
+  wrapMethod(ArrayBufferPrototype, 'resize', (original) =>
+    function (this: any, newLength: any) {
+      const before = call(ArrayBufferByteLength, this);
+      if (typeof newLength === 'number' && newLength > before) charge(newLength - before);
+      const result = call(original, this, newLength);
+      const grown = call(ArrayBufferByteLength, this) - before;
+      if (grown > 0) trackResizable(this, grown);
+      return result;
+    },
+  );
+  for (const method of ['slice', 'transfer', 'transferToFixedLength']) {
+    wrapMethod(ArrayBufferPrototype, method, (original) =>
+      function (this: any, ...args: any[]) {
+        const result = ReflectApply(original, this, args);
+        charge(call(ArrayBufferByteLength, result));
+        return result;
+      },
+    );
+  }
+  if (typeof g.SharedArrayBuffer === 'function') {
+    const SharedByteLength = ObjectGetOwnPropertyDescriptor(g.SharedArrayBuffer.prototype, 'byteLength')!.get!;
+    wrapConstructor(
+      'SharedArrayBuffer',
+      g.SharedArrayBuffer,
+      (args) => (typeof args[0] === 'number' ? args[0] : undefined),
+      (buffer, args, precharged) => {
+        const bytes = call(SharedByteLength, buffer);
+        if (!precharged) charge(bytes);
+        if (isResizableOptions(args)) trackResizable(buffer, bytes);
+      },
+    );
+    wrapMethod(g.SharedArrayBuffer.prototype, 'grow', (original) =>
+      function (this: any, newLength: any) {
+        const before = call(SharedByteLength, this);
+        if (typeof newLength === 'number' && newLength > before) charge(newLength - before);
+        const result = call(original, this, newLength);
+        const grown = call(SharedByteLength, this) - before;
+        if (grown > 0) trackResizable(this, grown);
+        return result;
+      },
+    );
+  }
+  const typedArrayNames = [
+    'Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array',
+    'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array', 'Float16Array',
+  ];
+  for (const name of typedArrayNames) {
+    const Original = g[name];
+    if (typeof Original !== 'function') continue;
+    const bytesPerElement = Original.BYTES_PER_ELEMENT;
+    wrapConstructor(
+      name,
+      Original,
+      (args) => (typeof args[0] === 'number' ? args[0] * bytesPerElement : undefined),
+      (array, args, precharged) => {
+        // A view on an existing buffer allocates nothing; anything else made a new buffer.
+        const source = args[0];
+        const isView = source !== null && typeof source === 'object' && (source instanceof ArrayBuffer || (g.SharedArrayBuffer && source instanceof g.SharedArrayBuffer));
+        if (!precharged && !isView) charge(call(TypedArrayByteLength, array));
+      },
+    );
+  }
+
+  // --- after the host's bootstrap scripts --------------------------------------------------
+  function finalize(options: { removeGlobals: string[]; strictEval: boolean }): any {
+    for (let i = 0; i < options.removeGlobals.length; i++) delete g[options.removeGlobals[i] as any];
+    if (options.strictEval) tameCodeGeneration();
+    const loop = ObjectGetOwnPropertyDescriptor(g, '__strataEventLoop');
+    return loop && loop.value && typeof loop.value.runNext === 'function' ? loop.value : undefined;
+  }
+
+  // Strict eval: V8's own switch does not reach isolated-vm's isolates, so every way to the
+  // eval intrinsic and the four function constructors is replaced by a thrower, frozen in place.
+  function tameCodeGeneration(): void {
+    const refuse = function () {
+      throw new EvalErrorCtor('Code generation from strings disallowed for this context');
+    };
+    const tame = (proto: any, name: string) => {
+      const tamed = function (this: any) {
+        return refuse();
+      };
+      ObjectDefineProperty(tamed, 'name', { value: name });
+      ObjectDefineProperty(tamed, 'prototype', { value: proto, writable: false, enumerable: false, configurable: false });
+      ObjectDefineProperty(proto, 'constructor', { value: tamed, writable: false, enumerable: false, configurable: false });
+      return tamed;
+    };
+    const tamedFunction = tame(Function.prototype, 'Function');
+    tame(ObjectGetPrototypeOf(async function () {}), 'AsyncFunction');
+    tame(ObjectGetPrototypeOf(function* () {}), 'GeneratorFunction');
+    tame(ObjectGetPrototypeOf(async function* () {}), 'AsyncGeneratorFunction');
+    const tamedEval = function (this: any) {
+      return refuse();
+    };
+    ObjectDefineProperty(tamedEval, 'name', { value: 'eval' });
+    ObjectDefineProperty(g, 'Function', { value: tamedFunction, writable: false, enumerable: false, configurable: false });
+    ObjectDefineProperty(g, 'eval', { value: tamedEval, writable: false, enumerable: false, configurable: false });
+  }
+
+  return ObjectFreeze({
+    checkValue,
+    namespaceToObject,
+    argumentHolder,
+    describeError,
+    defineGlobal,
+    deleteGlobal,
+    settleHostCall,
+    watch,
+    takeOutcome,
+    finalize,
+    isSafeInteger: NumberIsSafeInteger,
+  });
+}

@@ -1,0 +1,717 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import v8 from 'node:v8';
+import ivm from 'isolated-vm';
+import { ConsoleCapture, type ConsoleEntry } from './console-capture.js';
+import {
+  HeapLimitExceeded,
+  InvalidOption,
+  JsError,
+  ModuleNotFound,
+  PromiseNeverSettled,
+  ResultTooLarge,
+  RuntimeClosed,
+  RuntimeTimeout,
+  StrataError,
+  ValueNotTransferable,
+} from './errors.js';
+import type { ExecutionResult } from './execution-result.js';
+import { guestPrelude } from './guest/prelude.js';
+import { encodedSize } from './encoded-size.js';
+import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
+import { assertTransferable } from './values.js';
+
+/** A host function bound into the guest with {@link Runtime.bindFunction}. Sync or async. */
+export type HostFunction = (...args: any[]) => unknown;
+
+/** Maps an import specifier (and the specifier of the importing module) to a canonical specifier, or refuses with `undefined`. */
+export type ModuleResolver = (specifier: string, referrer: string) => string | undefined | null;
+
+/** Returns the source of a module by canonical specifier, or refuses with `undefined`. */
+export type ModuleLoader = (specifier: string) => string | undefined | null | Promise<string | undefined | null>;
+
+/** Options of {@link Runtime.eval}. */
+export interface EvalOptions {
+  /** The script's name in stack traces. Default `<eval>`. */
+  filename?: string;
+}
+
+/** Options of {@link Runtime.evalModule}. */
+export interface EvalModuleOptions {
+  /** The module's own specifier: its name in stack traces and the referrer of its imports. Default `strata:main`. */
+  specifier?: string;
+}
+
+// Maximum nesting of a value that crosses; the wire's decoder allows the same.
+const MAX_DEPTH = 64;
+// isolated-vm's own message for a command stopped at its timeout.
+const IVM_TIMEOUT = 'Script execution timed out.';
+const IVM_MEMORY = 'Isolate was disposed during execution due to memory limit';
+const REDACTED = 'host function failed';
+// The specifier under which a completion wrapper imports the module being evaluated.
+const MODULE_UNDER_EVALUATION = 'strata:module-under-evaluation';
+
+// Which runtime's host function is running, so that a host function calling back into its own
+// runtime gets an error instead of a deadlock.
+const insideHostFunction = new AsyncLocalStorage<Runtime>();
+
+interface BoundFunction {
+  readonly name: string;
+  readonly fn: HostFunction;
+  revoked: boolean;
+}
+
+interface Delivery {
+  readonly callId: number;
+  readonly ok: boolean;
+  readonly value: unknown;
+}
+
+/** Time the guest may still spend on the current command. */
+class GuestBudget {
+  #remaining: number;
+  constructor(timeout: number) {
+    this.#remaining = timeout;
+  }
+  /** The isolated-vm `timeout` for the next entry into the isolate. */
+  next(): number | undefined {
+    if (this.#remaining === Infinity) return undefined;
+    if (this.#remaining <= 0) throw new RuntimeTimeout('the guest ran past its timeout');
+    return Math.max(1, Math.ceil(this.#remaining));
+  }
+  charge(ms: number): void {
+    this.#remaining -= ms;
+  }
+}
+
+/**
+ * A V8 isolate in this process: the engine every Strata worker hosts.
+ *
+ * **For buggy code, not hostile code.** The isolate shares this process: some JavaScript makes
+ * V8 abort the whole process or sit in a native builtin that `timeout` cannot interrupt
+ * (`new Array(2 ** 32 - 1).fill(0)`), memory outside the V8 heap (WebAssembly, resizable
+ * buffers) escapes `maxHeapSize`, and a guest that escapes V8 gets this process's authority.
+ * For code you did not write, use `IsolatedRuntime`, which runs a `Runtime` in a supervised,
+ * sandboxed worker process.
+ *
+ * ```ts
+ * await using rt = await Runtime.create({ timeout: 1_000 });
+ * rt.bindFunction('lookup', (sku: string) => ({ A1: 3.5 })[sku]);
+ * await rt.eval("lookup('A1') * 2"); // 7
+ * ```
+ */
+export class Runtime implements AsyncDisposable {
+  readonly #options: ResolvedRuntimeOptions;
+  readonly #isolate: ivm.Isolate;
+  readonly #context: ivm.Context;
+  readonly #internals: {
+    checkValue: ivm.Reference;
+    namespaceToObject: ivm.Reference;
+    argumentHolder: ivm.Reference;
+    describeError: ivm.Reference;
+    defineGlobal: ivm.Reference;
+    deleteGlobal: ivm.Reference;
+    settleHostCall: ivm.Reference;
+    watch: ivm.Reference;
+    takeOutcome: ivm.Reference;
+    finalize: ivm.Reference;
+  };
+  #eventLoop: ivm.Reference | undefined;
+  readonly #functions = new Map<number, BoundFunction>();
+  readonly #globals = new Map<string, number[]>();
+  readonly #consoleListeners = new Set<(entry: ConsoleEntry) => void>();
+  readonly #captures = new Set<ConsoleCapture>();
+  readonly #settled = new Map<number, boolean>();
+  readonly #deliveries: Delivery[] = [];
+  #wakeDriver: (() => void) | undefined;
+  #inflightHostCalls = 0;
+  #nextId = 1;
+  #queue: Promise<unknown> = Promise.resolve();
+  #busy = false;
+  #closed = false;
+  #closeReason: StrataError | undefined;
+  readonly #staticModules = new Map<string, string>();
+  readonly #compiledModules = new Map<string, Promise<ivm.Module>>();
+  readonly #moduleSpecifiers = new WeakMap<ivm.Module, string>();
+  #resolver: ModuleResolver | undefined;
+  #loader: ModuleLoader | undefined;
+
+  private constructor(options: ResolvedRuntimeOptions) {
+    this.#options = options;
+    this.#isolate = new ivm.Isolate({ memoryLimit: Math.ceil(options.maxHeapSize / (1024 * 1024)) });
+    try {
+      this.#context = this.#isolate.createContextSync();
+      const gcContext = createContextWithGc(this.#isolate);
+      const gc = gcContext.global.getSync('gc', { reference: true }) as ivm.Reference;
+      const prelude = this.#isolate.compileScriptSync(`(${guestPrelude.toString()})`, { filename: 'strata:prelude' });
+      const preludeFn = prelude.runSync(this.#context, { reference: true }) as ivm.Reference;
+      const internals = preludeFn.applySync(
+        undefined,
+        [
+          new ivm.Callback((id: number, args: unknown[] | undefined, viaHolder: boolean) => this.#dispatch(id, args, viaHolder)),
+          new ivm.Callback((level: string, stream: 'stdout' | 'stderr', text: string) => this.#emitConsole({ level, stream, text })),
+          new ivm.Callback((id: number, ok: boolean) => void this.#settled.set(id, ok)),
+          new ivm.Callback(() => this.#isolate.getHeapStatisticsSync().externally_allocated_size),
+          gc.typeof === 'function' ? gc.derefInto() : undefined,
+          new ivm.ExternalCopy({ maxBufferBytes: options.maxBufferBytes, maxDepth: MAX_DEPTH, maxConsoleChars: 1024 * 1024 }).copyInto(),
+        ],
+        { result: { reference: true } },
+      ) as ivm.Reference;
+      const get = (name: string) => internals.getSync(name, { reference: true }) as ivm.Reference;
+      this.#internals = {
+        checkValue: get('checkValue'),
+        namespaceToObject: get('namespaceToObject'),
+        argumentHolder: get('argumentHolder'),
+        describeError: get('describeError'),
+        defineGlobal: get('defineGlobal'),
+        deleteGlobal: get('deleteGlobal'),
+        settleHostCall: get('settleHostCall'),
+        watch: get('watch'),
+        takeOutcome: get('takeOutcome'),
+        finalize: get('finalize'),
+      };
+    } catch (error) {
+      this.#isolate.dispose();
+      throw error;
+    }
+  }
+
+  /**
+   * Creates a runtime: a fresh isolate and context, the prelude, then each `bootstrap` script,
+   * then the removal of optional globals and (with `strictEval`) of code generation.
+   *
+   * @throws {@link InvalidOption} for a bad option; {@link JsError} if a bootstrap script throws.
+   */
+  static async create(options?: RuntimeOptions): Promise<Runtime> {
+    const resolved = resolveRuntimeOptions(options);
+    const runtime = new Runtime(resolved);
+    try {
+      for (const [index, source] of resolved.bootstrap.entries()) {
+        await runtime.#run(async (budget) => {
+          const script = runtime.#compile(source, `strata:bootstrap-${index}`);
+          runtime.#enter(budget, () => script.runSync(runtime.#context, { timeout: budget.next() }));
+        });
+      }
+      const removeGlobals = (['SharedArrayBuffer', 'Atomics', 'WeakRef', 'FinalizationRegistry'] as const).filter(
+        (name) => !resolved.allowGlobals.includes(name),
+      );
+      const loop = runtime.#internals.finalize.applySync(
+        undefined,
+        [new ivm.ExternalCopy({ removeGlobals, strictEval: resolved.strictEval }).copyInto()],
+        { result: { reference: true } },
+      ) as ivm.Reference;
+      runtime.#eventLoop = loop.typeof === 'object' ? loop : undefined;
+    } catch (error) {
+      runtime.#dispose(undefined);
+      throw error;
+    }
+    return runtime;
+  }
+
+  /** The resolved options this runtime runs with. */
+  get options(): ResolvedRuntimeOptions {
+    return this.#options;
+  }
+
+  /** Whether the runtime is closed (by {@link close} or because its heap can no longer be trusted). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Evaluates a script and returns its completion value; a returned promise is awaited (timers
+   * of `WEB_POLYFILLS` run on virtual time meanwhile).
+   *
+   * @throws {@link JsError} (guest exception), {@link RuntimeTimeout}, {@link HeapLimitExceeded}
+   * (runtime closed), {@link ValueNotTransferable}, {@link ResultTooLarge}, {@link PromiseNeverSettled}.
+   */
+  eval(code: string, options: EvalOptions = {}): Promise<unknown> {
+    if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
+    return this.#command(async (budget) => {
+      const script = this.#compile(code, options.filename ?? '<eval>');
+      const completion = this.#enter(budget, () => script.runSync(this.#context, { reference: true, timeout: budget.next() })) as ivm.Reference;
+      return this.#settle(completion, budget);
+    });
+  }
+
+  /**
+   * Like {@link eval} but never throws for the run's own failure: the outcome, the console
+   * output of the run (each stream capped at `maxOutputBytes`) and the error, if any, come back
+   * as an {@link ExecutionResult}.
+   */
+  async execute(code: string, options: EvalOptions = {}): Promise<ExecutionResult> {
+    if (typeof code !== 'string') throw new InvalidOption('execute(code): code must be a string');
+    const capture = this.captureConsole();
+    try {
+      const result = await this.eval(code, options);
+      return { status: 'ok', stdout: capture.stdout, stderr: capture.stderr, result, error: undefined, errorType: undefined, truncated: capture.truncated };
+    } catch (error) {
+      const errorType = error instanceof JsError ? error.guestName : error instanceof Error ? error.name : 'Error';
+      const message = error instanceof JsError ? error.message.slice(error.guestName.length + 2) : error instanceof Error ? error.message : String(error);
+      return { status: 'error', stdout: capture.stdout, stderr: capture.stderr, result: undefined, error: message, errorType, truncated: capture.truncated };
+    } finally {
+      capture.stop();
+    }
+  }
+
+  /**
+   * Binds a host function as a global of the guest. Arguments arrive as copies of
+   * {@link Transferable} values; the return value (or the value a returned promise resolves
+   * to) is copied back. A thrown error reaches the guest with its class name and, unless
+   * `redactHostErrors` is false, the message "host function failed". Your function runs with
+   * your authority: validate its arguments.
+   */
+  bindFunction(name: string, fn: HostFunction): void {
+    if (typeof fn !== 'function') throw new InvalidOption(`bindFunction(${JSON.stringify(name)}): fn must be a function`);
+    this.#bindGlobal(name, fn, 'bindFunction');
+  }
+
+  /**
+   * Binds an object as a global of the guest: its function-valued properties (at any depth)
+   * become host functions, everything else must be {@link Transferable} data and is copied.
+   */
+  bindObject(name: string, object: Record<string, unknown>): void {
+    if (object === null || typeof object !== 'object' || Array.isArray(object)) {
+      throw new InvalidOption(`bindObject(${JSON.stringify(name)}): object must be a plain object`);
+    }
+    this.#bindGlobal(name, object, 'bindObject');
+  }
+
+  /**
+   * Removes a global bound with {@link bindFunction} or {@link bindObject}. Its host functions
+   * stop working at once, including copies the guest kept: a call throws.
+   */
+  revoke(name: string): void {
+    this.#assertUsable('revoke');
+    const ids = this.#globals.get(name);
+    if (ids === undefined) throw new InvalidOption(`revoke(${JSON.stringify(name)}): nothing is bound under that name`);
+    for (const id of ids) {
+      const entry = this.#functions.get(id);
+      if (entry !== undefined) entry.revoked = true;
+    }
+    this.#globals.delete(name);
+    this.#internals.deleteGlobal.applySync(undefined, [name]);
+  }
+
+  /** Registers a module the guest may import by exactly this specifier. */
+  addModule(specifier: string, source: string): void {
+    if (typeof specifier !== 'string' || specifier === '') throw new InvalidOption('addModule: specifier must be a non-empty string');
+    if (typeof source !== 'string') throw new InvalidOption(`addModule(${JSON.stringify(specifier)}): source must be a string`);
+    this.#staticModules.set(specifier, source);
+  }
+
+  /**
+   * Sets the function that maps an import specifier to a canonical one (e.g. a relative path
+   * against its referrer). Returning `undefined` refuses the import.
+   */
+  setModuleResolver(resolver: ModuleResolver | undefined): void {
+    if (resolver !== undefined && typeof resolver !== 'function') throw new InvalidOption('setModuleResolver: expected a function');
+    this.#resolver = resolver;
+  }
+
+  /**
+   * Sets the function that supplies a module's source by canonical specifier, for modules not
+   * registered with {@link addModule}. Returning `undefined` refuses the import. Never return
+   * source chosen by the guest: that is code made from data.
+   */
+  setModuleLoader(loader: ModuleLoader | undefined): void {
+    if (loader !== undefined && typeof loader !== 'function') throw new InvalidOption('setModuleLoader: expected a function');
+    this.#loader = loader;
+  }
+
+  /**
+   * Evaluates an ES module and returns its namespace as a plain object of its exports. Its
+   * imports resolve only to modules the host registered ({@link addModule}, or the resolver and
+   * loader); anything else is refused with {@link ModuleNotFound}. Exports must be
+   * {@link Transferable}.
+   */
+  evalModule(source: string, options: EvalModuleOptions = {}): Promise<Record<string, unknown>> {
+    if (typeof source !== 'string') return Promise.reject(new InvalidOption('evalModule(source): source must be a string'));
+    const specifier = options.specifier ?? 'strata:main';
+    return this.#command(async (budget) => {
+      const module = this.#compileModule(source, specifier);
+      await module.instantiate(this.#context, (request, referrer) => this.#resolveImport(request, this.#moduleSpecifiers.get(referrer) ?? specifier));
+      // isolated-vm does not hand out the promise of a module's top-level await, so a wrapper
+      // imports the module: the wrapper's binding leaves its temporal dead zone only once the
+      // module has finished evaluating.
+      const wrapper = this.#isolate.compileModuleSync(`import * as ns from ${JSON.stringify(MODULE_UNDER_EVALUATION)}; export const namespace = ns;`, {
+        filename: `${specifier} (completion)`,
+      });
+      await wrapper.instantiate(this.#context, () => module);
+      this.#enter(budget, () => wrapper.evaluateSync({ timeout: budget.next() }));
+      const wrapperNamespace = wrapper.namespace;
+      let namespace: ivm.Reference | undefined;
+      const finished = () => {
+        try {
+          namespace = wrapperNamespace.getSync('namespace', { reference: true }) as ivm.Reference;
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      await this.#drive(finished, budget, "the module's top-level await (or it threw after its first await, which isolated-vm cannot report)");
+      const exportsObject = this.#enter(budget, () =>
+        this.#internals.namespaceToObject.applySync(undefined, [namespace!.derefInto()], { result: { reference: true }, timeout: budget.next() }),
+      ) as ivm.Reference;
+      return (await this.#export(exportsObject, budget)) as Record<string, unknown>;
+    });
+  }
+
+  /** Calls `listener` for every `console.*` call of the guest. Returns a function that unsubscribes it. */
+  onConsole(listener: (entry: ConsoleEntry) => void): () => void {
+    if (typeof listener !== 'function') throw new InvalidOption('onConsole: listener must be a function');
+    this.#consoleListeners.add(listener);
+    return () => void this.#consoleListeners.delete(listener);
+  }
+
+  /**
+   * Starts collecting the guest's console output into a {@link ConsoleCapture} (each stream
+   * capped at `maxOutputBytes`) until its `stop()`. Without a listener or a capture, console
+   * output is dropped: it never reaches this process's stdout.
+   */
+  captureConsole(): ConsoleCapture {
+    const capture = new ConsoleCapture(this.#options.maxOutputBytes, (c) => this.#captures.delete(c));
+    this.#captures.add(capture);
+    return capture;
+  }
+
+  /** Disposes the isolate. Idempotent; later calls fail with {@link RuntimeClosed}. */
+  async close(): Promise<void> {
+    this.#dispose(undefined);
+  }
+
+  /** `await using rt = await Runtime.create()` closes it at the end of the scope. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // --- commands ------------------------------------------------------------------------------
+
+  #assertUsable(method: string): void {
+    if (this.#closed) throw this.#closeReason ?? new RuntimeClosed(`${method}: the runtime is closed`);
+    if (insideHostFunction.getStore() === this) {
+      throw new StrataError(`${method}: a host function cannot call back into its own runtime (it would wait on itself); use another runtime`);
+    }
+  }
+
+  /** Runs commands one at a time: the isolate has one thread and one event loop. */
+  #command<T>(task: (budget: GuestBudget) => Promise<T>): Promise<T> {
+    try {
+      this.#assertUsable('command');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const run = this.#queue.then(() => this.#run(task));
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #run<T>(task: (budget: GuestBudget) => Promise<T>): Promise<T> {
+    if (this.#closed) throw this.#closeReason ?? new RuntimeClosed('the runtime is closed');
+    this.#busy = true;
+    try {
+      this.#deliver(new GuestBudget(this.#options.timeout));
+      return await task(new GuestBudget(this.#options.timeout));
+    } catch (error) {
+      throw this.#translate(error);
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /** Enters the isolate synchronously and charges the time to the command's budget. */
+  #enter<T>(budget: GuestBudget, step: () => T): T {
+    const started = performance.now();
+    try {
+      return step();
+    } finally {
+      budget.charge(performance.now() - started);
+    }
+  }
+
+  #compile(code: string, filename: string): ivm.Script {
+    return this.#isolate.compileScriptSync(code, { filename });
+  }
+
+  /** Waits until a completion value settles, driving host calls and virtual timers meanwhile. */
+  async #settle(completion: ivm.Reference, budget: GuestBudget): Promise<unknown> {
+    if (completion.typeof !== 'object') return this.#export(completion, budget);
+    const id = this.#nextId++;
+    const isPromise = this.#enter(budget, () =>
+      this.#internals.watch.applySync(undefined, [completion.derefInto(), id], { timeout: budget.next() }),
+    ) as boolean;
+    if (!isPromise) return this.#export(completion, budget);
+    await this.#drive(() => this.#settled.has(id), budget, 'the promise');
+    const ok = this.#settled.get(id)!;
+    this.#settled.delete(id);
+    const outcome = this.#internals.takeOutcome.applySync(undefined, [id], { result: { reference: true } }) as ivm.Reference;
+    if (ok) return this.#export(outcome, budget);
+    throw this.#guestError(outcome, budget);
+  }
+
+  /**
+   * Runs the guest's event loop until `finished()`: settled host calls are handed in first;
+   * while host calls are in flight it waits for them; only when nothing else can make progress
+   * does virtual time advance to the next timer.
+   */
+  async #drive(finished: () => boolean, budget: GuestBudget, what: string): Promise<void> {
+    while (!finished()) {
+      if (this.#closed) throw this.#closeReason ?? new RuntimeClosed('the runtime was closed while the guest was waiting');
+      if (this.#deliveries.length > 0) {
+        this.#deliver(budget);
+      } else if (this.#inflightHostCalls > 0) {
+        await new Promise<void>((resolve) => (this.#wakeDriver = resolve));
+        this.#wakeDriver = undefined;
+      } else if (this.#eventLoop === undefined || !this.#runTimer(budget)) {
+        throw new PromiseNeverSettled(`${what} can never settle: no host call is pending and no timer is scheduled`);
+      }
+    }
+  }
+
+  #runTimer(budget: GuestBudget): boolean {
+    const loop = this.#eventLoop!;
+    return this.#enter(budget, () => {
+      const runNext = loop.getSync('runNext', { reference: true }) as ivm.Reference;
+      return runNext.applySync(loop.derefInto(), [], { timeout: budget.next() }) === true;
+    });
+  }
+
+  /** Copies a guest value out, refusing anything outside the transferable set. */
+  async #export(reference: ivm.Reference, budget: GuestBudget): Promise<unknown> {
+    const type = reference.typeof;
+    if (type === 'function') throw new ValueNotTransferable('the value is a function; only data can cross');
+    if (type === 'symbol') throw new ValueNotTransferable('the value is a symbol');
+    let value: unknown;
+    try {
+      value = reference.copySync();
+    } catch (error) {
+      throw new ValueNotTransferable(`the value cannot cross: ${copyFailure(error)}`);
+    }
+    if (type === 'object') {
+      const problem = this.#enter(budget, () =>
+        this.#internals.checkValue.applySync(undefined, [reference.derefInto(), '$'], { timeout: budget.next() }),
+      ) as string | undefined;
+      if (problem !== undefined) throw new ValueNotTransferable(`${problem}; it cannot cross to the host`);
+    }
+    const size = encodedSize(value, this.#options.maxResultBytes);
+    if (size > this.#options.maxResultBytes) {
+      throw new ResultTooLarge(`the result is larger than maxResultBytes (${this.#options.maxResultBytes} bytes encoded)`);
+    }
+    return value;
+  }
+
+  #guestError(thrown: ivm.Reference, budget: GuestBudget): JsError {
+    const [name, message, stack] = this.#enter(budget, () =>
+      this.#internals.describeError.applySync(undefined, [thrown.derefInto()], { result: { copy: true }, timeout: budget.next() }),
+    ) as [string, string, string | undefined];
+    return new JsError(name, message, stack);
+  }
+
+  /** Maps what isolated-vm throws to Strata's errors. */
+  #translate(error: unknown): unknown {
+    if (error instanceof StrataError) {
+      if (error instanceof HeapLimitExceeded) this.#dispose(error);
+      return error;
+    }
+    if (this.#isolate.isDisposed && !this.#closed) {
+      const reason = new HeapLimitExceeded(`the guest's heap grew past maxHeapSize (${this.#options.maxHeapSize} bytes); the runtime is closed`);
+      this.#dispose(reason);
+      return reason;
+    }
+    if (error instanceof Error) {
+      if (error.message === IVM_TIMEOUT) return new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
+      if (error.message === IVM_MEMORY) {
+        const reason = new HeapLimitExceeded(`the guest's heap grew past maxHeapSize (${this.#options.maxHeapSize} bytes); the runtime is closed`);
+        this.#dispose(reason);
+        return reason;
+      }
+      return new JsError(error.name, error.message, error.stack);
+    }
+    // A non-Error thrown by guest code (isolated-vm passes primitives through).
+    return new JsError('Error', `Uncaught ${typeof error === 'string' ? error : String(error)}`);
+  }
+
+  #dispose(reason: StrataError | undefined): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#closeReason = reason;
+    for (const capture of this.#captures) capture.stop();
+    this.#wakeDriver?.();
+    if (!this.#isolate.isDisposed) this.#isolate.dispose();
+  }
+
+  // --- host functions ------------------------------------------------------------------------
+
+  #bindGlobal(name: string, value: HostFunction | Record<string, unknown>, method: string): void {
+    this.#assertUsable(method);
+    if (typeof name !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(name)) {
+      throw new InvalidOption(`${method}: name must be a JavaScript identifier (got ${JSON.stringify(name)})`);
+    }
+    if (this.#globals.has(name)) this.revoke(name);
+    const functions: [string[], number, string][] = [];
+    const data = this.#splitFunctions(value, [], functions, name, 0);
+    assertTransferable(data, name, MAX_DEPTH);
+    this.#internals.defineGlobal.applySync(undefined, [name, new ivm.ExternalCopy(data).copyInto(), new ivm.ExternalCopy(functions).copyInto()]);
+    this.#globals.set(name, functions.map(([, id]) => id));
+  }
+
+  /** Replaces every function in `value` by null and records its path. */
+  #splitFunctions(value: unknown, path: string[], out: [string[], number, string][], label: string, depth: number): unknown {
+    if (typeof value === 'function') {
+      const id = this.#nextId++;
+      this.#functions.set(id, { name: label, fn: value as HostFunction, revoked: false });
+      out.push([path, id, label]);
+      return null;
+    }
+    if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return value;
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) return value;
+    const copy: Record<string, unknown> = {};
+    for (const [key, child] of Object.entries(value)) {
+      copy[key] = this.#splitFunctions(child, [...path, key], out, `${label}.${key}`, depth + 1);
+    }
+    return copy;
+  }
+
+  /** Called by the guest (synchronously) for every host function call. */
+  #dispatch(id: number, passed: unknown[] | undefined, viaHolder: boolean): unknown[] {
+    const entry = this.#functions.get(id);
+    if (entry === undefined || entry.revoked) return [1, 'Error', `host function ${entry?.name ?? '#' + id} was revoked`];
+    let args = passed ?? [];
+    if (viaHolder) {
+      const held = this.#internals.argumentHolder.getSync('args', { reference: true }) as ivm.Reference;
+      try {
+        args = held.copySync() as unknown[];
+      } catch (error) {
+        return [1, 'TypeError', `${entry.name}: an argument cannot cross to the host: ${copyFailure(error)}`];
+      }
+      const problem = this.#internals.checkValue.applySync(undefined, [held.derefInto(), 'arguments']) as string | undefined;
+      if (problem !== undefined) return [1, 'TypeError', `${entry.name}: ${problem}; it cannot cross to the host`];
+    }
+    let result: unknown;
+    try {
+      result = insideHostFunction.run(this, () => entry.fn(...args));
+    } catch (error) {
+      return [1, ...this.#hostErrorForGuest(error)];
+    }
+    if (isThenable(result)) {
+      const callId = this.#nextId++;
+      this.#inflightHostCalls++;
+      Promise.resolve(result).then(
+        (value) => this.#queueDelivery({ callId, ok: true, value }),
+        (error: unknown) => this.#queueDelivery({ callId, ok: false, value: error }),
+      );
+      return [2, callId];
+    }
+    try {
+      assertTransferable(result, `${entry.name}() returned a value that`, MAX_DEPTH);
+    } catch (error) {
+      return [1, 'TypeError', (error as Error).message];
+    }
+    return [0, result];
+  }
+
+  #hostErrorForGuest(error: unknown): [string, string] {
+    const name = error instanceof Error && typeof error.name === 'string' ? error.name : 'Error';
+    if (this.#options.redactHostErrors) return [name, REDACTED];
+    return [name, error instanceof Error ? String(error.message) : String(error)];
+  }
+
+  #queueDelivery(delivery: Delivery): void {
+    this.#inflightHostCalls--;
+    if (this.#closed) return;
+    this.#deliveries.push(delivery);
+    if (this.#busy) this.#wakeDriver?.();
+    else void this.#command(async () => undefined).catch(() => undefined);
+  }
+
+  /** Hands settled async host calls to the guest (their continuations run as microtasks). */
+  #deliver(budget: GuestBudget): void {
+    while (this.#deliveries.length > 0) {
+      const { callId, ok, value } = this.#deliveries.shift()!;
+      let args: unknown[];
+      if (ok) {
+        try {
+          assertTransferable(value, 'the host function resolved to a value that', MAX_DEPTH);
+          args = [callId, true, new ivm.ExternalCopy(value).copyInto(), '', ''];
+        } catch (error) {
+          args = [callId, false, undefined, 'TypeError', (error as Error).message];
+        }
+      } else {
+        args = [callId, false, undefined, ...this.#hostErrorForGuest(value)];
+      }
+      this.#enter(budget, () => this.#internals.settleHostCall.applySync(undefined, args, { timeout: budget.next() }));
+    }
+  }
+
+  // --- console -------------------------------------------------------------------------------
+
+  #emitConsole(entry: ConsoleEntry): void {
+    for (const capture of this.#captures) capture.write(entry);
+    for (const listener of this.#consoleListeners) {
+      try {
+        listener(entry);
+      } catch {
+        // A listener's bug must not become the guest's exception.
+      }
+    }
+  }
+
+  // --- modules -------------------------------------------------------------------------------
+
+  #compileModule(source: string, specifier: string): ivm.Module {
+    const module = this.#isolate.compileModuleSync(source, { filename: specifier });
+    this.#moduleSpecifiers.set(module, specifier);
+    return module;
+  }
+
+  async #resolveImport(request: string, referrer: string): Promise<ivm.Module> {
+    const canonical = this.#resolver === undefined ? request : this.#resolver(request, referrer);
+    if (typeof canonical !== 'string' || canonical === '') {
+      throw new ModuleNotFound(`import ${JSON.stringify(request)} from ${JSON.stringify(referrer)} was refused by the module resolver`);
+    }
+    let compiled = this.#compiledModules.get(canonical);
+    if (compiled === undefined) {
+      compiled = (async () => {
+        const source = this.#staticModules.get(canonical) ?? (this.#loader === undefined ? undefined : await this.#loader(canonical));
+        if (typeof source !== 'string') {
+          throw new ModuleNotFound(
+            `import ${JSON.stringify(canonical)} was refused: the host did not register it (addModule, or a module loader)`,
+          );
+        }
+        const module = this.#compileModule(source, canonical);
+        await module.instantiate(this.#context, (r, ref) => this.#resolveImport(r, this.#moduleSpecifiers.get(ref) ?? canonical));
+        return module;
+      })();
+      this.#compiledModules.set(canonical, compiled);
+      compiled.catch(() => this.#compiledModules.delete(canonical));
+    }
+    return compiled;
+  }
+}
+
+/**
+ * Creates a context in which V8's `gc()` exists. The guest's context never gets it (V8 makes it
+ * undeletable); the prelude is handed this context's function instead, so that the buffer cap
+ * can collect before it refuses. The flag is on only around this context's creation; a host
+ * started with `--expose-gc` is left as it is.
+ */
+function createContextWithGc(isolate: ivm.Isolate): ivm.Context {
+  const hostHasGc = typeof (globalThis as { gc?: unknown }).gc === 'function';
+  if (!hostHasGc) v8.setFlagsFromString('--expose-gc');
+  try {
+    return isolate.createContextSync();
+  } finally {
+    if (!hostHasGc) v8.setFlagsFromString('--no-expose-gc');
+  }
+}
+
+/** Why isolated-vm's serializer refused a value, in words a user can act on. */
+function copyFailure(error: unknown): string {
+  const detail = error instanceof Error ? error.message : String(error);
+  const shown = detail.length > 120 ? `${detail.slice(0, 120)}…` : detail;
+  return `it is or contains a function, symbol, Proxy, getter or another kind outside the transferable set (${shown})`;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+}

@@ -1,0 +1,134 @@
+import test from 'ava';
+import { ValueNotTransferable, assertTransferable } from '../src/index.js';
+import { runtimeFor } from './helpers/runtime.js';
+
+test('every transferable kind crosses out of the guest', async (t) => {
+  const rt = await runtimeFor(t);
+  const value = await rt.eval(`({
+    n: null, u: undefined, b: true, num: -0, nan: NaN, inf: -Infinity, big: 2n ** 70n, s: "ünï ☃",
+    bytes: new Uint8Array([0, 255]), list: [1, [2, [3]]], nested: { deep: { er: 1 } },
+    set: new Set([1, "a"]), map: new Map([[{ k: 1 }, [2]]]), date: new Date(86400000), empty: Object.create(null),
+  })`);
+  t.deepEqual(value, {
+    n: null,
+    u: undefined,
+    b: true,
+    num: -0,
+    nan: NaN,
+    inf: -Infinity,
+    big: 2n ** 70n,
+    s: 'ünï ☃',
+    bytes: new Uint8Array([0, 255]),
+    list: [1, [2, [3]]],
+    nested: { deep: { er: 1 } },
+    set: new Set([1, 'a']),
+    map: new Map([[{ k: 1 }, [2]]]),
+    date: new Date(86400000),
+    empty: {},
+  });
+  t.true(Object.is((value as { num: number }).num, -0));
+});
+
+const refused: [string, string, RegExp][] = [
+  ['a function', '() => 1', /function/],
+  ['a nested function', '({ a: [1, () => 1] })', /function|cannot cross/],
+  ['a symbol', 'Symbol("s")', /symbol/],
+  ['a class instance', 'class Point { constructor() { this.x = 1 } }; new Point()', /instance of Point/],
+  ['a nested class instance', 'class Q {}; ({ a: { b: new Q() } })', /\$\.a\.b is an instance of Q/],
+  ['an Error', 'new Error("x")', /instance of Error/],
+  ['a RegExp', '/x/', /instance of RegExp/],
+  ['a Float32Array', 'new Float32Array(2)', /instance of Float32Array/],
+  ['an ArrayBuffer', 'new ArrayBuffer(2)', /instance of ArrayBuffer/],
+  ['a boxed primitive', 'new String("s")', /instance of String/],
+  ['a cycle', 'const o = {}; o.self = o; o', /cycle|cannot cross/],
+  ['a sparse array', '[1, , 3]', /hole/],
+  ['an array with extra properties', 'const a = [1]; a.extra = 2; a', /extra/],
+  ['a symbol-keyed property', '({ [Symbol("k")]: 1 })', /symbol-keyed/],
+  ['a non-enumerable property', 'Object.defineProperty({}, "hidden", { value: 1, enumerable: false })', /not enumerable/],
+  ['a Map subclass', 'class M extends Map {}; new M()', /instance of M/],
+  ['a promise inside an object', '({ p: Promise.resolve(1) })', /cannot cross/],
+];
+for (const [label, code, message] of refused) {
+  test(`${label} is refused with ValueNotTransferable`, async (t) => {
+    const rt = await runtimeFor(t);
+    const error = await t.throwsAsync(rt.eval(code), { instanceOf: ValueNotTransferable });
+    t.is(error?.code, 'ERR_STRATA_NOT_TRANSFERABLE');
+    t.regex(error?.message ?? '', message);
+    t.is(await rt.eval('1'), 1, 'the runtime stays usable');
+  });
+}
+
+test('copying a getter runs no guest code', async (t) => {
+  const rt = await runtimeFor(t);
+  await t.throwsAsync(rt.eval('globalThis.getterRuns = 0; ({ get x() { getterRuns++; return 1 } })'), { instanceOf: ValueNotTransferable });
+  t.is(await rt.eval('getterRuns'), 0);
+});
+
+test('copying a Proxy runs none of its traps', async (t) => {
+  const rt = await runtimeFor(t);
+  const handler = `{ get() { trapRuns++; return 1 }, ownKeys() { trapRuns++; return [] }, getOwnPropertyDescriptor() { trapRuns++ }, getPrototypeOf() { trapRuns++; return Object.prototype }, has() { trapRuns++; return false } }`;
+  await t.throwsAsync(rt.eval(`globalThis.trapRuns = 0; new Proxy({ a: 1 }, ${handler})`), { instanceOf: ValueNotTransferable });
+  await t.throwsAsync(rt.eval(`({ inner: [new Proxy([], ${handler})] })`), { instanceOf: ValueNotTransferable });
+  t.is(await rt.eval('trapRuns'), 0);
+});
+
+test('host function arguments: Proxies and getters are refused without running guest code', async (t) => {
+  const rt = await runtimeFor(t);
+  let calls = 0;
+  rt.bindFunction('tool', () => calls++);
+  const out = await rt.eval(`
+    globalThis.runs = 0;
+    const p = new Proxy({}, { ownKeys() { runs++; return [] }, get() { runs++ } });
+    const g = { get x() { runs++; return 1 } };
+    const r = [];
+    for (const arg of [p, g, { nested: p }, () => 1, Symbol('s'), new (class C {})()]) {
+      try { tool(arg); r.push('passed') } catch (e) { r.push(e.name) }
+    }
+    [r, runs]
+  `);
+  t.deepEqual(out, [['TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError'], 0]);
+  t.is(calls, 0);
+});
+
+test('patched built-ins in the guest do not change what crosses', async (t) => {
+  const rt = await runtimeFor(t);
+  const out = await rt.eval(`
+    const value = { list: [1, 2], map: new Map([[1, 2]]) };
+    Map.prototype.forEach = () => { throw new Error('patched') };
+    Array.prototype[Symbol.iterator] = function* () { yield 'patched' };
+    Object.getOwnPropertyDescriptor = () => ({ value: 'patched' });
+    Reflect.ownKeys = () => [];
+    Promise.prototype.then = () => { throw new Error('patched') };
+    value
+  `);
+  t.deepEqual(out, { list: [1, 2], map: new Map([[1, 2]]) });
+});
+
+test('assertTransferable refuses host values outside the set, naming the path', (t) => {
+  const cases: [unknown, RegExp][] = [
+    [{ a: () => 1 }, /\$\.a is a function/],
+    [{ a: Symbol('x') }, /symbol/],
+    [new URL('https://example.com'), /instance of URL/],
+    [{ p: new Proxy({}, {}) }, /Proxy/],
+    [new Float64Array(1), /instance of Float64Array/],
+    [Object.defineProperty({}, 'g', { get: () => 1, enumerable: true }), /accessor/],
+    [[1, , 2], /hole/],
+  ];
+  for (const [value, message] of cases) {
+    t.throws(() => assertTransferable(value, '$', 64), { instanceOf: ValueNotTransferable, message });
+  }
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  t.throws(() => assertTransferable(cyclic, '$', 64), { message: /cycle/ });
+  let deep: unknown = 1;
+  for (let i = 0; i < 70; i++) deep = [deep];
+  t.throws(() => assertTransferable(deep, '$', 64), { message: /deeper than 64/ });
+  t.notThrows(() => assertTransferable({ b: Buffer.from('x'), shared: [[1], [1]] }, '$', 64));
+});
+
+test('a getter on a host value is never invoked by the check', (t) => {
+  let runs = 0;
+  const value = Object.defineProperty({}, 'x', { get: () => runs++, enumerable: true });
+  t.throws(() => assertTransferable(value, '$', 64));
+  t.is(runs, 0);
+});
