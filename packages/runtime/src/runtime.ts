@@ -147,7 +147,7 @@ export class Runtime implements AsyncDisposable {
       const internals = preludeFn.applySync(
         undefined,
         [
-          new ivm.Callback((id: number, args: unknown[] | undefined, viaHolder: boolean) => this.#dispatch(id, args, viaHolder)),
+          new ivm.Callback((id: number, viaHolder: boolean, ...args: unknown[]) => this.#dispatch(id, args, viaHolder)),
           new ivm.Callback((level: string, stream: 'stdout' | 'stderr', text: string) => this.#emitConsole({ level, stream, text })),
           new ivm.Callback((id: number, ok: boolean) => void this.#settled.set(id, ok)),
           new ivm.Callback(() => this.#isolate.getHeapStatisticsSync().externally_allocated_size),
@@ -227,8 +227,8 @@ export class Runtime implements AsyncDisposable {
   eval(code: string, options: EvalOptions = {}): Promise<unknown> {
     if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
     return this.#command(async (budget) => {
-      const script = this.#compile(code, options.filename ?? '<eval>');
-      const completion = this.#enter(budget, () => script.runSync(this.#context, { reference: true, timeout: budget.next() })) as ivm.Reference;
+      const filename = options.filename ?? '<eval>';
+      const completion = this.#enter(budget, () => this.#context.evalSync(code, { reference: true, timeout: budget.next(), filename })) as ivm.Reference;
       return this.#settle(completion, budget);
     });
   }
@@ -432,20 +432,31 @@ export class Runtime implements AsyncDisposable {
     return this.#isolate.compileScriptSync(code, { filename });
   }
 
-  /** Waits until a completion value settles, driving host calls and virtual timers meanwhile. */
+  /**
+   * Turns a completion value into the command's result: a promise is awaited (driving host
+   * calls and virtual timers meanwhile), anything else is exported.
+   */
   async #settle(completion: ivm.Reference, budget: GuestBudget): Promise<unknown> {
     if (completion.typeof !== 'object') return this.#export(completion, budget);
-    const id = this.#nextId++;
-    const isPromise = this.#enter(budget, () =>
-      this.#internals.watch.applySync(undefined, [completion.derefInto(), id], { timeout: budget.next() }),
-    ) as boolean;
-    if (!isPromise) return this.#export(completion, budget);
-    await this.#drive(() => this.#settled.has(id), budget, 'the promise');
-    const ok = this.#settled.get(id)!;
-    this.#settled.delete(id);
-    const outcome = this.#internals.takeOutcome.applySync(undefined, [id], { result: { reference: true } }) as ivm.Reference;
-    if (ok) return this.#export(outcome, budget);
-    throw this.#guestError(outcome, budget);
+    // Copy first: the serializer refuses Proxies without running a trap, so the checks after it
+    // never meet one. What it cannot copy may be a promise, which is awaited instead.
+    let copied: unknown;
+    try {
+      copied = completion.copySync();
+    } catch (copyError) {
+      const id = this.#nextId++;
+      const isPromise = this.#enter(budget, () =>
+        this.#internals.watch.applySync(undefined, [completion.derefInto(), id], { timeout: budget.next() }),
+      ) as boolean;
+      if (!isPromise) throw new ValueNotTransferable(`the value cannot cross: ${copyFailure(copyError)}`);
+      await this.#drive(() => this.#settled.has(id), budget, 'the promise');
+      const ok = this.#settled.get(id)!;
+      this.#settled.delete(id);
+      const outcome = this.#internals.takeOutcome.applySync(undefined, [id], { result: { reference: true } }) as ivm.Reference;
+      if (ok) return this.#export(outcome, budget);
+      throw this.#guestError(outcome, budget);
+    }
+    return this.#checked(completion, copied, budget);
   }
 
   /**
@@ -486,15 +497,24 @@ export class Runtime implements AsyncDisposable {
     } catch (error) {
       throw new ValueNotTransferable(`the value cannot cross: ${copyFailure(error)}`);
     }
-    if (type === 'object') {
+    return this.#checked(reference, value, budget);
+  }
+
+  /**
+   * Refuses what the copy silently changed (class instances lose their class, holes become
+   * undefined…) by walking the original's descriptors, then enforces `maxResultBytes`.
+   */
+  #checked(reference: ivm.Reference, value: unknown, budget: GuestBudget): unknown {
+    if (value !== null && typeof value === 'object') {
       const problem = this.#enter(budget, () =>
         this.#internals.checkValue.applySync(undefined, [reference.derefInto(), '$'], { timeout: budget.next() }),
       ) as string | undefined;
       if (problem !== undefined) throw new ValueNotTransferable(`${problem}; it cannot cross to the host`);
     }
-    const size = encodedSize(value, this.#options.maxResultBytes);
-    if (size > this.#options.maxResultBytes) {
-      throw new ResultTooLarge(`the result is larger than maxResultBytes (${this.#options.maxResultBytes} bytes encoded)`);
+    const max = this.#options.maxResultBytes;
+    // Most results are small: a string shorter than max/3 characters cannot encode to more than max bytes.
+    if (typeof value === 'string' ? value.length * 3 > max : typeof value === 'object' && value !== null) {
+      if (encodedSize(value, max) > max) throw new ResultTooLarge(`the result is larger than maxResultBytes (${max} bytes encoded)`);
     }
     return value;
   }
@@ -573,10 +593,10 @@ export class Runtime implements AsyncDisposable {
   }
 
   /** Called by the guest (synchronously) for every host function call. */
-  #dispatch(id: number, passed: unknown[] | undefined, viaHolder: boolean): unknown[] {
+  #dispatch(id: number, passed: unknown[], viaHolder: boolean): unknown {
     const entry = this.#functions.get(id);
     if (entry === undefined || entry.revoked) return [1, 'Error', `host function ${entry?.name ?? '#' + id} was revoked`];
-    let args = passed ?? [];
+    let args = passed;
     if (viaHolder) {
       const held = this.#internals.argumentHolder.getSync('args', { reference: true }) as ivm.Reference;
       try {
@@ -601,6 +621,13 @@ export class Runtime implements AsyncDisposable {
         (error: unknown) => this.#queueDelivery({ callId, ok: false, value: error }),
       );
       return [2, callId];
+    }
+    // Primitives come back as they are; anything else inside a [kind, …] reply.
+    if (result === null || typeof result !== 'object') {
+      if (typeof result === 'function' || typeof result === 'symbol') {
+        return [1, 'TypeError', `${entry.name}() returned a ${typeof result}; only data can cross`];
+      }
+      return result as unknown[];
     }
     try {
       assertTransferable(result, `${entry.name}() returned a value that`, MAX_DEPTH);

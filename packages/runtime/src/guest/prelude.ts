@@ -240,13 +240,17 @@ export function guestPrelude(
       if (needsCheck(args)) {
         argumentHolder.args = args;
         try {
-          reply = hostDispatch(id, undefined, true);
+          reply = hostDispatch(id, true);
         } finally {
           argumentHolder.args = undefined;
         }
       } else {
-        reply = hostDispatch(id, args, false);
+        // Primitives travel as separate arguments: cheaper than an array through the serializer.
+        const spread = [id, false];
+        for (let i = 0; i < args.length; i++) push(spread, args[i]);
+        reply = ReflectApply(hostDispatch, undefined, spread);
       }
+      if (reply === null || typeof reply !== 'object') return reply;
       const kind = reply[0];
       if (kind === 0) return reply[1];
       if (kind === 1) throw makeError(reply[1], reply[2]);
