@@ -1,1 +1,15 @@
-export const placeholder = 1;
+/**
+ * `@strata/polyfills`: browser basics for a bare V8 isolate, as one
+ * pure-JavaScript bootstrap script, with timers on virtual time.
+ *
+ * @packageDocumentation
+ */
+export { WEB_POLYFILLS } from './web-polyfills.js';
+export type { StrataEventLoop } from './event-loop-contract.js';
+export {
+  EVENT_LOOP_GLOBAL,
+  MAX_INTERVAL_RUNS,
+  NEVER_DEFINED_GLOBALS,
+  PERFORMANCE_TICK_MS,
+  POLYFILLED_GLOBALS,
+} from './constants.js';

@@ -116,6 +116,7 @@ export class Runtime implements AsyncDisposable {
     finalize: ivm.Reference;
   };
   #eventLoop: ivm.Reference | undefined;
+  #runNext: ivm.Reference | undefined;
   readonly #functions = new Map<number, BoundFunction>();
   readonly #globals = new Map<string, number[]>();
   readonly #consoleListeners = new Set<(entry: ConsoleEntry) => void>();
@@ -200,6 +201,7 @@ export class Runtime implements AsyncDisposable {
         { result: { reference: true } },
       ) as ivm.Reference;
       runtime.#eventLoop = loop.typeof === 'object' ? loop : undefined;
+      runtime.#runNext = runtime.#eventLoop?.getSync('runNext', { reference: true }) as ivm.Reference | undefined;
     } catch (error) {
       runtime.#dispose(undefined);
       throw error;
@@ -480,10 +482,8 @@ export class Runtime implements AsyncDisposable {
 
   #runTimer(budget: GuestBudget): boolean {
     const loop = this.#eventLoop!;
-    return this.#enter(budget, () => {
-      const runNext = loop.getSync('runNext', { reference: true }) as ivm.Reference;
-      return runNext.applySync(loop.derefInto(), [], { timeout: budget.next() }) === true;
-    });
+    const runNext = this.#runNext!;
+    return this.#enter(budget, () => runNext.applySync(loop.derefInto(), [], { timeout: budget.next() }) === true);
   }
 
   /** Copies a guest value out, refusing anything outside the transferable set. */

@@ -1,0 +1,73 @@
+import type { GlobalObject, Internal } from './internal.js';
+
+/**
+ * Installs the helpers every other installer uses, and `reportError`.
+ *
+ * Self-contained: its source text is embedded in `WEB_POLYFILLS`.
+ *
+ * @internal
+ */
+export function installGlobals(g: GlobalObject, internal: Internal): void {
+  const { defineProperty, getOwnPropertyNames, getOwnPropertyDescriptor } = Object;
+  const apply = Reflect.apply;
+
+  internal.platformBrands = [];
+
+  // Captured now: hosts may delete SharedArrayBuffer (and WeakRef, Atomics...)
+  // from the global object after the bootstrap, or before it.
+  const byteLengthGetter = (ctor: unknown): (() => number) | undefined =>
+    typeof ctor === 'function' ? getOwnPropertyDescriptor(ctor.prototype, 'byteLength')?.get : undefined;
+  const brand = (getter: (() => number) | undefined) => (value: unknown): boolean => {
+    if (getter === undefined || value === null || typeof value !== 'object') return false;
+    try {
+      apply(getter, value, []);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  internal.isArrayBuffer = brand(byteLengthGetter(g.ArrayBuffer)) as Internal['isArrayBuffer'];
+  internal.isSharedArrayBuffer = brand(byteLengthGetter(g.SharedArrayBuffer)) as Internal['isSharedArrayBuffer'];
+
+  internal.define = (name, value) => {
+    // WebIDL interface objects and operations on the global are writable,
+    // configurable and not enumerable, so `for (k in globalThis)` stays quiet.
+    defineProperty(g, name, { value, writable: true, enumerable: false, configurable: true });
+  };
+
+  internal.webidl = (cls, tag) => {
+    // WebIDL members are enumerable on the prototype (class syntax makes them
+    // not), and every interface prototype carries its class string.
+    const proto = cls.prototype;
+    for (const key of getOwnPropertyNames(proto)) {
+      if (key === 'constructor') continue;
+      const desc = getOwnPropertyDescriptor(proto, key);
+      if (desc && desc.configurable) defineProperty(proto, key, { enumerable: true });
+    }
+    defineProperty(proto, Symbol.toStringTag, { value: tag, configurable: true });
+  };
+
+  // The console is looked up on every call, not captured: the host installs
+  // its console after this bootstrap, and a guest may replace it.
+  const callConsole = (method: string, args: unknown[]): void => {
+    try {
+      const c = g.console;
+      const fn = c == null ? undefined : c[method];
+      if (typeof fn === 'function') apply(fn, c, args);
+    } catch {
+      // A broken console must never break the event loop that reports into it.
+    }
+  };
+
+  internal.warn = (message) => callConsole('warn', [message]);
+  internal.reportError = (error) => callConsole('error', ['Uncaught', error]);
+
+  // HTML's reportError(): report as if uncaught, without throwing.
+  function reportError(e: unknown): void {
+    if (arguments.length === 0) {
+      throw new TypeError("Failed to execute 'reportError': 1 argument required, but only 0 present.");
+    }
+    internal.reportError(e);
+  }
+  internal.define('reportError', reportError);
+}

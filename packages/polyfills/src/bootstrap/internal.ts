@@ -1,0 +1,88 @@
+/**
+ * Types shared by the bootstrap installers.
+ *
+ * Every installer in this folder is a self-contained function whose source
+ * text (`Function.prototype.toString`) becomes part of `WEB_POLYFILLS`. They
+ * therefore cannot import anything at run time: the only things they share
+ * are the global object and the `internal` record below, which earlier
+ * installers fill in for later ones. Only types are imported from here, and
+ * `verbatimModuleSyntax` erases them.
+ *
+ * @internal
+ * @module
+ */
+
+/** The isolate's global object: untyped on purpose, since these files define its members. */
+export type GlobalObject = Record<string | symbol, any>;
+
+/** A loosely typed class, for the polyfill classes passed between installers. */
+export type AnyClass = new (...args: any[]) => any;
+
+/** A timer or task sitting in the virtual-time heap. */
+export interface QueuedTask {
+  /** Set once cancelled: the heap drops it lazily. */
+  cancelled: boolean;
+}
+
+/** State the installers share; filled in installation order. */
+export interface Internal {
+  // globals.ts
+  /** Installs a global the way WebIDL does: writable, configurable, not enumerable. */
+  define(name: string, value: unknown): void;
+  /** Gives a class WebIDL looks: a `Symbol.toStringTag` and enumerable members. */
+  webidl(cls: AnyClass, tag: string): void;
+  /** Reports an exception nobody caught, without interrupting the caller. */
+  reportError(error: unknown): void;
+  /** Writes a warning to `console.warn` when the host provided a console. */
+  warn(message: string): void;
+  /** Predicates recognising polyfill objects that structuredClone must refuse. */
+  platformBrands: Array<(value: object) => boolean>;
+  /** Brand checks (a `Symbol.toStringTag` can lie). */
+  isArrayBuffer(value: unknown): value is ArrayBuffer;
+  /** False when the host removed SharedArrayBuffer before the bootstrap ran. */
+  isSharedArrayBuffer(value: unknown): value is SharedArrayBuffer;
+
+  // dom-exception.ts
+  DOMException: AnyClass;
+  isDOMException(value: unknown): boolean;
+
+  // event-loop.ts
+  /** The virtual clock in milliseconds, without advancing it. */
+  now(): number;
+  /** Advances the virtual clock by one small step and returns it (performance.now). */
+  tick(): number;
+  /** Queues `fn` as a task (a zero-delay timer not subject to clamping). */
+  queueTask(fn: () => void): QueuedTask;
+  /** Runs `fn` after `ms` virtual milliseconds, outside the guest's timer ids. */
+  setInternalTimer(fn: () => void, ms: number): QueuedTask;
+  cancelTask(task: QueuedTask): void;
+
+  // events.ts
+  Event: AnyClass;
+  EventTarget: AnyClass;
+  /** Dispatches a trusted event created by the polyfills themselves. */
+  fire(target: object, event: object): boolean;
+  /** Installs `on<type>` event handler attributes on a prototype. */
+  defineEventHandlers(proto: object, types: string[]): void;
+
+  // abort.ts
+  isAbortSignal(value: unknown): boolean;
+  /** Runs `fn` when `signal` aborts (the DOM "add an abort algorithm"). */
+  addAbortAlgorithm(signal: object, fn: () => void): void;
+
+  // encoding.ts
+  utf8Encode(text: string): Uint8Array;
+  /** Decodes with replacement characters and BOM removal, as Blob.text() does. */
+  decode(bytes: Uint8Array, label: string): string;
+  /** Canonical encoding name for a label, or undefined when unknown. */
+  encodingFor(label: string): string | undefined;
+
+  // base64.ts
+  base64Encode(bytes: Uint8Array): string;
+
+  // blob.ts
+  isBlob(value: unknown): boolean;
+  /** The bytes of a Blob; callers must not modify them. */
+  blobBytes(blob: object): Uint8Array;
+  Blob: AnyClass;
+}

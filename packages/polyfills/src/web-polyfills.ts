@@ -1,0 +1,103 @@
+import { installAbort } from './bootstrap/abort.js';
+import { installBase64 } from './bootstrap/base64.js';
+import { installBlob } from './bootstrap/blob.js';
+import { installDomException } from './bootstrap/dom-exception.js';
+import { installEncoding } from './bootstrap/encoding.js';
+import { installEventLoop } from './bootstrap/event-loop.js';
+import { installEvents } from './bootstrap/events.js';
+import { installFileReader } from './bootstrap/file-reader.js';
+import { installGlobals } from './bootstrap/globals.js';
+import { installPerformance } from './bootstrap/performance.js';
+import { installStructuredClone } from './bootstrap/structured-clone.js';
+
+// Order matters: each installer may use what the earlier ones put on
+// `internal` (DOMException before everything that throws one, the event loop
+// before events, events before AbortSignal and FileReader...).
+const installers = [
+  installGlobals,
+  installDomException,
+  installEventLoop,
+  installPerformance,
+  installEvents,
+  installAbort,
+  installEncoding,
+  installBase64,
+  installBlob,
+  installFileReader,
+  installStructuredClone,
+];
+
+/**
+ * Drops indentation, blank lines and whole-line comments: about a third of
+ * the compiled text, parsed again in every context. Line breaks stay, so
+ * automatic semicolon insertion is unaffected. A line with an odd number of
+ * backticks may be part of a template literal spanning lines, whose text
+ * must not change: then the source is kept as it is.
+ */
+function compact(source: string): string {
+  const lines = source.split('\n');
+  if (lines.some((line) => line.split('`').length % 2 === 0)) return source;
+  return lines
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('//'))
+    .join('\n');
+}
+
+function assemble(): string {
+  // Each installer is a self-contained function: its compiled source text is
+  // the code. They share nothing but the global object and `internal`.
+  const body = installers.map((install) => `(${compact(install.toString())})(globalThis, internal);`).join('\n');
+  return [
+    '(function () {',
+    "'use strict';",
+    // Evaluating the bootstrap a second time in the same context is a no-op.
+    "if (Object.prototype.hasOwnProperty.call(globalThis, '__strataEventLoop')) return;",
+    'const internal = {};',
+    body,
+    '})();',
+    '//# sourceURL=strata-web-polyfills.js',
+    '',
+  ].join('\n');
+}
+
+/**
+ * A small, pure-JavaScript bootstrap of browser basics for a bare V8
+ * isolate, as the source of one script. Evaluate it once per context,
+ * before any guest code:
+ *
+ * ```ts
+ * import ivm from 'isolated-vm';
+ * import { WEB_POLYFILLS } from '@strata/polyfills';
+ *
+ * const isolate = new ivm.Isolate({ memoryLimit: 64 });
+ * const context = await isolate.createContext();
+ * await context.eval(WEB_POLYFILLS);
+ * ```
+ *
+ * It defines, as writable, configurable, non-enumerable globals:
+ * `setTimeout` / `setInterval` / `clearTimeout` / `clearInterval` on virtual
+ * time, `queueMicrotask`, `performance` (`now()` is a counter, not a clock),
+ * `reportError`, `DOMException`, `Event` / `CustomEvent` / `EventTarget`,
+ * `AbortController` / `AbortSignal`, `TextEncoder` / `TextDecoder`, `btoa` /
+ * `atob`, `Blob`, `FileReader` / `ProgressEvent` and `structuredClone`; and
+ * the host hook `__strataEventLoop` ({@link StrataEventLoop}).
+ *
+ * It never defines `window`, `self`, `document`, `navigator`, `location`,
+ * `process`, `require`, `fetch` or `requestAnimationFrame`: those push
+ * libraries onto DOM, browser-detection or Node code paths.
+ *
+ * Timers never fire on their own. The host drives them: while the result of
+ * an evaluation is a pending promise, it calls
+ * `__strataEventLoop.runNext()` until the promise settles or `runNext()`
+ * returns `false`. Virtual time jumps from one timer to the next, so nothing
+ * sleeps. A string handler (`setTimeout('code')`) is never compiled: the
+ * timer gets an id and never runs. A `setInterval` that fires
+ * `MAX_INTERVAL_RUNS` (10,000) times is cut off: it is cleared and a warning
+ * goes to `console.warn` if the host installed a console. Exceptions thrown
+ * by callbacks and listeners go to `console.error` and never stop the loop.
+ *
+ * The script is strict, uses neither `eval` nor `Function`, so it loads
+ * where those are disabled, and evaluating it twice in one context is a
+ * no-op. `Date` is left alone.
+ */
+export const WEB_POLYFILLS: string = assemble();
