@@ -17,7 +17,9 @@ export type StrataErrorCode =
   | 'ERR_STRATA_MODULE_NOT_FOUND'
   | 'ERR_STRATA_CLOSED'
   | 'ERR_STRATA_INVALID_OPTION'
-  | 'ERR_STRATA_NEVER_SETTLED';
+  | 'ERR_STRATA_NEVER_SETTLED'
+  | 'ERR_STRATA_WORKER_CRASHED'
+  | 'ERR_STRATA_SANDBOX_UNAVAILABLE';
 
 /** Base class of every error Strata raises. */
 export class StrataError extends Error {
@@ -107,5 +109,42 @@ export class InvalidOption extends StrataError {
 export class PromiseNeverSettled extends StrataError {
   constructor(message: string) {
     super(message, { code: 'ERR_STRATA_NEVER_SETTLED' });
+  }
+}
+
+/**
+ * What ended a worker: a limit Strata enforces (named after its option), a signal, the
+ * protocol, or the worker itself.
+ */
+export type CrashReason =
+  | 'maxMemory'
+  | 'maxHostCalls'
+  | 'threads'
+  | 'cpu'
+  | 'signal'
+  | 'exit'
+  | 'protocol'
+  | 'writeStallTimeout'
+  | 'start'
+  | 'worker';
+
+/**
+ * The worker process died or was killed (a V8 abort, out of memory, a limit, a protocol
+ * violation). The runtime is closed and never reused: start a new one. Your process is fine.
+ */
+export class WorkerCrashed extends StrataError {
+  /** Which limit or event ended the worker. */
+  readonly reason: CrashReason;
+
+  constructor(message: string, reason: CrashReason, options?: { cause?: unknown }) {
+    super(message, { code: 'ERR_STRATA_WORKER_CRASHED', ...(options?.cause === undefined ? {} : { cause: options.cause }) });
+    this.reason = reason;
+  }
+}
+
+/** `sandbox: 'require'` asked for protection this platform (or this build) cannot provide. */
+export class SandboxUnavailable extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_SANDBOX_UNAVAILABLE' });
   }
 }

@@ -1,3 +1,6 @@
+import type { ConsoleCapture } from './console-capture.js';
+import { JsError } from './errors.js';
+
 /**
  * What `execute(code)` returns: it never throws for the run's own failure (a guest exception, a
  * timeout, a result too large, a crash); the failure is described here instead.
@@ -20,4 +23,18 @@ export interface ExecutionResult {
   readonly errorType: string | undefined;
   /** Whether stdout or stderr was cut at `maxOutputBytes`. */
   readonly truncated: boolean;
+}
+
+/** The result of a run: its value, or its error described, with the console output captured meanwhile. */
+export function executionResult(capture: ConsoleCapture, result: unknown, error?: unknown): ExecutionResult {
+  const output = { stdout: capture.stdout, stderr: capture.stderr, truncated: capture.truncated };
+  if (arguments.length < 3) return { status: 'ok', ...output, result, error: undefined, errorType: undefined };
+  const errorType = error instanceof JsError ? error.guestName : error instanceof Error ? error.name : 'Error';
+  const message =
+    error instanceof JsError && error.message.startsWith(`${error.guestName}: `)
+      ? error.message.slice(error.guestName.length + 2)
+      : error instanceof Error
+        ? error.message
+        : String(error);
+  return { status: 'error', ...output, result: undefined, error: message, errorType };
 }

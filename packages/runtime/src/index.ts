@@ -5,7 +5,25 @@
  * @packageDocumentation
  */
 export { Runtime } from './runtime.js';
-export type { HostFunction, ModuleLoader, ModuleResolver, EvalOptions, EvalModuleOptions } from './runtime.js';
+export { IsolatedRuntime, MAX_WORKER_THREADS } from './isolated/isolated-runtime.js';
+export type { SandboxReport } from './isolated/isolated-runtime.js';
+export { resolveIsolatedOptions, SESSION_OPTIONS } from './isolated/isolated-options.js';
+export type { IsolatedRuntimeOptions, ResolvedIsolatedOptions, SandboxMode } from './isolated/isolated-options.js';
+export {
+  configureDefaultRuntime,
+  eval,
+  execute,
+  evalModule,
+  bindFunction,
+  bindObject,
+  addModule,
+  setModuleResolver,
+  setModuleLoader,
+  closeDefaultRuntime,
+} from './default-runtime.js';
+export type { DefaultRuntimeOptions } from './default-runtime.js';
+export type { HostFunction, EvalOptions, EvalModuleOptions } from './runtime.js';
+export type { ModuleLoader, ModuleResolver } from './module-registry.js';
 export { DEFAULT_RUNTIME_OPTIONS, resolveRuntimeOptions } from './options.js';
 export type { RuntimeOptions, ResolvedRuntimeOptions, OptionalGlobal } from './options.js';
 export { ConsoleCapture, TRUNCATED_MARKER } from './console-capture.js';
@@ -24,5 +42,7 @@ export {
   RuntimeClosed,
   InvalidOption,
   PromiseNeverSettled,
+  WorkerCrashed,
+  SandboxUnavailable,
 } from './errors.js';
-export type { StrataErrorCode } from './errors.js';
+export type { StrataErrorCode, CrashReason } from './errors.js';

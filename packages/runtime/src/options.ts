@@ -18,6 +18,8 @@ export interface RuntimeOptions {
   /**
    * Limit of live ArrayBuffer bytes (resizable ones charged at their committed size). An
    * allocation past it throws a catchable `RangeError` in the guest. Default: `maxHeapSize`.
+   * Exact when the process runs with `--expose-gc` (IsolatedRuntime's worker always does);
+   * otherwise buffers V8 has not yet collected count too.
    */
   maxBufferBytes?: number;
   /** Scripts run in every new context before guest code, in order (for example `WEB_POLYFILLS`). Host code: trusted. */

@@ -1,7 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import v8 from 'node:v8';
 import ivm from 'isolated-vm';
-import { ConsoleCapture, type ConsoleEntry } from './console-capture.js';
+import type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
+import { ConsoleHub } from './console-hub.js';
+import { splitFunctions } from './bound-functions.js';
 import {
   HeapLimitExceeded,
   InvalidOption,
@@ -14,20 +15,20 @@ import {
   StrataError,
   ValueNotTransferable,
 } from './errors.js';
-import type { ExecutionResult } from './execution-result.js';
+import { executionResult, type ExecutionResult } from './execution-result.js';
 import { guestPrelude } from './guest/prelude.js';
 import { encodedSize } from './encoded-size.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
 import { assertTransferable } from './values.js';
+import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ModuleSource } from './module-registry.js';
+
+export type { ModuleLoader, ModuleResolver } from './module-registry.js';
+
+/** @internal How a worker points its runtime's imports at the parent. */
+export const kModuleSource = Symbol('strata.moduleSource');
 
 /** A host function bound into the guest with {@link Runtime.bindFunction}. Sync or async. */
 export type HostFunction = (...args: any[]) => unknown;
-
-/** Maps an import specifier (and the specifier of the importing module) to a canonical specifier, or refuses with `undefined`. */
-export type ModuleResolver = (specifier: string, referrer: string) => string | undefined | null;
-
-/** Returns the source of a module by canonical specifier, or refuses with `undefined`. */
-export type ModuleLoader = (specifier: string) => string | undefined | null | Promise<string | undefined | null>;
 
 /** Options of {@link Runtime.eval}. */
 export interface EvalOptions {
@@ -119,8 +120,7 @@ export class Runtime implements AsyncDisposable {
   #runNext: ivm.Reference | undefined;
   readonly #functions = new Map<number, BoundFunction>();
   readonly #globals = new Map<string, number[]>();
-  readonly #consoleListeners = new Set<(entry: ConsoleEntry) => void>();
-  readonly #captures = new Set<ConsoleCapture>();
+  readonly #console: ConsoleHub;
   readonly #settled = new Map<number, boolean>();
   readonly #deliveries: Delivery[] = [];
   #wakeDriver: (() => void) | undefined;
@@ -130,29 +130,29 @@ export class Runtime implements AsyncDisposable {
   #busy = false;
   #closed = false;
   #closeReason: StrataError | undefined;
-  readonly #staticModules = new Map<string, string>();
+  readonly #modules = new ModuleRegistry();
+  #moduleSource: ModuleSource = this.#modules;
   readonly #compiledModules = new Map<string, Promise<ivm.Module>>();
   readonly #moduleSpecifiers = new WeakMap<ivm.Module, string>();
-  #resolver: ModuleResolver | undefined;
-  #loader: ModuleLoader | undefined;
 
   private constructor(options: ResolvedRuntimeOptions) {
     this.#options = options;
+    this.#console = new ConsoleHub(options.maxOutputBytes);
     this.#isolate = new ivm.Isolate({ memoryLimit: Math.ceil(options.maxHeapSize / (1024 * 1024)) });
     try {
+      // With --expose-gc (as every Strata worker runs), the context has V8's gc(), which the
+      // prelude takes and hides. Flags are never changed at run time: V8 reads them from other
+      // threads, and a change under a running isolate can crash the process.
       this.#context = this.#isolate.createContextSync();
-      const gcContext = createContextWithGc(this.#isolate);
-      const gc = gcContext.global.getSync('gc', { reference: true }) as ivm.Reference;
       const prelude = this.#isolate.compileScriptSync(`(${guestPrelude.toString()})`, { filename: 'strata:prelude' });
       const preludeFn = prelude.runSync(this.#context, { reference: true }) as ivm.Reference;
       const internals = preludeFn.applySync(
         undefined,
         [
           new ivm.Callback((id: number, viaHolder: boolean, ...args: unknown[]) => this.#dispatch(id, args, viaHolder)),
-          new ivm.Callback((level: string, stream: 'stdout' | 'stderr', text: string) => this.#emitConsole({ level, stream, text })),
+          new ivm.Callback((level: string, stream: 'stdout' | 'stderr', text: string) => this.#console.emit({ level, stream, text })),
           new ivm.Callback((id: number, ok: boolean) => void this.#settled.set(id, ok)),
           new ivm.Callback(() => this.#isolate.getHeapStatisticsSync().externally_allocated_size),
-          gc.typeof === 'function' ? gc.derefInto() : undefined,
           new ivm.ExternalCopy({ maxBufferBytes: options.maxBufferBytes, maxDepth: MAX_DEPTH, maxConsoleChars: 1024 * 1024 }).copyInto(),
         ],
         { result: { reference: true } },
@@ -244,12 +244,9 @@ export class Runtime implements AsyncDisposable {
     if (typeof code !== 'string') throw new InvalidOption('execute(code): code must be a string');
     const capture = this.captureConsole();
     try {
-      const result = await this.eval(code, options);
-      return { status: 'ok', stdout: capture.stdout, stderr: capture.stderr, result, error: undefined, errorType: undefined, truncated: capture.truncated };
+      return executionResult(capture, await this.eval(code, options));
     } catch (error) {
-      const errorType = error instanceof JsError ? error.guestName : error instanceof Error ? error.name : 'Error';
-      const message = error instanceof JsError ? error.message.slice(error.guestName.length + 2) : error instanceof Error ? error.message : String(error);
-      return { status: 'error', stdout: capture.stdout, stderr: capture.stderr, result: undefined, error: message, errorType, truncated: capture.truncated };
+      return executionResult(capture, undefined, error);
     } finally {
       capture.stop();
     }
@@ -296,9 +293,7 @@ export class Runtime implements AsyncDisposable {
 
   /** Registers a module the guest may import by exactly this specifier. */
   addModule(specifier: string, source: string): void {
-    if (typeof specifier !== 'string' || specifier === '') throw new InvalidOption('addModule: specifier must be a non-empty string');
-    if (typeof source !== 'string') throw new InvalidOption(`addModule(${JSON.stringify(specifier)}): source must be a string`);
-    this.#staticModules.set(specifier, source);
+    this.#modules.add(specifier, source);
   }
 
   /**
@@ -306,8 +301,7 @@ export class Runtime implements AsyncDisposable {
    * against its referrer). Returning `undefined` refuses the import.
    */
   setModuleResolver(resolver: ModuleResolver | undefined): void {
-    if (resolver !== undefined && typeof resolver !== 'function') throw new InvalidOption('setModuleResolver: expected a function');
-    this.#resolver = resolver;
+    this.#modules.setResolver(resolver);
   }
 
   /**
@@ -316,8 +310,12 @@ export class Runtime implements AsyncDisposable {
    * source chosen by the guest: that is code made from data.
    */
   setModuleLoader(loader: ModuleLoader | undefined): void {
-    if (loader !== undefined && typeof loader !== 'function') throw new InvalidOption('setModuleLoader: expected a function');
-    this.#loader = loader;
+    this.#modules.setLoader(loader);
+  }
+
+  /** @internal Used by the worker: imports are answered by the parent. */
+  [kModuleSource](source: ModuleSource): void {
+    this.#moduleSource = source;
   }
 
   /**
@@ -360,9 +358,7 @@ export class Runtime implements AsyncDisposable {
 
   /** Calls `listener` for every `console.*` call of the guest. Returns a function that unsubscribes it. */
   onConsole(listener: (entry: ConsoleEntry) => void): () => void {
-    if (typeof listener !== 'function') throw new InvalidOption('onConsole: listener must be a function');
-    this.#consoleListeners.add(listener);
-    return () => void this.#consoleListeners.delete(listener);
+    return this.#console.listen(listener);
   }
 
   /**
@@ -371,9 +367,7 @@ export class Runtime implements AsyncDisposable {
    * output is dropped: it never reaches this process's stdout.
    */
   captureConsole(): ConsoleCapture {
-    const capture = new ConsoleCapture(this.#options.maxOutputBytes, (c) => this.#captures.delete(c));
-    this.#captures.add(capture);
-    return capture;
+    return this.#console.capture();
   }
 
   /** Disposes the isolate. Idempotent; later calls fail with {@link RuntimeClosed}. */
@@ -554,7 +548,7 @@ export class Runtime implements AsyncDisposable {
     if (this.#closed) return;
     this.#closed = true;
     this.#closeReason = reason;
-    for (const capture of this.#captures) capture.stop();
+    this.#console.stopCaptures();
     this.#wakeDriver?.();
     if (!this.#isolate.isDisposed) this.#isolate.dispose();
   }
@@ -567,29 +561,15 @@ export class Runtime implements AsyncDisposable {
       throw new InvalidOption(`${method}: name must be a JavaScript identifier (got ${JSON.stringify(name)})`);
     }
     if (this.#globals.has(name)) this.revoke(name);
-    const functions: [string[], number, string][] = [];
-    const data = this.#splitFunctions(value, [], functions, name, 0);
+    const { data, sites } = splitFunctions(value, name, MAX_DEPTH);
     assertTransferable(data, name, MAX_DEPTH);
+    const functions = sites.map(({ path, label, fn }): [readonly string[], number, string] => {
+      const id = this.#nextId++;
+      this.#functions.set(id, { name: label, fn, revoked: false });
+      return [path, id, label];
+    });
     this.#internals.defineGlobal.applySync(undefined, [name, new ivm.ExternalCopy(data).copyInto(), new ivm.ExternalCopy(functions).copyInto()]);
     this.#globals.set(name, functions.map(([, id]) => id));
-  }
-
-  /** Replaces every function in `value` by null and records its path. */
-  #splitFunctions(value: unknown, path: string[], out: [string[], number, string][], label: string, depth: number): unknown {
-    if (typeof value === 'function') {
-      const id = this.#nextId++;
-      this.#functions.set(id, { name: label, fn: value as HostFunction, revoked: false });
-      out.push([path, id, label]);
-      return null;
-    }
-    if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return value;
-    const proto = Object.getPrototypeOf(value);
-    if (proto !== Object.prototype && proto !== null) return value;
-    const copy: Record<string, unknown> = {};
-    for (const [key, child] of Object.entries(value)) {
-      copy[key] = this.#splitFunctions(child, [...path, key], out, `${label}.${key}`, depth + 1);
-    }
-    return copy;
   }
 
   /** Called by the guest (synchronously) for every host function call. */
@@ -670,19 +650,6 @@ export class Runtime implements AsyncDisposable {
     }
   }
 
-  // --- console -------------------------------------------------------------------------------
-
-  #emitConsole(entry: ConsoleEntry): void {
-    for (const capture of this.#captures) capture.write(entry);
-    for (const listener of this.#consoleListeners) {
-      try {
-        listener(entry);
-      } catch {
-        // A listener's bug must not become the guest's exception.
-      }
-    }
-  }
-
   // --- modules -------------------------------------------------------------------------------
 
   #compileModule(source: string, specifier: string): ivm.Module {
@@ -692,43 +659,18 @@ export class Runtime implements AsyncDisposable {
   }
 
   async #resolveImport(request: string, referrer: string): Promise<ivm.Module> {
-    const canonical = this.#resolver === undefined ? request : this.#resolver(request, referrer);
-    if (typeof canonical !== 'string' || canonical === '') {
-      throw new ModuleNotFound(`import ${JSON.stringify(request)} from ${JSON.stringify(referrer)} was refused by the module resolver`);
-    }
-    let compiled = this.#compiledModules.get(canonical);
+    const { specifier, source } = await this.#moduleSource.load(request, referrer);
+    let compiled = this.#compiledModules.get(specifier);
     if (compiled === undefined) {
       compiled = (async () => {
-        const source = this.#staticModules.get(canonical) ?? (this.#loader === undefined ? undefined : await this.#loader(canonical));
-        if (typeof source !== 'string') {
-          throw new ModuleNotFound(
-            `import ${JSON.stringify(canonical)} was refused: the host did not register it (addModule, or a module loader)`,
-          );
-        }
-        const module = this.#compileModule(source, canonical);
-        await module.instantiate(this.#context, (r, ref) => this.#resolveImport(r, this.#moduleSpecifiers.get(ref) ?? canonical));
+        const module = this.#compileModule(source, specifier);
+        await module.instantiate(this.#context, (r, ref) => this.#resolveImport(r, this.#moduleSpecifiers.get(ref) ?? specifier));
         return module;
       })();
-      this.#compiledModules.set(canonical, compiled);
-      compiled.catch(() => this.#compiledModules.delete(canonical));
+      this.#compiledModules.set(specifier, compiled);
+      compiled.catch(() => this.#compiledModules.delete(specifier));
     }
     return compiled;
-  }
-}
-
-/**
- * Creates a context in which V8's `gc()` exists. The guest's context never gets it (V8 makes it
- * undeletable); the prelude is handed this context's function instead, so that the buffer cap
- * can collect before it refuses. The flag is on only around this context's creation; a host
- * started with `--expose-gc` is left as it is.
- */
-function createContextWithGc(isolate: ivm.Isolate): ivm.Context {
-  const hostHasGc = typeof (globalThis as { gc?: unknown }).gc === 'function';
-  if (!hostHasGc) v8.setFlagsFromString('--expose-gc');
-  try {
-    return isolate.createContextSync();
-  } finally {
-    if (!hostHasGc) v8.setFlagsFromString('--no-expose-gc');
   }
 }
 

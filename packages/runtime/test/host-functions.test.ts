@@ -25,10 +25,14 @@ test('async host functions return promises to the guest and run concurrently', a
   const rt = await runtimeFor(t);
   let running = 0;
   let peak = 0;
+  let openGate: () => void = () => {};
+  const gate = new Promise<void>((resolve) => (openGate = resolve));
   rt.bindFunction('fetchTool', async (x: number) => {
     running++;
     peak = Math.max(peak, running);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Held until all three are in flight at once (or 5 s pass, and the peak assertion fails).
+    if (running === 3) openGate();
+    await Promise.race([gate, new Promise((resolve) => setTimeout(resolve, 5_000))]);
     running--;
     return x * 2;
   });

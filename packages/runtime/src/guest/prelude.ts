@@ -24,7 +24,6 @@ export function guestPrelude(
   hostConsole: any,
   hostSettled: any,
   hostBufferBytes: any,
-  hostGc: any,
   config: PreludeConfig,
 ): any {
   'use strict';
@@ -86,9 +85,17 @@ export function guestPrelude(
   const TypedArrayPrototype = ObjectGetPrototypeOf(Uint8ArrayPrototype);
   const TypedArrayByteLength = ObjectGetOwnPropertyDescriptor(TypedArrayPrototype, 'byteLength')!.get!;
   const SafeFinalizationRegistry: any = g.FinalizationRegistry;
-  // V8's gc(), taken from a separate context of the same isolate, so that the buffer cap
-  // counts live bytes rather than garbage V8 has not collected yet. The guest never sees it.
-  const collectGarbage: any = typeof hostGc === 'function' ? hostGc : undefined;
+  // V8's gc(), present when the process runs with --expose-gc (every Strata worker does), so
+  // that the buffer cap counts live bytes rather than garbage V8 has not collected yet. V8 makes
+  // the global undeletable; it is emptied and frozen so the guest never gets the function.
+  // Without it the cap counts what V8 has not collected yet too, which V8's own heuristics keep
+  // small next to caps of tens of megabytes.
+  const gcDescriptor = ObjectGetOwnPropertyDescriptor(g, 'gc');
+  const collectGarbage: any = gcDescriptor !== undefined && typeof gcDescriptor.value === 'function' ? gcDescriptor.value : undefined;
+  if (gcDescriptor !== undefined) {
+    if (gcDescriptor.configurable) delete g.gc;
+    else ObjectDefineProperty(g, 'gc', { value: undefined, writable: false });
+  }
 
   const call = (fn: any, self: any, ...args: any[]): any => ReflectApply(fn, self, args);
   const push = (array: any[], value: any) => call(ArrayPush, array, value);
@@ -518,7 +525,18 @@ export function guestPrelude(
       return result;
     },
   );
-  for (const method of ['slice', 'transfer', 'transferToFixedLength']) {
+  for (const method of ['transfer', 'transferToFixedLength']) {
+    wrapMethod(ArrayBufferPrototype, method, (original) =>
+      function (this: any, ...args: any[]) {
+        // Charged before the copy is made; the old buffer's bytes are freed with it.
+        const before = call(ArrayBufferByteLength, this);
+        const after = typeof args[0] === 'number' ? args[0] : before;
+        if (after > before) charge(after - before);
+        return ReflectApply(original, this, args);
+      },
+    );
+  }
+  for (const method of ['slice']) {
     wrapMethod(ArrayBufferPrototype, method, (original) =>
       function (this: any, ...args: any[]) {
         const result = ReflectApply(original, this, args);
@@ -550,6 +568,22 @@ export function guestPrelude(
       },
     );
   }
+  // A view on an existing buffer allocates nothing. Brand checks: the byteLength getters throw
+  // on anything that is not their kind of buffer, without running guest code.
+  const SharedByteLengthGetter: any =
+    typeof g.SharedArrayBuffer === 'function' ? ObjectGetOwnPropertyDescriptor(g.SharedArrayBuffer.prototype, 'byteLength')!.get : undefined;
+  const hasBrand = (getter: any, value: any) => {
+    try {
+      call(getter, value);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const isBuffer = (value: any) =>
+    value !== null &&
+    typeof value === 'object' &&
+    (hasBrand(ArrayBufferByteLength, value) || (SharedByteLengthGetter !== undefined && hasBrand(SharedByteLengthGetter, value)));
   const typedArrayNames = [
     'Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array',
     'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array', 'Float16Array',
@@ -561,12 +595,18 @@ export function guestPrelude(
     wrapConstructor(
       name,
       Original,
-      (args) => (typeof args[0] === 'number' ? args[0] * bytesPerElement : undefined),
+      // Charged before allocating: a length, or the length an array-like says it has (reading it
+      // may run a guest getter — guest code in the guest's own realm).
+      (args) => {
+        const source = args[0];
+        if (typeof source === 'number') return source * bytesPerElement;
+        if (source === null || typeof source !== 'object' || isBuffer(source)) return undefined;
+        const length = source.length;
+        return typeof length === 'number' ? length * bytesPerElement : undefined;
+      },
       (array, args, precharged) => {
         // A view on an existing buffer allocates nothing; anything else made a new buffer.
-        const source = args[0];
-        const isView = source !== null && typeof source === 'object' && (source instanceof ArrayBuffer || (g.SharedArrayBuffer && source instanceof g.SharedArrayBuffer));
-        if (!precharged && !isView) charge(call(TypedArrayByteLength, array));
+        if (!precharged && !isBuffer(args[0])) charge(call(TypedArrayByteLength, array));
       },
     );
   }

@@ -1,0 +1,334 @@
+/*
+ * strata_watchdog.node — a memory watchdog for Strata's worker, as a plain-C Node-API addon.
+ *
+ *   start(limitBytes, intervalMs, exitCode)  one detached thread checks the resident set size
+ *                                            every intervalMs; over limitBytes it writes
+ *                                            `strata-watchdog: resident memory <n> bytes is over
+ *                                            maxMemory <limit> bytes` to fd 2 and _exit(exitCode)s
+ *   rss()                                    the resident set size now, in bytes
+ *   threads()                                how many threads the process has now
+ *   setCpuSoftLimit(seconds)                 RLIMIT_CPU soft limit = CPU used so far + seconds
+ *                                            (capped at the hard limit): a per-command CPU cap
+ *   disableDumping()                         PR_SET_DUMPABLE 0 (execve() resets it, so the
+ *                                            worker sets it itself once Node is running)
+ *
+ * Why a native thread: the guest runs synchronously on the worker's main thread, so no
+ * JavaScript timer can run while it does. Why resident memory and not the V8 heap: it also
+ * counts ArrayBuffers, Wasm memory and anything native.
+ *
+ * /proc/self/statm and /proc/self/task are opened once, on first use, and kept open: the worker
+ * later restricts itself (Landlock, seccomp, an empty root) and may no longer be able to open
+ * them. The watchdog thread only uses async-signal-safe calls (pread, nanosleep, write, _exit):
+ * it may have to end the process while another thread holds a malloc or stdio lock.
+ *
+ * Linux only (it reads /proc).
+ */
+#define _GNU_SOURCE
+#define NAPI_VERSION 8
+#include <errno.h>
+#include <fcntl.h>
+#include <node_api.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- /proc, opened once -------------------------------------------------------------------- */
+
+static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
+static int statm_fd = -1;
+static int task_fd = -1;
+static int proc_errno; /* why an open failed */
+static uint64_t page_size;
+static pthread_mutex_t task_lock = PTHREAD_MUTEX_INITIALIZER; /* task_fd's offset is shared */
+
+static void open_proc(void) {
+  statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (statm_fd < 0) proc_errno = errno;
+  task_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (task_fd < 0 && proc_errno == 0) proc_errno = errno;
+  long size = sysconf(_SC_PAGESIZE);
+  page_size = size > 0 ? (uint64_t)size : 4096;
+}
+
+/* Resident bytes, or 0 when /proc cannot be read. Async-signal-safe: pread and arithmetic. */
+static uint64_t read_rss(void) {
+  char text[128];
+  ssize_t length = pread(statm_fd, text, sizeof text - 1, 0);
+  if (length <= 0) return 0;
+  text[length] = '\0';
+  /* "size resident shared text lib data dt", in pages: skip size, read resident. */
+  const char *p = text;
+  while (*p >= '0' && *p <= '9') p++;
+  if (*p != ' ') return 0;
+  p++;
+  uint64_t pages = 0;
+  bool digits = false;
+  for (; *p >= '0' && *p <= '9'; p++, digits = true) pages = pages * 10 + (uint64_t)(*p - '0');
+  return digits ? pages * page_size : 0;
+}
+
+struct linux_dirent64 {
+  uint64_t d_ino;
+  int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+/* Entries of /proc/self/task other than "." and "..", or -1 with errno set. */
+static long count_threads(void) {
+  pthread_mutex_lock(&task_lock);
+  long count = 0;
+  _Alignas(struct linux_dirent64) char buffer[4096];
+  if (lseek(task_fd, 0, SEEK_SET) != 0) count = -1;
+  while (count >= 0) {
+    long size = syscall(SYS_getdents64, task_fd, buffer, sizeof buffer);
+    if (size <= 0) {
+      if (size < 0) count = -1;
+      break;
+    }
+    for (long offset = 0; offset < size;) {
+      const struct linux_dirent64 *entry = (const struct linux_dirent64 *)(buffer + offset);
+      offset += entry->d_reclen;
+      if (entry->d_name[0] != '.') count++;
+    }
+  }
+  int error = errno;
+  pthread_mutex_unlock(&task_lock);
+  errno = error;
+  return count;
+}
+
+/* ---- the watchdog thread ------------------------------------------------------------------- */
+
+static atomic_bool started;
+static uint64_t limit_bytes;
+static long interval_ms;
+static int exit_code;
+
+/* Appends the decimal digits of value; snprintf is not async-signal-safe. */
+static char *append_number(char *out, uint64_t value) {
+  char digits[20];
+  int n = 0;
+  do digits[n++] = (char)('0' + value % 10);
+  while ((value /= 10) != 0);
+  while (n > 0) *out++ = digits[--n];
+  return out;
+}
+
+static char *append_text(char *out, const char *text) {
+  while (*text) *out++ = *text++;
+  return out;
+}
+
+/* Writes one line and ends the process, without atexit handlers, destructors or locks. */
+static void die_over_limit(uint64_t rss) {
+  char line[160];
+  char *p = line;
+  if (rss == 0) {
+    p = append_text(p, "strata-watchdog: cannot read /proc/self/statm; ending the process rather than run unwatched\n");
+  } else {
+    p = append_text(p, "strata-watchdog: resident memory ");
+    p = append_number(p, rss);
+    p = append_text(p, " bytes is over maxMemory ");
+    p = append_number(p, limit_bytes);
+    p = append_text(p, " bytes\n");
+  }
+  ssize_t ignored = write(2, line, (size_t)(p - line));
+  (void)ignored;
+  _exit(exit_code);
+}
+
+static void *watch(void *unused) {
+  (void)unused;
+  const struct timespec interval = {.tv_sec = interval_ms / 1000, .tv_nsec = (interval_ms % 1000) * 1000000L};
+  for (;;) {
+    struct timespec left = interval;
+    while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+    }
+    uint64_t rss = read_rss();
+    if (rss == 0 || rss > limit_bytes) die_over_limit(rss);
+  }
+  return NULL;
+}
+
+/* ---- JavaScript bindings ------------------------------------------------------------------- */
+
+#define CHECK(env, call)                                                                             \
+  do {                                                                                               \
+    if ((call) != napi_ok) {                                                                         \
+      const napi_extended_error_info *info;                                                          \
+      napi_get_last_error_info((env), &info);                                                        \
+      bool pending;                                                                                  \
+      napi_is_exception_pending((env), &pending);                                                    \
+      if (!pending) napi_throw_error((env), NULL, info->error_message ? info->error_message : #call); \
+      return NULL;                                                                                   \
+    }                                                                                                \
+  } while (0)
+
+static napi_value number(napi_env env, double value) {
+  napi_value result;
+  CHECK(env, napi_create_double(env, value, &result));
+  return result;
+}
+
+/* Throws a JS Error naming the /proc file and the errno; returns false then. */
+static bool proc_ready(napi_env env) {
+  pthread_once(&proc_once, open_proc);
+  if (statm_fd >= 0 && task_fd >= 0) return true;
+  char message[200];
+  snprintf(message, sizeof message, "strata-watchdog: cannot open /proc/self: %s — mount /proc (Linux only)",
+           strerror(proc_errno));
+  napi_throw_error(env, "ERR_STRATA_WATCHDOG_PROC", message);
+  return false;
+}
+
+/* An integer argument in [min, max], or throws a TypeError / RangeError and returns false. */
+static bool integer_arg(napi_env env, napi_value value, const char *name, double min, double max, double *out) {
+  napi_valuetype type;
+  if (napi_typeof(env, value, &type) != napi_ok || type != napi_number) {
+    char message[120];
+    snprintf(message, sizeof message, "strata-watchdog: %s must be a number", name);
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", message);
+    return false;
+  }
+  double number;
+  napi_get_value_double(env, value, &number);
+  if (!(number >= min && number <= max) || number != (double)(int64_t)number) {
+    char message[160];
+    snprintf(message, sizeof message, "strata-watchdog: %s must be an integer from %.0f to %.0f", name, min, max);
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", message);
+    return false;
+  }
+  *out = number;
+  return true;
+}
+
+static napi_value start(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3) {
+    napi_throw_type_error(env, "ERR_MISSING_ARGS", "strata-watchdog: start(limitBytes, intervalMs, exitCode)");
+    return NULL;
+  }
+  double limit, interval, code;
+  if (!integer_arg(env, argv[0], "limitBytes", 1, 9007199254740991.0, &limit)) return NULL;
+  if (!integer_arg(env, argv[1], "intervalMs", 1, 60000, &interval)) return NULL;
+  if (!integer_arg(env, argv[2], "exitCode", 1, 255, &code)) return NULL;
+  if (!proc_ready(env)) return NULL;
+  if (read_rss() == 0) {
+    napi_throw_error(env, "ERR_STRATA_WATCHDOG_PROC", "strata-watchdog: cannot read /proc/self/statm");
+    return NULL;
+  }
+
+  bool expected = false;
+  if (!atomic_compare_exchange_strong(&started, &expected, true)) {
+    napi_throw_error(env, "ERR_STRATA_WATCHDOG_STARTED",
+                     "strata-watchdog: already started; there is one watchdog per process");
+    return NULL;
+  }
+  limit_bytes = (uint64_t)limit;
+  interval_ms = (long)interval;
+  exit_code = (int)code;
+
+  /* The thread blocks every signal (it inherits the mask at creation), so signals meant for the
+     process keep going to Node's threads. */
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attributes, 64 * 1024);
+  pthread_t thread;
+  int error = pthread_create(&thread, &attributes, watch, NULL);
+  pthread_attr_destroy(&attributes);
+  pthread_sigmask(SIG_SETMASK, &previous, NULL);
+  if (error != 0) {
+    atomic_store(&started, false);
+    char message[160];
+    snprintf(message, sizeof message, "strata-watchdog: cannot start its thread: %s", strerror(error));
+    napi_throw_error(env, "ERR_STRATA_WATCHDOG_THREAD", message);
+  }
+  return NULL;
+}
+
+static napi_value rss(napi_env env, napi_callback_info info) {
+  (void)info;
+  if (!proc_ready(env)) return NULL;
+  uint64_t bytes = read_rss();
+  if (bytes == 0) {
+    napi_throw_error(env, "ERR_STRATA_WATCHDOG_PROC", "strata-watchdog: cannot read /proc/self/statm");
+    return NULL;
+  }
+  return number(env, (double)bytes);
+}
+
+static napi_value threads(napi_env env, napi_callback_info info) {
+  (void)info;
+  if (!proc_ready(env)) return NULL;
+  long count = count_threads();
+  if (count < 0) {
+    char message[160];
+    snprintf(message, sizeof message, "strata-watchdog: cannot list /proc/self/task: %s", strerror(errno));
+    napi_throw_error(env, "ERR_STRATA_WATCHDOG_PROC", message);
+    return NULL;
+  }
+  return number(env, (double)count);
+}
+
+static napi_value set_cpu_soft_limit(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  double seconds;
+  if (argc < 1 || !integer_arg(env, argv[0], "seconds", 1, 2147483647.0, &seconds)) return NULL;
+  struct rusage usage;
+  struct rlimit limit;
+  if (getrusage(RUSAGE_SELF, &usage) != 0 || getrlimit(RLIMIT_CPU, &limit) != 0) {
+    napi_throw_error(env, "ERR_STRATA_CPU_LIMIT", "strata-watchdog: cannot read the CPU time or its limit");
+    return NULL;
+  }
+  rlim_t used = (rlim_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + 1);
+  rlim_t soft = used + (rlim_t)seconds;
+  if (limit.rlim_max != RLIM_INFINITY && soft > limit.rlim_max) soft = limit.rlim_max;
+  limit.rlim_cur = soft;
+  if (setrlimit(RLIMIT_CPU, &limit) != 0) {
+    char message[160];
+    snprintf(message, sizeof message, "strata-watchdog: cannot set RLIMIT_CPU: %s", strerror(errno));
+    napi_throw_error(env, "ERR_STRATA_CPU_LIMIT", message);
+  }
+  return NULL;
+}
+
+static napi_value disable_dumping(napi_env env, napi_callback_info info) {
+  (void)info;
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    char message[160];
+    snprintf(message, sizeof message, "strata-watchdog: PR_SET_DUMPABLE: %s", strerror(errno));
+    napi_throw_error(env, "ERR_STRATA_DUMPABLE", message);
+  }
+  return NULL;
+}
+
+NAPI_MODULE_INIT() {
+  napi_property_descriptor properties[] = {
+      {"start", NULL, start, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"rss", NULL, rss, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"threads", NULL, threads, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"setCpuSoftLimit", NULL, set_cpu_soft_limit, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"disableDumping", NULL, disable_dumping, NULL, NULL, NULL, napi_enumerable, NULL},
+  };
+  CHECK(env, napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties));
+  return exports;
+}

@@ -1,0 +1,88 @@
+// Builds Strata's native helpers (../../binding.gyp) with node-gyp, at install time.
+//
+// Plain JavaScript on purpose: it runs during `npm ci`, before anything is compiled, and possibly
+// on npm's own Node (npm runs scripts with node_modules/.bin first on PATH, but npm itself may be
+// older). The helpers must be built against Node 24's headers, never whatever `nodedir` a user's
+// .npmrc names, and without a download: the headers come from the node-<os>-<cpu> package npm
+// installed beside Node 24 (root optionalDependencies), else from the running Node's prefix.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const MIN_NODE_MAJOR = 24;
+const packageRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+function fail(message) {
+  console.error(`@strata/runtime: cannot build the native helpers: ${message}`);
+  process.exit(1);
+}
+
+/** The NODE_MAJOR_VERSION of the headers under `nodedir`, or undefined when there are none. */
+function headersMajor(nodedir) {
+  const versionHeader = join(nodedir, 'include', 'node', 'node_version.h');
+  if (!existsSync(versionHeader) || !existsSync(join(nodedir, 'include', 'node', 'node_api.h'))) return undefined;
+  const match = /^#define NODE_MAJOR_VERSION (\d+)$/m.exec(readFileSync(versionHeader, 'utf8'));
+  return match ? Number(match[1]) : undefined;
+}
+
+/** node_modules/node-<os>-<cpu> in this package or any directory above it (npm hoists it to the root). */
+function platformPackageDirs() {
+  const name = `node-${process.platform}-${process.arch}`;
+  const dirs = [];
+  for (let dir = packageRoot; ; dir = dirname(dir)) {
+    dirs.push(join(dir, 'node_modules', name));
+    if (dirname(dir) === dir) return dirs;
+  }
+}
+
+function findNodedir() {
+  // An official Node build keeps its headers in <prefix>/include/node, beside <prefix>/bin/node.
+  const candidates = [...platformPackageDirs(), resolve(dirname(process.execPath), '..')];
+  const found = candidates.map((dir) => ({ dir, major: headersMajor(dir) })).filter((c) => c.major !== undefined);
+  const usable = found.find((c) => c.major >= MIN_NODE_MAJOR);
+  if (usable) return usable.dir;
+  const seen = found.map((c) => `${c.dir} (Node ${c.major})`).join(', ') || 'none';
+  fail(
+    `no Node.js >= ${MIN_NODE_MAJOR} headers found (found: ${seen}). ` +
+      `Run \`npm ci\` at the repository root so node-${process.platform}-${process.arch} is installed, ` +
+      `or run this with a Node ${MIN_NODE_MAJOR} whose prefix has include/node.`,
+  );
+}
+
+/** node-gyp's entry script: the one npm bundles (npm names it in npm_config_node_gyp for scripts). */
+function findNodeGyp() {
+  const candidates = [process.env.npm_config_node_gyp];
+  if (process.env.npm_execpath) {
+    candidates.push(resolve(dirname(process.env.npm_execpath), '..', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
+  }
+  const found = candidates.find((path) => path && existsSync(path));
+  if (!found) fail('node-gyp not found. Run this through npm (`npm rebuild @strata/runtime`), which bundles it.');
+  return found;
+}
+
+if (process.platform !== 'linux') {
+  // binding.gyp builds nothing off Linux either; src/native/native-paths.ts reports "Linux only" at use.
+  console.log(`@strata/runtime: the native helpers are Linux only; nothing to build on ${process.platform}.`);
+  process.exit(0);
+}
+
+const nodedir = findNodedir();
+const nodeGyp = findNodeGyp();
+console.log(`@strata/runtime: building the native helpers against ${nodedir}`);
+// node-gyp lets npm_config_* variables (npm exports every .npmrc setting, e.g. `nodedir=/usr`)
+// override its command line, so the settings that choose the headers are removed first.
+const env = Object.fromEntries(
+  Object.entries(process.env).filter(
+    ([key]) => !/^npm_config_(nodedir|target|target_arch|arch|runtime|dist_?url|devdir|tarball)$/i.test(key) && !/^npm_package_config_node_gyp_/i.test(key),
+  ),
+);
+// With --nodedir, node-gyp compiles against these headers and never downloads any.
+const result = spawnSync(process.execPath, [nodeGyp, 'rebuild', `--nodedir=${nodedir}`], { cwd: packageRoot, env, stdio: 'inherit' });
+if (result.error) fail(result.error.message);
+if (result.status !== 0) {
+  fail(
+    `node-gyp exited with ${result.status ?? result.signal}. It needs python3, make and a C compiler ` +
+      '(Debian/Ubuntu: `apt-get install python3 make gcc`); the output above says which step failed.',
+  );
+}

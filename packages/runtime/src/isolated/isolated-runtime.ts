@@ -1,0 +1,549 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Message, MessageOf, WireObject } from '@strata/wire';
+import type { ConsoleCapture, ConsoleEntry } from '../console-capture.js';
+import { ConsoleHub } from '../console-hub.js';
+import { splitFunctions } from '../bound-functions.js';
+import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
+import { HeapLimitExceeded, InvalidOption, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
+import type { ExecutionResult } from '../execution-result.js';
+import { executionResult } from '../execution-result.js';
+import { ModuleRegistry, type ModuleLoader, type ModuleResolver } from '../module-registry.js';
+import type { EvalModuleOptions, EvalOptions, HostFunction } from '../runtime.js';
+import { assertTransferable } from '../values.js';
+import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
+import { takeWorker } from './prewarm.js';
+import { buildWorkerFlags } from './v8-flags.js';
+import { WORKER_ENTRY, sampleProcess, type LaunchPlan, type WorkerProcess } from './worker-process.js';
+
+/** The parent kills a worker with more threads than this: a thread bomb stays under any memory ceiling. */
+export const MAX_WORKER_THREADS = 64;
+// How often the parent checks a busy worker from outside (the worker checks itself every 20 ms).
+const SUPERVISOR_TICK_MS = 50;
+const REDACTED = 'host function failed';
+const MAX_DEPTH = 64;
+
+/** The layer report of a runtime. JSON-serialisable; stable field names. */
+export interface SandboxReport {
+  /** `'landlock+seccomp'`, `'seatbelt'` or `'none'`. */
+  readonly sandbox: string;
+  /** Extra protections in force, such as `'emptyroot'`. */
+  readonly sandboxExtras: readonly string[];
+  /** One entry per OS layer; empty until the layer pipeline exists. */
+  readonly layers: readonly WireObject[];
+  /** Hardening the launcher always applies. */
+  readonly base: {
+    readonly jitless: boolean;
+    readonly strictEval: boolean;
+    readonly flags: readonly string[];
+    readonly privilegesDropped: boolean;
+  };
+}
+
+interface Command {
+  readonly id: number;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+  hostCalls: number;
+  guestMs: number;
+  hostWaitMs: number;
+  lastTick: number;
+  syncHostMs: number;
+  cpuAtStart: number | undefined;
+}
+
+interface Bound {
+  readonly fn: HostFunction;
+  revoked: boolean;
+  returnedPromise: boolean;
+}
+
+const insideHostFunction = new AsyncLocalStorage<IsolatedRuntime>();
+
+/**
+ * A `Runtime` in a worker process that this process supervises and can kill: the API of
+ * `Runtime`, over a pipe. Whatever the guest does — abort V8, exhaust memory, spin in a native
+ * builtin, flood output or host calls — ends in an error for that runtime, never a crash or a
+ * hang here. A crashed or killed runtime is closed and never reused.
+ *
+ * ```ts
+ * await using rt = await IsolatedRuntime.start({ timeout: 2_000 });
+ * rt.bindFunction('lookup', (sku: string) => ({ A1: 3.5 })[sku]);
+ * await rt.eval("lookup('A1') * 2"); // 7
+ * ```
+ */
+export class IsolatedRuntime implements AsyncDisposable {
+  readonly #options: ResolvedIsolatedOptions;
+  readonly #worker: WorkerProcess;
+  readonly #report: SandboxReport;
+  readonly #modules = new ModuleRegistry();
+  readonly #functions = new Map<string, Bound>();
+  readonly #globals = new Map<string, string[]>();
+  readonly #console: ConsoleHub;
+  #current: Command | undefined;
+  #queue: Promise<unknown> = Promise.resolve();
+  #nextId = 1;
+  #inflightHostCalls = 0;
+  #ticker: NodeJS.Timeout | undefined;
+  #closed = false;
+  #closeReason: StrataError | undefined;
+
+  private constructor(options: ResolvedIsolatedOptions, worker: WorkerProcess, report: SandboxReport) {
+    this.#options = options;
+    this.#console = new ConsoleHub(options.runtime.maxOutputBytes);
+    this.#worker = worker;
+    this.#report = report;
+    worker.setMessageHandler((message) => this.#onMessage(message));
+    worker.onExit((error) => this.#onWorkerExit(error));
+  }
+
+  /**
+   * Starts a worker (or takes the prewarmed spare), configures its Runtime and returns once it
+   * is ready for guest code.
+   *
+   * @throws {@link InvalidOption}, {@link SandboxUnavailable} (`sandbox: 'require'` on a platform
+   * that cannot provide it), {@link WorkerCrashed} (the worker failed to start).
+   */
+  static async start(options: IsolatedRuntimeOptions = {}): Promise<IsolatedRuntime> {
+    const resolved = resolveIsolatedOptions(options);
+    if (resolved.sandbox === 'require') {
+      throw new SandboxUnavailable(
+        "sandbox: 'require' cannot be met: this build of Strata has no OS sandbox layers yet (emptyroot, landlock, seccomp, seatbelt). " +
+          "Use sandbox: 'auto' to run with the base hardening only, knowing a V8 escape would get the worker's authority.",
+      );
+    }
+    if (resolved.sandbox === 'auto') warnNoLayersOnce();
+    const flags = buildWorkerFlags({ jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, v8Flags: resolved.v8Flags });
+    const plan: LaunchPlan = {
+      // --expose-gc: the buffer cap collects before it refuses; the prelude hides gc() from the guest.
+      nodeArgs: [...flags.node, '--expose-gc', ...flags.v8],
+      cpuSeconds: resolved.requestTimeout === undefined ? undefined : Math.ceil((2 * resolved.requestTimeout) / 1000),
+      entry: testEntry ?? WORKER_ENTRY,
+    };
+    const worker = await takeWorker(plan, resolved.prewarm);
+    const report: SandboxReport = deepFreeze({
+      sandbox: 'none',
+      sandboxExtras: [],
+      layers: [],
+      base: { jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, flags: plan.nodeArgs, privilegesDropped: process.geteuid?.() === 0 },
+    });
+    const runtime = new IsolatedRuntime(resolved, worker, report);
+    try {
+      await runtime.#request({ type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds) });
+    } catch (error) {
+      await runtime.close();
+      throw error;
+    }
+    return runtime;
+  }
+
+  /** The worker's process id. */
+  get pid(): number {
+    return this.#worker.pid;
+  }
+
+  /** `'landlock+seccomp'`, `'seatbelt'` or `'none'` (always `'none'` in this build). */
+  get sandbox(): string {
+    return this.#report.sandbox;
+  }
+
+  /** Extra protections in force, such as `'emptyroot'`. */
+  get sandboxExtras(): readonly string[] {
+    return this.#report.sandboxExtras;
+  }
+
+  /** The whole layer report, frozen and JSON-serialisable. */
+  get report(): SandboxReport {
+    return this.#report;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** See `Runtime.eval`. Also {@link WorkerCrashed} and a hard {@link RuntimeTimeout} (the worker is killed; the runtime is closed). */
+  eval(code: string, options: EvalOptions = {}): Promise<unknown> {
+    if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
+    const message: MessageOf<'eval'> = { type: 'eval', id: 0, code };
+    if (options.filename !== undefined) message.options = { filename: options.filename };
+    return this.#command(message);
+  }
+
+  /** See `Runtime.evalModule`; imports are answered here, by this runtime's modules, resolver and loader. */
+  evalModule(source: string, options: EvalModuleOptions = {}): Promise<Record<string, unknown>> {
+    if (typeof source !== 'string') return Promise.reject(new InvalidOption('evalModule(source): source must be a string'));
+    const message: MessageOf<'evalModule'> = { type: 'evalModule', id: 0, code: source };
+    if (options.specifier !== undefined) message.specifier = options.specifier;
+    return this.#command(message) as Promise<Record<string, unknown>>;
+  }
+
+  /** See `Runtime.execute`: never throws for the run's own failure, a crash or a hard timeout included. */
+  async execute(code: string, options: EvalOptions = {}): Promise<ExecutionResult> {
+    if (typeof code !== 'string') throw new InvalidOption('execute(code): code must be a string');
+    const capture = this.captureConsole();
+    try {
+      return executionResult(capture, await this.eval(code, options));
+    } catch (error) {
+      return executionResult(capture, undefined, error);
+    } finally {
+      capture.stop();
+    }
+  }
+
+  /** See `Runtime.bindFunction`. Your function runs in this process, with your authority. */
+  bindFunction(name: string, fn: HostFunction): void {
+    if (typeof fn !== 'function') throw new InvalidOption(`bindFunction(${JSON.stringify(name)}): fn must be a function`);
+    this.#bind(name, fn);
+  }
+
+  /** See `Runtime.bindObject`. */
+  bindObject(name: string, object: Record<string, unknown>): void {
+    if (object === null || typeof object !== 'object' || Array.isArray(object)) {
+      throw new InvalidOption(`bindObject(${JSON.stringify(name)}): object must be a plain object`);
+    }
+    this.#bind(name, object);
+  }
+
+  /** See `Runtime.revoke`. The functions stop working here at once, before the worker hears of it. */
+  revoke(name: string): void {
+    this.#assertUsable();
+    const labels = this.#globals.get(name);
+    if (labels === undefined) throw new InvalidOption(`revoke(${JSON.stringify(name)}): nothing is bound under that name`);
+    for (const label of labels) this.#functions.get(label)!.revoked = true;
+    this.#globals.delete(name);
+    // Queued like any command; a failure to deliver it closes the runtime, which the next call reports.
+    void this.#command({ type: 'command', id: 0, name: 'revoke', params: { name } }).catch(() => undefined);
+  }
+
+  /** See `Runtime.addModule`. */
+  addModule(specifier: string, source: string): void {
+    this.#modules.add(specifier, source);
+  }
+
+  /** See `Runtime.setModuleResolver`. */
+  setModuleResolver(resolver: ModuleResolver | undefined): void {
+    this.#modules.setResolver(resolver);
+  }
+
+  /** See `Runtime.setModuleLoader`. */
+  setModuleLoader(loader: ModuleLoader | undefined): void {
+    this.#modules.setLoader(loader);
+  }
+
+  /** See `Runtime.onConsole`. */
+  onConsole(listener: (entry: ConsoleEntry) => void): () => void {
+    return this.#console.listen(listener);
+  }
+
+  /** See `Runtime.captureConsole`. */
+  captureConsole(): ConsoleCapture {
+    return this.#console.capture();
+  }
+
+  /** Kills the worker. Idempotent. */
+  async close(): Promise<void> {
+    if (!this.#closed) this.#shutDown(new RuntimeClosed('the runtime is closed'));
+    if (!this.#worker.exited) {
+      // Referenced while we wait, or an otherwise idle process would exit before the worker is reaped.
+      this.#worker.ref();
+      await new Promise<void>((resolve) => this.#worker.onExit(() => resolve()));
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // --- commands ------------------------------------------------------------------------------
+
+  #assertUsable(): void {
+    if (this.#closed) throw this.#closeReason ?? new RuntimeClosed('the runtime is closed');
+    if (insideHostFunction.getStore() === this) {
+      throw new StrataError('a host function cannot call back into its own runtime (it would wait on itself); use another runtime');
+    }
+  }
+
+  #bind(name: string, value: HostFunction | Record<string, unknown>): void {
+    this.#assertUsable();
+    if (typeof name !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(name)) {
+      throw new InvalidOption(`bind: name must be a JavaScript identifier (got ${JSON.stringify(name)})`);
+    }
+    const { data, sites } = splitFunctions(value, name, MAX_DEPTH);
+    assertTransferable(data, name, MAX_DEPTH);
+    for (const label of this.#globals.get(name) ?? []) this.#functions.get(label)!.revoked = true;
+    // Each binding gets fresh labels, so a revoked function can never be reached again.
+    const labelled = sites.map(({ path, label, fn }): [readonly string[], string] => {
+      const unique = `${label}#${this.#nextId++}`;
+      this.#functions.set(unique, { fn, revoked: false, returnedPromise: false });
+      return [path, unique];
+    });
+    this.#globals.set(name, labelled.map(([, label]) => label));
+    void this.#command({ type: 'command', id: 0, name: 'bind', params: { name, value: data as never, functions: labelled as never } }).catch(() => undefined);
+  }
+
+  /** Sends a command and waits for its answer, one command at a time. */
+  #command(message: Message): Promise<unknown> {
+    try {
+      this.#assertUsable();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const run = this.#queue.then(() => {
+      if (this.#closed) throw this.#closeReason ?? new RuntimeClosed('the runtime is closed');
+      return this.#request({ ...message, id: this.#nextId++ } as Message);
+    });
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  #request(message: Message): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const sample = sampleProcess(this.#worker.pid);
+      this.#current = {
+        id: (message as { id: number }).id,
+        resolve,
+        reject,
+        hostCalls: 0,
+        guestMs: 0,
+        hostWaitMs: 0,
+        lastTick: performance.now(),
+        syncHostMs: 0,
+        cpuAtStart: sample?.cpuMs,
+      };
+      this.#worker.ref();
+      this.#ticker = setInterval(() => this.#supervise(), SUPERVISOR_TICK_MS);
+      this.#worker.send(message);
+    }).finally(() => {
+      this.#current = undefined;
+      clearInterval(this.#ticker);
+      this.#ticker = undefined;
+      this.#worker.unref();
+    });
+  }
+
+  #finish(id: number | undefined, settle: (command: Command) => void): void {
+    const current = this.#current;
+    if (current === undefined || current.id !== id) {
+      this.#violation(`an answer for request ${String(id)}, which is not the one in flight`);
+      return;
+    }
+    settle(current);
+  }
+
+  // --- the supervisor ------------------------------------------------------------------------
+
+  /** Checks a busy worker from outside, on a clock: deadlines, memory, threads, CPU, stalls. */
+  #supervise(): void {
+    const current = this.#current;
+    if (current === undefined) return;
+    const now = performance.now();
+    const elapsed = now - current.lastTick - current.syncHostMs;
+    current.lastTick = now;
+    current.syncHostMs = 0;
+    // Time in host functions is not charged to the guest; it is counted against maxHostWait.
+    if (this.#inflightHostCalls > 0) current.hostWaitMs += elapsed;
+    else current.guestMs += elapsed;
+    const o = this.#options;
+    if (o.requestTimeout !== undefined && current.guestMs > o.requestTimeout) {
+      return this.#kill(new RuntimeTimeout(`the command ran past requestTimeout (${o.requestTimeout} ms); the worker was killed and the runtime is closed`));
+    }
+    if (o.maxHostWait !== undefined && current.hostWaitMs > o.maxHostWait) {
+      return this.#kill(new RuntimeTimeout(`the command waited on host functions past maxHostWait (${o.maxHostWait} ms); the worker was killed`));
+    }
+    const sample = sampleProcess(this.#worker.pid);
+    if (sample !== undefined) {
+      if (o.maxMemory !== undefined && sample.rssBytes > o.maxMemory) {
+        return this.#kill(new WorkerCrashed(`the worker's resident memory (${sample.rssBytes} bytes) passed maxMemory (${o.maxMemory} bytes); it was killed`, 'maxMemory'));
+      }
+      if (sample.threads > MAX_WORKER_THREADS) {
+        return this.#kill(new WorkerCrashed(`the worker started ${sample.threads} threads, more than ${MAX_WORKER_THREADS}; it was killed`, 'threads'));
+      }
+      if (o.requestTimeout !== undefined && current.cpuAtStart !== undefined && sample.cpuMs - current.cpuAtStart > 2 * o.requestTimeout) {
+        return this.#kill(new WorkerCrashed(`the worker used more than twice requestTimeout in CPU time; it was killed`, 'cpu'));
+      }
+    }
+    if (this.#worker.reader.isStalled(o.writeStallTimeout ?? 10_000, now)) {
+      return this.#kill(new WorkerCrashed('the worker started a frame and stopped sending it; it was killed', 'protocol'));
+    }
+    const stalledSince = this.#worker.writeStalledSince();
+    if (o.writeStallTimeout !== undefined && stalledSince !== undefined && now - stalledSince > o.writeStallTimeout) {
+      return this.#kill(new WorkerCrashed(`the worker stopped reading its pipe for over writeStallTimeout (${o.writeStallTimeout} ms); it was killed`, 'writeStallTimeout'));
+    }
+  }
+
+  #kill(reason: StrataError): void {
+    this.#worker.kill(reason);
+  }
+
+  #violation(what: string): void {
+    this.#kill(new WorkerCrashed(`protocol violation: the worker sent ${what}; it was killed`, 'protocol'));
+  }
+
+  #onWorkerExit(error: StrataError): void {
+    this.#shutDown(error);
+  }
+
+  #shutDown(reason: StrataError): void {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#closeReason = reason;
+      this.#console.stopCaptures();
+    }
+    this.#worker.kill(reason);
+    this.#current?.reject(reason);
+  }
+
+  // --- messages from the worker --------------------------------------------------------------
+
+  #onMessage(message: Message): void {
+    switch (message.type) {
+      case 'result':
+        return this.#finish(message.id, (c) => c.resolve(message.value));
+      case 'error': {
+        const error = fromErrorPayload(message.error);
+        if (message.id === undefined) return this.#violation('an error outside any request');
+        return this.#finish(message.id, (c) => {
+          c.reject(error);
+          // The worker's heap was disposed: this runtime is over.
+          if (error instanceof HeapLimitExceeded) this.#shutDown(error);
+        });
+      }
+      case 'console':
+        return this.#onConsole(message);
+      case 'call':
+        return this.#onCall(message);
+      case 'moduleRequest':
+        return void this.#onModuleRequest(message);
+      default:
+        return this.#violation(`a ${message.type} message, which workers never send`);
+    }
+  }
+
+  #onConsole(message: MessageOf<'console'>): void {
+    const stream = message.level === 'warn' || message.level === 'error' || message.level === 'trace' ? 'stderr' : 'stdout';
+    this.#console.emit({ level: message.level, stream, text: message.text });
+  }
+
+  #onCall(message: MessageOf<'call'>): void {
+    const current = this.#current;
+    if (current === undefined) return this.#violation('a host call while no command was running');
+    const bound = this.#functions.get(message.name);
+    if (bound === undefined) return this.#violation(`a call to host function ${JSON.stringify(message.name.slice(0, 100))}, which it was never given`);
+    current.hostCalls++;
+    const o = this.#options;
+    if (o.maxHostCalls !== undefined && current.hostCalls > o.maxHostCalls) {
+      return this.#kill(new WorkerCrashed(`the guest made more than maxHostCalls (${o.maxHostCalls}) host calls in one command; the worker was killed`, 'maxHostCalls'));
+    }
+    const fail = (name: string, text: string) => this.#worker.reply({ type: 'callResult', id: message.id, outcome: { ok: false, error: { class: 'StrataError', name, message: text } } });
+    if (bound.revoked) return fail('Error', `host function ${message.name.replace(/#\d+$/, '')} was revoked`);
+    // Only calls that may run concurrently are limited: functions declared async, and those seen
+    // returning a promise before. (The first promise from a plain function is counted, not refused.)
+    const concurrent = bound.fn.constructor.name === 'AsyncFunction' || bound.returnedPromise;
+    if (concurrent && this.#inflightHostCalls >= o.maxInflightHostCalls) {
+      const refusal = `too many host calls in flight (maxInflightHostCalls is ${o.maxInflightHostCalls}); this call did not run`;
+      // The caller expects a promise: give it a rejected one, as the function would.
+      this.#worker.reply({ type: 'callPending', id: message.id });
+      this.#worker.send({ type: 'callResult', id: message.id, outcome: { ok: false, error: { class: 'StrataError', name: 'Error', message: refusal } } });
+      return;
+    }
+    const started = performance.now();
+    let result: unknown;
+    try {
+      result = insideHostFunction.run(this, () => bound.fn(...message.args));
+    } catch (error) {
+      current.syncHostMs += performance.now() - started;
+      return this.#worker.reply({ type: 'callResult', id: message.id, outcome: { ok: false, error: this.#hostError(error) } });
+    }
+    current.syncHostMs += performance.now() - started;
+    if (isThenable(result)) {
+      bound.returnedPromise = true;
+      this.#inflightHostCalls++;
+      this.#worker.reply({ type: 'callPending', id: message.id });
+      Promise.resolve(result).then(
+        (value) => this.#settleAsync(message.id, value, undefined),
+        (error: unknown) => this.#settleAsync(message.id, undefined, error ?? new Error('rejected')),
+      );
+      return;
+    }
+    this.#worker.reply({ type: 'callResult', id: message.id, outcome: this.#outcome(result) });
+  }
+
+  #settleAsync(id: number, value: unknown, error: unknown): void {
+    this.#inflightHostCalls--;
+    if (this.#closed) return;
+    this.#worker.send({ type: 'callResult', id, outcome: error === undefined ? this.#outcome(value) : { ok: false, error: this.#hostError(error) } });
+  }
+
+  #outcome(value: unknown): MessageOf<'callResult'>['outcome'] {
+    try {
+      assertTransferable(value, 'the host function returned a value that', MAX_DEPTH);
+      return { ok: true, value: value as never };
+    } catch (error) {
+      return { ok: false, error: { class: 'StrataError', name: 'TypeError', message: (error as Error).message } };
+    }
+  }
+
+  #hostError(error: unknown): MessageOf<'callResult'>['outcome'] extends infer O ? (O extends { ok: false; error: infer E } ? E : never) : never {
+    const name = error instanceof Error && typeof error.name === 'string' ? error.name.slice(0, 100) : 'Error';
+    const text = this.#options.runtime.redactHostErrors ? REDACTED : error instanceof Error ? error.message : String(error);
+    return { ...toErrorPayload(new StrataError(text)), name };
+  }
+
+  async #onModuleRequest(message: MessageOf<'moduleRequest'>): Promise<void> {
+    if (this.#current === undefined) return this.#violation('a module request while no command was running');
+    try {
+      const resolved = await this.#modules.load(message.specifier, message.referrer);
+      this.#worker.reply({ type: 'callResult', id: message.id, outcome: { ok: true, value: { specifier: resolved.specifier, source: resolved.source } } });
+    } catch (error) {
+      this.#worker.reply({ type: 'callResult', id: message.id, outcome: { ok: false, error: toErrorPayload(error) } });
+    }
+  }
+}
+
+// --- helpers -------------------------------------------------------------------------------
+
+let warnedNoLayers = false;
+function warnNoLayersOnce(): void {
+  if (warnedNoLayers) return;
+  warnedNoLayers = true;
+  process.emitWarning(
+    "Strata: sandbox 'auto' found no OS sandbox layers in this build (emptyroot, landlock, seccomp, seatbelt are not built yet); " +
+      'the worker runs with the base hardening only.',
+    { code: 'STRATA_SANDBOX_DEGRADED' },
+  );
+}
+
+let testEntry: string | undefined;
+/** @internal Tests run a compromised worker entry in place of the real one. */
+export function setWorkerEntryForTests(entry: string | undefined): void {
+  testEntry = entry;
+}
+
+/** What the worker's Runtime is configured with: the Runtime options, and its memory watchdog. */
+function configureOptions(o: ResolvedIsolatedOptions, cpuSeconds: number | undefined): WireObject {
+  const r = o.runtime;
+  const options: WireObject = {
+    timeout: r.timeout === Infinity ? 2 ** 31 - 1 : r.timeout,
+    maxHeapSize: r.maxHeapSize,
+    maxBufferBytes: r.maxBufferBytes,
+    bootstrap: [...r.bootstrap],
+    strictEval: r.strictEval,
+    allowGlobals: [...r.allowGlobals],
+    maxOutputBytes: r.maxOutputBytes,
+    maxResultBytes: r.maxResultBytes,
+  };
+  if (o.maxMemory !== undefined) options['maxMemory'] = o.maxMemory;
+  if (cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = cpuSeconds;
+  return options;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

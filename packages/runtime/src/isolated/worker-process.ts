@@ -1,0 +1,220 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Writable } from 'node:stream';
+import { FrameReader, ProtocolError, encodeFrame, type Message } from '@strata/wire';
+import { WorkerCrashed, type StrataError } from '../errors.js';
+import { execHelperPath } from '../native/native-paths.js';
+
+import { WATCHDOG_EXIT_CODE } from '../worker/worker-session.js';
+
+/** What the parent accepts from an untrusted worker: the wire's strict limits, sized for 1 MiB results. */
+export const WORKER_FRAME_LIMITS = Object.freeze({ maxFrameBytes: 16 * 1024 * 1024 });
+
+/** How to start one worker; a spare started from the same plan can be handed out. */
+export interface LaunchPlan {
+  /** Node options and V8 flags, in order, before the entry script. */
+  readonly nodeArgs: readonly string[];
+  /** The exec helper's `--cpu-seconds`, or undefined for none. */
+  readonly cpuSeconds: number | undefined;
+  /** Entry script; tests substitute a compromised worker here. */
+  readonly entry: string;
+}
+
+/** The worker entry shipped with the package. */
+export const WORKER_ENTRY = fileURLToPath(new URL('../worker/worker-main.js', import.meta.url));
+
+/** A plan's identity, for matching a prewarmed spare. */
+export function planKey(plan: LaunchPlan): string {
+  return JSON.stringify([plan.nodeArgs, plan.cpuSeconds, plan.entry]);
+}
+
+/** The exec helper's command line: base hardening, then Node with the worker entry. */
+export function launchArguments(plan: LaunchPlan): string[] {
+  const args: string[] = [];
+  if (plan.cpuSeconds !== undefined) args.push('--cpu-seconds', String(plan.cpuSeconds));
+  // fds 0-3 are the channel (commands, frames out, stderr, replies to blocking calls).
+  args.push('--keep-fds', '4', '--drop-privileges', '--', process.execPath, ...plan.nodeArgs, plan.entry);
+  return args;
+}
+
+/** Resident memory, thread count and CPU time of a live process, from /proc (Linux). */
+export interface ProcessSample {
+  readonly rssBytes: number;
+  readonly threads: number;
+  readonly cpuMs: number;
+}
+
+const CLOCK_TICKS_MS = 10; // USER_HZ is 100 on every Linux architecture Node supports.
+
+/** Reads a sample of `pid` from /proc; undefined once the process is gone or on other platforms. */
+export function sampleProcess(pid: number): ProcessSample | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'latin1');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const rss = /VmRSS:\s+(\d+) kB/.exec(status);
+    const threads = /Threads:\s+(\d+)/.exec(status);
+    // Fields after the command name, which may itself contain spaces and parentheses.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cpuTicks = Number(fields[11]) + Number(fields[12]);
+    return {
+      rssBytes: rss === null ? 0 : Number(rss[1]) * 1024,
+      threads: threads === null ? 0 : Number(threads[1]),
+      cpuMs: cpuTicks * CLOCK_TICKS_MS,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * One worker process and the parent's end of its channel. Every frame from the worker goes
+ * through the wire's strict decoder; any violation kills the worker. The first reason given
+ * to {@link kill} (or found when it dies) is the one reported, exactly once, to `onExit`.
+ */
+export class WorkerProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly reader = new FrameReader({ limits: WORKER_FRAME_LIMITS });
+  readonly #commands: Writable;
+  readonly #replies: Writable;
+  #stderrTail = '';
+  #killReason: StrataError | undefined;
+  #exited = false;
+  #exitError: StrataError | undefined;
+  #onMessage: (message: Message) => void = () => {};
+  readonly #exitListeners: ((error: StrataError) => void)[] = [];
+  #writeStalledSince: number | undefined;
+
+  private constructor(child: ChildProcess) {
+    this.child = child;
+    this.pid = child.pid!;
+    this.#commands = child.stdio[0] as Writable;
+    this.#replies = child.stdio[3] as Writable;
+    child.stdout!.on('data', (chunk: Buffer) => this.#receive(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => {
+      // Only a tail is kept: enough to name a crash, never a flood.
+      this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-4096);
+    });
+    for (const stream of [this.#commands, this.#replies]) stream.on('error', () => {});
+    // 'close', not 'exit': every frame the worker wrote is read before its death is reported.
+    child.on('close', (code, signal) => this.#exit(code, signal));
+    this.unref();
+  }
+
+  /** Starts a worker from a plan. Resolves once it said hello; rejects with WorkerCrashed otherwise. */
+  static start(plan: LaunchPlan): Promise<WorkerProcess> {
+    return new Promise((resolve, reject) => {
+      let child: ChildProcess;
+      try {
+        child = spawn(execHelperPath(), launchArguments(plan), { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {}, windowsHide: true });
+      } catch (error) {
+        reject(new WorkerCrashed(`the worker could not be started: ${(error as Error).message}`, 'start', { cause: error }));
+        return;
+      }
+      if (child.pid === undefined) {
+        child.on('error', (error) => reject(new WorkerCrashed(`the worker could not be started: ${error.message}`, 'start', { cause: error })));
+        return;
+      }
+      const worker = new WorkerProcess(child);
+      // Kept referenced only while starting: an idle worker never keeps this process alive.
+      worker.ref();
+      worker.#onMessage = (message) => {
+        if (message.type === 'hello') {
+          worker.unref();
+          worker.#onMessage = (other) => worker.kill(new WorkerCrashed(`protocol violation: unexpected ${other.type} message`, 'protocol'));
+          resolve(worker);
+        } else {
+          worker.kill(new WorkerCrashed(`protocol violation: the worker's first message was ${message.type}, not hello`, 'protocol'));
+        }
+      };
+      worker.onExit((error) => reject(error));
+    });
+  }
+
+  /** Receives every message after hello. */
+  setMessageHandler(handler: (message: Message) => void): void {
+    this.#onMessage = handler;
+  }
+
+  /** Called once, with the reason, when the worker is gone. */
+  onExit(listener: (error: StrataError) => void): void {
+    if (this.#exited && this.#exitError !== undefined) listener(this.#exitError);
+    else this.#exitListeners.push(listener);
+  }
+
+  get exited(): boolean {
+    return this.#exited;
+  }
+
+  /** A command, or the settlement of an async host call. */
+  send(message: Message): void {
+    this.#write(this.#commands, message);
+  }
+
+  /** The answer to the call the guest is blocked on. */
+  reply(message: Message): void {
+    this.#write(this.#replies, message);
+  }
+
+  #write(stream: Writable, message: Message): void {
+    if (this.#exited || this.#killReason !== undefined) return;
+    stream.write(encodeFrame(message, WORKER_FRAME_LIMITS));
+    if (this.#writeStalledSince === undefined && stream.writableLength > 0) this.#writeStalledSince = performance.now();
+  }
+
+  /** Since when the worker has left written bytes unread, if it has. */
+  writeStalledSince(): number | undefined {
+    if (this.#commands.writableLength === 0 && this.#replies.writableLength === 0) this.#writeStalledSince = undefined;
+    return this.#writeStalledSince;
+  }
+
+  /** SIGKILLs the worker; `reason` is what every waiter is told. Idempotent: the first reason wins. */
+  kill(reason: StrataError): void {
+    if (this.#exited) return;
+    this.#killReason ??= reason;
+    this.child.kill('SIGKILL');
+  }
+
+  /** Keeps the parent's event loop alive only while something is waiting on the worker. */
+  ref(): void {
+    this.child.ref();
+    for (const stream of [this.child.stdout, this.child.stderr]) (stream as unknown as { ref?: () => void }).ref?.();
+  }
+
+  unref(): void {
+    this.child.unref();
+    for (const stream of [this.child.stdout, this.child.stderr, this.#commands, this.#replies]) (stream as unknown as { unref?: () => void }).unref?.();
+  }
+
+  #receive(chunk: Buffer): void {
+    if (this.#killReason !== undefined) return;
+    let messages: Message[];
+    try {
+      messages = this.reader.readMessages(chunk);
+    } catch (error) {
+      const reason = error instanceof ProtocolError ? error.message : 'undecodable frame';
+      this.kill(new WorkerCrashed(`protocol violation: ${reason}; the worker was killed`, 'protocol', { cause: error }));
+      return;
+    }
+    for (const message of messages) {
+      if (this.#killReason !== undefined) return;
+      this.#onMessage(message);
+    }
+  }
+
+  #exit(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.#exited) return;
+    this.#exited = true;
+    const tail = this.#stderrTail.trim().split('\n').slice(-3).join(' | ');
+    const said = tail === '' ? '' : ` (worker stderr: ${tail.slice(0, 500)})`;
+    let error: StrataError;
+    if (this.#killReason !== undefined) error = this.#killReason;
+    else if (code === WATCHDOG_EXIT_CODE) error = new WorkerCrashed(`the worker's resident memory passed maxMemory; it stopped itself${said}`, 'maxMemory');
+    else if (signal === 'SIGXCPU') error = new WorkerCrashed(`the worker used up its CPU time cap${said}`, 'cpu');
+    else if (signal !== null) error = new WorkerCrashed(`the worker died of ${signal}${said}`, 'signal');
+    else error = new WorkerCrashed(`the worker exited with status ${code}${said}`, 'exit');
+    this.#exitError = error;
+    for (const listener of this.#exitListeners.splice(0)) listener(error);
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Where the native helpers live: the C programs node-gyp builds at install into
+ * `build/Release/` of this package (see `native/README.md`).
+ *
+ * @module
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The memory watchdog addon (`strata_watchdog.node`): one native thread that ends the process when
+ * its resident memory goes over a limit, even while JavaScript runs synchronously.
+ */
+export interface MemoryWatchdog {
+  /**
+   * Starts the watchdog thread: every `intervalMs` it reads the resident set size and, if it is
+   * over `limitBytes`, writes one line to fd 2 and ends the process with `_exit(exitCode)`.
+   * Throws if the watchdog was already started in this process (code
+   * `ERR_STRATA_WATCHDOG_STARTED`), or if an argument is not an integer in range
+   * (`limitBytes` ≥ 1, `intervalMs` 1–60000, `exitCode` 1–255).
+   */
+  start(limitBytes: number, intervalMs: number, exitCode: number): void;
+  /** The process's resident set size now, in bytes. */
+  rss(): number;
+  /** The number of threads in the process now. */
+  threads(): number;
+  /** Sets the RLIMIT_CPU soft limit to the CPU time used so far plus `seconds` (at most the hard limit). */
+  setCpuSoftLimit(seconds: number): void;
+  /** `PR_SET_DUMPABLE 0`: no core dump, no ptrace attach by same-uid processes, /proc/<pid> owned by root. */
+  disableDumping(): void;
+}
+
+// This file compiles to dist/src/native/native-paths.js: three levels below the package root.
+const releaseDir = fileURLToPath(new URL('../../../build/Release/', import.meta.url));
+const requireAddon = createRequire(import.meta.url);
+
+function builtArtifact(name: string): string {
+  if (process.platform !== 'linux') {
+    throw new Error(`${name} is Linux only: Strata's native helpers are not built on ${process.platform}.`);
+  }
+  const path = releaseDir + name;
+  if (!existsSync(path)) {
+    throw new Error(
+      `${path} is missing: run \`npm ci\` (or \`npm rebuild @strata/runtime\`) to build the native helpers; ` +
+        'building them needs python3, make and a C compiler.',
+    );
+  }
+  return path;
+}
+
+/**
+ * The absolute path of `strata-exec`, the helper that hardens the worker process (resource
+ * limits, closed file descriptors, privilege drop, no-new-privs, parent-death signal, a fresh
+ * environment) and then execs it.
+ *
+ * @throws Error when not on Linux, or when the helper was not built (the message says how to build it).
+ */
+export function execHelperPath(): string {
+  return builtArtifact('strata-exec');
+}
+
+/**
+ * Loads the memory watchdog addon. Loading twice returns the same module; the watchdog itself
+ * can be started once per process.
+ *
+ * @throws Error when not on Linux, or when the addon was not built (the message says how to build it).
+ */
+export function loadWatchdog(): MemoryWatchdog {
+  return requireAddon(builtArtifact('strata_watchdog.node')) as MemoryWatchdog;
+}

@@ -1,0 +1,49 @@
+/**
+ * The worker process's entry: a minimal loader. It loads everything it will ever need, says
+ * hello, waits for its configuration (a prewarmed spare waits here, holding no data), creates
+ * the Runtime, then serves the parent's commands one at a time until the parent closes the
+ * pipe. The layer pipeline plugs in between configuration and the Runtime.
+ */
+import { PROTOCOL_VERSION, type Message, type MessageOf } from '@strata/wire';
+import { loadWatchdog } from '../native/native-paths.js';
+import { Runtime } from '../runtime.js';
+import { ParentChannel } from './parent-channel.js';
+import { WorkerSession } from './worker-session.js';
+
+const watchdog = loadWatchdog();
+// execve() reset the dumpable flag the exec helper could have set: no core dump, no ptrace
+// attach by another process of the same user, /proc/<pid> owned by root.
+watchdog.disableDumping();
+const channel = new ParentChannel();
+let session: WorkerSession | undefined;
+let queue: Promise<void> = Promise.resolve();
+
+function handle(message: Message): void {
+  if (session === undefined) {
+    if (message.type !== 'configure') {
+      channel.send({ type: 'error', error: { class: 'StrataError', message: `expected configure first, got ${message.type}` } });
+      process.exit(70);
+    }
+    queue = queue.then(() => configure(message));
+    return;
+  }
+  const current = session;
+  if (message.type === 'callResult') {
+    current.settleAsyncCall(message);
+    return;
+  }
+  queue = queue.then(() => current.serve(message));
+}
+
+async function configure(message: MessageOf<'configure'>): Promise<void> {
+  try {
+    session = await WorkerSession.create(channel, message.options, Runtime, watchdog);
+    channel.send({ type: 'result', id: message.id, value: session.describe() });
+  } catch (error) {
+    channel.send({ type: 'error', id: message.id, error: WorkerSession.errorPayload(error) });
+    process.exit(71);
+  }
+}
+
+channel.listen(handle, () => process.exit(0));
+channel.send({ type: 'hello', version: PROTOCOL_VERSION });

@@ -1,0 +1,187 @@
+import type { ErrorPayload, Message, MessageOf, WireObject } from '@strata/wire';
+import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
+import { HeapLimitExceeded, ModuleNotFound, StrataError } from '../errors.js';
+import type { ResolvedModule } from '../module-registry.js';
+import type { MemoryWatchdog } from '../native/native-paths.js';
+import type { RuntimeOptions } from '../options.js';
+import { kModuleSource, type Runtime } from '../runtime.js';
+import type { ParentChannel } from './parent-channel.js';
+
+/** The exit status of the memory watchdog; the parent reports it as WorkerCrashed('maxMemory'). */
+export const WATCHDOG_EXIT_CODE = 57;
+
+/** The part of a bound global that is a host function: where it sits and the name the parent knows it by. */
+type FunctionSite = [path: string[], label: string];
+
+// Console methods the prelude has, mapped onto the wire's closed set of levels.
+const WIRE_LEVELS: Readonly<Record<string, MessageOf<'console'>['level']>> = {
+  log: 'log',
+  info: 'info',
+  debug: 'debug',
+  dir: 'log',
+  table: 'log',
+  count: 'log',
+  warn: 'warn',
+  error: 'error',
+  trace: 'trace',
+  assert: 'error',
+};
+
+/**
+ * One configured worker: its Runtime, and the translation between the parent's commands and
+ * the Runtime's API. Host functions are stand-ins that ask the parent over the channel.
+ */
+export class WorkerSession {
+  readonly #channel: ParentChannel;
+  readonly #runtime: Runtime;
+  readonly #pendingCalls = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>();
+  #currentId: number | undefined;
+
+  readonly #watchdog: MemoryWatchdog;
+  readonly #cpuSecondsPerCommand: number | undefined;
+
+  private constructor(channel: ParentChannel, runtime: Runtime, watchdog: MemoryWatchdog, cpuSecondsPerCommand: number | undefined) {
+    this.#channel = channel;
+    this.#runtime = runtime;
+    this.#watchdog = watchdog;
+    this.#cpuSecondsPerCommand = cpuSecondsPerCommand;
+    runtime.onConsole((entry) => {
+      const level = WIRE_LEVELS[entry.level] ?? (entry.stream === 'stderr' ? 'error' : 'log');
+      const message: MessageOf<'console'> = { type: 'console', level, text: entry.text };
+      if (this.#currentId !== undefined) message.id = this.#currentId;
+      channel.send(message);
+    });
+    runtime[kModuleSource]({ load: (request, referrer) => Promise.resolve(this.#requestModule(request, referrer)) });
+  }
+
+  /** Creates the Runtime from the options the parent sent. */
+  static async create(channel: ParentChannel, options: WireObject, RuntimeClass: typeof Runtime, watchdog: MemoryWatchdog): Promise<WorkerSession> {
+    const { maxMemory, cpuSecondsPerCommand, ...runtimeOptions } = options as RuntimeOptions & { maxMemory?: number; cpuSecondsPerCommand?: number };
+    // The worker checks its own resident memory every 20 ms, also while the guest runs (the
+    // parent checks every 50 ms from outside).
+    if (maxMemory !== undefined) watchdog.start(maxMemory, 20, WATCHDOG_EXIT_CODE);
+    // The parent redacts host errors itself; the worker passes them through as they come.
+    const runtime = await RuntimeClass.create({ ...runtimeOptions, redactHostErrors: false });
+    return new WorkerSession(channel, runtime, watchdog, cpuSecondsPerCommand);
+  }
+
+  /** What the parent learns about this worker once it is configured. */
+  describe(): WireObject {
+    return { pid: process.pid, node: process.version };
+  }
+
+  /** The payload for an error, for the channel. */
+  static errorPayload(error: unknown): ErrorPayload {
+    return toErrorPayload(error);
+  }
+
+  /** Settles a call whose host function returned a promise. */
+  settleAsyncCall(message: MessageOf<'callResult'>): void {
+    const pending = this.#pendingCalls.get(message.id);
+    if (pending === undefined) return;
+    this.#pendingCalls.delete(message.id);
+    if (message.outcome.ok) pending.resolve(message.outcome.value);
+    else pending.reject(hostError(message.outcome.error));
+  }
+
+  /** Runs one command and sends its answer. */
+  async serve(message: Message): Promise<void> {
+    if (!('id' in message) || typeof message.id !== 'number') return;
+    const id = message.id;
+    this.#currentId = id;
+    // The CPU cap is per command: a long-lived runtime must not die of many short ones.
+    if (this.#cpuSecondsPerCommand !== undefined) this.#watchdog.setCpuSoftLimit(this.#cpuSecondsPerCommand);
+    try {
+      const value = await this.#run(message);
+      this.#channel.send({ type: 'result', id, value: value as never });
+    } catch (error) {
+      this.#channel.send({ type: 'error', id, error: toErrorPayload(error) });
+      // A disposed heap cannot be trusted again; the parent closes this runtime too.
+      if (error instanceof HeapLimitExceeded) process.exit(0);
+    } finally {
+      this.#currentId = undefined;
+    }
+  }
+
+  async #run(message: Message): Promise<unknown> {
+    switch (message.type) {
+      case 'eval':
+        return this.#runtime.eval(message.code, optionsOf(message.options));
+      case 'evalModule':
+        return this.#runtime.evalModule(message.code, message.specifier === undefined ? {} : { specifier: message.specifier });
+      case 'command':
+        return this.#command(message);
+      default:
+        throw new StrataError(`the worker does not accept ${message.type} messages`);
+    }
+  }
+
+  #command(message: MessageOf<'command'>): unknown {
+    const params = message.params;
+    switch (message.name) {
+      case 'bind': {
+        const name = params['name'] as string;
+        const sites = params['functions'] as FunctionSite[];
+        const value = this.#withStandIns(params['value'], sites);
+        if (typeof value === 'function') this.#runtime.bindFunction(name, value as (...args: unknown[]) => unknown);
+        else this.#runtime.bindObject(name, value as Record<string, unknown>);
+        return undefined;
+      }
+      case 'revoke':
+        this.#runtime.revoke(params['name'] as string);
+        return undefined;
+      case 'dispose':
+        void this.#runtime.close().then(() => process.exit(0));
+        return undefined;
+      default:
+        throw new StrataError(`unknown command ${message.name}`);
+    }
+  }
+
+  /** Puts a stand-in that calls the parent at every function site of a bound value. */
+  #withStandIns(value: unknown, sites: FunctionSite[]): unknown {
+    let root = value;
+    for (const [path, label] of sites) {
+      const standIn = (...args: unknown[]) => this.#callParent(label, args);
+      if (path.length === 0) {
+        root = standIn;
+        continue;
+      }
+      let node = root as Record<string, unknown>;
+      for (const key of path.slice(0, -1)) node = node[key] as Record<string, unknown>;
+      node[path[path.length - 1]!] = standIn;
+    }
+    return root;
+  }
+
+  #callParent(label: string, args: unknown[]): unknown {
+    const reply = this.#channel.call(label, args);
+    if (reply.type === 'callPending') {
+      return new Promise((resolve, reject) => this.#pendingCalls.set(reply.id, { resolve, reject }));
+    }
+    if (reply.outcome.ok) return reply.outcome.value;
+    throw hostError(reply.outcome.error);
+  }
+
+  #requestModule(request: string, referrer: string): ResolvedModule {
+    const reply = this.#channel.requestModule(request, referrer);
+    if (!reply.outcome.ok) throw fromErrorPayload(reply.outcome.error);
+    const value = reply.outcome.value as { specifier?: unknown; source?: unknown } | undefined;
+    if (typeof value?.specifier !== 'string' || typeof value.source !== 'string') {
+      throw new ModuleNotFound(`import ${JSON.stringify(request)} was refused by the host`);
+    }
+    return { specifier: value.specifier, source: value.source };
+  }
+}
+
+/** The error a host function's failure becomes in the worker: the guest sees its name and message. */
+function hostError(payload: ErrorPayload): Error {
+  const error = new Error(payload.message);
+  error.name = payload.name ?? 'Error';
+  return error;
+}
+
+function optionsOf(options: WireObject | undefined): { filename?: string } {
+  const filename = options?.['filename'];
+  return typeof filename === 'string' ? { filename } : {};
+}

@@ -1,0 +1,49 @@
+import { fileURLToPath } from 'node:url';
+import test from 'ava';
+import { IsolatedRuntime, RuntimeTimeout, WorkerCrashed } from '../src/index.js';
+import { setWorkerEntryForTests } from '../src/isolated/isolated-runtime.js';
+import { checkNoLeaks } from './helpers/leaks.js';
+
+const COMPROMISED = fileURLToPath(new URL('./fixtures/compromised-worker.js', import.meta.url));
+
+checkNoLeaks(test);
+test.before(() => setWorkerEntryForTests(COMPROMISED));
+test.after.always(() => setWorkerEntryForTests(undefined));
+
+// One runtime per behaviour; the parent must survive each with the right error.
+const cases: [string, (t: import('ava').ExecutionContext, error: unknown) => void, Parameters<typeof IsolatedRuntime.start>[0]?][] = [
+  ['malformed', (t, e) => t.is((e as WorkerCrashed).reason, 'protocol')],
+  ['oversized', (t, e) => t.regex((e as Error).message, /protocol violation/)],
+  ['nested', (t, e) => t.is((e as WorkerCrashed).reason, 'protocol')],
+  ['drip', (t, e) => t.regex((e as Error).message, /stopped sending/), { writeStallTimeout: 500 }],
+  ['callFlood', (t, e) => t.is((e as WorkerCrashed).reason, 'protocol')],
+  ['unknownFunction', (t, e) => t.regex((e as Error).message, /never given/)],
+  ['unknownException', (t, e) => t.regex((e as Error).message, /protocol violation/)],
+  ['wrongId', (t, e) => t.regex((e as Error).message, /not the one in flight/)],
+  ['threads', (t, e) => t.is((e as WorkerCrashed).reason, 'threads')],
+  ['exitQuietly', (t, e) => t.is((e as WorkerCrashed).reason, 'exit')],
+  ['abort', (t, e) => t.is((e as WorkerCrashed).reason, 'signal')],
+  ['hello', (t, e) => t.regex((e as Error).message, /hello/)],
+  ['silence', (t, e) => t.true(e instanceof RuntimeTimeout), { timeout: 200, requestTimeout: 500 }],
+];
+
+for (const [behaviour, check, options] of cases) {
+  test(`a compromised worker that sends ${behaviour} is killed with the right error`, async (t) => {
+    const rt = await IsolatedRuntime.start({ prewarm: false, ...options });
+    const error = await rt.eval(behaviour).catch((e: unknown) => e);
+    t.true(error instanceof WorkerCrashed || error instanceof RuntimeTimeout, String(error));
+    check(t, error);
+    t.true(rt.closed);
+    await t.throwsAsync(rt.eval('1'));
+  });
+}
+
+test('a worker that stops reading its pipe is killed after writeStallTimeout', async (t) => {
+  const rt = await IsolatedRuntime.start({ prewarm: false, writeStallTimeout: 300, requestTimeout: 60_000, timeout: 30_000 });
+  // The compromised worker stops reading; then a large command fills the pipe.
+  t.is(await rt.eval('stopReading'), 'no longer reading');
+  const error = await rt.eval(`"${'x'.repeat(4 * 1024 * 1024)}"`).catch((e: unknown) => e);
+  t.true(error instanceof WorkerCrashed, String(error));
+  t.is((error as WorkerCrashed).reason, 'writeStallTimeout');
+  t.true(rt.closed);
+});

@@ -1,0 +1,167 @@
+import test from 'ava';
+import { WEB_POLYFILLS } from '@strata/polyfills';
+import { IsolatedRuntime, InvalidOption, JsError, ModuleNotFound, SandboxUnavailable, StrataError, ValueNotTransferable } from '../src/index.js';
+import { checkNoLeaks } from './helpers/leaks.js';
+
+checkNoLeaks(test);
+
+test("the seed's example: lookup('A1') * 2 is 7, in a worker process", async (t) => {
+  await using rt = await IsolatedRuntime.start({ timeout: 2_000 });
+  rt.bindFunction('lookup', (sku: string) => ({ A1: 3.5 })[sku]);
+  t.is(await rt.eval("lookup('A1') * 2"), 7);
+  t.not(rt.pid, process.pid);
+  t.true(rt.pid > 0);
+  t.is(rt.sandbox, 'none');
+  t.deepEqual(rt.sandboxExtras, []);
+});
+
+test('the report is frozen, JSON-serialisable and names the base hardening', async (t) => {
+  await using rt = await IsolatedRuntime.start({ strictEval: true });
+  const report = rt.report;
+  t.true(Object.isFrozen(report));
+  t.deepEqual(JSON.parse(JSON.stringify(report)), report);
+  t.true(report.base.jitless);
+  t.true(report.base.strictEval);
+  t.true(report.base.flags.includes('--jitless'));
+});
+
+test('the worker runs as nobody with an empty environment when started as root', async (t) => {
+  if (process.getuid?.() !== 0) {
+    t.log('skipped: this test process is not root, so there is no privilege to drop');
+    t.pass();
+    return;
+  }
+  await using rt = await IsolatedRuntime.start({ allowGlobals: [] });
+  const { readFileSync } = await import('node:fs');
+  const status = readFileSync(`/proc/${rt.pid}/status`, 'latin1');
+  t.regex(status, /Uid:\s+65534\s+65534\s+65534\s+65534/);
+  t.regex(status, /Gid:\s+65534\s+65534\s+65534\s+65534/);
+  t.regex(status, /Groups:\s*\n/);
+  t.regex(status, /NoNewPrivs:\s+1/);
+  t.regex(status, /CapEff:\s+0+\n/);
+});
+
+test('values of every kind cross both ways', async (t) => {
+  await using rt = await IsolatedRuntime.start();
+  rt.bindFunction('echo', (...args: unknown[]) => args);
+  const value = [1, 's', 2n, null, undefined, true, [1, [2]], { a: { b: 1 } }, new Map([[1, 'x']]), new Set([1]), new Date(5), new Uint8Array([1, 2])];
+  t.deepEqual(await rt.eval('echo(1, "s", 2n, null, undefined, true, [1, [2]], { a: { b: 1 } }, new Map([[1, "x"]]), new Set([1]), new Date(5), new Uint8Array([1, 2]))'), value);
+  await t.throwsAsync(rt.eval('class A {}; new A()'), { instanceOf: ValueNotTransferable });
+});
+
+test('guest exceptions are JsErrors and the runtime stays usable', async (t) => {
+  await using rt = await IsolatedRuntime.start();
+  const error = await t.throwsAsync(rt.eval('null.x'), { instanceOf: JsError });
+  t.is(error?.guestName, 'TypeError');
+  t.is(await rt.eval('1 + 1'), 2);
+});
+
+test('async host functions run concurrently; sync ones block the guest', async (t) => {
+  await using rt = await IsolatedRuntime.start();
+  let running = 0;
+  let peak = 0;
+  let openGate: () => void = () => {};
+  const gate = new Promise<void>((resolve) => (openGate = resolve));
+  rt.bindFunction('slow', async (x: number) => {
+    running++;
+    peak = Math.max(peak, running);
+    // Held until all three are in flight at once (or 5 s pass, and the peak assertion fails).
+    if (running === 3) openGate();
+    await Promise.race([gate, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+    running--;
+    return x * 2;
+  });
+  rt.bindFunction('now', () => 'sync');
+  t.deepEqual(await rt.eval('Promise.all([slow(1), slow(2), slow(3)]).then((r) => [...r, now()])'), [2, 4, 6, 'sync']);
+  t.is(peak, 3);
+});
+
+test('host errors are redacted by default', async (t) => {
+  await using rt = await IsolatedRuntime.start();
+  rt.bindFunction('boom', () => {
+    throw new TypeError('secret');
+  });
+  rt.bindFunction('boomAsync', async () => {
+    throw new RangeError('secret');
+  });
+  t.deepEqual(await rt.eval('try { boom() } catch (e) { [e.name, e.message] }'), ['TypeError', 'host function failed']);
+  t.deepEqual(await rt.eval('boomAsync().catch((e) => [e.name, e.message])'), ['RangeError', 'host function failed']);
+});
+
+test('bindObject, revoke and rebinding work across the process boundary', async (t) => {
+  await using rt = await IsolatedRuntime.start();
+  rt.bindObject('tools', { n: 2, add: (a: number, b: number) => a + b });
+  t.is(await rt.eval('globalThis.kept = tools.add; tools.add(tools.n, 3)'), 5);
+  rt.revoke('tools');
+  t.is(await rt.eval('typeof tools'), 'undefined');
+  t.regex((await rt.eval('try { kept(1, 2) } catch (e) { e.message }')) as string, /revoked/);
+});
+
+test('modules are answered by the parent; unregistered ones are refused', async (t) => {
+  await using rt = await IsolatedRuntime.start();
+  rt.addModule('math', 'export const twice = (x) => 2 * x;');
+  rt.setModuleLoader((specifier) => (specifier === 'virtual:n' ? 'export default 21;' : undefined));
+  t.deepEqual(await rt.evalModule('import { twice } from "math"; import n from "virtual:n"; export const v = twice(n);'), { v: 42 });
+  await t.throwsAsync(rt.evalModule('import fs from "node:fs"; export default 1;'), { instanceOf: ModuleNotFound });
+});
+
+test('console output and execute work as in Runtime', async (t) => {
+  await using rt = await IsolatedRuntime.start({ maxOutputBytes: 50 });
+  const lines: string[] = [];
+  rt.onConsole((entry) => lines.push(`${entry.stream}:${entry.text}`));
+  const result = await rt.execute('console.log("hi"); console.error("bad"); for (let i = 0; i < 100; i++) console.log("flood " + i); 42');
+  t.is(result.status, 'ok');
+  t.is(result.result, 42);
+  t.true(result.truncated);
+  t.regex(result.stdout, /^hi\n/);
+  t.is(result.stderr, 'bad\n');
+  t.deepEqual(lines.slice(0, 2), ['stdout:hi', 'stderr:bad']);
+  const failed = await rt.execute('throw new RangeError("r")');
+  t.is(failed.errorType, 'RangeError');
+});
+
+test('WEB_POLYFILLS timers run on virtual time in the worker', async (t) => {
+  await using rt = await IsolatedRuntime.start({ bootstrap: WEB_POLYFILLS });
+  t.is(await rt.eval('new Promise((resolve) => setTimeout(() => resolve("later"), 60_000))'), 'later');
+});
+
+test('strictEval reaches the worker', async (t) => {
+  await using rt = await IsolatedRuntime.start({ strictEval: true });
+  t.is(await rt.eval('try { new Function("return 1")() } catch (e) { e.name }'), 'EvalError');
+});
+
+test('a host function cannot call back into its own runtime', async (t) => {
+  await using rt = await IsolatedRuntime.start({ redactHostErrors: false });
+  rt.bindFunction('reenter', async () => rt.eval('1'));
+  t.regex((await rt.eval('reenter().catch((e) => e.message)')) as string, /cannot call back into its own runtime/);
+});
+
+test("sandbox: 'require' refuses to start in this build, saying why and what to do", async (t) => {
+  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require' }), { instanceOf: SandboxUnavailable });
+  t.is(error?.code, 'ERR_STRATA_SANDBOX_UNAVAILABLE');
+  t.regex(error?.message ?? '', /sandbox: 'auto'/);
+});
+
+test('bad options are refused before any worker starts', async (t) => {
+  await t.throwsAsync(IsolatedRuntime.start({ maxMemory: -1 }), { instanceOf: InvalidOption });
+  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'maybe' as never }), { instanceOf: InvalidOption });
+  await t.throwsAsync(IsolatedRuntime.start({ requestTimeout: 0 }), { instanceOf: InvalidOption });
+  await t.throwsAsync(IsolatedRuntime.start({ timeout: 'soon' as never }), { instanceOf: InvalidOption });
+});
+
+test('a closed runtime is never reused', async (t) => {
+  const rt = await IsolatedRuntime.start();
+  await rt.close();
+  await rt.close();
+  t.true(rt.closed);
+  await t.throwsAsync(rt.eval('1'), { instanceOf: StrataError, code: 'ERR_STRATA_CLOSED' } as never);
+});
+
+test('prewarm: false starts a fresh worker; the default hands over a spare', async (t) => {
+  await using a = await IsolatedRuntime.start({ prewarm: false });
+  await using b = await IsolatedRuntime.start();
+  await using c = await IsolatedRuntime.start();
+  t.not(a.pid, b.pid);
+  t.not(b.pid, c.pid);
+  t.is(await c.eval('1'), 1);
+});

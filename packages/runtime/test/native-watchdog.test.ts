@@ -1,0 +1,125 @@
+import test from 'ava';
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { loadWatchdog } from '../src/native/native-paths.js';
+
+// start() arms a thread that can end the process, so every test that starts it runs a child node.
+
+const MiB = 1024 * 1024;
+const nativePaths = new URL('../src/native/native-paths.js', import.meta.url).href;
+
+interface Exit {
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `script` as an ES module in a child node, with `loadWatchdog` imported. */
+function runWithWatchdog(script: string): Promise<Exit> {
+  const source = `import { loadWatchdog } from ${JSON.stringify(nativePaths)};\nconst watchdog = loadWatchdog();\n${script}`;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr }));
+  });
+}
+
+test('rss() is the resident set size in bytes', (t) => {
+  const watchdog = loadWatchdog();
+  const rss = watchdog.rss();
+  const reference = process.memoryUsage.rss();
+  t.true(Number.isSafeInteger(rss));
+  t.true(rss > 8 * MiB, `rss() = ${rss}`);
+  t.true(Math.abs(rss - reference) < reference / 4, `rss() = ${rss}, process.memoryUsage.rss() = ${reference}`);
+});
+
+test('threads() counts the entries of /proc/self/task', (t) => {
+  const watchdog = loadWatchdog();
+  const before = readdirSync('/proc/self/task').length;
+  const threads = watchdog.threads();
+  const after = readdirSync('/proc/self/task').length;
+  t.true(Number.isInteger(threads));
+  t.true(threads > 1, 'node always runs helper threads');
+  t.true(threads >= Math.min(before, after) && threads <= Math.max(before, after), `${before} ≤ ${threads} ≤ ${after}`);
+});
+
+test('loadWatchdog() returns the same module every time', (t) => {
+  t.is(loadWatchdog(), loadWatchdog());
+});
+
+test('over the limit the process exits with exitCode and one line on stderr', async (t) => {
+  const exit = await runWithWatchdog(`
+    watchdog.start(watchdog.rss() + ${50 * MiB}, 20, 57);
+    const kept = Buffer.alloc(${200 * MiB});
+    kept.fill(1);
+    setTimeout(() => console.log('survived with', kept.length, 'bytes'), 5000);`);
+  t.is(exit.status, 57);
+  t.regex(exit.stderr, /^strata-watchdog: resident memory \d+ bytes is over maxMemory \d+ bytes\n$/);
+  t.is(exit.stdout, '');
+  const [, rss, limit] = /memory (\d+) bytes is over maxMemory (\d+)/.exec(exit.stderr) ?? [];
+  t.true(Number(rss) > Number(limit));
+});
+
+test('under the limit the watchdog is one more thread and nothing else', async (t) => {
+  const exit = await runWithWatchdog(`
+    const before = watchdog.threads();
+    watchdog.start(watchdog.rss() + ${512 * MiB}, 5, 57);
+    const after = watchdog.threads();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    console.log(JSON.stringify({ before, after }));`);
+  t.is(exit.status, 0, exit.stderr);
+  const { before, after } = JSON.parse(exit.stdout) as { before: number; after: number };
+  t.is(after, before + 1);
+});
+
+test('start() a second time throws ERR_STRATA_WATCHDOG_STARTED', async (t) => {
+  const exit = await runWithWatchdog(`
+    watchdog.start(2 ** 50, 1000, 57);
+    try { watchdog.start(2 ** 50, 1000, 57); console.log('started twice'); }
+    catch (error) { console.log(JSON.stringify({ name: error.name, code: error.code, message: error.message })); }`);
+  t.is(exit.status, 0, exit.stderr);
+  t.deepEqual(JSON.parse(exit.stdout), {
+    name: 'Error',
+    code: 'ERR_STRATA_WATCHDOG_STARTED',
+    message: 'strata-watchdog: already started; there is one watchdog per process',
+  });
+});
+
+const invalidStarts: [string, unknown[], string, RegExp][] = [
+  ['no arguments', [], 'ERR_MISSING_ARGS', /start\(limitBytes, intervalMs, exitCode\)/],
+  ['a string limit', ['1000', 20, 57], 'ERR_INVALID_ARG_TYPE', /limitBytes must be a number/],
+  ['a zero limit', [0, 20, 57], 'ERR_OUT_OF_RANGE', /limitBytes must be an integer from 1 to 9007199254740991/],
+  ['a fractional limit', [1.5, 20, 57], 'ERR_OUT_OF_RANGE', /limitBytes must be an integer/],
+  ['a NaN interval', [2 ** 40, NaN, 57], 'ERR_OUT_OF_RANGE', /intervalMs must be an integer from 1 to 60000/],
+  ['a zero interval', [2 ** 40, 0, 57], 'ERR_OUT_OF_RANGE', /intervalMs/],
+  ['exit code 0', [2 ** 40, 20, 0], 'ERR_OUT_OF_RANGE', /exitCode must be an integer from 1 to 255/],
+  ['exit code 256', [2 ** 40, 20, 256], 'ERR_OUT_OF_RANGE', /exitCode/],
+];
+for (const [label, args, code, message] of invalidStarts) {
+  // Validation throws before anything starts, so these run in the test process itself.
+  test(`start() refuses ${label} with ${code}`, (t) => {
+    const start = loadWatchdog().start as (...args: unknown[]) => void;
+    const error = t.throws(() => start(...args));
+    t.is((error as NodeJS.ErrnoException | undefined)?.code, code);
+    t.regex(error?.message ?? '', message);
+  });
+}
+
+test('loadWatchdog() without a build says how to build it', async (t) => {
+  // A copy of the compiled module in a package root that has no build/ directory.
+  const root = mkdtempSync(join(tmpdir(), 'strata-native-paths-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  mkdirSync(join(root, 'dist/src/native'), { recursive: true });
+  copyFileSync(fileURLToPath(nativePaths), join(root, 'dist/src/native/native-paths.js'));
+  const copy = (await import(pathToFileURL(join(root, 'dist/src/native/native-paths.js')).href)) as { loadWatchdog(): unknown };
+  const error = t.throws(() => copy.loadWatchdog());
+  t.regex(error?.message ?? '', /build\/Release\/strata_watchdog\.node is missing: run `npm ci` \(or `npm rebuild @strata\/runtime`\)/);
+});
