@@ -1,43 +1,47 @@
 /**
- * `npm run demo`: a program a model might write, run with a bound tool, reaching for the things
- * generated code reaches for first, and finding nothing; then two failures, contained.
- *
- * This build has the in-process engine only. The supervised, sandboxed worker
- * (IsolatedRuntime) and its OS layers are the next milestones; until then there is no layer
- * report to print, and this demo says so instead of pretending.
+ * `npm run demo`: a program a model might have written, run in a supervised worker process
+ * with a bound tool; it reaches for what generated code reaches for first and finds nothing;
+ * then a crash is contained; then the layer report is printed.
  */
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { Runtime } from './index.js';
+import { IsolatedRuntime } from './index.js';
 
 const untrusted = `
   const price = lookup('A1') * 2;
-  const reached = ['fetch', 'require', 'process', 'Deno', 'Bun', 'XMLHttpRequest', 'WebSocket', 'import']
-    .map((name) => name + ': ' + (typeof globalThis[name]));
-  console.log('price of two A1:', price);
+  console.log('two A1 cost', price);
+  const reached = ['fetch', 'require', 'process', 'Deno', 'Bun', 'XMLHttpRequest', 'WebSocket']
+    .map((name) => name + ': ' + typeof globalThis[name]);
   console.log('what the guest can reach:', reached.join(', '));
   const attempts = [];
-  try { tool.constructor.constructor('return process')().exit(1) } catch (e) { attempts.push('escape via Function: ' + e.name) }
+  try { lookup.constructor.constructor('return process')().exit(1) } catch (e) { attempts.push('escape via Function: ' + e.name) }
+  try { await import('node:fs') } catch (e) { attempts.push('import("node:fs"): ' + e.message) }
   await new Promise((resolve) => setTimeout(resolve, 5_000)); // virtual time: returns at once
-  attempts;
+  return attempts;
 `;
 
 async function main(): Promise<void> {
-  await using rt = await Runtime.create({ timeout: 1_000, maxHeapSize: 32 * 1024 * 1024, bootstrap: WEB_POLYFILLS, strictEval: true });
+  process.removeAllListeners('warning'); // the demo prints its own account of the sandbox below
+  const options = { timeout: 2_000, bootstrap: WEB_POLYFILLS, strictEval: true } as const;
+  await using rt = await IsolatedRuntime.start(options);
   rt.bindFunction('lookup', (sku: string) => ({ A1: 3.5 })[sku]);
-  rt.bindFunction('tool', () => 'ok');
+  console.log(`worker pid ${rt.pid} (this process is ${process.pid})\n`);
 
   const run = await rt.execute(`(async () => { ${untrusted} })()`);
   process.stdout.write(run.stdout);
-  console.log('result:', JSON.stringify(run.result), '| status:', run.status);
+  console.log('result:', JSON.stringify(run.result), '| status:', run.status, '\n');
 
-  const loop = await rt.execute('for (;;) {}');
-  console.log(`an endless loop: ${loop.status} (${loop.errorType}), and the runtime still answers:`, await rt.eval('1 + 1'));
+  const crash = await rt.execute('new Array(2 ** 32 - 1).fill(0)');
+  console.log(`new Array(2 ** 32 - 1).fill(0): ${crash.status} (${crash.errorType}): ${crash.error?.slice(0, 120)}`);
+  console.log(`that runtime is closed: ${rt.closed}; this process carries on.`);
+  await using next = await IsolatedRuntime.start(options);
+  console.log('a fresh runtime answers 1 + 1 =', await next.eval('1 + 1'), '\n');
 
-  const heap = await rt.execute('const a = []; for (;;) a.push(new Array(1e5).fill(1))');
-  console.log(`a heap bomb: ${heap.status} (${heap.errorType}); the runtime is closed: ${rt.closed}; this process carries on.`);
-
-  console.log('\nlayer report: none — this build runs the isolate in-process (Runtime, for buggy code).');
-  console.log('The sandboxed worker and its OS layers (IsolatedRuntime) are not built yet; see the README.');
+  console.log('layer report:');
+  console.log(JSON.stringify(next.report, null, 2));
+  console.log(
+    `\nsandbox: ${next.sandbox} — the OS layers (emptyroot, landlock, seccomp, seatbelt) are not built yet;` +
+      ' the worker runs with the base hardening above. See the README.',
+  );
 }
 
 await main();

@@ -165,3 +165,45 @@ test('prewarm: false starts a fresh worker; the default hands over a spare', asy
   t.not(b.pid, c.pid);
   t.is(await c.eval('1'), 1);
 });
+
+test('workers, the prewarmed spare included, die with their parent', async (t) => {
+  const { spawn } = await import('node:child_process');
+  const { existsSync } = await import('node:fs');
+  const index = new URL('../src/index.js', import.meta.url).href;
+  const script = `
+    const { IsolatedRuntime } = await import(${JSON.stringify(index)});
+    const rt = await IsolatedRuntime.start();
+    // Another plan, so this one does not take the spare the first start left behind.
+    const other = await IsolatedRuntime.start({ prewarm: false, jitless: false });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    console.log(JSON.stringify([rt.pid, other.pid]));
+    setInterval(() => {}, 1000);
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const line = await new Promise<string>((resolve) => child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString())));
+  const pids = JSON.parse(line) as number[];
+  // The parent's other children: the spare. Found by parent pid, from /proc.
+  const { readdirSync, readFileSync } = await import('node:fs');
+  const children = readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === child.pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  t.true(children.length >= 3, `expected two runtimes and a spare, found ${children.join(', ')}`);
+  for (const pid of pids) t.true(children.includes(pid));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+  let alive = children;
+  for (let i = 0; i < 50 && alive.length > 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    alive = alive.filter((pid) => existsSync(`/proc/${pid}/status`) && !/State:\s+Z/.test(readFileSync(`/proc/${pid}/status`, 'latin1')));
+  }
+  t.deepEqual(alive, [], 'every worker died with its parent');
+});
