@@ -3,6 +3,9 @@ import {
   HeapLimitExceeded,
   InvalidOption,
   JsError,
+  LayerConfigError,
+  LayerFailed,
+  SandboxUnavailable,
   ModuleNotFound,
   PromiseNeverSettled,
   ResultTooLarge,
@@ -56,6 +59,12 @@ export function fromErrorPayload(payload: ErrorPayload): StrataError {
       return new ModuleNotFound(payload.message);
     case 'WorkerCrashed':
       return new WorkerCrashed(payload.message, 'worker');
+    case 'SandboxUnavailable':
+      return new SandboxUnavailable(payload.message);
+    case 'LayerFailed':
+      return LayerFailed.fromMessage(payload.message);
+    case 'LayerConfigError':
+      return LayerConfigError.fromMessage(payload.message);
     default: {
       const make = payload.name === undefined ? undefined : BY_NAME[payload.name];
       return make === undefined ? new StrataError(payload.message) : make(payload.message);

@@ -19,7 +19,9 @@ export type StrataErrorCode =
   | 'ERR_STRATA_INVALID_OPTION'
   | 'ERR_STRATA_NEVER_SETTLED'
   | 'ERR_STRATA_WORKER_CRASHED'
-  | 'ERR_STRATA_SANDBOX_UNAVAILABLE';
+  | 'ERR_STRATA_SANDBOX_UNAVAILABLE'
+  | 'ERR_STRATA_LAYER_FAILED'
+  | 'ERR_STRATA_LAYER_CONFIG';
 
 /** Base class of every error Strata raises. */
 export class StrataError extends Error {
@@ -146,5 +148,45 @@ export class WorkerCrashed extends StrataError {
 export class SandboxUnavailable extends StrataError {
   constructor(message: string) {
     super(message, { code: 'ERR_STRATA_SANDBOX_UNAVAILABLE' });
+  }
+}
+
+/** The hooks of a layer, as named in errors. */
+export type LayerHook = 'probe' | 'apply' | 'selfTest' | 'load';
+
+/**
+ * A layer's hook threw, or its self-test let something through. Fatal in every sandbox mode:
+ * a bug is never downgraded to a warning. `layer` and `hook` say where; `cause` is the original.
+ */
+export class LayerFailed extends StrataError {
+  readonly layer: string;
+  readonly hook: LayerHook;
+
+  constructor(layer: string, hook: LayerHook, reason: string, options?: { cause?: unknown }) {
+    super(`layer ${layer}: ${hook} failed: ${reason}`, { code: 'ERR_STRATA_LAYER_FAILED', ...(options?.cause === undefined ? {} : { cause: options.cause }) });
+    this.layer = layer;
+    this.hook = hook;
+  }
+
+  /** The error again from its message (as it crossed from the worker). */
+  static fromMessage(message: string): LayerFailed {
+    const match = /^layer (.+?): (probe|apply|selfTest|load) failed: ([\s\S]*)$/.exec(message);
+    return match === null ? new LayerFailed('unknown', 'apply', message) : new LayerFailed(match[1]!, match[2] as LayerHook, match[3]!);
+  }
+}
+
+/** A layer was misconfigured: a duplicate name, a missing hook, a module that does not export a layer. */
+export class LayerConfigError extends StrataError {
+  readonly layer: string;
+
+  constructor(layer: string, reason: string, options?: { cause?: unknown }) {
+    super(`layer ${layer}: ${reason}`, { code: 'ERR_STRATA_LAYER_CONFIG', ...(options?.cause === undefined ? {} : { cause: options.cause }) });
+    this.layer = layer;
+  }
+
+  /** The error again from its message (as it crossed from the worker). */
+  static fromMessage(message: string): LayerConfigError {
+    const match = /^layer (.+?): ([\s\S]*)$/.exec(message);
+    return match === null ? new LayerConfigError('unknown', message) : new LayerConfigError(match[1]!, match[2]!);
   }
 }

@@ -45,4 +45,22 @@ export {
   WorkerCrashed,
   SandboxUnavailable,
 } from './errors.js';
-export type { StrataErrorCode, CrashReason } from './errors.js';
+export type { StrataErrorCode, CrashReason, LayerHook } from './errors.js';
+export { LayerFailed, LayerConfigError } from './errors.js';
+export type {
+  Layer,
+  LayerCapability,
+  LayerDescriptor,
+  LayerReport,
+  LayerRequirement,
+  LayerOrder,
+  LayerModuleExport,
+  Enforcement,
+  ProbeContext,
+  ApplyContext,
+  SelfTestContext,
+} from './layers/layer.js';
+export { defaultLayers, PLATFORM_LAYERS } from './layers/default-layers.js';
+export { planLayers, enforcementOf } from './layers/plan.js';
+export type { LayerPlan, PlanInput, PlannedLayer } from './layers/plan.js';
+export { LAYER_OPTIONS } from './layers/tokens.js';

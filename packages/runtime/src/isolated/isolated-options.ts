@@ -1,4 +1,7 @@
 import { InvalidOption } from '../errors.js';
+import { defaultLayers } from '../layers/default-layers.js';
+import type { LayerDescriptor } from '../layers/layer.js';
+import { assertTransferable } from '../values.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from '../options.js';
 
 /** How much OS protection `IsolatedRuntime.start` insists on. */
@@ -32,6 +35,12 @@ export interface IsolatedRuntimeOptions extends RuntimeOptions {
   v8Flags?: readonly string[];
   /** Keep one started spare worker to hand to the next runtime. Default true. */
   prewarm?: boolean;
+  /** The layers, in order; replaces this platform's defaults (`defaultLayers()`). */
+  layers?: readonly LayerDescriptor[];
+  /** Freezes the guest's clock at this instant (adds `@strata/layer-clock`, required). */
+  clock?: Date | number | string;
+  /** Seeds the guest's `Math.random` (adds `@strata/layer-clock`, required). */
+  randomSeed?: number;
 }
 
 /** {@link IsolatedRuntimeOptions} with every default filled in; `undefined` limits are off. */
@@ -47,6 +56,10 @@ export interface ResolvedIsolatedOptions {
   readonly jitless: boolean;
   readonly v8Flags: readonly string[];
   readonly prewarm: boolean;
+  /** The layers asked for (`layers`, or the defaults), plus the clock layer when `clock`/`randomSeed` are set. */
+  readonly layers: readonly LayerDescriptor[];
+  /** Whether `layers` was left to this platform's defaults. */
+  readonly defaultLayers: boolean;
 }
 
 const GiB = 1024 * 1024 * 1024;
@@ -62,7 +75,14 @@ const ISOLATED_KEYS = [
   'jitless',
   'v8Flags',
   'prewarm',
+  'layers',
+  'clock',
+  'randomSeed',
 ] as const;
+
+/** The module of the frozen-clock layer; resolved in the worker, so @strata/runtime does not depend on it. */
+export const CLOCK_LAYER_MODULE = '@strata/layer-clock/layer';
+const LAYER_REQUIREMENTS = ['require', 'auto', 'off'];
 
 /** The options only the parent enforces: a pool may set them per checkout. */
 export const SESSION_OPTIONS = Object.freeze([
@@ -109,9 +129,12 @@ export function resolveIsolatedOptions(options: IsolatedRuntimeOptions = {}): Re
   }
   const v8Flags = options.v8Flags ?? [];
   if (!Array.isArray(v8Flags) || v8Flags.some((f) => typeof f !== 'string')) throw new InvalidOption('v8Flags must be an array of strings');
+  const layers = resolveLayers(options);
   return Object.freeze({
     runtime,
     sandbox,
+    layers: Object.freeze(layers),
+    defaultLayers: options.layers === undefined,
     requestTimeout: limit('requestTimeout', options.requestTimeout, requestDefault),
     maxMemory,
     maxHostCalls: limit('maxHostCalls', options.maxHostCalls, 100_000),
@@ -124,3 +147,43 @@ export function resolveIsolatedOptions(options: IsolatedRuntimeOptions = {}): Re
   });
 }
 
+
+/** The layer descriptors, checked: serialisable, a module to import, a known requirement. */
+function resolveLayers(options: IsolatedRuntimeOptions): LayerDescriptor[] {
+  const given = options.layers ?? defaultLayers();
+  if (!Array.isArray(given)) throw new InvalidOption('layers must be an array of layer descriptors ({ module, options?, requirement? })');
+  const layers = given.map((descriptor, i) => {
+    const where = `layers[${i}]`;
+    if (descriptor === null || typeof descriptor !== 'object') throw new InvalidOption(`${where} must be a layer descriptor ({ module, options?, requirement? })`);
+    const { module, options: layerOptions, requirement, ...extra } = descriptor;
+    if (Object.keys(extra).length > 0) throw new InvalidOption(`${where} has unknown fields: ${Object.keys(extra).join(', ')}`);
+    if (typeof module !== 'string' || module === '') throw new InvalidOption(`${where}.module must be a module specifier`);
+    if (requirement !== undefined && !LAYER_REQUIREMENTS.includes(requirement)) {
+      throw new InvalidOption(`${where}.requirement must be 'require', 'auto' or 'off'`);
+    }
+    try {
+      assertTransferable(layerOptions ?? {}, `${where}.options`, 64);
+    } catch (error) {
+      throw new InvalidOption(`${(error as Error).message}; layer options must be plain data, they cross to the worker`);
+    }
+    return Object.freeze({ module, options: Object.freeze({ ...(layerOptions ?? {}) }), ...(requirement === undefined ? {} : { requirement }) });
+  });
+  if (options.clock !== undefined || options.randomSeed !== undefined) {
+    if (layers.some((l) => l.module === CLOCK_LAYER_MODULE)) throw new InvalidOption('clock/randomSeed and a clock layer in layers: give one of them');
+    const clockOptions: Record<string, unknown> = {};
+    if (options.clock !== undefined) {
+      const at = options.clock instanceof Date ? options.clock.getTime() : typeof options.clock === 'string' ? Date.parse(options.clock) : options.clock;
+      if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidOption(`clock must be a Date, an epoch in milliseconds or a date string (got ${String(options.clock)})`);
+      clockOptions['at'] = at;
+    }
+    if (options.randomSeed !== undefined) {
+      if (!Number.isInteger(options.randomSeed) || options.randomSeed < 0 || options.randomSeed > 0xffff_ffff) {
+        throw new InvalidOption(`randomSeed must be an integer from 0 to 4294967295 (got ${String(options.randomSeed)})`);
+      }
+      clockOptions['seed'] = options.randomSeed;
+    }
+    // Asked for by name: never silently skipped, whatever the sandbox mode.
+    layers.push(Object.freeze({ module: CLOCK_LAYER_MODULE, options: Object.freeze(clockOptions), requirement: 'require' as const }));
+  }
+  return layers;
+}

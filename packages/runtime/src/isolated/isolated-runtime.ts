@@ -11,6 +11,8 @@ import { ModuleRegistry, type ModuleLoader, type ModuleResolver } from '../modul
 import type { EvalModuleOptions, EvalOptions, HostFunction } from '../runtime.js';
 import { assertTransferable } from '../values.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
+import { missingDefaultLayers } from '../layers/default-layers.js';
+import type { LayerReport } from '../layers/layer.js';
 import { takeWorker } from './prewarm.js';
 import { buildWorkerFlags } from './v8-flags.js';
 import { WORKER_ENTRY, sampleProcess, type LaunchPlan, type WorkerProcess } from './worker-process.js';
@@ -28,8 +30,8 @@ export interface SandboxReport {
   readonly sandbox: string;
   /** Extra protections in force, such as `'emptyroot'`. */
   readonly sandboxExtras: readonly string[];
-  /** One entry per OS layer; empty until the layer pipeline exists. */
-  readonly layers: readonly WireObject[];
+  /** One entry per layer, in the order they were applied. */
+  readonly layers: readonly LayerReport[];
   /** Hardening the launcher always applies. */
   readonly base: {
     readonly jitless: boolean;
@@ -105,13 +107,15 @@ export class IsolatedRuntime implements AsyncDisposable {
    */
   static async start(options: IsolatedRuntimeOptions = {}): Promise<IsolatedRuntime> {
     const resolved = resolveIsolatedOptions(options);
-    if (resolved.sandbox === 'require') {
+    const missing = missingDefaultLayers();
+    if (resolved.defaultLayers && resolved.sandbox === 'require') {
       throw new SandboxUnavailable(
-        "sandbox: 'require' cannot be met: this build of Strata has no OS sandbox layers yet (emptyroot, landlock, seccomp, seatbelt). " +
-          "Use sandbox: 'auto' to run with the base hardening only, knowing a V8 escape would get the worker's authority.",
+        `sandbox: 'require' cannot be met with this platform's default layers: ${missing.join(', ')} ` +
+          `${missing.length === 1 ? 'is' : 'are'} not built in this release of Strata. Use sandbox: 'auto' to run with the base hardening ` +
+          "only (a V8 escape would get the worker's authority), or pass the layers you require in `layers`.",
       );
     }
-    if (resolved.sandbox === 'auto') warnNoLayersOnce();
+    if (resolved.defaultLayers && resolved.sandbox === 'auto') warnOnce(`the default OS layers (${missing.join(', ')}) are not built in this release; the worker runs with the base hardening only`);
     const flags = buildWorkerFlags({ jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, v8Flags: resolved.v8Flags });
     const plan: LaunchPlan = {
       // --expose-gc: the buffer cap collects before it refuses; the prelude hides gc() from the guest.
@@ -120,15 +124,23 @@ export class IsolatedRuntime implements AsyncDisposable {
       entry: testEntry ?? WORKER_ENTRY,
     };
     const worker = await takeWorker(plan, resolved.prewarm);
-    const report: SandboxReport = deepFreeze({
+    const report: { -readonly [K in keyof SandboxReport]: SandboxReport[K] } = {
       sandbox: 'none',
       sandboxExtras: [],
       layers: [],
       base: { jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, flags: plan.nodeArgs, privilegesDropped: process.geteuid?.() === 0 },
-    });
+    };
     const runtime = new IsolatedRuntime(resolved, worker, report);
     try {
-      await runtime.#request({ type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds) });
+      const configured = (await runtime.#request({ type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds) })) as {
+        layers?: LayerReport[];
+        warnings?: string[];
+      };
+      report.layers = configured.layers ?? [];
+      report.sandbox = sandboxName(report.layers);
+      report.sandboxExtras = report.layers.filter((l) => l.name === 'emptyroot' && l.enforcement === 'full').map((l) => l.name);
+      deepFreeze(report);
+      for (const warning of configured.warnings ?? []) warnOnce(warning);
     } catch (error) {
       await runtime.close();
       throw error;
@@ -502,15 +514,20 @@ export class IsolatedRuntime implements AsyncDisposable {
 
 // --- helpers -------------------------------------------------------------------------------
 
-let warnedNoLayers = false;
-function warnNoLayersOnce(): void {
-  if (warnedNoLayers) return;
-  warnedNoLayers = true;
-  process.emitWarning(
-    "Strata: sandbox 'auto' found no OS sandbox layers in this build (emptyroot, landlock, seccomp, seatbelt are not built yet); " +
-      'the worker runs with the base hardening only.',
-    { code: 'STRATA_SANDBOX_DEGRADED' },
-  );
+const warned = new Set<string>();
+/** A process warning (code STRATA_SANDBOX_DEGRADED) naming what `auto` had to give up; once per text. */
+function warnOnce(what: string): void {
+  if (warned.has(what)) return;
+  warned.add(what);
+  process.emitWarning(`Strata: sandbox 'auto': ${what}`, { code: 'STRATA_SANDBOX_DEGRADED' });
+}
+
+/** `'landlock+seccomp'`, `'seatbelt'` or `'none'`: the OS sandbox fully in force. */
+function sandboxName(layers: readonly LayerReport[]): string {
+  const full = new Set(layers.filter((l) => l.enforcement === 'full').map((l) => l.name));
+  if (full.has('landlock') && full.has('seccomp')) return 'landlock+seccomp';
+  if (full.has('seatbelt')) return 'seatbelt';
+  return 'none';
 }
 
 let testEntry: string | undefined;
@@ -533,6 +550,8 @@ function configureOptions(o: ResolvedIsolatedOptions, cpuSeconds: number | undef
     maxResultBytes: r.maxResultBytes,
   };
   if (o.maxMemory !== undefined) options['maxMemory'] = o.maxMemory;
+  options['layers'] = o.layers.map((l) => ({ ...l })) as never;
+  options['layerRequirement'] = o.sandbox === 'require' ? 'require' : o.sandbox === 'auto' ? 'auto' : 'off';
   if (cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = cpuSeconds;
   return options;
 }

@@ -4,6 +4,8 @@
  * the Runtime, then serves the parent's commands one at a time until the parent closes the
  * pipe. The layer pipeline plugs in between configuration and the Runtime.
  */
+// The composition root: tsyringe needs the metadata polyfill before anything it resolves.
+import 'reflect-metadata';
 import { PROTOCOL_VERSION, type Message, type MessageOf } from '@strata/wire';
 import { loadWatchdog } from '../native/native-paths.js';
 import { Runtime } from '../runtime.js';

@@ -1,6 +1,8 @@
 import type { ErrorPayload, Message, MessageOf, WireObject } from '@strata/wire';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
 import { HeapLimitExceeded, ModuleNotFound, StrataError } from '../errors.js';
+import type { LayerDescriptor, LayerRequirement } from '../layers/layer.js';
+import { runPipeline, type PipelineResult } from '../layers/pipeline.js';
 import type { ResolvedModule } from '../module-registry.js';
 import type { MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
@@ -40,7 +42,10 @@ export class WorkerSession {
   readonly #watchdog: MemoryWatchdog;
   readonly #cpuSecondsPerCommand: number | undefined;
 
-  private constructor(channel: ParentChannel, runtime: Runtime, watchdog: MemoryWatchdog, cpuSecondsPerCommand: number | undefined) {
+  readonly #pipeline: PipelineResult;
+
+  private constructor(channel: ParentChannel, runtime: Runtime, watchdog: MemoryWatchdog, cpuSecondsPerCommand: number | undefined, pipeline: PipelineResult) {
+    this.#pipeline = pipeline;
     this.#channel = channel;
     this.#runtime = runtime;
     this.#watchdog = watchdog;
@@ -56,18 +61,38 @@ export class WorkerSession {
 
   /** Creates the Runtime from the options the parent sent. */
   static async create(channel: ParentChannel, options: WireObject, RuntimeClass: typeof Runtime, watchdog: MemoryWatchdog): Promise<WorkerSession> {
-    const { maxMemory, cpuSecondsPerCommand, ...runtimeOptions } = options as RuntimeOptions & { maxMemory?: number; cpuSecondsPerCommand?: number };
+    const { maxMemory, cpuSecondsPerCommand, layers, layerRequirement, ...rest } = options as RuntimeOptions & {
+      maxMemory?: number;
+      cpuSecondsPerCommand?: number;
+      layers?: LayerDescriptor[];
+      layerRequirement?: LayerRequirement;
+    };
+    // The parent redacts host errors itself; the worker passes them through as they come.
+    const runtimeOptions: RuntimeOptions = { ...rest, redactHostErrors: false };
+    const bootstrap = typeof runtimeOptions.bootstrap === 'string' ? [runtimeOptions.bootstrap] : [...(runtimeOptions.bootstrap ?? [])];
+    // The layer pipeline runs before the guest's isolate exists; self-tests use throwaway isolates.
+    const pipeline = await runPipeline(layers ?? [], layerRequirement ?? 'auto', {
+      platform: process.platform,
+      arch: process.arch,
+      evalInGuest: async (code, extra) => {
+        const probe = await RuntimeClass.create({ ...runtimeOptions, bootstrap: [...bootstrap, ...extra] });
+        try {
+          return await probe.eval(code);
+        } finally {
+          await probe.close();
+        }
+      },
+    });
     // The worker checks its own resident memory every 20 ms, also while the guest runs (the
     // parent checks every 50 ms from outside).
     if (maxMemory !== undefined) watchdog.start(maxMemory, 20, WATCHDOG_EXIT_CODE);
-    // The parent redacts host errors itself; the worker passes them through as they come.
-    const runtime = await RuntimeClass.create({ ...runtimeOptions, redactHostErrors: false });
-    return new WorkerSession(channel, runtime, watchdog, cpuSecondsPerCommand);
+    const runtime = await RuntimeClass.create({ ...runtimeOptions, bootstrap: [...bootstrap, ...pipeline.contextBootstraps] });
+    return new WorkerSession(channel, runtime, watchdog, cpuSecondsPerCommand, pipeline);
   }
 
   /** What the parent learns about this worker once it is configured. */
   describe(): WireObject {
-    return { pid: process.pid, node: process.version };
+    return { pid: process.pid, node: process.version, layers: this.#pipeline.layers as never, warnings: [...this.#pipeline.warnings] };
   }
 
   /** The payload for an error, for the channel. */

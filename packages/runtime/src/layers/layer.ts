@@ -1,0 +1,105 @@
+/**
+ * The Layer API: what a security or isolation layer is, what it reports, and the narrow
+ * contexts its hooks see. A layer is a plain object (from a factory, or a class resolved by the
+ * worker's container) with a name, a version and hooks; it never sees the container itself.
+ *
+ * @module
+ */
+
+/** How much a layer is insisted on. `'require'`: refuse to start unless it is fully provided. `'auto'`: apply what the platform can, warn about the rest. `'off'`: skip it. */
+export type LayerRequirement = 'require' | 'auto' | 'off';
+
+/** Where a layer runs relative to the others; the user's order is kept within each group. */
+export type LayerOrder = 'pre' | 'post';
+
+/** What a platform can provide of a layer, found by {@link Layer.probe} without side effects. */
+export interface LayerCapability {
+  /** Whether the layer can be applied at all here. */
+  readonly available: boolean;
+  /** What it would enforce here, in short stable words (e.g. `'frozen-date'`, `'fs-write-deny'`). */
+  readonly provides: readonly string[];
+  /** What it would not enforce here that it would elsewhere; empty when fully provided. */
+  readonly missing: readonly string[];
+  /** Platform facts worth reporting, e.g. `{ landlockAbi: 7 }`. JSON-serialisable. */
+  readonly detail?: Readonly<Record<string, unknown>>;
+}
+
+/** How much of a layer is in force once the pipeline ran. */
+export type Enforcement = 'full' | 'partial' | 'none';
+
+/** One layer's line in the report. JSON-serialisable; field names are stable. */
+export interface LayerReport {
+  readonly name: string;
+  readonly version: string;
+  readonly requirement: LayerRequirement;
+  readonly capability: LayerCapability;
+  readonly enforcement: Enforcement;
+  readonly selfTest: 'passed' | 'failed' | 'skipped';
+  readonly detail: Readonly<Record<string, unknown>>;
+}
+
+/** What `probe` may look at: facts, no effects. */
+export interface ProbeContext {
+  readonly platform: NodeJS.Platform;
+  readonly arch: string;
+  /** The layer's own options, as given to its factory. */
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+/** What `apply` may do. */
+export interface ApplyContext {
+  readonly platform: NodeJS.Platform;
+  readonly options: Readonly<Record<string, unknown>>;
+  /**
+   * Adds a script to every context the worker creates, after the host's bootstrap scripts and
+   * before any guest code (isolate-level layers, such as a frozen clock, use this).
+   */
+  addContextBootstrap(source: string): void;
+  /** Adds facts to this layer's report entry. */
+  report(detail: Readonly<Record<string, unknown>>): void;
+}
+
+/** What `selfTest` may do: try what the layer exists to stop. */
+export interface SelfTestContext {
+  readonly platform: NodeJS.Platform;
+  readonly options: Readonly<Record<string, unknown>>;
+  /** Evaluates `code` in a throwaway isolate set up exactly as the guest's will be, and returns its result. */
+  evalInGuest(code: string): Promise<unknown>;
+  /** Adds facts to this layer's report entry. */
+  report(detail: Readonly<Record<string, unknown>>): void;
+}
+
+/**
+ * A layer. `probe` reports what this platform can provide (no side effects); `apply` puts it in
+ * force in the worker, after everything is loaded and before the isolate exists; `selfTest`
+ * tries what the layer exists to stop and throws if anything gets through.
+ */
+export interface Layer {
+  readonly name: string;
+  readonly version: string;
+  readonly order?: LayerOrder;
+  probe(context: ProbeContext): LayerCapability | Promise<LayerCapability>;
+  apply(context: ApplyContext): void | Promise<void>;
+  selfTest(context: SelfTestContext): void | Promise<void>;
+}
+
+/**
+ * How a layer is named to `IsolatedRuntime.start({ layers })`: serialisable, so it can cross to
+ * the worker, which imports `module` and builds the layer from its default export with
+ * `options`. A layer package's factory (its default export) returns one of these.
+ */
+export interface LayerDescriptor {
+  /** A module specifier the worker can import: a package export (`@strata/layer-clock/layer`) or an absolute `file:` URL. */
+  readonly module: string;
+  /** Plain data for the layer. */
+  readonly options?: Readonly<Record<string, unknown>>;
+  /** Overrides the runtime's `sandbox` mode for this layer. */
+  readonly requirement?: LayerRequirement;
+}
+
+/**
+ * What a layer module's default export may be: a factory taking the options, or a class whose
+ * constructor takes them (resolved through the worker's container with the options injected
+ * under the `LAYER_OPTIONS` token).
+ */
+export type LayerModuleExport = ((options: Readonly<Record<string, unknown>>) => Layer) | (new (...args: never[]) => Layer);

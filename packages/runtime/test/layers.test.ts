@@ -1,0 +1,124 @@
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import test from 'ava';
+import { IsolatedRuntime, InvalidOption, LayerConfigError, LayerFailed, SandboxUnavailable, type LayerDescriptor } from '../src/index.js';
+import { checkNoLeaks } from './helpers/leaks.js';
+
+checkNoLeaks(test);
+
+const CONFIGURABLE = new URL('./fixtures/layers/configurable-layer.js', import.meta.url).href;
+const EXAMPLE_PACKAGE = pathToFileURL(fileURLToPath(new URL('../../../../fixtures/layer-example/index.js', import.meta.url))).href;
+
+const layer = (options: Record<string, unknown>, requirement?: LayerDescriptor['requirement']): LayerDescriptor => ({
+  module: CONFIGURABLE,
+  options,
+  ...(requirement === undefined ? {} : { requirement }),
+});
+
+/** Collects the process warnings emitted while `run` runs. */
+async function warningsDuring<T>(run: () => Promise<T>): Promise<{ value: T; warnings: string[] }> {
+  const warnings: string[] = [];
+  const listener = (warning: Error) => warnings.push(warning.message);
+  process.on('warning', listener);
+  try {
+    const value = await run();
+    await new Promise((resolve) => setImmediate(resolve));
+    return { value, warnings };
+  } finally {
+    process.off('warning', listener);
+  }
+}
+
+test('a third-party layer from a package outside packages/ works end to end', async (t) => {
+  const example = ((await import(EXAMPLE_PACKAGE)) as { default: (o?: object) => LayerDescriptor }).default;
+  await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [example({ marker: 'hello' })] });
+  t.is(await rt.eval('exampleLayerMarker'), 'hello');
+  const entry = rt.report.layers.find((l) => l.name === 'example');
+  t.deepEqual(entry, {
+    name: 'example',
+    version: '1.2.3',
+    requirement: 'require',
+    capability: { available: true, provides: ['example-marker'], missing: [] },
+    enforcement: 'full',
+    selfTest: 'passed',
+    detail: { marker: 'hello', selfTestSaw: 'hello' },
+  });
+  t.true(Object.isFrozen(rt.report.layers[0]));
+  t.deepEqual(JSON.parse(JSON.stringify(rt.report)), rt.report);
+});
+
+test("require: a probe gap refuses the start before any layer is applied, naming every gap", async (t) => {
+  const error = await t.throwsAsync(
+    IsolatedRuntime.start({
+      sandbox: 'require',
+      // `first` would throw in apply if anything were applied before the refusal.
+      layers: [layer({ name: 'first', throwIn: 'apply' }), layer({ name: 'half', probe: 'partial' }), layer({ name: 'gone', probe: 'none' })],
+    }),
+    { instanceOf: SandboxUnavailable },
+  );
+  t.is(error?.code, 'ERR_STRATA_SANDBOX_UNAVAILABLE');
+  t.regex(error?.message ?? '', /half: half-other-thing/);
+  t.regex(error?.message ?? '', /gone: gone-other-thing/);
+  t.regex(error?.message ?? '', /requirement: 'auto'/);
+});
+
+test('auto: the same gaps start with a process warning naming each missing layer', async (t) => {
+  const { value: rt, warnings } = await warningsDuring(() =>
+    IsolatedRuntime.start({ sandbox: 'auto', layers: [layer({ name: 'whole' }), layer({ name: 'half', probe: 'partial' }), layer({ name: 'gone', probe: 'none' })] }),
+  );
+  await using _ = rt;
+  t.deepEqual(
+    rt.report.layers.map((l) => [l.name, l.requirement, l.enforcement, l.selfTest]),
+    [
+      ['whole', 'auto', 'full', 'passed'],
+      ['half', 'auto', 'partial', 'passed'],
+      ['gone', 'auto', 'none', 'skipped'],
+    ],
+  );
+  t.true(warnings.some((w) => /half is only partly in force: half-other-thing/.test(w)), warnings.join('\n'));
+  t.true(warnings.some((w) => /gone is not in force: gone-other-thing/.test(w)), warnings.join('\n'));
+  t.deepEqual(await rt.eval('appliedLayers'), ['whole', 'half']);
+});
+
+test('a per-layer requirement overrides the sandbox mode', async (t) => {
+  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', layers: [layer({ name: 'strict', probe: 'partial' }, 'require')] }), { instanceOf: SandboxUnavailable });
+  await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [layer({ name: 'lenient', probe: 'none' }, 'off'), layer({ name: 'fine' })] });
+  t.deepEqual(rt.report.layers.map((l) => [l.name, l.requirement, l.enforcement]), [
+    ['lenient', 'off', 'none'],
+    ['fine', 'require', 'full'],
+  ]);
+});
+
+for (const sandbox of ['require', 'auto'] as const) {
+  for (const hook of ['probe', 'apply', 'selfTest'] as const) {
+    test(`${sandbox}: a layer whose ${hook} throws fails the start with LayerFailed`, async (t) => {
+      const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox, layers: [layer({ name: 'buggy', throwIn: hook })] }), { instanceOf: LayerFailed });
+      t.is(error?.code, 'ERR_STRATA_LAYER_FAILED');
+      t.is(error?.layer, 'buggy');
+      t.is(error?.hook, hook);
+      t.regex(error?.message ?? '', new RegExp(`buggy throws in ${hook} as asked`));
+    });
+  }
+}
+
+test('layers run in the user order within pre / normal / post', async (t) => {
+  await using rt = await IsolatedRuntime.start({
+    layers: [layer({ name: 'late', order: 'post' }), layer({ name: 'one' }), layer({ name: 'early', order: 'pre' }), layer({ name: 'two' })],
+  });
+  t.deepEqual(rt.report.layers.map((l) => l.name), ['early', 'one', 'two', 'late']);
+  t.deepEqual(await rt.eval('appliedLayers'), ['early', 'one', 'two', 'late']);
+});
+
+test('misconfigured layers are LayerConfigError or InvalidOption, before the guest runs', async (t) => {
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'twin' }), layer({ name: 'twin' })] }), { instanceOf: LayerConfigError, message: /twin: two layers have this name/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: 'node:path' }] }), { instanceOf: LayerConfigError, message: /default export/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: 'file:///nonexistent/layer.js' }] }), { instanceOf: LayerConfigError, message: /cannot import/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'Bad Name' })] }), { instanceOf: LayerConfigError, message: /lower-case/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: CONFIGURABLE, requirement: 'maybe' as never }] }), { instanceOf: InvalidOption });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: CONFIGURABLE, options: { when: new Date(0), fn: () => 1 } as never }] }), { instanceOf: InvalidOption, message: /plain data/ });
+});
+
+test("sandbox: 'none' skips every layer that does not insist", async (t) => {
+  await using rt = await IsolatedRuntime.start({ sandbox: 'none', layers: [layer({ name: 'skipped' })] });
+  t.deepEqual(rt.report.layers.map((l) => [l.name, l.requirement, l.enforcement, l.selfTest]), [['skipped', 'off', 'none', 'skipped']]);
+  t.is(await rt.eval('typeof appliedLayers'), 'undefined');
+});
