@@ -1,0 +1,113 @@
+/**
+ * `@strata/runtime/testing`: helpers for layer authors. Every check runs the layer in a real,
+ * separate worker process: restrictions a layer applies can never be undone, so they must
+ * never be applied to the test process itself.
+ *
+ * @packageDocumentation
+ */
+import { SandboxUnavailable, StrataError } from '../errors.js';
+import { IsolatedRuntime } from '../isolated/isolated-runtime.js';
+import type { IsolatedRuntimeOptions } from '../isolated/isolated-options.js';
+import type { LayerDescriptor, LayerReport } from '../layers/layer.js';
+import { enforcementOf } from '../layers/plan.js';
+
+/** Guest code the layer must stop (it must throw, or evaluate to something other than `true`), or must let through (it must evaluate to `true`). */
+export interface LayerCase {
+  /** What the case checks, for the failure message. */
+  readonly name: string;
+  /** Guest code; a returned promise is awaited. */
+  readonly code: string;
+}
+
+/** Options of {@link testLayer}. */
+export interface TestLayerOptions {
+  /** Code that must be stopped with the layer in force: each must throw, or evaluate to anything but `true`. */
+  readonly mustDeny?: readonly LayerCase[];
+  /** Code that must still work with the layer in force: each must evaluate to `true`. */
+  readonly mustAllow?: readonly LayerCase[];
+  /** Extra options for the worker (a fresh one per call). Default: `sandbox: 'require'`. */
+  readonly runtime?: IsolatedRuntimeOptions;
+}
+
+/** What {@link testLayer} found. */
+export interface LayerTestResult {
+  /** The layer's entry in the report. */
+  readonly report: LayerReport;
+  /** One line per case that went the wrong way; empty when the layer passed. */
+  readonly failures: readonly string[];
+}
+
+/**
+ * Starts a worker with the layer (required, by default) and runs the must-deny and must-allow
+ * cases in it, like ESLint's RuleTester runs valid and invalid lists. Throws an Error listing
+ * every failure; returns the layer's report entry otherwise.
+ */
+export async function testLayer(descriptor: LayerDescriptor, options: TestLayerOptions = {}): Promise<LayerTestResult> {
+  await using rt = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, ...options.runtime, layers: [descriptor] });
+  const report = rt.report.layers[rt.report.layers.length - 1]!;
+  const failures: string[] = [];
+  for (const { name, code } of options.mustDeny ?? []) {
+    const outcome = await rt.eval(code).then(
+      (value) => value,
+      () => 'denied',
+    );
+    if (outcome === true) failures.push(`must deny, but it got through: ${name}`);
+  }
+  for (const { name, code } of options.mustAllow ?? []) {
+    const outcome = await rt.eval(code).then(
+      (value) => (value === true ? undefined : `evaluated to ${String(value)}`),
+      (error: unknown) => `threw ${error instanceof Error ? error.message : String(error)}`,
+    );
+    if (outcome !== undefined) failures.push(`must allow, but it ${outcome}: ${name}`);
+  }
+  if (failures.length > 0) throw new Error(`layer ${report.name} failed ${failures.length} case(s):\n- ${failures.join('\n- ')}`);
+  return { report, failures };
+}
+
+/**
+ * The contract every layer must keep, checked from outside in fresh workers: it starts under
+ * `'auto'`; its report entry is well-formed, JSON-serialisable and consistent with its probe;
+ * the probe gives the same answer twice (no side effects); under `'require'` it starts exactly
+ * when its probe says it is fully provided, and otherwise refuses naming the layer; under
+ * `'off'` it is skipped. Returns the problems found (empty when the layer conforms).
+ */
+export async function checkLayerConformance(descriptor: LayerDescriptor, runtime: IsolatedRuntimeOptions = {}): Promise<string[]> {
+  const problems: string[] = [];
+  const start = (requirement: 'require' | 'auto' | 'off') =>
+    IsolatedRuntime.start({ prewarm: false, ...runtime, sandbox: 'auto', layers: [{ ...descriptor, requirement }] });
+  const entryOf = (rt: IsolatedRuntime) => rt.report.layers[rt.report.layers.length - 1]!;
+
+  let first: LayerReport;
+  {
+    await using rt = await start('auto');
+    first = entryOf(rt);
+    if (!/^[a-z][a-z0-9-]*$/.test(first.name)) problems.push(`name ${JSON.stringify(first.name)} is not lower-case-dashed`);
+    if (typeof first.version !== 'string' || first.version === '') problems.push('version is empty');
+    if (JSON.stringify(JSON.parse(JSON.stringify(first))) !== JSON.stringify(first)) problems.push('report entry does not survive JSON');
+    if (first.enforcement !== enforcementOf(first.capability)) problems.push(`enforcement ${first.enforcement} does not follow from the probe`);
+    const applied = first.enforcement !== 'none';
+    if (applied && first.selfTest !== 'passed') problems.push(`applied, but selfTest is ${first.selfTest}`);
+    if (!applied && first.selfTest !== 'skipped') problems.push(`not applied, but selfTest is ${first.selfTest}`);
+  }
+  {
+    await using rt = await start('auto');
+    if (JSON.stringify(entryOf(rt).capability) !== JSON.stringify(first.capability)) problems.push('the probe answered differently the second time');
+  }
+  const full = first.enforcement === 'full';
+  try {
+    await using rt = await start('require');
+    if (!full) problems.push(`required while its probe reports ${first.enforcement}, and it started anyway`);
+    if (entryOf(rt).requirement !== 'require') problems.push('the requirement is not reported');
+  } catch (error) {
+    if (full) problems.push(`required and fully provided, but refused: ${(error as Error).message}`);
+    else if (!(error instanceof SandboxUnavailable) || !error.message.includes(first.name)) {
+      problems.push(`a required gap must refuse with SandboxUnavailable naming the layer; got ${error instanceof StrataError ? error.name : String(error)}`);
+    }
+  }
+  {
+    await using rt = await start('off');
+    const off = entryOf(rt);
+    if (off.enforcement !== 'none' || off.selfTest !== 'skipped') problems.push(`under 'off' it must be skipped (got ${off.enforcement}, ${off.selfTest})`);
+  }
+  return problems;
+}
