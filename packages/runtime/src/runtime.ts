@@ -127,6 +127,7 @@ export class Runtime implements AsyncDisposable {
   #inflightHostCalls = 0;
   #nextId = 1;
   #queue: Promise<unknown> = Promise.resolve();
+  #queued = 0;
   #busy = false;
   #closed = false;
   #closeReason: StrataError | undefined;
@@ -352,7 +353,7 @@ export class Runtime implements AsyncDisposable {
       const exportsObject = this.#enter(budget, () =>
         this.#internals.namespaceToObject.applySync(undefined, [namespace!.derefInto()], { result: { reference: true }, timeout: budget.next() }),
       ) as ivm.Reference;
-      return (await this.#export(exportsObject, budget)) as Record<string, unknown>;
+      return this.#export(exportsObject, budget) as Record<string, unknown>;
     });
   }
 
@@ -396,8 +397,14 @@ export class Runtime implements AsyncDisposable {
     } catch (error) {
       return Promise.reject(error);
     }
-    const run = this.#queue.then(() => this.#run(task));
-    this.#queue = run.catch(() => undefined);
+    // An idle runtime starts the command at once; otherwise it waits its turn.
+    const run = this.#queued === 0 ? this.#run(task) : this.#queue.then(() => this.#run(task));
+    this.#queued++;
+    const settled = run.then(
+      () => void this.#queued--,
+      () => void this.#queued--,
+    );
+    this.#queue = settled;
     return run;
   }
 
@@ -405,8 +412,9 @@ export class Runtime implements AsyncDisposable {
     if (this.#closed) throw this.#closeReason ?? new RuntimeClosed('the runtime is closed');
     this.#busy = true;
     try {
-      this.#deliver(new GuestBudget(this.#options.timeout));
-      return await task(new GuestBudget(this.#options.timeout));
+      const budget = new GuestBudget(this.#options.timeout);
+      this.#deliver(budget);
+      return await task(budget);
     } catch (error) {
       throw this.#translate(error);
     } finally {
@@ -432,7 +440,7 @@ export class Runtime implements AsyncDisposable {
    * Turns a completion value into the command's result: a promise is awaited (driving host
    * calls and virtual timers meanwhile), anything else is exported.
    */
-  async #settle(completion: ivm.Reference, budget: GuestBudget): Promise<unknown> {
+  #settle(completion: ivm.Reference, budget: GuestBudget): unknown {
     if (completion.typeof !== 'object') return this.#export(completion, budget);
     // Copy first: the serializer refuses Proxies without running a trap, so the checks after it
     // never meet one. What it cannot copy may be a promise, which is awaited instead.
@@ -445,14 +453,18 @@ export class Runtime implements AsyncDisposable {
         this.#internals.watch.applySync(undefined, [completion.derefInto(), id], { timeout: budget.next() }),
       ) as boolean;
       if (!isPromise) throw new ValueNotTransferable(`the value cannot cross: ${copyFailure(copyError)}`);
-      await this.#drive(() => this.#settled.has(id), budget, 'the promise');
-      const ok = this.#settled.get(id)!;
-      this.#settled.delete(id);
-      const outcome = this.#internals.takeOutcome.applySync(undefined, [id], { result: { reference: true } }) as ivm.Reference;
-      if (ok) return this.#export(outcome, budget);
-      throw this.#guestError(outcome, budget);
+      return this.#awaitPromise(id, budget);
     }
     return this.#checked(completion, copied, budget);
+  }
+
+  async #awaitPromise(id: number, budget: GuestBudget): Promise<unknown> {
+    await this.#drive(() => this.#settled.has(id), budget, 'the promise');
+    const ok = this.#settled.get(id)!;
+    this.#settled.delete(id);
+    const outcome = this.#internals.takeOutcome.applySync(undefined, [id], { result: { reference: true } }) as ivm.Reference;
+    if (ok) return this.#export(outcome, budget);
+    throw this.#guestError(outcome, budget);
   }
 
   /**
@@ -481,7 +493,7 @@ export class Runtime implements AsyncDisposable {
   }
 
   /** Copies a guest value out, refusing anything outside the transferable set. */
-  async #export(reference: ivm.Reference, budget: GuestBudget): Promise<unknown> {
+  #export(reference: ivm.Reference, budget: GuestBudget): unknown {
     const type = reference.typeof;
     if (type === 'function') throw new ValueNotTransferable('the value is a function; only data can cross');
     if (type === 'symbol') throw new ValueNotTransferable('the value is a symbol');

@@ -83,6 +83,7 @@ export class IsolatedRuntime implements AsyncDisposable {
   readonly #console: ConsoleHub;
   #current: Command | undefined;
   #queue: Promise<unknown> = Promise.resolve();
+  #queued = 0;
   #nextId = 1;
   #inflightHostCalls = 0;
   #ticker: NodeJS.Timeout | undefined;
@@ -299,11 +300,17 @@ export class IsolatedRuntime implements AsyncDisposable {
     } catch (error) {
       return Promise.reject(error);
     }
-    const run = this.#queue.then(() => {
+    const send = () => {
       if (this.#closed) throw this.#closeReason ?? new RuntimeClosed('the runtime is closed');
       return this.#request({ ...message, id: this.#nextId++ } as Message);
-    });
-    this.#queue = run.catch(() => undefined);
+    };
+    // An idle runtime sends at once; otherwise the command waits its turn.
+    const run = this.#queued === 0 ? send() : this.#queue.then(send);
+    this.#queued++;
+    this.#queue = run.then(
+      () => void this.#queued--,
+      () => void this.#queued--,
+    );
     return run;
   }
 

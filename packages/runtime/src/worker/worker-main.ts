@@ -19,6 +19,12 @@ watchdog.disableDumping();
 const channel = new ParentChannel();
 let session: WorkerSession | undefined;
 let queue: Promise<void> = Promise.resolve();
+let busy = 0;
+
+function track(work: Promise<void>): Promise<void> {
+  busy++;
+  return work.finally(() => void busy--);
+}
 
 function handle(message: Message): void {
   if (session === undefined) {
@@ -34,7 +40,9 @@ function handle(message: Message): void {
     current.settleAsyncCall(message);
     return;
   }
-  queue = queue.then(() => current.serve(message));
+  // An idle worker serves at once; otherwise the command waits its turn.
+  if (busy === 0) queue = track(current.serve(message));
+  else queue = track(queue.then(() => current.serve(message)));
 }
 
 async function configure(message: MessageOf<'configure'>): Promise<void> {
