@@ -1,0 +1,172 @@
+/**
+ * The `strata` command line, parsed: pure, no I/O. `node:util` `parseArgs` in strict mode, so an
+ * unknown option or a missing value is a {@link UsageError}, never silently ignored.
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import type { SandboxMode } from '../isolated/isolated-options.js';
+
+/** The command line was wrong; the message says how. Exit status 2, with the usage. */
+export class UsageError extends Error {
+  /** The subcommand whose usage to print, if it is known. */
+  readonly command: 'run' | 'doctor' | undefined;
+
+  constructor(message: string, command?: 'run' | 'doctor') {
+    super(message);
+    this.name = 'UsageError';
+    this.command = command;
+  }
+}
+
+/** `strata run FILE …`, with every default filled in. */
+export interface RunArgs {
+  readonly command: 'run';
+  readonly file: string;
+  readonly sandbox: SandboxMode;
+  /** The guest's `timeout` in ms; `undefined` keeps the runtime's default (30 s). */
+  readonly timeout: number | undefined;
+  /** The worker's `maxMemory` in bytes; `undefined` keeps the runtime's default (1 GiB). */
+  readonly memory: number | undefined;
+  readonly strictEval: boolean;
+  readonly polyfills: boolean;
+  readonly json: boolean;
+}
+
+/** `strata doctor [--json]`. */
+export interface DoctorArgs {
+  readonly command: 'doctor';
+  readonly json: boolean;
+}
+
+/** `strata help [COMMAND]`, `strata --help`, `strata COMMAND --help`. */
+export interface HelpArgs {
+  readonly command: 'help';
+  readonly topic: 'run' | 'doctor' | undefined;
+}
+
+/** `strata --version`. */
+export interface VersionArgs {
+  readonly command: 'version';
+}
+
+/** What the command line asks for. */
+export type CliArgs = RunArgs | DoctorArgs | HelpArgs | VersionArgs;
+
+const SANDBOX_MODES: readonly SandboxMode[] = ['require', 'auto', 'none'];
+
+/**
+ * Parses `argv` (without `node` and the script path).
+ *
+ * @throws {@link UsageError} for anything that is not a valid `strata` command line.
+ */
+export function parseCliArgs(argv: readonly string[]): CliArgs {
+  const [first, ...rest] = argv;
+  switch (first) {
+    case undefined:
+      throw new UsageError('a command is required');
+    case 'run':
+      return parseRun(rest);
+    case 'doctor':
+      return parseDoctor(rest);
+    case 'help':
+    case '--help':
+    case '-h':
+      return parseHelp(rest);
+    case '--version':
+      if (rest.length > 0) throw new UsageError(`--version takes no arguments (got ${quote(rest[0]!)})`);
+      return { command: 'version' };
+    default:
+      throw new UsageError(first.startsWith('-') ? `unknown option ${quote(first)}` : `unknown command ${quote(first)}`);
+  }
+}
+
+function parseRun(argv: readonly string[]): RunArgs | HelpArgs {
+  const { values, positionals } = strictParse('run', argv, {
+    sandbox: { type: 'string' },
+    timeout: { type: 'string' },
+    memory: { type: 'string' },
+    'strict-eval': { type: 'boolean' },
+    polyfills: { type: 'boolean' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values['help'] === true) return { command: 'help', topic: 'run' };
+  if (positionals.length === 0) throw new UsageError('run needs the FILE of the program to run', 'run');
+  if (positionals.length > 1) throw new UsageError(`run takes one FILE (got ${positionals.map(quote).join(', ')})`, 'run');
+  const sandbox = (values['sandbox'] ?? 'auto') as string;
+  if (!(SANDBOX_MODES as readonly string[]).includes(sandbox)) {
+    throw new UsageError(`--sandbox must be require, auto or none (got ${quote(sandbox)})`, 'run');
+  }
+  return {
+    command: 'run',
+    file: positionals[0]!,
+    sandbox: sandbox as SandboxMode,
+    timeout: values['timeout'] === undefined ? undefined : parseMilliseconds(values['timeout'] as string),
+    memory: values['memory'] === undefined ? undefined : parseBytes(values['memory'] as string),
+    strictEval: values['strict-eval'] === true,
+    // On by default: see `strata run --help` (model-written code reaches for setTimeout and TextEncoder).
+    polyfills: values['polyfills'] !== false,
+    json: values['json'] === true,
+  };
+}
+
+function parseDoctor(argv: readonly string[]): DoctorArgs | HelpArgs {
+  const { values, positionals } = strictParse('doctor', argv, {
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values['help'] === true) return { command: 'help', topic: 'doctor' };
+  if (positionals.length > 0) throw new UsageError(`doctor takes no arguments (got ${quote(positionals[0]!)})`, 'doctor');
+  return { command: 'doctor', json: values['json'] === true };
+}
+
+function parseHelp(argv: readonly string[]): HelpArgs {
+  if (argv.length === 0) return { command: 'help', topic: undefined };
+  const [topic, ...extra] = argv;
+  if ((topic === 'run' || topic === 'doctor') && extra.length === 0) return { command: 'help', topic };
+  throw new UsageError(`help takes a command name, run or doctor (got ${argv.map(quote).join(' ')})`);
+}
+
+type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+
+function strictParse(command: 'run' | 'doctor', argv: readonly string[], options: OptionSpec) {
+  try {
+    // allowNegative: `--no-polyfills`. parseArgs refuses `--no-x` for an option that is not boolean.
+    return parseArgs({ args: [...argv], options, strict: true, allowPositionals: true, allowNegative: true });
+  } catch (error) {
+    // parseArgs's messages name the option and say what is wrong; keep them, drop its long hint.
+    const message = (error as Error).message.split('. To specify a positional')[0]!;
+    throw new UsageError(message.charAt(0).toLowerCase() + message.slice(1), command);
+  }
+}
+
+/** A positive whole number of milliseconds. */
+export function parseMilliseconds(text: string): number {
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)) || Number(text) < 1) {
+    throw new UsageError(`--timeout must be a positive whole number of milliseconds (got ${quote(text)})`, 'run');
+  }
+  return Number(text);
+}
+
+const MIN_MEMORY_BYTES = 1024 * 1024;
+const UNITS: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+
+/** Bytes, as a whole number with an optional binary unit: `536870912`, `512M`, `512MiB`, `1G`. */
+export function parseBytes(text: string): number {
+  const match = /^(\d+)\s*(?:([kmg])(?:i?b)?|b)?$/i.exec(text);
+  const bytes = match === null ? NaN : Number(match[1]) * UNITS[(match[2] ?? '').toLowerCase()]!;
+  if (!Number.isSafeInteger(bytes) || bytes < 1) {
+    throw new UsageError(`--memory must be a positive number of bytes, optionally with K, M or G (powers of 1024) (got ${quote(text)})`, 'run');
+  }
+  // A worker needs tens of MiB just to exist: under 1 MiB is surely a missing unit, not a wish.
+  if (bytes < MIN_MEMORY_BYTES) {
+    const hint = /^\d+$/.test(text) ? `; did you mean ${text}M?` : '';
+    throw new UsageError(`--memory ${text} is ${bytes} bytes, less than the 1 MiB a worker could ever run in${hint}`, 'run');
+  }
+  return bytes;
+}
+
+function quote(text: string): string {
+  return JSON.stringify(text);
+}

@@ -1,0 +1,101 @@
+/**
+ * The help texts of `strata`. Kept beside nothing else so that `--help` and the README can be
+ * compared line by line.
+ *
+ * @module
+ */
+import { EXIT_STATUS_TABLE } from './exit-status.js';
+
+const EXIT_STATUSES = ['Exit status:', ...EXIT_STATUS_TABLE.map(([code, meaning]) => `  ${code}  ${meaning}`)].join('\n');
+
+const MAIN = `Usage: strata <command> [options]
+
+Runs untrusted JavaScript in a V8 isolate inside a supervised worker process.
+
+Commands:
+  run FILE      run a program in a sandboxed worker and print its console and result
+  doctor        print the protection this machine can provide (the layer report)
+  help [CMD]    print this help, or a command's
+
+Options:
+  -h, --help    print help
+  --version     print the version of @strata/runtime
+
+${EXIT_STATUSES}
+`;
+
+const RUN = `Usage: strata run FILE [options]
+
+Runs FILE (UTF-8 JavaScript) in a fresh worker with the default layers, streams its console
+(console.log to stdout, console.warn/error to stderr) and prints its result.
+
+FILE is a script, not a module: its completion value (its last expression) is the result, and
+a promise is awaited. Top-level await is not available in a script; wrap the program in an async
+function and end with its call:
+
+  (async () => {
+    const data = await somethingAsync();
+    return data.length;
+  })()
+
+The guest has no require, import, fetch, process or file system.
+
+Options:
+  --sandbox MODE   require: refuse to run unless every OS layer is in force (exit 3);
+                   auto (default): apply what this machine can, warn about the rest;
+                   none: the base hardening only, no OS layers
+  --timeout MS     the guest's time limit in milliseconds (default 30000); time spent in
+                   the guest counts, and the worker is killed 2 s past it if the guest
+                   cannot be interrupted
+  --memory BYTES   the worker's resident memory ceiling, e.g. 512M, 1G (default 1G)
+  --strict-eval    refuse eval and the Function constructors inside the guest
+  --no-polyfills   no web polyfills (on by default: setTimeout on virtual time, TextEncoder,
+                   TextDecoder, atob, btoa, Blob, EventTarget, AbortController, structuredClone;
+                   they run inside the isolate and add no authority)
+  --json           print one JSON object on one line, and nothing else (stderr stays empty):
+                   {status, result, error, errorType, stack, stdout, stderr, truncated,
+                    sandbox, sandboxExtras, report}; the console is collected into it
+                   (64 KiB per stream, then truncated: true); a file, usage or sandbox
+                   refusal is reported the same way (errorType FileUnreadable,
+                   InvalidOption, SandboxUnavailable; sandbox and report null).
+                   Values JSON cannot express are tagged:
+                   {"$undefined":true} {"$bigint":"12"} {"$number":"NaN"|"Infinity"|"-Infinity"|"-0"}
+                   {"$date":"1970-01-01T00:00:00.000Z"} {"$bytes":"<base64>"}
+                   {"$map":[[k,v],...]} {"$set":[v,...]}; an object whose only key starts with
+                   "$" is wrapped as {"$object":{...}} so it is never mistaken for a tag
+  -h, --help       print this help
+
+Output without --json: the console as it happens, then the result: a string as it is, other
+values as Node's util.inspect prints them, nothing for undefined. On failure, "errorType: message"
+on stderr. On a terminal, control characters from the guest are shown escaped.
+
+${EXIT_STATUSES}
+`;
+
+const DOCTOR = `Usage: strata doctor [--json]
+
+Starts a worker the way "strata run" does (sandbox auto, the default layers) and prints what is in
+force: Node version, platform, the native helpers, privileges, the base hardening, the sandbox,
+and one row per OS layer (name, version, requirement, enforcement, selfTest, provides, missing),
+then a one-line verdict.
+
+Options:
+  --json        print the whole report as one JSON object
+  -h, --help    print this help
+
+Exit status:
+  0  everything this platform can provide is in force
+  1  protection is degraded (the verdict says what is missing and what to do)
+  4  Strata could not start a worker here
+`;
+
+/** The help text for `topic` (`undefined`: the main help). Ends with a newline. */
+export function helpText(topic: 'run' | 'doctor' | undefined): string {
+  return topic === 'run' ? RUN : topic === 'doctor' ? DOCTOR : MAIN;
+}
+
+/** The short usage printed after a usage error: the first line of the relevant help. */
+export function shortUsage(topic: 'run' | 'doctor' | undefined): string {
+  const first = helpText(topic).split('\n')[0]!;
+  return `${first}\nTry 'strata ${topic === undefined ? '' : `${topic} `}--help' for more.\n`;
+}
