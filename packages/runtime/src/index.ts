@@ -7,6 +7,7 @@
 export { Runtime } from './runtime.js';
 export { IsolatedRuntime, MAX_WORKER_THREADS } from './isolated/isolated-runtime.js';
 export type { SandboxReport } from './isolated/isolated-runtime.js';
+export type { OutsideView } from './isolated/verify-worker.js';
 export { resolveIsolatedOptions, SESSION_OPTIONS } from './isolated/isolated-options.js';
 export type { IsolatedRuntimeOptions, ResolvedIsolatedOptions, SandboxMode } from './isolated/isolated-options.js';
 export {

@@ -14,6 +14,7 @@ import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsola
 import { missingDefaultLayers } from '../layers/default-layers.js';
 import type { LayerReport } from '../layers/layer.js';
 import { takeWorker } from './prewarm.js';
+import { verifyWorker, type OutsideView } from './verify-worker.js';
 import { buildWorkerFlags } from './v8-flags.js';
 import { WORKER_ENTRY, sampleProcess, type LaunchPlan, type WorkerProcess } from './worker-process.js';
 
@@ -32,6 +33,8 @@ export interface SandboxReport {
   readonly sandboxExtras: readonly string[];
   /** One entry per layer, in the order they were applied. */
   readonly layers: readonly LayerReport[];
+  /** What the parent checked from outside, in /proc, before any guest code ran (Linux). */
+  readonly verified?: OutsideView;
   /** Hardening the launcher always applies. */
   readonly base: {
     readonly jitless: boolean;
@@ -138,6 +141,8 @@ export class IsolatedRuntime implements AsyncDisposable {
         warnings?: string[];
       };
       report.layers = configured.layers ?? [];
+      // Only then may guest code run: what the worker claims is checked from outside.
+      if (process.platform === 'linux') report.verified = verifyWorker(worker.pid, report.layers, process.geteuid?.() === 0);
       report.sandbox = sandboxName(report.layers);
       report.sandboxExtras = report.layers.filter((l) => l.name === 'emptyroot' && l.enforcement === 'full').map((l) => l.name);
       deepFreeze(report);

@@ -1,0 +1,73 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { WorkerCrashed } from '../errors.js';
+import type { LayerReport } from '../layers/layer.js';
+
+/** What the parent saw of the worker from outside, in /proc. */
+export interface OutsideView {
+  /** Threads inspected (every task under /proc/<pid>/task). */
+  readonly threads: number;
+  /** Every thread has NoNewPrivs 1. */
+  readonly noNewPrivs: boolean;
+  /** Every thread's effective capability set is empty. */
+  readonly noCapabilities: boolean;
+  /** The seccomp mode every thread shows (0 none, 2 filter), or 'mixed'. */
+  readonly seccomp: 0 | 1 | 2 | 'mixed';
+  /** The worker's uid and gid (real). */
+  readonly uid: number;
+  readonly gid: number;
+  /** The namespaces (of user, mnt, net, ipc, pid) in which the worker differs from this process. */
+  readonly ownNamespaces: readonly string[];
+}
+
+const NAMESPACES = ['user', 'mnt', 'net', 'ipc', 'pid'] as const;
+
+/** Reads the worker's credentials, seccomp state and namespaces from /proc (Linux). */
+export function inspectWorker(pid: number): OutsideView {
+  const tasks = readdirSync(`/proc/${pid}/task`);
+  let noNewPrivs = true;
+  let noCapabilities = true;
+  const modes = new Set<number>();
+  let uid = -1;
+  let gid = -1;
+  for (const task of tasks) {
+    let status: string;
+    try {
+      status = readFileSync(`/proc/${pid}/task/${task}/status`, 'latin1');
+    } catch {
+      continue; // the thread ended while we looked
+    }
+    if (!/^NoNewPrivs:\s+1$/m.test(status)) noNewPrivs = false;
+    if (!/^CapEff:\s+0+$/m.test(status)) noCapabilities = false;
+    modes.add(Number(/^Seccomp:\s+(\d)$/m.exec(status)?.[1] ?? 0));
+    uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
+    gid = Number(/^Gid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
+  }
+  const ownNamespaces = NAMESPACES.filter((ns) => {
+    try {
+      return readlinkSync(`/proc/${pid}/ns/${ns}`) !== readlinkSync(`/proc/self/ns/${ns}`);
+    } catch {
+      return false;
+    }
+  });
+  const seccomp = modes.size === 1 ? ([...modes][0] as 0 | 1 | 2) : 'mixed';
+  return Object.freeze({ threads: tasks.length, noNewPrivs, noCapabilities, seccomp, uid, gid, ownNamespaces: Object.freeze(ownNamespaces) });
+}
+
+/**
+ * Checks from outside what the worker and its layers promised, before any guest code runs: the
+ * base hardening (NoNewPrivs on every thread; as root, uid 65534 and no capabilities), seccomp
+ * mode 2 on every thread when a seccomp layer reports itself in force, namespaces of its own when
+ * an emptyroot layer does. A broken promise kills the worker: the runtime never starts.
+ */
+export function verifyWorker(pid: number, layers: readonly LayerReport[], startedAsRoot: boolean): OutsideView {
+  const view = inspectWorker(pid);
+  const broken: string[] = [];
+  if (!view.noNewPrivs) broken.push('a worker thread lacks NoNewPrivs');
+  if (startedAsRoot && (view.uid !== 65534 || view.gid !== 65534)) broken.push(`the worker runs as uid ${view.uid} gid ${view.gid}, not 65534`);
+  if (startedAsRoot && !view.noCapabilities) broken.push('a worker thread kept capabilities');
+  const inForce = (name: string) => layers.some((l) => l.name === name && l.enforcement !== 'none');
+  if (inForce('seccomp') && view.seccomp !== 2) broken.push(`a seccomp layer is in force but the worker's threads show seccomp mode ${view.seccomp}`);
+  if (inForce('emptyroot') && !view.ownNamespaces.includes('user')) broken.push('an emptyroot layer is in force but the worker shares this process\'s namespaces');
+  if (broken.length > 0) throw new WorkerCrashed(`the worker's sandbox failed verification from outside: ${broken.join('; ')}`, 'start');
+  return view;
+}

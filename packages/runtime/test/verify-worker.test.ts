@@ -1,0 +1,41 @@
+import test from 'ava';
+import { IsolatedRuntime, WorkerCrashed, type LayerReport } from '../src/index.js';
+import { inspectWorker, verifyWorker } from '../src/isolated/verify-worker.js';
+import { checkNoLeaks } from './helpers/leaks.js';
+
+checkNoLeaks(test);
+
+const claim = (name: string): LayerReport => ({
+  name,
+  version: '1',
+  requirement: 'require',
+  capability: { available: true, provides: [], missing: [] },
+  enforcement: 'full',
+  selfTest: 'passed',
+  detail: {},
+});
+
+test('every runtime is checked from outside before guest code runs, and the report says what was seen', async (t) => {
+  await using rt = await IsolatedRuntime.start({ prewarm: false });
+  const seen = rt.report.verified!;
+  t.true(seen.noNewPrivs);
+  t.true(seen.threads >= 2);
+  t.is(seen.seccomp, 0);
+  if (process.getuid?.() === 0) {
+    t.is(seen.uid, 65534);
+    t.true(seen.noCapabilities);
+  } else {
+    t.log('not root: the uid check does not apply');
+  }
+});
+
+test('a process that breaks the promises fails verification, naming each broken one', (t) => {
+  // This test process itself: no NoNewPrivs, no seccomp; as root, uid 0 with capabilities.
+  const root = process.getuid?.() === 0;
+  const error = t.throws(() => verifyWorker(process.pid, [claim('seccomp'), claim('emptyroot')], root), { instanceOf: WorkerCrashed });
+  t.regex(error?.message ?? '', /lacks NoNewPrivs/);
+  t.regex(error?.message ?? '', /seccomp layer is in force but the worker's threads show seccomp mode 0/);
+  t.regex(error?.message ?? '', /emptyroot layer is in force but the worker shares this process's namespaces/);
+  if (root) t.regex(error?.message ?? '', /runs as uid 0/);
+  t.deepEqual(inspectWorker(process.pid).ownNamespaces, []);
+});
