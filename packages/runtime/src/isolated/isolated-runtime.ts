@@ -467,7 +467,7 @@ export class IsolatedRuntime implements AsyncDisposable {
       const refusal = `too many host calls in flight (maxInflightHostCalls is ${o.maxInflightHostCalls}); this call did not run`;
       // The caller expects a promise: give it a rejected one, as the function would.
       this.#worker.reply({ type: 'callPending', id: message.id });
-      this.#worker.send({ type: 'callResult', id: message.id, outcome: { ok: false, error: { class: 'StrataError', name: 'Error', message: refusal } } });
+      this.#worker.settle({ type: 'callResult', id: message.id, outcome: { ok: false, error: { class: 'StrataError', name: 'Error', message: refusal } } });
       return;
     }
     const started = performance.now();
@@ -495,7 +495,7 @@ export class IsolatedRuntime implements AsyncDisposable {
   #settleAsync(id: number, value: unknown, error: unknown): void {
     this.#inflightHostCalls--;
     if (this.#closed) return;
-    this.#worker.send({ type: 'callResult', id, outcome: error === undefined ? this.#outcome(value) : { ok: false, error: this.#hostError(error) } });
+    this.#worker.settle({ type: 'callResult', id, outcome: error === undefined ? this.#outcome(value) : { ok: false, error: this.#hostError(error) } });
   }
 
   #outcome(value: unknown): MessageOf<'callResult'>['outcome'] {

@@ -33,8 +33,8 @@ export function planKey(plan: LaunchPlan): string {
 export function launchArguments(plan: LaunchPlan): string[] {
   const args: string[] = [];
   if (plan.cpuSeconds !== undefined) args.push('--cpu-seconds', String(plan.cpuSeconds));
-  // fds 0-3 are the channel (commands, frames out, stderr, replies to blocking calls).
-  args.push('--keep-fds', '4', '--drop-privileges', '--', process.execPath, ...plan.nodeArgs, plan.entry);
+  // fds 0-4 are the channel: commands, frames out, stderr, replies to blocking calls, settlements.
+  args.push('--keep-fds', '5', '--drop-privileges', '--', process.execPath, ...plan.nodeArgs, plan.entry);
   return args;
 }
 
@@ -78,6 +78,7 @@ export class WorkerProcess {
   readonly reader = new FrameReader({ limits: WORKER_FRAME_LIMITS });
   readonly #commands: Writable;
   readonly #replies: Writable;
+  readonly #settlements: Writable;
   #stderrTail = '';
   #killReason: StrataError | undefined;
   #exited = false;
@@ -91,12 +92,13 @@ export class WorkerProcess {
     this.pid = child.pid!;
     this.#commands = child.stdio[0] as Writable;
     this.#replies = child.stdio[3] as Writable;
+    this.#settlements = child.stdio[4] as Writable;
     child.stdout!.on('data', (chunk: Buffer) => this.#receive(chunk));
     child.stderr!.on('data', (chunk: Buffer) => {
       // Only a tail is kept: enough to name a crash, never a flood.
       this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-4096);
     });
-    for (const stream of [this.#commands, this.#replies]) stream.on('error', () => {});
+    for (const stream of [this.#commands, this.#replies, this.#settlements]) stream.on('error', () => {});
     // 'close', not 'exit': every frame the worker wrote is read before its death is reported.
     child.on('close', (code, signal) => this.#exit(code, signal));
     this.unref();
@@ -107,7 +109,7 @@ export class WorkerProcess {
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
-        child = spawn(execHelperPath(), launchArguments(plan), { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: {}, windowsHide: true });
+        child = spawn(execHelperPath(), launchArguments(plan), { stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'], env: {}, windowsHide: true });
       } catch (error) {
         reject(new WorkerCrashed(`the worker could not be started: ${(error as Error).message}`, 'start', { cause: error }));
         return;
@@ -157,6 +159,11 @@ export class WorkerProcess {
     this.#write(this.#replies, message);
   }
 
+  /** The settlement of a host call that returned a promise. */
+  settle(message: Message): void {
+    this.#write(this.#settlements, message);
+  }
+
   #write(stream: Writable, message: Message): void {
     if (this.#exited || this.#killReason !== undefined) return;
     stream.write(encodeFrame(message, WORKER_FRAME_LIMITS));
@@ -165,7 +172,7 @@ export class WorkerProcess {
 
   /** Since when the worker has left written bytes unread, if it has. */
   writeStalledSince(): number | undefined {
-    if (this.#commands.writableLength === 0 && this.#replies.writableLength === 0) this.#writeStalledSince = undefined;
+    if (this.#commands.writableLength === 0 && this.#replies.writableLength === 0 && this.#settlements.writableLength === 0) this.#writeStalledSince = undefined;
     return this.#writeStalledSince;
   }
 
@@ -184,7 +191,7 @@ export class WorkerProcess {
 
   unref(): void {
     this.child.unref();
-    for (const stream of [this.child.stdout, this.child.stderr, this.#commands, this.#replies]) (stream as unknown as { unref?: () => void }).unref?.();
+    for (const stream of [this.child.stdout, this.child.stderr, this.#commands, this.#replies, this.#settlements]) (stream as unknown as { unref?: () => void }).unref?.();
   }
 
   #receive(chunk: Buffer): void {

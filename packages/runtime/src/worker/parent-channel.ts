@@ -1,14 +1,17 @@
 import { readSync, writeSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { FrameReader, encodeFrame, type Message, type MessageOf } from '@strata/wire';
 
 /** The file descriptors of the worker's channel to its parent. */
 export const CHANNEL_FDS = Object.freeze({
-  /** parent → worker: commands, and settlements of async host calls. */
+  /** parent → worker: commands; read synchronously, one at a time, while the worker is idle. */
   commands: 0,
   /** worker → parent: every frame the worker sends. */
   out: 1,
   /** parent → worker: the answer to a call the guest is blocked on; only ever read synchronously. */
   replies: 3,
+  /** parent → worker: settlements of host calls that returned promises; read as a stream during a command. */
+  settlements: 4,
 });
 
 // The parent is trusted by the worker, but its frames still go through the same decoder.
@@ -23,7 +26,10 @@ const FRAME_LIMITS = { maxFrameBytes: 64 * 1024 * 1024, maxStringBytes: 64 * 102
 export class ParentChannel {
   readonly #replies = new FrameReader({ limits: FRAME_LIMITS });
   readonly #commands = new FrameReader({ limits: FRAME_LIMITS });
+  readonly #settlements = new FrameReader({ limits: FRAME_LIMITS });
+  readonly #pendingCommands: Message[] = [];
   readonly #replyBuffer = Buffer.allocUnsafe(64 * 1024);
+  readonly #commandBuffer = Buffer.allocUnsafe(64 * 1024);
   #nextCallId = 1;
 
   /** Sends one message. */
@@ -33,13 +39,30 @@ export class ParentChannel {
     while (offset < frame.length) offset += writeSync(CHANNEL_FDS.out, frame, offset, frame.length - offset);
   }
 
-  /** Calls `onMessage` for each command from the parent, in order; `onEnd` when the parent closes the pipe. */
-  listen(onMessage: (message: Message) => void, onEnd: () => void): void {
-    process.stdin.on('data', (chunk: Buffer) => {
-      for (const message of this.#commands.readMessages(chunk)) onMessage(message);
+  /**
+   * The next command, blocking while there is none: an idle worker has nothing else to do, and
+   * reading synchronously spares every command a trip through Node's stream machinery (which
+   * runs interpreted under --jitless). `undefined` when the parent closed the pipe.
+   */
+  nextCommand(): Message | undefined {
+    for (;;) {
+      const queued = this.#pendingCommands.shift();
+      if (queued !== undefined) return queued;
+      const n = readSync(CHANNEL_FDS.commands, this.#commandBuffer, 0, this.#commandBuffer.length, null);
+      if (n === 0) return undefined;
+      this.#pendingCommands.push(...this.#commands.readMessages(this.#commandBuffer.subarray(0, n)));
+    }
+  }
+
+  /** Calls `onMessage` for each settlement of an async host call; they arrive while a command awaits them. */
+  listenForSettlements(onMessage: (message: Message) => void): void {
+    const stream = new Socket({ fd: CHANNEL_FDS.settlements, readable: true, writable: false });
+    stream.on('data', (chunk: Buffer) => {
+      for (const message of this.#settlements.readMessages(chunk)) onMessage(message);
     });
-    process.stdin.on('end', onEnd);
-    process.stdin.on('error', onEnd);
+    // Kept referenced: while a command awaits a settlement, this stream is what keeps the event
+    // loop (and so the worker) alive. The worker ends when the parent closes the command pipe.
+    stream.on('error', () => process.exit(0));
   }
 
   /**

@@ -18,42 +18,37 @@ const watchdog = loadWatchdog();
 watchdog.disableDumping();
 const channel = new ParentChannel();
 let session: WorkerSession | undefined;
-let queue: Promise<void> = Promise.resolve();
-let busy = 0;
 
-function track(work: Promise<void>): Promise<void> {
-  busy++;
-  return work.finally(() => void busy--);
-}
-
-function handle(message: Message): void {
-  if (session === undefined) {
-    if (message.type !== 'configure') {
-      channel.send({ type: 'error', error: { class: 'StrataError', message: `expected configure first, got ${message.type}` } });
-      process.exit(70);
-    }
-    queue = queue.then(() => configure(message));
-    return;
-  }
-  const current = session;
-  if (message.type === 'callResult') {
-    current.settleAsyncCall(message);
-    return;
-  }
-  // An idle worker serves at once; otherwise the command waits its turn.
-  if (busy === 0) queue = track(current.serve(message));
-  else queue = track(queue.then(() => current.serve(message)));
-}
-
-async function configure(message: MessageOf<'configure'>): Promise<void> {
+async function configure(message: MessageOf<'configure'>): Promise<WorkerSession> {
   try {
-    session = await WorkerSession.create(channel, message.options, Runtime, watchdog);
-    channel.send({ type: 'result', id: message.id, value: session.describe() });
+    const created = await WorkerSession.create(channel, message.options, Runtime, watchdog);
+    channel.send({ type: 'result', id: message.id, value: created.describe() });
+    return created;
   } catch (error) {
     channel.send({ type: 'error', id: message.id, error: WorkerSession.errorPayload(error) });
     process.exit(71);
   }
 }
 
-channel.listen(handle, () => process.exit(0));
+/** One command at a time, until the parent closes the pipe. */
+async function serve(): Promise<never> {
+  for (;;) {
+    const message: Message | undefined = channel.nextCommand();
+    if (message === undefined) process.exit(0);
+    if (session === undefined) {
+      if (message.type !== 'configure') {
+        channel.send({ type: 'error', error: { class: 'StrataError', message: `expected configure first, got ${message.type}` } });
+        process.exit(70);
+      }
+      session = await configure(message);
+      continue;
+    }
+    await session.serve(message);
+  }
+}
+
+channel.listenForSettlements((message) => {
+  if (message.type === 'callResult') session?.settleAsyncCall(message);
+});
 channel.send({ type: 'hello', version: PROTOCOL_VERSION });
+void serve();
