@@ -1,4 +1,7 @@
-// Builds Strata's native helpers (../../binding.gyp) with node-gyp, at install time.
+// Builds a Strata package's native code (its binding.gyp) with node-gyp, at install time. Every
+// Strata package with native code runs this same script from its own directory (the current
+// directory of an npm install script): @strata/runtime as `node native/scripts/build.mjs`, the
+// others through the `@strata/runtime/native-build` export.
 //
 // Plain JavaScript on purpose: it runs during `npm ci`, before anything is compiled, and possibly
 // on npm's own Node (npm runs scripts with node_modules/.bin first on PATH, but npm itself may be
@@ -8,13 +11,13 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 const MIN_NODE_MAJOR = 24;
-const packageRoot = fileURLToPath(new URL('../../', import.meta.url));
+const packageRoot = process.cwd();
+const packageName = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')).name;
 
 function fail(message) {
-  console.error(`@strata/runtime: cannot build the native helpers: ${message}`);
+  console.error(`${packageName}: cannot build its native code: ${message}`);
   process.exit(1);
 }
 
@@ -57,19 +60,19 @@ function findNodeGyp() {
     candidates.push(resolve(dirname(process.env.npm_execpath), '..', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
   }
   const found = candidates.find((path) => path && existsSync(path));
-  if (!found) fail('node-gyp not found. Run this through npm (`npm rebuild @strata/runtime`), which bundles it.');
+  if (!found) fail(`node-gyp not found. Run this through npm (\`npm rebuild ${packageName}\`), which bundles it.`);
   return found;
 }
 
 if (process.platform !== 'linux') {
-  // binding.gyp builds nothing off Linux either; src/native/native-paths.ts reports "Linux only" at use.
-  console.log(`@strata/runtime: the native helpers are Linux only; nothing to build on ${process.platform}.`);
+  // binding.gyp builds nothing off Linux either; the package reports "Linux only" at use.
+  console.log(`${packageName}: its native code is Linux only; nothing to build on ${process.platform}.`);
   process.exit(0);
 }
 
 const nodedir = findNodedir();
 const nodeGyp = findNodeGyp();
-console.log(`@strata/runtime: building the native helpers against ${nodedir}`);
+console.log(`${packageName}: building its native code against ${nodedir}`);
 // node-gyp lets npm_config_* variables (npm exports every .npmrc setting, e.g. `nodedir=/usr`)
 // override its command line, so the settings that choose the headers are removed first.
 const env = Object.fromEntries(

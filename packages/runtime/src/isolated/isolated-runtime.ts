@@ -22,6 +22,8 @@ import { WORKER_ENTRY, sampleProcess, type LaunchPlan, type WorkerProcess } from
 export const MAX_WORKER_THREADS = 64;
 // How often the parent checks a busy worker from outside (the worker checks itself every 20 ms).
 const SUPERVISOR_TICK_MS = 50;
+// How long configuring a worker (its layer pipeline included) may take.
+const START_DEADLINE_MS = 30_000;
 const REDACTED = 'host function failed';
 const MAX_DEPTH = 64;
 
@@ -46,6 +48,8 @@ export interface SandboxReport {
 
 interface Command {
   readonly id: number;
+  /** The hard deadline of this request, in guest milliseconds. */
+  readonly deadline: number | undefined;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
   hostCalls: number;
@@ -112,14 +116,16 @@ export class IsolatedRuntime implements AsyncDisposable {
   static async start(options: IsolatedRuntimeOptions = {}): Promise<IsolatedRuntime> {
     const resolved = resolveIsolatedOptions(options);
     const missing = missingDefaultLayers();
-    if (resolved.defaultLayers && resolved.sandbox === 'require') {
+    if (resolved.defaultLayers && resolved.sandbox === 'require' && missing.length > 0) {
       throw new SandboxUnavailable(
         `sandbox: 'require' cannot be met with this platform's default layers: ${missing.join(', ')} ` +
           `${missing.length === 1 ? 'is' : 'are'} not built in this release of Strata. Use sandbox: 'auto' to run with the base hardening ` +
           "only (a V8 escape would get the worker's authority), or pass the layers you require in `layers`.",
       );
     }
-    if (resolved.defaultLayers && resolved.sandbox === 'auto') warnOnce(`the default OS layers (${missing.join(', ')}) are not built in this release; the worker runs with the base hardening only`);
+    if (resolved.defaultLayers && resolved.sandbox === 'auto' && missing.length > 0) {
+      warnOnce(`the default OS layers ${missing.join(', ')} are not available (not built in this release, or not installed); the worker runs without them`);
+    }
     const flags = buildWorkerFlags({ jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, v8Flags: resolved.v8Flags });
     const plan: LaunchPlan = {
       // --expose-gc: the buffer cap collects before it refuses; the prelude hides gc() from the guest.
@@ -136,7 +142,10 @@ export class IsolatedRuntime implements AsyncDisposable {
     };
     const runtime = new IsolatedRuntime(resolved, worker, report);
     try {
-      const configured = (await runtime.#request({ type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds) })) as {
+      // Configuring runs the layer pipeline (probes, self-tests): bounded by a start deadline of
+      // its own, not by requestTimeout, which is meant for the guest's commands.
+      const startDeadline = Math.max(START_DEADLINE_MS, resolved.requestTimeout ?? 0);
+      const configured = (await runtime.#request({ type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds) }, startDeadline)) as {
         layers?: LayerReport[];
         warnings?: string[];
       };
@@ -319,10 +328,11 @@ export class IsolatedRuntime implements AsyncDisposable {
     return run;
   }
 
-  #request(message: Message): Promise<unknown> {
+  #request(message: Message, deadline = this.#options.requestTimeout): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.#current = {
         id: (message as { id: number }).id,
+        deadline,
         resolve,
         reject,
         hostCalls: 0,
@@ -367,8 +377,9 @@ export class IsolatedRuntime implements AsyncDisposable {
     if (this.#inflightHostCalls > 0) current.hostWaitMs += elapsed;
     else current.guestMs += elapsed;
     const o = this.#options;
-    if (o.requestTimeout !== undefined && current.guestMs > o.requestTimeout) {
-      return this.#kill(new RuntimeTimeout(`the command ran past requestTimeout (${o.requestTimeout} ms); the worker was killed and the runtime is closed`));
+    if (current.deadline !== undefined && current.guestMs > current.deadline) {
+      const what = current.deadline === o.requestTimeout ? `requestTimeout (${o.requestTimeout} ms)` : `its start deadline (${current.deadline} ms)`;
+      return this.#kill(new RuntimeTimeout(`the command ran past ${what}; the worker was killed and the runtime is closed`));
     }
     if (o.maxHostWait !== undefined && current.hostWaitMs > o.maxHostWait) {
       return this.#kill(new RuntimeTimeout(`the command waited on host functions past maxHostWait (${o.maxHostWait} ms); the worker was killed`));

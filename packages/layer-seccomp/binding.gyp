@@ -1,0 +1,33 @@
+# The seccomp addon (native/seccomp.c) and the pre-exec helper strata-no-io-uring (native/no-io-uring.c). Built by node-gyp at install, against the headers of the
+# Node 24 that npm installed (native/scripts/build.mjs picks them). Linux only: elsewhere the targets
+# are empty and src/addon.ts says so.
+{
+  'target_defaults': {
+    'cflags_c': ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'],
+  },
+  'targets': [
+    {
+      'target_name': 'strata-no-io-uring',
+      'conditions': [
+        ['OS=="linux"', {
+          'type': 'executable',
+          'sources': ['native/no-io-uring.c'],
+          'ldflags': ['-Wl,-z,relro,-z,now'],
+        }, {
+          'type': 'none',
+        }],
+      ],
+    },
+    {
+      'target_name': 'strata_seccomp',
+      'conditions': [
+        ['OS=="linux"', {
+          'type': 'loadable_module',
+          'sources': ['native/seccomp.c'],
+        }, {
+          'type': 'none',
+        }],
+      ],
+    },
+  ],
+}

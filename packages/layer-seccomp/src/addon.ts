@@ -1,0 +1,48 @@
+/**
+ * The native addon (native/seccomp.c, built by node-gyp at install into build/Release).
+ *
+ * @module
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+/** What native/seccomp.c exports. */
+export interface SeccompAddon {
+  /** PR_SET_NO_NEW_PRIVS, then the filter (struct sock_filter[] bytes) on every thread (TSYNC). Throws with the errno, or the thread TSYNC could not sync. */
+  install(filter: Buffer): void;
+  /** prctl(PR_GET_SECCOMP) of the calling thread: 0 none, 2 filter. */
+  mode(): number;
+  /** prctl(PR_GET_NO_NEW_PRIVS) of the calling thread. */
+  noNewPrivs(): number;
+  /** syscall(nr, a0..a5): its result, or -errno. The filter governs it like any other call. */
+  rawSyscall(nr: number, ...args: (number | bigint)[]): number;
+}
+
+/** Where install builds the addon. */
+export const ADDON_PATH = fileURLToPath(new URL('../../build/Release/strata_seccomp.node', import.meta.url));
+
+/**
+ * The pre-exec helper `strata-no-io-uring -- /abs/program [arg...]` (native/no-io-uring.c): refuses
+ * io_uring_setup (ENOSYS) before Node starts, so libuv makes no io_uring ring and the layer can deny
+ * io_uring_enter/register too. For the launch chain.
+ */
+export const NO_IO_URING_HELPER = fileURLToPath(new URL('../../build/Release/strata-no-io-uring', import.meta.url));
+
+let cached: SeccompAddon | undefined;
+
+/** Why the addon cannot be loaded here, or undefined when it can. */
+export function addonUnavailableReason(): string | undefined {
+  if (process.platform !== 'linux') return `seccomp is Linux only (this is ${process.platform})`;
+  if (!existsSync(ADDON_PATH)) return `the seccomp addon is not built (${ADDON_PATH}): run \`npm rebuild @strata/layer-seccomp\``;
+  return undefined;
+}
+
+/** Loads the addon (once). Throws naming the reason when it cannot. */
+export function loadAddon(): SeccompAddon {
+  if (cached) return cached;
+  const reason = addonUnavailableReason();
+  if (reason) throw new Error(`@strata/layer-seccomp: ${reason}`);
+  cached = createRequire(import.meta.url)(ADDON_PATH) as SeccompAddon;
+  return cached;
+}

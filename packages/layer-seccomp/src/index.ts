@@ -1,0 +1,42 @@
+/**
+ * `@strata/layer-seccomp`: a seccomp-bpf filter on every thread of Strata's worker (DESIGN.md §3),
+ * test-fired in a throwaway child first.
+ *
+ * ```ts
+ * import { IsolatedRuntime } from '@strata/runtime';
+ * import { seccomp } from '@strata/layer-seccomp';
+ *
+ * const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [seccomp()] });
+ * ```
+ *
+ * @packageDocumentation
+ */
+import type { LayerDescriptor, LayerRequirement } from '@strata/runtime';
+
+export { compileFilter, serializeFilter, archOf, AUDIT_ARCH, SECCOMP_RET, X32_SYSCALL_BIT, type BpfInstruction, type CompiledFilter } from './compile-filter.js';
+export { DENY_GROUPS, ENOSYS_CALLS, ARG_RULES, CONSTANTS, ERRNO, type DeniedCall, type DenyGroup, type ArgRule } from './policy.js';
+export { SYSCALLS, HIGHEST_REVIEWED, type Arch } from './syscall-table.js';
+export { NO_IO_URING_HELPER } from './addon.js';
+export { threadStatus, type ThreadSeccompStatus } from './status.js';
+
+/** The module the worker imports. */
+export const SECCOMP_LAYER_MODULE = '@strata/layer-seccomp/layer';
+
+/** Options of {@link seccomp}. */
+export interface SeccompOptions {
+  /** Overrides the runtime's `sandbox` mode for this layer. */
+  requirement?: LayerRequirement;
+}
+
+const REQUIREMENTS: readonly LayerRequirement[] = ['require', 'auto', 'off'];
+
+/** Names the seccomp layer for `IsolatedRuntime.start({ layers })`. */
+export function seccomp(options: SeccompOptions = {}): LayerDescriptor {
+  for (const key of Object.keys(options)) if (key !== 'requirement') throw new TypeError(`seccomp(): unknown option ${JSON.stringify(key)}`);
+  const { requirement } = options;
+  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new TypeError(`seccomp(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
+  const descriptor: LayerDescriptor = { module: SECCOMP_LAYER_MODULE, options: {} };
+  return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
+}
+
+export default seccomp;

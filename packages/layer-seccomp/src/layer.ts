@@ -1,0 +1,149 @@
+/**
+ * The seccomp layer module (`@strata/layer-seccomp/layer`): its default export is the factory the
+ * worker calls with the layer's options.
+ *
+ * - probe: Linux x86_64/aarch64 with the addon built, and a test-fire: a throwaway child installs
+ *   the same filter and must exit cleanly (under architecture emulation the filter can kill it).
+ * - apply: compiles the policy for `process.arch` and `process.pid` and installs it on every
+ *   thread (TSYNC), after PR_SET_NO_NEW_PRIVS.
+ * - selfTest: fires, in this process, what the filter exists to stop, and checks every thread.
+ *
+ * @module
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { ApplyContext, Layer, LayerCapability, ProbeContext, SelfTestContext } from '@strata/runtime';
+import { addonUnavailableReason, loadAddon } from './addon.js';
+import { archOf, compileFilter, serializeFilter, X32_SYSCALL_BIT, type CompiledFilter } from './compile-filter.js';
+import { CONSTANTS, ERRNO } from './policy.js';
+import { threadStatus } from './status.js';
+import type { Arch } from './syscall-table.js';
+import { syscallNumber } from './compile-filter.js';
+import { TEST_FIRE_MARKER } from './test-fire.js';
+import { ioUringMayBeInUse } from './io-uring.js';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const TEST_FIRE_SCRIPT = fileURLToPath(new URL('./test-fire.js', import.meta.url));
+const PROVIDES = Object.freeze(['seccomp-filter', 'all-threads', 'no-new-privs', 'no-exec', 'no-fork', 'no-network-sockets', 'no-namespaces', 'signals-self-only']);
+
+/** The test-fire's answer is the same for the whole process: it runs once. */
+let fired: { gap: string | undefined } | undefined;
+
+/** Runs the test-fire child (once per process); undefined when it exited cleanly, else why not. */
+export function testFire(): string | undefined {
+  fired ??= { gap: runTestFire() };
+  return fired.gap;
+}
+
+function runTestFire(): string | undefined {
+  const child = spawnSync(process.execPath, [TEST_FIRE_SCRIPT], { env: {}, encoding: 'utf8', timeout: 20_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (child.error) return `the seccomp test-fire could not run: ${child.error.message}`;
+  if (child.signal) return `seccomp filter would kill the process (architecture emulation?): the test-fire child died of ${child.signal}`;
+  if (child.status !== 0 || !child.stdout.includes(TEST_FIRE_MARKER)) {
+    const why = child.stderr.trim().split('\n').pop() || `exit status ${child.status}`;
+    return `the seccomp test-fire failed: ${why}`;
+  }
+  return undefined;
+}
+
+function probe(context: ProbeContext): LayerCapability {
+  const arch = context.platform === 'linux' ? archOf(context.arch) : undefined;
+  const gap =
+    context.platform !== 'linux'
+      ? `seccomp is Linux only (this is ${context.platform})`
+      : !arch
+        ? `the seccomp filter is written for x86_64 and aarch64 only (this is ${context.arch})`
+        : (addonUnavailableReason() ?? testFire());
+  return gap
+    ? { available: false, provides: [], missing: [gap], detail: arch ? { arch } : {} }
+    : { available: true, provides: [...PROVIDES], missing: [], detail: { arch: arch!, testFired: true } };
+}
+
+let installed: CompiledFilter | undefined;
+
+function apply(context: ApplyContext): void {
+  const arch = archOf(process.arch);
+  if (!arch) throw new Error(`the seccomp filter is written for x86_64 and aarch64 only (this is ${process.arch})`);
+  const addon = loadAddon();
+  const filter = compileFilter(arch, process.pid, { allowIoUringEnter: ioUringMayBeInUse(addon, arch) });
+  addon.install(serializeFilter(filter.instructions));
+  installed = filter;
+  context.report({
+    arch,
+    pid: process.pid,
+    instructions: filter.instructions.length,
+    rules: filter.argRules,
+    deniedCalls: filter.deniedCalls,
+    highestReviewed: filter.highestReviewed,
+    ioUring: filter.ioUringEnterAllowed ? "setup denied; enter/register allowed for libuv's existing rings" : 'denied',
+  });
+}
+
+/** One attempt: a call and the errno the filter must answer. */
+interface Attempt {
+  readonly what: string;
+  readonly nr: number;
+  readonly args: readonly (number | bigint)[];
+  readonly expect: number;
+}
+
+/** What the self-test fires: each must come back -EPERM (or -ENOSYS). Arguments are chosen so that, were a call let through, the kernel would refuse it (EINVAL, EFAULT) rather than act. */
+export function selfTestAttempts(arch: Arch, parentPid: number): Attempt[] {
+  const nr = (name: string) => syscallNumber(name, arch)!;
+  const C = CONSTANTS;
+  return [
+    { what: 'socket(AF_INET)', nr: nr('socket'), args: [C.AF_INET, 1, 0], expect: -ERRNO.EPERM },
+    { what: 'socket(AF_INET6)', nr: nr('socket'), args: [C.AF_INET6, 1, 0], expect: -ERRNO.EPERM },
+    // CLONE_THREAD without CLONE_SIGHAND is EINVAL to the kernel: harmless if it got through
+    { what: 'clone(CLONE_NEWUSER)', nr: nr('clone'), args: [C.CLONE_NEWUSER | C.CLONE_THREAD, 0, 0, 0, 0], expect: -ERRNO.EPERM },
+    // CLONE_SIGHAND without CLONE_VM is EINVAL to the kernel: a non-thread clone that cannot fork
+    { what: 'clone without CLONE_THREAD (fork)', nr: nr('clone'), args: [C.CLONE_SIGHAND, 0, 0, 0, 0], expect: -ERRNO.EPERM },
+    { what: 'clone3', nr: nr('clone3'), args: [0, 0], expect: -ERRNO.ENOSYS },
+    { what: 'unshare(CLONE_NEWUSER)', nr: nr('unshare'), args: [C.CLONE_NEWUSER], expect: -ERRNO.EPERM },
+    { what: 'ptrace(PTRACE_ATTACH, parent)', nr: nr('ptrace'), args: [16, parentPid, 0, 0], expect: -ERRNO.EPERM },
+    { what: 'kill(parent, 0)', nr: nr('kill'), args: [parentPid, 0], expect: -ERRNO.EPERM },
+    { what: 'kill(-1, 0)', nr: nr('kill'), args: [-1, 0], expect: -ERRNO.EPERM },
+    { what: 'execve(NULL)', nr: nr('execve'), args: [0, 0, 0], expect: -ERRNO.EPERM },
+    { what: 'io_uring_setup', nr: nr('io_uring_setup'), args: [0, 0], expect: -ERRNO.EPERM },
+    { what: 'bpf', nr: nr('bpf'), args: [0, 0, 0], expect: -ERRNO.EPERM },
+    { what: 'mount', nr: nr('mount'), args: [0, 0, 0, 0, 0], expect: -ERRNO.EPERM },
+    { what: 'x32 getpid', nr: (X32_SYSCALL_BIT | (syscallNumber('getpid', arch) ?? 0)) >>> 0, args: [], expect: -ERRNO.EPERM },
+  ];
+}
+
+function selfTest(context: SelfTestContext): void {
+  const addon = loadAddon();
+  const arch = installed?.arch ?? archOf(process.arch)!;
+  if (addon.mode() !== 2 || addon.noNewPrivs() !== 1) throw new Error(`the filter is not in force on this thread (Seccomp ${addon.mode()}, NoNewPrivs ${addon.noNewPrivs()})`);
+  const through: string[] = [];
+  for (const attempt of selfTestAttempts(arch, process.ppid)) {
+    const result = addon.rawSyscall(attempt.nr, ...attempt.args);
+    if (result !== attempt.expect) through.push(`${attempt.what} returned ${result}, expected ${attempt.expect}`);
+  }
+  // positive controls: what the worker needs still works
+  const getpid = addon.rawSyscall(syscallNumber('getpid', arch)!);
+  if (getpid !== process.pid) through.push(`getpid returned ${getpid}: allowed calls are broken`);
+  const killSelf = addon.rawSyscall(syscallNumber('kill', arch)!, process.pid, 0);
+  if (killSelf !== 0) through.push(`kill(self, 0) returned ${killSelf}: signals to the worker itself are broken`);
+  if (through.length > 0) throw new Error(`the seccomp filter let through: ${through.join('; ')}`);
+  let threads: string | number;
+  try {
+    const statuses = threadStatus();
+    const uncovered = statuses.filter((t) => t.mode !== 2 || t.noNewPrivs !== 1);
+    if (uncovered.length > 0) throw new Error(`threads without the filter: ${uncovered.map((t) => `${t.tid} (Seccomp ${t.mode}, NoNewPrivs ${t.noNewPrivs})`).join(', ')}`);
+    threads = statuses.length;
+  } catch (error) {
+    if (error instanceof Error && error.message.startsWith('threads without')) throw error;
+    // Another layer (Landlock, an empty root) may hide /proc from the worker: the parent checks from outside.
+    threads = `unreadable here (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); left to the parent's check of /proc/<pid>/task`;
+  }
+  context.report({ selfTestAttempts: selfTestAttempts(arch, process.ppid).length, threadsCovered: threads });
+}
+
+/** The seccomp layer. Options: none yet (reserved). */
+export default function seccompLayer(options: Readonly<Record<string, unknown>> = {}): Layer {
+  const unknown = Object.keys(options);
+  if (unknown.length > 0) throw new Error(`@strata/layer-seccomp: unknown option(s) ${unknown.join(', ')}; the layer takes none`);
+  return { name: 'seccomp', version: VERSION, probe, apply, selfTest };
+}

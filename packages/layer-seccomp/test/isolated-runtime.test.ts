@@ -1,0 +1,64 @@
+// End to end through Strata itself: IsolatedRuntime starts a worker (a child process) with the
+// seccomp layer; the filter is applied there, never in ava's process.
+import test from 'ava';
+import { readdirSync, readFileSync } from 'node:fs';
+import { IsolatedRuntime } from '@strata/runtime';
+import { WEB_POLYFILLS } from '@strata/polyfills';
+import { seccomp, SECCOMP_LAYER_MODULE } from '../src/index.js';
+
+const descriptor = () => seccomp();
+
+const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
+const maybe = linux ? test.serial : test.skip;
+
+test('seccomp() names the layer module and passes the requirement through', (t) => {
+  t.deepEqual(seccomp(), { module: SECCOMP_LAYER_MODULE, options: {} });
+  t.is(SECCOMP_LAYER_MODULE, '@strata/layer-seccomp/layer');
+  t.deepEqual(seccomp({ requirement: 'auto' }), { module: SECCOMP_LAYER_MODULE, options: {}, requirement: 'auto' });
+  t.throws(() => seccomp({ requirement: 'sometimes' as never }), { instanceOf: TypeError });
+  t.throws(() => seccomp({ strict: true } as never), { instanceOf: TypeError });
+});
+
+maybe("IsolatedRuntime with sandbox 'require' and the seccomp layer: full, self-tested, on every thread; guest code still works", async (t) => {
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [descriptor()], bootstrap: WEB_POLYFILLS });
+  try {
+    const entry = rt.report.layers.find((l) => l.name === 'seccomp');
+    t.truthy(entry);
+    t.is(entry!.enforcement, 'full');
+    t.is(entry!.selfTest, 'passed');
+    t.true(entry!.capability.available);
+    t.is(entry!.detail.highestReviewed, 471);
+    t.is(entry!.version, '0.1.0');
+
+    // from outside: every thread of the worker has the filter and no_new_privs
+    const tasks = readdirSync(`/proc/${rt.pid}/task`);
+    t.true(tasks.length >= 5);
+    for (const tid of tasks) {
+      const status = readFileSync(`/proc/${rt.pid}/task/${tid}/status`, 'utf8');
+      t.regex(status, /^Seccomp:\s+2$/m, `thread ${tid}`);
+      t.regex(status, /^NoNewPrivs:\s+1$/m, `thread ${tid}`);
+    }
+
+    // guest code: eval, host calls, modules, WEB_POLYFILLS timers, console
+    t.is(await rt.eval('1 + 2'), 3);
+    rt.bindFunction('lookup', (sku: string) => ({ A1: 3.5 })[sku]);
+    t.is(await rt.eval("lookup('A1') * 2"), 7);
+    rt.bindFunction('later', async (x: number) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return x + 1;
+    });
+    t.deepEqual(await rt.eval('Promise.all([later(1), later(2)])'), [2, 3]);
+    rt.addModule('math', 'export const twice = (x) => 2 * x;');
+    t.deepEqual(await rt.evalModule('import { twice } from "math"; export const v = twice(21);'), { v: 42 });
+    t.is(await rt.eval('new Promise((resolve) => setTimeout(() => resolve("later"), 60_000))'), 'later');
+    const result = await rt.execute('console.log("hi"); [1, 2, 3].map((x) => x * x).join(",")');
+    t.is(result.status, 'ok');
+    t.is(result.result, '1,4,9');
+    t.is(result.stdout, 'hi\n');
+    // a bigger allocation and many calls (the worker's own threads keep working under the filter)
+    t.is(await rt.eval('new Array(1e6).fill(1).reduce((a, b) => a + b, 0)'), 1e6);
+    for (let i = 0; i < 50; i++) t.is(await rt.eval(`${i} * 2`), i * 2);
+  } finally {
+    await rt.close();
+  }
+});
