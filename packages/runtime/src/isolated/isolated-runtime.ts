@@ -13,6 +13,7 @@ import { assertTransferable } from '../values.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
 import { missingDefaultLayers } from '../layers/default-layers.js';
 import type { LayerReport } from '../layers/layer.js';
+import { planPipeline, type PlannedStep } from '../layers/pipeline.js';
 import { takeWorker } from './prewarm.js';
 import { verifyWorker, type OutsideView } from './verify-worker.js';
 import { buildWorkerFlags } from './v8-flags.js';
@@ -126,6 +127,11 @@ export class IsolatedRuntime implements AsyncDisposable {
     if (resolved.defaultLayers && resolved.sandbox === 'auto' && missing.length > 0) {
       warnOnce(`the default OS layers ${missing.join(', ')} are not available (not built in this release, or not installed); the worker runs without them`);
     }
+    // The parent's half of the layer pipeline: probe (cached), plan, refuse before any worker exists.
+    const layerPlan = await planPipeline(resolved.layers, resolved.sandbox === 'require' ? 'require' : resolved.sandbox === 'auto' ? 'auto' : 'off', {
+      platform: process.platform,
+      arch: process.arch,
+    });
     const flags = buildWorkerFlags({ jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, v8Flags: resolved.v8Flags });
     const plan: LaunchPlan = {
       // --expose-gc: the buffer cap collects before it refuses; the prelude hides gc() from the guest.
@@ -145,17 +151,17 @@ export class IsolatedRuntime implements AsyncDisposable {
       // Configuring runs the layer pipeline (probes, self-tests): bounded by a start deadline of
       // its own, not by requestTimeout, which is meant for the guest's commands.
       const startDeadline = Math.max(START_DEADLINE_MS, resolved.requestTimeout ?? 0);
-      const configured = (await runtime.#request({ type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds) }, startDeadline)) as {
-        layers?: LayerReport[];
-        warnings?: string[];
-      };
+      const configured = (await runtime.#request(
+        { type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds, layerPlan.steps) },
+        startDeadline,
+      )) as { layers?: LayerReport[] };
       report.layers = configured.layers ?? [];
       // Only then may guest code run: what the worker claims is checked from outside.
       if (process.platform === 'linux') report.verified = verifyWorker(worker.pid, report.layers, process.geteuid?.() === 0);
       report.sandbox = sandboxName(report.layers);
       report.sandboxExtras = report.layers.filter((l) => l.name === 'emptyroot' && l.enforcement === 'full').map((l) => l.name);
       deepFreeze(report);
-      for (const warning of configured.warnings ?? []) warnOnce(warning);
+      for (const warning of layerPlan.warnings) warnOnce(warning);
     } catch (error) {
       await runtime.close();
       throw error;
@@ -560,7 +566,7 @@ export function setWorkerEntryForTests(entry: string | undefined): void {
 }
 
 /** What the worker's Runtime is configured with: the Runtime options, and its memory watchdog. */
-function configureOptions(o: ResolvedIsolatedOptions, cpuSeconds: number | undefined): WireObject {
+function configureOptions(o: ResolvedIsolatedOptions, cpuSeconds: number | undefined, steps: readonly PlannedStep[]): WireObject {
   const r = o.runtime;
   const options: WireObject = {
     timeout: r.timeout === Infinity ? 2 ** 31 - 1 : r.timeout,
@@ -573,8 +579,7 @@ function configureOptions(o: ResolvedIsolatedOptions, cpuSeconds: number | undef
     maxResultBytes: r.maxResultBytes,
   };
   if (o.maxMemory !== undefined) options['maxMemory'] = o.maxMemory;
-  options['layers'] = o.layers.map((l) => ({ ...l })) as never;
-  options['layerRequirement'] = o.sandbox === 'require' ? 'require' : o.sandbox === 'auto' ? 'auto' : 'off';
+  options['layerSteps'] = steps as never;
   if (cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = cpuSeconds;
   return options;
 }

@@ -1,54 +1,83 @@
 import { LayerConfigError, LayerFailed, SandboxUnavailable, type LayerHook } from '../errors.js';
-import type { Layer, LayerCapability, LayerDescriptor, LayerReport, LayerRequirement } from './layer.js';
+import type { Enforcement, Layer, LayerCapability, LayerDescriptor, LayerReport, LayerRequirement } from './layer.js';
 import { loadLayer } from './load-layer.js';
 import { planLayers } from './plan.js';
 
-/** What the pipeline needs from the worker: how to try guest code in a throwaway isolate. */
-export interface PipelineHost {
+/**
+ * The layer pipeline, in two halves. In the parent, before any worker exists: validate → order →
+ * probe (cached per process) → plan → refuse, naming every gap. In the worker, before the guest's
+ * isolate exists: apply → selfTest → freeze the report. An exception in any hook is fatal in every
+ * mode; only a probe result is ever downgraded, and only under `'auto'`.
+ */
+
+/** One layer as planned in the parent and carried to the worker (plain data). */
+export interface PlannedStep {
+  readonly descriptor: LayerDescriptor;
+  readonly name: string;
+  readonly requirement: LayerRequirement;
+  readonly capability: LayerCapability;
+  readonly enforcement: Enforcement;
+  /** Whether the worker runs its `apply` and `selfTest`. */
+  readonly apply: boolean;
+}
+
+/** The parent's half: what to apply, in order, and what `auto` gave up. */
+export interface LayerPlanResult {
+  readonly steps: readonly PlannedStep[];
+  readonly warnings: readonly string[];
+}
+
+/** What the parent's half needs to know of the platform. */
+export interface ProbeHost {
   readonly platform: NodeJS.Platform;
   readonly arch: string;
+}
+
+/** What the worker's half needs: how to try guest code in a throwaway isolate. */
+export interface ApplyHost {
+  readonly platform: NodeJS.Platform;
   /** Evaluates `code` in a fresh isolate set up with these extra bootstrap scripts. */
   evalInGuest(code: string, contextBootstraps: readonly string[]): Promise<unknown>;
 }
 
-/** The pipeline's result: the frozen report, the warnings `auto` produced, the scripts layers added. */
+/** The worker's half's result: the frozen report and the scripts layers added to every context. */
 export interface PipelineResult {
   readonly layers: readonly LayerReport[];
-  readonly warnings: readonly string[];
   readonly contextBootstraps: readonly string[];
 }
 
-interface Loaded {
-  readonly layer: Layer;
-  readonly requirement: LayerRequirement;
-  readonly options: Readonly<Record<string, unknown>>;
+// Probes describe the platform, which does not change while this process runs.
+const probeCache = new Map<string, Promise<LayerCapability>>();
+
+/** Forgets cached probe results (tests of probes use it). */
+export function clearProbeCache(): void {
+  probeCache.clear();
 }
 
-/**
- * The layer pipeline: validate → order → probe → plan → refuse (before anything is applied,
- * naming every gap) → apply → selfTest → freeze the report. An exception in any hook is fatal in
- * every mode; only a probe result is ever downgraded, and only under `'auto'`.
- */
-export async function runPipeline(descriptors: readonly LayerDescriptor[], defaultRequirement: LayerRequirement, host: PipelineHost): Promise<PipelineResult> {
-  // validate
-  const loaded: Loaded[] = [];
+/** The parent's half: validate → order → probe → plan; throws SandboxUnavailable, naming every gap, before anything exists to apply it to. */
+export async function planPipeline(descriptors: readonly LayerDescriptor[], defaultRequirement: LayerRequirement, host: ProbeHost): Promise<LayerPlanResult> {
+  const loaded: { layer: Layer; descriptor: LayerDescriptor; requirement: LayerRequirement }[] = [];
   const names = new Set<string>();
   for (const descriptor of descriptors) {
     const layer = await loadLayer(descriptor);
     if (names.has(layer.name)) throw new LayerConfigError(layer.name, 'two layers have this name; each layer may appear once');
     names.add(layer.name);
-    loaded.push({ layer, requirement: descriptor.requirement ?? defaultRequirement, options: Object.freeze({ ...(descriptor.options ?? {}) }) });
+    loaded.push({ layer, descriptor, requirement: descriptor.requirement ?? defaultRequirement });
   }
-  // order: the user's order, within pre / normal / post
-  const rank = (l: Loaded) => (l.layer.order === 'pre' ? 0 : l.layer.order === 'post' ? 2 : 1);
-  const ordered = loaded.map((l, i) => ({ l, i })).sort((a, b) => rank(a.l) - rank(b.l) || a.i - b.i).map(({ l }) => l);
-  // probe
+  const rank = (layer: Layer) => (layer.order === 'pre' ? 0 : layer.order === 'post' ? 2 : 1);
+  const ordered = loaded.map((l, i) => ({ l, i })).sort((a, b) => rank(a.l.layer) - rank(b.l.layer) || a.i - b.i).map(({ l }) => l);
   const capabilities = new Map<string, LayerCapability>();
-  for (const { layer, options } of ordered) {
-    const capability = await hook(layer.name, 'probe', () => layer.probe({ platform: host.platform, arch: host.arch, options }));
-    capabilities.set(layer.name, checkCapability(layer.name, capability));
+  for (const { layer, descriptor } of ordered) {
+    const options = Object.freeze({ ...(descriptor.options ?? {}) });
+    const key = JSON.stringify([descriptor.module, options]);
+    let capability = probeCache.get(key);
+    if (capability === undefined) {
+      capability = hook(layer.name, 'probe', () => layer.probe({ platform: host.platform, arch: host.arch, options })).then((c) => checkCapability(layer.name, c));
+      probeCache.set(key, capability);
+      capability.catch(() => probeCache.delete(key));
+    }
+    capabilities.set(layer.name, await capability);
   }
-  // plan, then refuse before anything is applied
   const plan = planLayers(ordered.map(({ layer, requirement }) => ({ name: layer.name, requirement, capability: capabilities.get(layer.name)! })));
   if (plan.decision === 'refuse') {
     throw new SandboxUnavailable(
@@ -56,13 +85,29 @@ export async function runPipeline(descriptors: readonly LayerDescriptor[], defau
         "Run on a platform that provides these, or lower the requirement of those layers (requirement: 'auto', or sandbox: 'auto') knowing what is then missing.",
     );
   }
-  // apply
+  const steps = ordered.map(({ layer, descriptor }, i): PlannedStep => {
+    const p = plan.layers[i]!;
+    return { descriptor, name: layer.name, requirement: p.requirement, capability: capabilities.get(layer.name)!, enforcement: p.enforcement, apply: p.apply };
+  });
+  return Object.freeze({ steps: Object.freeze(steps), warnings: Object.freeze([...plan.warnings]) });
+}
+
+/** The worker's half: apply → selfTest (against the guest as it will be set up) → the frozen report. */
+export async function applyPipeline(steps: readonly PlannedStep[], host: ApplyHost): Promise<PipelineResult> {
+  const layers: Layer[] = [];
+  for (const step of steps) {
+    const layer = await loadLayer(step.descriptor);
+    // The parent planned by name; a module that builds a different layer here is misconfigured.
+    if (layer.name !== step.name) throw new LayerConfigError(step.name, `its module built a layer named ${JSON.stringify(layer.name)} in the worker`);
+    layers.push(layer);
+  }
   const contextBootstraps: string[] = [];
   const details = new Map<string, Record<string, unknown>>();
   const detailOf = (name: string) => details.get(name) ?? details.set(name, {}).get(name)!;
-  const planned = new Map(plan.layers.map((p) => [p.name, p]));
-  for (const { layer, options } of ordered) {
-    if (!planned.get(layer.name)!.apply) continue;
+  for (const [i, layer] of layers.entries()) {
+    const step = steps[i]!;
+    if (!step.apply) continue;
+    const options = Object.freeze({ ...(step.descriptor.options ?? {}) });
     await hook(layer.name, 'apply', () =>
       layer.apply({
         platform: host.platform,
@@ -75,13 +120,14 @@ export async function runPipeline(descriptors: readonly LayerDescriptor[], defau
       }),
     );
   }
-  // selfTest: every applied layer, against the guest as it will be set up
   const selfTests = new Map<string, LayerReport['selfTest']>();
-  for (const { layer, options } of ordered) {
-    if (!planned.get(layer.name)!.apply) {
+  for (const [i, layer] of layers.entries()) {
+    const step = steps[i]!;
+    if (!step.apply) {
       selfTests.set(layer.name, 'skipped');
       continue;
     }
+    const options = Object.freeze({ ...(step.descriptor.options ?? {}) });
     await hook(layer.name, 'selfTest', () =>
       layer.selfTest({
         platform: host.platform,
@@ -92,19 +138,19 @@ export async function runPipeline(descriptors: readonly LayerDescriptor[], defau
     );
     selfTests.set(layer.name, 'passed');
   }
-  const layers = ordered.map(({ layer }): LayerReport => {
-    const p = planned.get(layer.name)!;
+  const reports = layers.map((layer, i): LayerReport => {
+    const step = steps[i]!;
     return deepFreeze({
       name: layer.name,
       version: layer.version,
-      requirement: p.requirement,
-      capability: capabilities.get(layer.name)!,
-      enforcement: p.enforcement,
+      requirement: step.requirement,
+      capability: step.capability,
+      enforcement: step.enforcement,
       selfTest: selfTests.get(layer.name)!,
       detail: JSON.parse(JSON.stringify(details.get(layer.name) ?? {})) as Record<string, unknown>,
     });
   });
-  return Object.freeze({ layers: Object.freeze(layers), warnings: Object.freeze([...plan.warnings]), contextBootstraps: Object.freeze(contextBootstraps) });
+  return Object.freeze({ layers: Object.freeze(reports), contextBootstraps: Object.freeze(contextBootstraps) });
 }
 
 /** Runs a hook; whatever it throws becomes LayerFailed naming the layer and the hook, the original as cause. */

@@ -9,6 +9,7 @@ import { SandboxUnavailable, StrataError } from '../errors.js';
 import { IsolatedRuntime } from '../isolated/isolated-runtime.js';
 import type { IsolatedRuntimeOptions } from '../isolated/isolated-options.js';
 import type { LayerDescriptor, LayerReport } from '../layers/layer.js';
+import { loadLayer } from '../layers/load-layer.js';
 import { enforcementOf } from '../layers/plan.js';
 
 /** Guest code the layer must stop (it must throw, or evaluate to something other than `true`), or must let through (it must evaluate to `true`). */
@@ -67,7 +68,8 @@ export async function testLayer(descriptor: LayerDescriptor, options: TestLayerO
 /**
  * The contract every layer must keep, checked from outside in fresh workers: it starts under
  * `'auto'`; its report entry is well-formed, JSON-serialisable and consistent with its probe;
- * the probe gives the same answer twice (no side effects); under `'require'` it starts exactly
+ * the probe gives the same answer twice (no side effects; called directly, since the runtime caches
+ * probe results per process); under `'require'` it starts exactly
  * when its probe says it is fully provided, and otherwise refuses naming the layer; under
  * `'off'` it is skipped. Returns the problems found (empty when the layer conforms).
  */
@@ -90,8 +92,12 @@ export async function checkLayerConformance(descriptor: LayerDescriptor, runtime
     if (!applied && first.selfTest !== 'skipped') problems.push(`not applied, but selfTest is ${first.selfTest}`);
   }
   {
-    await using rt = await start('auto');
-    if (JSON.stringify(entryOf(rt).capability) !== JSON.stringify(first.capability)) problems.push('the probe answered differently the second time');
+    // Probes are cached per process by the runtime, so purity is checked by calling the probe
+    // itself twice (a probe has no side effects, so calling it here is safe by its contract).
+    const layer = await loadLayer(descriptor);
+    const context = { platform: process.platform, arch: process.arch, options: Object.freeze({ ...(descriptor.options ?? {}) }) };
+    const [a, b] = [await layer.probe(context), await layer.probe(context)];
+    if (JSON.stringify(a) !== JSON.stringify(b)) problems.push('the probe answered differently the second time');
   }
   const full = first.enforcement === 'full';
   try {

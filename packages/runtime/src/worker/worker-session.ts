@@ -1,8 +1,7 @@
 import type { ErrorPayload, Message, MessageOf, WireObject } from '@strata/wire';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
 import { HeapLimitExceeded, ModuleNotFound, StrataError } from '../errors.js';
-import type { LayerDescriptor, LayerRequirement } from '../layers/layer.js';
-import { runPipeline, type PipelineResult } from '../layers/pipeline.js';
+import { applyPipeline, type PipelineResult, type PlannedStep } from '../layers/pipeline.js';
 import type { ResolvedModule } from '../module-registry.js';
 import type { MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
@@ -61,19 +60,18 @@ export class WorkerSession {
 
   /** Creates the Runtime from the options the parent sent. */
   static async create(channel: ParentChannel, options: WireObject, RuntimeClass: typeof Runtime, watchdog: MemoryWatchdog): Promise<WorkerSession> {
-    const { maxMemory, cpuSecondsPerCommand, layers, layerRequirement, ...rest } = options as RuntimeOptions & {
+    const { maxMemory, cpuSecondsPerCommand, layerSteps, ...rest } = options as RuntimeOptions & {
       maxMemory?: number;
       cpuSecondsPerCommand?: number;
-      layers?: LayerDescriptor[];
-      layerRequirement?: LayerRequirement;
+      layerSteps?: PlannedStep[];
     };
     // The parent redacts host errors itself; the worker passes them through as they come.
     const runtimeOptions: RuntimeOptions = { ...rest, redactHostErrors: false };
     const bootstrap = typeof runtimeOptions.bootstrap === 'string' ? [runtimeOptions.bootstrap] : [...(runtimeOptions.bootstrap ?? [])];
-    // The layer pipeline runs before the guest's isolate exists; self-tests use throwaway isolates.
-    const pipeline = await runPipeline(layers ?? [], layerRequirement ?? 'auto', {
+    // The parent probed and planned; the worker applies and self-tests, before the guest's
+    // isolate exists (self-tests use throwaway isolates).
+    const pipeline = await applyPipeline(layerSteps ?? [], {
       platform: process.platform,
-      arch: process.arch,
       evalInGuest: async (code, extra) => {
         const probe = await RuntimeClass.create({ ...runtimeOptions, bootstrap: [...bootstrap, ...extra] });
         try {
@@ -92,7 +90,7 @@ export class WorkerSession {
 
   /** What the parent learns about this worker once it is configured. */
   describe(): WireObject {
-    return { pid: process.pid, node: process.version, layers: this.#pipeline.layers as never, warnings: [...this.#pipeline.warnings] };
+    return { pid: process.pid, node: process.version, layers: this.#pipeline.layers as never };
   }
 
   /** The payload for an error, for the channel. */
