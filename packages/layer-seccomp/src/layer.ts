@@ -11,10 +11,10 @@
  * @module
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { ApplyContext, Layer, LayerCapability, ProbeContext, SelfTestContext } from '@strata/runtime';
-import { addonUnavailableReason, loadAddon } from './addon.js';
+import type { ApplyContext, LaunchContext, LaunchStep, Layer, LayerCapability, ProbeContext, SelfTestContext } from '@strata/runtime';
+import { NO_IO_URING_HELPER, addonUnavailableReason, loadAddon } from './addon.js';
 import { archOf, compileFilter, serializeFilter, X32_SYSCALL_BIT, type CompiledFilter } from './compile-filter.js';
 import { CONSTANTS, ERRNO } from './policy.js';
 import { threadStatus } from './status.js';
@@ -58,6 +58,16 @@ function probe(context: ProbeContext): LayerCapability {
   return gap
     ? { available: false, provides: [], missing: [gap], detail: arch ? { arch } : {} }
     : { available: true, provides: [...PROVIDES], missing: [], detail: { arch: arch!, testFired: true } };
+}
+
+/**
+ * The launch chain's link: strata-no-io-uring refuses io_uring_setup before Node starts, so libuv
+ * makes no ring and apply() can deny io_uring_enter and io_uring_register too (an operation
+ * submitted through a ring is not a system call seccomp could see).
+ */
+function launch(context: LaunchContext): LaunchStep | undefined {
+  if (context.platform !== 'linux' || !existsSync(NO_IO_URING_HELPER)) return undefined;
+  return { program: NO_IO_URING_HELPER };
 }
 
 let installed: CompiledFilter | undefined;
@@ -145,5 +155,5 @@ function selfTest(context: SelfTestContext): void {
 export default function seccompLayer(options: Readonly<Record<string, unknown>> = {}): Layer {
   const unknown = Object.keys(options);
   if (unknown.length > 0) throw new Error(`@strata/layer-seccomp: unknown option(s) ${unknown.join(', ')}; the layer takes none`);
-  return { name: 'seccomp', version: VERSION, probe, apply, selfTest };
+  return { name: 'seccomp', version: VERSION, probe, launch, apply, selfTest };
 }

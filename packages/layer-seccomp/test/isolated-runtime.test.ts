@@ -28,6 +28,8 @@ maybe("IsolatedRuntime with sandbox 'require' and the seccomp layer: full, self-
     t.is(entry!.selfTest, 'passed');
     t.true(entry!.capability.available);
     t.is(entry!.detail.highestReviewed, 471);
+    // The launch chain ran strata-no-io-uring before Node: libuv made no ring, so all three io_uring calls are denied.
+    t.is(entry!.detail.ioUring, 'denied');
     t.is(entry!.version, '0.1.0');
 
     // from outside: every thread of the worker has the filter and no_new_privs

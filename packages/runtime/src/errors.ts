@@ -152,7 +152,7 @@ export class SandboxUnavailable extends StrataError {
 }
 
 /** The hooks of a layer, as named in errors. */
-export type LayerHook = 'probe' | 'apply' | 'selfTest' | 'load';
+export type LayerHook = 'probe' | 'launch' | 'apply' | 'selfTest' | 'load';
 
 /**
  * A layer's hook threw, or its self-test let something through. Fatal in every sandbox mode:
@@ -170,7 +170,7 @@ export class LayerFailed extends StrataError {
 
   /** The error again from its message (as it crossed from the worker). */
   static fromMessage(message: string): LayerFailed {
-    const match = /^layer (.+?): (probe|apply|selfTest|load) failed: ([\s\S]*)$/.exec(message);
+    const match = /^layer (.+?): (probe|launch|apply|selfTest|load) failed: ([\s\S]*)$/.exec(message);
     return match === null ? new LayerFailed('unknown', 'apply', message) : new LayerFailed(match[1]!, match[2] as LayerHook, match[3]!);
   }
 }

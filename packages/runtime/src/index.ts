@@ -58,6 +58,8 @@ export type {
   LayerModuleExport,
   Enforcement,
   ProbeContext,
+  LaunchContext,
+  LaunchStep,
   ApplyContext,
   SelfTestContext,
 } from './layers/layer.js';

@@ -122,3 +122,19 @@ test("sandbox: 'none' skips every layer that does not insist", async (t) => {
   t.deepEqual(rt.report.layers.map((l) => [l.name, l.requirement, l.enforcement, l.selfTest]), [['skipped', 'off', 'none', 'skipped']]);
   t.is(await rt.eval('typeof appliedLayers'), 'undefined');
 });
+
+test('a layer can add a link to the launch chain: it runs before Node, as the worker', async (t) => {
+  // nice(1) as the link: observable from outside as the worker's niceness.
+  await using rt = await IsolatedRuntime.start({ prewarm: false, layers: [layer({ name: 'niced', launch: { program: '/usr/bin/nice', args: ['-n', '7'] } })] });
+  const { readFileSync } = await import('node:fs');
+  const stat = readFileSync(`/proc/${rt.pid}/stat`, 'latin1');
+  const niceness = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  t.is(niceness, 7);
+  t.is(await rt.eval('1 + 1'), 2);
+  t.true(rt.report.verified!.noNewPrivs, 'the base hardening still holds through the link');
+});
+
+test('a launch hook that throws, or returns a bad step, is LayerFailed before any worker starts', async (t) => {
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'bad-launch', throwInLaunch: true })] }), { instanceOf: LayerFailed, message: /bad-launch: launch failed/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'relative', launch: { program: 'nice' } })] }), { instanceOf: LayerFailed, message: /absolute path/ });
+});

@@ -138,6 +138,7 @@ export class IsolatedRuntime implements AsyncDisposable {
       nodeArgs: [...flags.node, '--expose-gc', ...flags.v8],
       cpuSeconds: resolved.requestTimeout === undefined ? undefined : Math.ceil((2 * resolved.requestTimeout) / 1000),
       entry: testEntry ?? WORKER_ENTRY,
+      launch: layerPlan.launch,
     };
     const worker = await takeWorker(plan, resolved.prewarm);
     const report: { -readonly [K in keyof SandboxReport]: SandboxReport[K] } = {

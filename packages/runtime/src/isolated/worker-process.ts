@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
 import { FrameReader, ProtocolError, encodeFrame, type Message } from '@strata/wire';
 import { WorkerCrashed, type StrataError } from '../errors.js';
+import type { LaunchStep } from '../layers/layer.js';
 import { execHelperPath } from '../native/native-paths.js';
 
 import { WATCHDOG_EXIT_CODE } from '../worker/worker-session.js';
@@ -19,6 +20,8 @@ export interface LaunchPlan {
   readonly cpuSeconds: number | undefined;
   /** Entry script; tests substitute a compromised worker here. */
   readonly entry: string;
+  /** Links layers add to the chain, between the base hardening and Node. */
+  readonly launch: readonly LaunchStep[];
 }
 
 /** The worker entry shipped with the package. */
@@ -26,7 +29,7 @@ export const WORKER_ENTRY = fileURLToPath(new URL('../worker/worker-main.js', im
 
 /** A plan's identity, for matching a prewarmed spare. */
 export function planKey(plan: LaunchPlan): string {
-  return JSON.stringify([plan.nodeArgs, plan.cpuSeconds, plan.entry]);
+  return JSON.stringify([plan.nodeArgs, plan.cpuSeconds, plan.entry, plan.launch]);
 }
 
 /** The exec helper's command line: base hardening, then Node with the worker entry. */
@@ -34,7 +37,10 @@ export function launchArguments(plan: LaunchPlan): string[] {
   const args: string[] = [];
   if (plan.cpuSeconds !== undefined) args.push('--cpu-seconds', String(plan.cpuSeconds));
   // fds 0-4 are the channel: commands, frames out, stderr, replies to blocking calls, settlements.
-  args.push('--keep-fds', '5', '--drop-privileges', '--', process.execPath, ...plan.nodeArgs, plan.entry);
+  args.push('--keep-fds', '5', '--drop-privileges', '--');
+  // Each link runs `program ...args -- next...` and execs the rest of the chain.
+  for (const step of plan.launch) args.push(step.program, ...(step.args ?? []), '--');
+  args.push(process.execPath, ...plan.nodeArgs, plan.entry);
   return args;
 }
 

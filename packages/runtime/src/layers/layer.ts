@@ -46,6 +46,24 @@ export interface ProbeContext {
   readonly options: Readonly<Record<string, unknown>>;
 }
 
+/** What `launch` sees: facts about the platform and the layer's options. It runs in the parent. */
+export interface LaunchContext {
+  readonly platform: NodeJS.Platform;
+  readonly arch: string;
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * A link a layer adds to the worker's launch chain, for what must happen before Node starts its
+ * threads: `program` (an absolute path) runs single-threaded as `program ...args -- next...`, does
+ * its step, and execs the rest of the chain. It runs after the base hardening (as the worker's
+ * user), before Node.
+ */
+export interface LaunchStep {
+  readonly program: string;
+  readonly args?: readonly string[];
+}
+
 /** What `apply` may do. */
 export interface ApplyContext {
   readonly platform: NodeJS.Platform;
@@ -79,6 +97,8 @@ export interface Layer {
   readonly version: string;
   readonly order?: LayerOrder;
   probe(context: ProbeContext): LayerCapability | Promise<LayerCapability>;
+  /** Optional, in the parent: a pre-exec link of the launch chain, for layers applied before Node's threads exist. */
+  launch?(context: LaunchContext): LaunchStep | undefined | Promise<LaunchStep | undefined>;
   apply(context: ApplyContext): void | Promise<void>;
   selfTest(context: SelfTestContext): void | Promise<void>;
 }

@@ -52,6 +52,7 @@ export function validateLayer(layer: unknown, where: string): Layer {
   for (const hook of ['probe', 'apply', 'selfTest'] as const) {
     if (typeof candidate[hook] !== 'function') throw new LayerConfigError(name, `its ${hook} hook must be a function`);
   }
+  if (candidate.launch !== undefined && typeof candidate.launch !== 'function') throw new LayerConfigError(name, 'its launch hook must be a function when present');
   if (candidate.order !== undefined && candidate.order !== 'pre' && candidate.order !== 'post') {
     throw new LayerConfigError(name, `order must be 'pre' or 'post' (got ${JSON.stringify(candidate.order)})`);
   }

@@ -1,5 +1,5 @@
 import { LayerConfigError, LayerFailed, SandboxUnavailable, type LayerHook } from '../errors.js';
-import type { Enforcement, Layer, LayerCapability, LayerDescriptor, LayerReport, LayerRequirement } from './layer.js';
+import type { Enforcement, LaunchStep, Layer, LayerCapability, LayerDescriptor, LayerReport, LayerRequirement } from './layer.js';
 import { loadLayer } from './load-layer.js';
 import { planLayers } from './plan.js';
 
@@ -21,9 +21,10 @@ export interface PlannedStep {
   readonly apply: boolean;
 }
 
-/** The parent's half: what to apply, in order, and what `auto` gave up. */
+/** The parent's half: what to apply, in order, the launch chain's links, and what `auto` gave up. */
 export interface LayerPlanResult {
   readonly steps: readonly PlannedStep[];
+  readonly launch: readonly LaunchStep[];
   readonly warnings: readonly string[];
 }
 
@@ -89,7 +90,15 @@ export async function planPipeline(descriptors: readonly LayerDescriptor[], defa
     const p = plan.layers[i]!;
     return { descriptor, name: layer.name, requirement: p.requirement, capability: capabilities.get(layer.name)!, enforcement: p.enforcement, apply: p.apply };
   });
-  return Object.freeze({ steps: Object.freeze(steps), warnings: Object.freeze([...plan.warnings]) });
+  // The launch chain, in layer order, from the layers that will be applied.
+  const launch: LaunchStep[] = [];
+  for (const [i, { layer, descriptor }] of ordered.entries()) {
+    if (!steps[i]!.apply || layer.launch === undefined) continue;
+    const options = Object.freeze({ ...(descriptor.options ?? {}) });
+    const step = await hook(layer.name, 'launch', () => layer.launch!({ platform: host.platform, arch: host.arch, options }));
+    if (step !== undefined) launch.push(checkLaunchStep(layer.name, step));
+  }
+  return Object.freeze({ steps: Object.freeze(steps), launch: Object.freeze(launch), warnings: Object.freeze([...plan.warnings]) });
 }
 
 /** The worker's half: apply → selfTest (against the guest as it will be set up) → the frozen report. */
@@ -160,6 +169,18 @@ async function hook<T>(layer: string, name: LayerHook, run: () => T | Promise<T>
   } catch (error) {
     throw new LayerFailed(layer, name, error instanceof Error ? error.message : String(error), { cause: error });
   }
+}
+
+function checkLaunchStep(layer: string, value: unknown): LaunchStep {
+  const step = value as Partial<LaunchStep> | null;
+  if (step === null || typeof step !== 'object' || typeof step.program !== 'string' || !step.program.startsWith('/')) {
+    throw new LayerFailed(layer, 'launch', 'it must return { program: an absolute path, args?: string[] } or undefined');
+  }
+  const args = step.args ?? [];
+  if (!Array.isArray(args) || args.some((a) => typeof a !== 'string' || a === '--')) {
+    throw new LayerFailed(layer, 'launch', "its args must be strings, without '--' (the chain adds it)");
+  }
+  return Object.freeze({ program: step.program, args: Object.freeze([...args]) });
 }
 
 function checkCapability(layer: string, value: unknown): LayerCapability {
