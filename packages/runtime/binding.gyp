@@ -19,6 +19,18 @@
       ],
     },
     {
+      # Tests only: a platform without seccomp, Landlock or user namespaces (native/simulate-platform.c).
+      'target_name': 'strata-simulate-platform',
+      'conditions': [
+        ['OS=="linux"', {
+          'type': 'executable',
+          'sources': ['native/simulate-platform.c'],
+        }, {
+          'type': 'none',
+        }],
+      ],
+    },
+    {
       'target_name': 'strata_watchdog',
       'conditions': [
         ['OS=="linux"', {
