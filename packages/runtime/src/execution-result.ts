@@ -38,3 +38,24 @@ export function executionResult(capture: ConsoleCapture, result: unknown, error?
         : String(error);
   return { status: 'error', ...output, result: undefined, error: message, errorType };
 }
+
+/** What {@link execute} needs of a runtime. */
+export interface Executable {
+  captureConsole(): ConsoleCapture;
+  eval(code: string, options?: { filename?: string }): Promise<unknown>;
+}
+
+/**
+ * `execute` for either runtime: evaluates with the console captured for the run, and describes
+ * the outcome instead of throwing for the run's own failure.
+ */
+export async function execute(runtime: Executable, code: string, options: { filename?: string } = {}): Promise<ExecutionResult> {
+  const capture = runtime.captureConsole();
+  try {
+    return executionResult(capture, await runtime.eval(code, options));
+  } catch (error) {
+    return executionResult(capture, undefined, error);
+  } finally {
+    capture.stop();
+  }
+}

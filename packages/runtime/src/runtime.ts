@@ -15,7 +15,7 @@ import {
   StrataError,
   ValueNotTransferable,
 } from './errors.js';
-import { executionResult, type ExecutionResult } from './execution-result.js';
+import { execute, type ExecutionResult } from './execution-result.js';
 import { guestPrelude } from './guest/prelude.js';
 import { encodedSize } from './encoded-size.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
@@ -243,14 +243,7 @@ export class Runtime implements AsyncDisposable {
    */
   async execute(code: string, options: EvalOptions = {}): Promise<ExecutionResult> {
     if (typeof code !== 'string') throw new InvalidOption('execute(code): code must be a string');
-    const capture = this.captureConsole();
-    try {
-      return executionResult(capture, await this.eval(code, options));
-    } catch (error) {
-      return executionResult(capture, undefined, error);
-    } finally {
-      capture.stop();
-    }
+    return execute(this, code, options);
   }
 
   /**

@@ -6,7 +6,7 @@ import { splitFunctions } from '../bound-functions.js';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
 import { HeapLimitExceeded, InvalidOption, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
 import type { ExecutionResult } from '../execution-result.js';
-import { executionResult } from '../execution-result.js';
+import { execute } from '../execution-result.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver } from '../module-registry.js';
 import type { EvalModuleOptions, EvalOptions, HostFunction } from '../runtime.js';
 import { assertTransferable } from '../values.js';
@@ -213,14 +213,7 @@ export class IsolatedRuntime implements AsyncDisposable {
   /** See `Runtime.execute`: never throws for the run's own failure, a crash or a hard timeout included. */
   async execute(code: string, options: EvalOptions = {}): Promise<ExecutionResult> {
     if (typeof code !== 'string') throw new InvalidOption('execute(code): code must be a string');
-    const capture = this.captureConsole();
-    try {
-      return executionResult(capture, await this.eval(code, options));
-    } catch (error) {
-      return executionResult(capture, undefined, error);
-    } finally {
-      capture.stop();
-    }
+    return execute(this, code, options);
   }
 
   /** See `Runtime.bindFunction`. Your function runs in this process, with your authority. */
