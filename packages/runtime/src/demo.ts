@@ -40,8 +40,8 @@ async function main(): Promise<void> {
   console.log('layer report:');
   console.log(JSON.stringify(next.report, null, 2));
   console.log(
-    `\nsandbox: ${next.sandbox} — seccomp is in force (verified from outside: every thread in mode ${next.report.verified?.seccomp});` +
-      ' emptyroot and landlock are not in this release, so rt.sandbox stays "none". See the README.',
+    `\nsandbox: ${next.sandbox} (seccomp verified from outside: every thread in mode ${next.report.verified?.seccomp});` +
+      ' the empty root is not in this release, so rt.sandboxExtras is empty. See the README.',
   );
 }
 

@@ -1,0 +1,30 @@
+/**
+ * The pre-exec helper `strata-landlock` (native/landlock.c, built by node-gyp at install into
+ * build/Release), and the ABI it reports.
+ *
+ * @module
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** Where install builds the helper. */
+export const LANDLOCK_HELPER = fileURLToPath(new URL('../../build/Release/strata-landlock', import.meta.url));
+
+/** The helper's exit statuses (native/landlock.c). */
+export const HELPER_EXIT = Object.freeze({ usage: 120, abi: 121, ruleset: 122, rule: 123, restrict: 124, exec: 126 });
+
+/** The kernel's Landlock ABI, from `strata-landlock --print-abi`; or why it cannot be known. */
+export type AbiResult = { readonly abi: number } | { readonly gap: string };
+
+/** Asks the helper for the running kernel's Landlock ABI. */
+export function landlockAbi(helper: string = LANDLOCK_HELPER): AbiResult {
+  if (process.platform !== 'linux') return { gap: `Landlock is Linux only (this is ${process.platform})` };
+  if (!existsSync(helper)) return { gap: `the strata-landlock helper is not built (${helper}): run \`npm rebuild @strata/layer-landlock\`` };
+  const child = spawnSync(helper, ['--print-abi'], { env: {}, encoding: 'utf8', timeout: 10_000, stdio: 'pipe' }); // 'pipe', not 'ignore': /dev/null is outside the worker's read set
+  if (child.error) return { gap: `strata-landlock --print-abi could not run: ${child.error.message}` };
+  if (child.status !== 0) return { gap: child.stderr.trim().split('\n').pop() || `strata-landlock --print-abi exited with ${child.status ?? child.signal}` };
+  const abi = Number(child.stdout.trim());
+  if (!Number.isInteger(abi) || abi < 1) return { gap: `strata-landlock --print-abi printed ${JSON.stringify(child.stdout.trim())}` };
+  return { abi };
+}

@@ -1,0 +1,45 @@
+/**
+ * `@strata/layer-landlock`: a Landlock domain on Strata's worker (DESIGN.md §3), made before Node
+ * starts: reads and executes only beneath the runtime's own files, no writes anywhere, no TCP,
+ * abstract unix sockets and signals scoped to the worker.
+ *
+ * ```ts
+ * import { IsolatedRuntime } from '@strata/runtime';
+ * import { landlock } from '@strata/layer-landlock';
+ *
+ * const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [landlock()] });
+ * ```
+ *
+ * @packageDocumentation
+ */
+import type { LayerDescriptor, LayerRequirement } from '@strata/runtime';
+import { checkReadPaths } from './read-set.js';
+
+export { LANDLOCK_HELPER, HELPER_EXIT, landlockAbi, type AbiResult } from './helper.js';
+export { computeReadSet, helperArguments, normalizeReadSet, parseLoadedObjects, parseMaps, nodeInstallDir, nodeModulesWithRuntime, SYSTEM_FILES, type ReadEntry, type ReadSetInput } from './read-set.js';
+export { handledRights, capabilityWords, FS_RIGHTS_BY_ABI } from './rights.js';
+
+/** The module the worker imports. */
+export const LANDLOCK_LAYER_MODULE = '@strata/layer-landlock/layer';
+
+/** Options of {@link landlock}. */
+export interface LandlockOptions {
+  /** Absolute paths the worker may also read (directories: beneath them; files: themselves). */
+  readPaths?: readonly string[];
+  /** Overrides the runtime's `sandbox` mode for this layer. */
+  requirement?: LayerRequirement;
+}
+
+const REQUIREMENTS: readonly LayerRequirement[] = ['require', 'auto', 'off'];
+
+/** Names the Landlock layer for `IsolatedRuntime.start({ layers })`. */
+export function landlock(options: LandlockOptions = {}): LayerDescriptor {
+  for (const key of Object.keys(options)) if (key !== 'requirement' && key !== 'readPaths') throw new TypeError(`landlock(): unknown option ${JSON.stringify(key)}`);
+  const { requirement } = options;
+  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new TypeError(`landlock(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
+  const readPaths = checkReadPaths(options.readPaths);
+  const descriptor: LayerDescriptor = { module: LANDLOCK_LAYER_MODULE, options: options.readPaths === undefined ? {} : { readPaths } };
+  return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
+}
+
+export default landlock;

@@ -1,0 +1,111 @@
+// End to end through Strata itself: IsolatedRuntime starts a worker (a child process) whose launch
+// chain runs strata-landlock before Node; the domain is never made in ava's process.
+import test from 'ava';
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { IsolatedRuntime, type IsolatedRuntime as Rt } from '@strata/runtime';
+import { WEB_POLYFILLS } from '@strata/polyfills';
+import { seccomp } from '@strata/layer-seccomp';
+import { landlock } from '../src/index.js';
+
+const descriptor = (options: Parameters<typeof landlock>[0] = {}) => landlock(options);
+
+const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
+const maybe = linux ? test.serial : test.skip;
+
+async function guestStillWorks(t: import('ava').ExecutionContext, rt: Rt): Promise<void> {
+  t.is(await rt.eval('1 + 2'), 3);
+  rt.bindFunction('lookup', (sku: string) => ({ A1: 3.5 })[sku]);
+  t.is(await rt.eval("lookup('A1') * 2"), 7);
+  rt.bindFunction('later', async (x: number) => {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    return x + 1;
+  });
+  t.deepEqual(await rt.eval('Promise.all([later(1), later(2)])'), [2, 3]);
+  rt.addModule('math', 'export const twice = (x) => 2 * x;');
+  t.deepEqual(await rt.evalModule('import { twice } from "math"; export const v = twice(21);'), { v: 42 });
+  t.is(await rt.eval('new Promise((resolve) => setTimeout(() => resolve("later"), 50))'), 'later');
+  const result = await rt.execute('console.log("hi"); [1, 2, 3].map((x) => x * x).join(",")');
+  t.is(result.status, 'ok');
+  t.is(result.result, '1,4,9');
+  t.is(result.stdout, 'hi\n');
+  t.is(await rt.eval('new Array(1e6).fill(1).reduce((a, b) => a + b, 0)'), 1e6);
+}
+
+function landlockEntry(t: import('ava').ExecutionContext, rt: Rt) {
+  const entry = rt.report.layers.find((l) => l.name === 'landlock');
+  t.truthy(entry);
+  t.is(entry!.enforcement, 'full');
+  t.is(entry!.selfTest, 'passed');
+  t.true(entry!.capability.available);
+  t.is(entry!.version, '0.1.0');
+  return entry!;
+}
+
+maybe("sandbox 'auto' with the Landlock layer: full, self-tested; guest code still works", async (t) => {
+  const rt = await IsolatedRuntime.start({ sandbox: 'auto', layers: [descriptor()], bootstrap: WEB_POLYFILLS });
+  try {
+    const entry = landlockEntry(t, rt);
+    const abi = entry.capability.detail!.abi as number;
+    t.true(abi >= 1);
+    t.is(entry.detail.abi, abi);
+    t.is(entry.detail.readPaths, 0);
+    t.true((entry.detail.rights as string[]).includes('fs.write_file'));
+    const selfTest = entry.detail.selfTest as Record<string, string>;
+    t.is(selfTest.readOutside, 'EACCES');
+    t.is(selfTest.write, 'EACCES');
+    if (abi >= 4) t.is(selfTest.tcpConnect, 'EACCES');
+    if (abi >= 6) t.is(selfTest.signalParent, 'EPERM');
+    // from outside: the worker runs with no_new_privs (the helper set it before execve)
+    t.regex(readFileSync(`/proc/${rt.pid}/status`, 'utf8'), /^NoNewPrivs:\s+1$/m);
+    await guestStillWorks(t, rt);
+  } finally {
+    await rt.close();
+  }
+});
+
+maybe("sandbox 'require' with Landlock and seccomp: rt.sandbox is 'landlock+seccomp'", async (t) => {
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [descriptor(), seccomp()], bootstrap: WEB_POLYFILLS });
+  try {
+    t.is(rt.sandbox, 'landlock+seccomp');
+    const entry = landlockEntry(t, rt);
+    const selfTest = entry.detail.selfTest as Record<string, string>;
+    // seccomp refuses socket(AF_INET) before Landlock sees the connect: either denial is fine
+    t.true(['EACCES', 'EPERM'].includes(selfTest.tcpConnect!));
+    const sec = rt.report.layers.find((l) => l.name === 'seccomp');
+    t.is(sec?.enforcement, 'full');
+    t.is(sec?.selfTest, 'passed');
+    await guestStillWorks(t, rt);
+  } finally {
+    await rt.close();
+  }
+});
+
+maybe('readPaths are counted in the report; a relative one is refused', async (t) => {
+  const extra = mkdtempSync(join(realpathSync(tmpdir()), 'strata-landlock-extra-'));
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [descriptor({ readPaths: [extra] })] });
+  try {
+    t.is(landlockEntry(t, rt).detail.readPaths, 1);
+  } finally {
+    await rt.close();
+    rmSync(extra, { recursive: true, force: true });
+  }
+  t.throws(() => descriptor({ readPaths: ['etc'] }), { instanceOf: TypeError });
+});
+
+maybe('seccomp before Landlock: still full and self-tested (the ABI is unknown in the worker, the denials are not)', async (t) => {
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [seccomp(), descriptor()] });
+  try {
+    t.is(rt.sandbox, 'landlock+seccomp');
+    const entry = landlockEntry(t, rt);
+    t.regex(String(entry.detail.abi), /^unknown here/);
+    const selfTest = entry.detail.selfTest as Record<string, string>;
+    t.is(selfTest.readOutside, 'EACCES');
+    t.is(selfTest.write, 'EACCES');
+    t.is(selfTest.signalParent, 'EPERM');
+    t.is(await rt.eval('6 * 7'), 42);
+  } finally {
+    await rt.close();
+  }
+});
