@@ -212,3 +212,21 @@ test('workers, the prewarmed spare included, die with their parent', async (t) =
   }
   t.deepEqual(alive, [], 'every worker died with its parent');
 });
+
+test('started as root, a worker entry others cannot read is refused before anything starts, saying what to do', async (t) => {
+  const { unreachableByNobody } = await import('../src/isolated/reachable-by-nobody.js');
+  const { mkdtempSync, writeFileSync, chmodSync, rmSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { tmpdir } = await import('node:os');
+  const dir = mkdtempSync(join(tmpdir(), 'strata-private-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const entry = join(dir, 'entry.js');
+  writeFileSync(entry, '');
+  chmodSync(dir, 0o700);
+  t.regex(unreachableByNobody(entry, 0o004) ?? '', /is not searchable by others/);
+  chmodSync(dir, 0o755);
+  chmodSync(entry, 0o600);
+  t.regex(unreachableByNobody(entry, 0o004) ?? '', /is not readable by others/);
+  chmodSync(entry, 0o644);
+  t.is(unreachableByNobody(entry, 0o004), undefined);
+});

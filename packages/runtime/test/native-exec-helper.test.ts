@@ -1,4 +1,5 @@
 import test from 'ava';
+import { unreachableByNobody } from '../src/isolated/reachable-by-nobody.js';
 import { spawn, spawnSync, type StdioOptions } from 'node:child_process';
 import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -85,14 +86,7 @@ async function probe(options: string[], stdio?: StdioOptions): Promise<Probe> {
 }
 
 /** Why uid 65534 cannot execute `file` (mode bits for "other" on it and every directory above), or undefined. */
-function notExecutableByNobody(file: string): string | undefined {
-  const real = realpathSync(file);
-  if ((statSync(real).mode & 0o001) === 0) return `${real} is not executable by others`;
-  for (let dir = dirname(real); ; dir = dirname(dir)) {
-    if ((statSync(dir).mode & 0o001) === 0) return `${dir} is not searchable by others`;
-    if (dir === dirname(dir)) return undefined;
-  }
-}
+const notExecutableByNobody = (file: string) => unreachableByNobody(file, 0o001);
 
 function firstLine(stream: Readable): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -15,6 +15,7 @@ import { missingDefaultLayers } from '../layers/default-layers.js';
 import type { LayerReport } from '../layers/layer.js';
 import { planPipeline, type PlannedStep } from '../layers/pipeline.js';
 import { takeWorker } from './prewarm.js';
+import { unreachableByNobody } from './reachable-by-nobody.js';
 import { verifyWorker, type OutsideView } from './verify-worker.js';
 import { buildWorkerFlags } from './v8-flags.js';
 import { WORKER_ENTRY, sampleProcess, type LaunchPlan, type WorkerProcess } from './worker-process.js';
@@ -140,6 +141,7 @@ export class IsolatedRuntime implements AsyncDisposable {
       entry: testEntry ?? WORKER_ENTRY,
       launch: layerPlan.launch,
     };
+    if (process.geteuid?.() === 0) assertReachableByNobody(plan.entry);
     const worker = await takeWorker(plan, resolved.prewarm);
     const report: { -readonly [K in keyof SandboxReport]: SandboxReport[K] } = {
       sandbox: 'none',
@@ -551,6 +553,21 @@ function sandboxName(layers: readonly LayerReport[]): string {
   if (full.has('landlock') && full.has('seccomp')) return 'landlock+seccomp';
   if (full.has('seatbelt')) return 'seatbelt';
   return 'none';
+}
+
+/**
+ * Started as root, the worker drops to uid 65534 before Node runs: Node and Strata's files must be
+ * reachable by others. Said plainly here rather than as a failed exec.
+ */
+function assertReachableByNobody(entry: string): void {
+  const problem = unreachableByNobody(process.execPath, 0o001) ?? unreachableByNobody(entry, 0o004);
+  if (problem !== undefined) {
+    throw new WorkerCrashed(
+      `the worker cannot start: started as root, it runs as uid 65534, and ${problem}. ` +
+        'Install Strata (and the Node it runs on) where others can read it (not under /root), or start this process as an ordinary user.',
+      'start',
+    );
+  }
 }
 
 let testEntry: string | undefined;
