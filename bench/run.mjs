@@ -80,6 +80,8 @@ const COLD_RUNS = 15;
   const configurations = [
     ['no layers', []],
     ['seccomp', [{ module: '@strata/layer-seccomp/layer' }]],
+    ['landlock', [{ module: '@strata/layer-landlock/layer' }]],
+    ['landlock + seccomp (the Linux defaults)', [{ module: '@strata/layer-landlock/layer' }, { module: '@strata/layer-seccomp/layer' }]],
     ['clock', [{ module: '@strata/layer-clock/layer', options: { at: 0, seed: 1 } }]],
   ];
   const baseline = [];
