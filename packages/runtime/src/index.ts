@@ -63,7 +63,7 @@ export type {
   ApplyContext,
   SelfTestContext,
 } from './layers/layer.js';
-export { defaultLayers, PLATFORM_LAYERS } from './layers/default-layers.js';
+export { defaultLayers, missingDefaultLayers, PLATFORM_LAYERS } from './layers/default-layers.js';
 export { planLayers, enforcementOf } from './layers/plan.js';
 export type { LayerPlan, PlanInput, PlannedLayer } from './layers/plan.js';
 export { LAYER_OPTIONS } from './layers/tokens.js';

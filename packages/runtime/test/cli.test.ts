@@ -497,3 +497,32 @@ test('doctor table: one row per layer under the column headers; an empty list sa
   t.regex(formatDoctorReport(assess(facts('none', []))), /^name .*missing\n\(no layers: /m);
   t.deepEqual(renderTable(['a', 'bb'], [['xxx', 'y']]), ['a    bb', 'xxx  y']);
 });
+
+test('doctor verdict: a default layer that is not available makes the machine degraded, named', async (t) => {
+  const { assess } = await import('../src/cli/doctor-report.js');
+  const layer = (name: string) => ({
+    name,
+    version: '1',
+    requirement: 'auto' as const,
+    capability: { available: true, provides: [], missing: [] },
+    enforcement: 'full' as const,
+    selfTest: 'passed' as const,
+    detail: {},
+  });
+  const facts = {
+    strata: '0.1.0',
+    node: { version: 'v24', platform: 'linux', arch: 'x64' },
+    nativeHelpers: { built: true, directory: '/x', strataExec: true, watchdog: true },
+    privileges: { root: true, uid: 0, workerUid: 65534 },
+    worker: { pid: 1, startMs: 1 },
+    sandbox: 'landlock+seccomp',
+    sandboxExtras: [],
+    report: { sandbox: 'landlock+seccomp', sandboxExtras: [], layers: [layer('landlock'), layer('seccomp')], base: { jitless: true, strictEval: false, flags: [], privilegesDropped: true } },
+    error: null,
+  };
+  t.is(assess(facts).status, 'ok');
+  const degraded = assess({ ...facts, missingDefaultLayers: ['emptyroot'] });
+  t.is(degraded.status, 'degraded');
+  t.regex(degraded.summary, /the default layer emptyroot is not available/);
+  t.regex(degraded.summary, /--sandbox require' refuses with the default layers until they are/);
+});

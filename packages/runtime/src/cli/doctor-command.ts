@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { IsolatedRuntime } from '../isolated/isolated-runtime.js';
+import { missingDefaultLayers } from '../layers/default-layers.js';
 import type { DoctorArgs } from './args.js';
 import { assess, type DoctorFacts, type DoctorReport } from './doctor-report.js';
 import { ExitStatus, type ExitStatusCode } from './exit-status.js';
@@ -54,6 +55,7 @@ async function gatherFacts(): Promise<DoctorFacts> {
       sandboxExtras: rt.sandboxExtras,
       report: rt.report,
       error: null,
+      missingDefaultLayers: missingDefaultLayers(),
     };
   } catch (error) {
     return {

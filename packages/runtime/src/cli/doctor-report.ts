@@ -25,6 +25,8 @@ export interface DoctorFacts {
   readonly report: SandboxReport | null;
   /** Why no worker could be started or answer, if so. */
   readonly error: { readonly errorType: string; readonly message: string } | null;
+  /** The default OS layers this platform should have and cannot get here (not built, or not installed). */
+  readonly missingDefaultLayers?: readonly string[];
 }
 
 /** `'ok'`: all in force. `'degraded'`: a worker runs, with less protection than it should have. `'unavailable'`: no worker. */
@@ -59,6 +61,8 @@ export function assess(facts: DoctorFacts): DoctorReport {
     else if (layer.requirement !== 'off' && layer.enforcement === 'partial') problems.push(`${layer.name} is only partly in force${gap}`);
     if (layer.selfTest === 'failed') problems.push(`${layer.name} failed its self-test`);
   }
+  const absent = facts.missingDefaultLayers ?? [];
+  if (absent.length > 0) problems.push(`the default layer${absent.length === 1 ? '' : 's'} ${absent.join(', ')} ${absent.length === 1 ? 'is' : 'are'} not available (not built in this release, or not installed)`);
   if (facts.sandbox === 'none' || facts.sandbox === null) {
     problems.unshift(layers.length === 0 ? 'no OS sandbox layer is in force (sandbox none): this release of Strata has none for this platform' : 'no OS sandbox is in force (sandbox none)');
   }
@@ -69,7 +73,9 @@ export function assess(facts: DoctorFacts): DoctorReport {
   const advice =
     layers.length === 0
       ? `guests run with the base hardening only, so a V8 escape would get the worker's authority${uidClause(facts)}; 'strata run --sandbox require' refuses until the OS layers are in force.`
-      : "the missing column says what this machine lacks (often an older kernel); 'strata run --sandbox require' refuses here.";
+      : absent.length > 0 && problems.length === 1
+        ? "'strata run --sandbox require' refuses with the default layers until they are."
+        : "the missing column says what this machine lacks (often an older kernel); 'strata run --sandbox require' refuses here.";
   return verdict('degraded', `degraded: ${problems.join('; ')}. ${capitalise(advice)}`);
 }
 
