@@ -7,7 +7,7 @@
  * mkdir /tmp/libs && cd /tmp/libs
  * for p in echarts vega vega-lite vega-interpreter d3 dagre @turf/turf pptxgenjs three; do npm pack "$p"; done
  * for f in *.tgz; do mkdir "${f%.tgz}" && tar xzf "$f" -C "${f%.tgz}"; done
- * cd /work/main && npm run build && npm exec -w @strata/polyfills -- node dist/scripts/smoke-libraries.js /tmp/libs [name]
+ * cd <your clone> && npm run build && npm exec -w @strata/polyfills -- node dist/scripts/smoke-libraries.js /tmp/libs [name]
  * ```
  */
 import { readdirSync, readFileSync } from 'node:fs';
