@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type Implementation } from 'ava';
 import { unreachableByNobody } from '../src/isolated/reachable-by-nobody.js';
 import { spawn, spawnSync, type StdioOptions } from 'node:child_process';
 import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
@@ -209,8 +209,11 @@ test('--drop-privileges as root: uid and gid 65534, no groups, no capabilities, 
   }
   const blocked = notExecutableByNobody(node);
   if (blocked) {
-    t.log(`skipped: uid 65534 cannot run ${node} (${blocked}); move the checkout somewhere world-searchable`);
-    t.pass();
+    // A checkout nobody cannot reach: the drop still happens, and the exec then fails loudly.
+    t.log(`uid 65534 cannot run ${node} (${blocked}); move the checkout somewhere world-searchable`);
+    const exit = await run(helper, ['--drop-privileges', '--', node, '-e', '0']);
+    t.is(exit.status, 126);
+    t.regex(exit.stderr, ONE_LINE);
     return;
   }
   const state = await probe(['--drop-privileges']);
@@ -232,8 +235,10 @@ test('--drop-privileges when already unprivileged changes nothing', async (t) =>
   }
   const blocked = notExecutableByNobody(node) ?? notExecutableByNobody(helper);
   if (blocked) {
-    t.log(`skipped: uid 65534 cannot run the helper and node (${blocked})`);
-    t.pass();
+    // A checkout nobody cannot reach: the outer helper drops, then cannot exec the inner one.
+    t.log(`uid 65534 cannot run the helper and node (${blocked})`);
+    const exit = await run(helper, ['--drop-privileges', '--', helper, '--drop-privileges', '--', node, '-e', '0']);
+    t.is(exit.status, 126);
     return;
   }
   // The outer helper drops to 65534; the inner one then starts unprivileged.
@@ -330,13 +335,12 @@ const injected: [string, string[], string[], number, RegExp, boolean][] = [
   ['prctl() fails', ['prctl:error=EINVAL'], [], 124, /^strata-exec: PR_SET_NO_NEW_PRIVS: Invalid argument — /, false],
   ['the parent exited before PR_SET_PDEATHSIG', ['getppid:retval=1:when=2'], [], 125, /^strata-exec: parent: the process that started strata-exec has exited — /, false],
 ];
+/** `test`, or `test.skip` with the reason in the title where the platform lacks what the test needs. */
+const unless = (reason: string | undefined) => (title: string, run: Implementation<[]>) =>
+  reason === undefined ? test(title, run) : test.skip(`${title} — skipped: ${reason}`, run);
+
 for (const [label, faults, options, status, message, rootOnly] of injected) {
-  test(`fails closed when ${label}: exit ${status} and one line on stderr`, async (t) => {
-    if (straceProblem || (rootOnly && !isRoot)) {
-      t.log(`skipped: ${straceProblem ?? 'needs root'}`);
-      t.pass();
-      return;
-    }
+  unless(straceProblem ?? (rootOnly && !isRoot ? 'needs root' : undefined))(`fails closed when ${label}: exit ${status} and one line on stderr`, async (t) => {
     const inject = faults.flatMap((fault) => ['-e', `inject=${fault}`]);
     const exit = await run('strace', ['-o', '/dev/null', ...inject, helper, ...options, '--', '/bin/true']);
     t.is(exit.status, status);
@@ -345,12 +349,7 @@ for (const [label, faults, options, status, message, rootOnly] of injected) {
   });
 }
 
-test('without close_range() the /proc/self/fd fallback closes every inherited fd', async (t) => {
-  if (straceProblem) {
-    t.log(`skipped: ${straceProblem}`);
-    t.pass();
-    return;
-  }
+unless(straceProblem)('without close_range() the /proc/self/fd fallback closes every inherited fd', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'strata-exec-fds-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const marker = join(dir, 'inherited-fd-marker');
