@@ -4,6 +4,7 @@ import test from 'ava';
 import { readdirSync, readFileSync } from 'node:fs';
 import { IsolatedRuntime } from '@strata/runtime';
 import { WEB_POLYFILLS } from '@strata/polyfills';
+import { checkGuestStillWorks } from '@strata/runtime/testing';
 import { seccomp, SECCOMP_LAYER_MODULE } from '../src/index.js';
 
 const descriptor = () => seccomp();
@@ -41,25 +42,9 @@ maybe("IsolatedRuntime with sandbox 'require' and the seccomp layer: full, self-
       t.regex(status, /^NoNewPrivs:\s+1$/m, `thread ${tid}`);
     }
 
-    // guest code: eval, host calls, modules, WEB_POLYFILLS timers, console
-    t.is(await rt.eval('1 + 2'), 3);
-    rt.bindFunction('lookup', (sku: string) => ({ A1: 3.5 })[sku]);
-    t.is(await rt.eval("lookup('A1') * 2"), 7);
-    rt.bindFunction('later', async (x: number) => {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      return x + 1;
-    });
-    t.deepEqual(await rt.eval('Promise.all([later(1), later(2)])'), [2, 3]);
-    rt.addModule('math', 'export const twice = (x) => 2 * x;');
-    t.deepEqual(await rt.evalModule('import { twice } from "math"; export const v = twice(21);'), { v: 42 });
-    t.is(await rt.eval('new Promise((resolve) => setTimeout(() => resolve("later"), 60_000))'), 'later');
-    const result = await rt.execute('console.log("hi"); [1, 2, 3].map((x) => x * x).join(",")');
-    t.is(result.status, 'ok');
-    t.is(result.result, '1,4,9');
-    t.is(result.stdout, 'hi\n');
-    // a bigger allocation and many calls (the worker's own threads keep working under the filter)
-    t.is(await rt.eval('new Array(1e6).fill(1).reduce((a, b) => a + b, 0)'), 1e6);
-    for (let i = 0; i < 50; i++) t.is(await rt.eval(`${i} * 2`), i * 2);
+    // guest code: eval, host calls, modules, WEB_POLYFILLS timers, console, a large allocation,
+    // many commands (the worker's own threads keep working under the filter)
+    t.deepEqual(await checkGuestStillWorks(rt), []);
   } finally {
     await rt.close();
   }

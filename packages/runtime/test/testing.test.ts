@@ -47,3 +47,19 @@ test('conformance: a probe that answers differently each time is caught', async 
   const problems = await checkLayerConformance({ module: CONFIGURABLE, options: { name: 'impure', impureProbe: true } });
   t.deepEqual(problems, ['the probe answered differently the second time']);
 });
+
+test('checkGuestStillWorks passes a healthy runtime and names what a broken one lost', async (t) => {
+  const { IsolatedRuntime } = await import('../src/index.js');
+  const { checkGuestStillWorks } = await import('../src/testing/index.js');
+  {
+    await using rt = await IsolatedRuntime.start({ prewarm: false });
+    t.deepEqual(await checkGuestStillWorks(rt), []);
+  }
+  {
+    // A "layer" that takes the console away and breaks big allocations: both are named.
+    await using rt = await IsolatedRuntime.start({ prewarm: false, bootstrap: 'globalThis.console = undefined; Array.prototype.fill = () => { throw new Error("broken") }' });
+    const problems = await checkGuestStillWorks(rt);
+    t.true(problems.some((p) => p.startsWith('console capture:')), problems.join('\n'));
+    t.true(problems.some((p) => p.startsWith('a large allocation:')), problems.join('\n'));
+  }
+});

@@ -117,3 +117,46 @@ export async function checkLayerConformance(descriptor: LayerDescriptor, runtime
   }
   return problems;
 }
+
+/**
+ * What every layer must leave working, tried on a runtime the layer is in force in: eval, sync
+ * and async host functions, modules, timers (when the runtime has `WEB_POLYFILLS`), console
+ * capture, a large allocation and many commands. Binds `strataCheckLookup` and
+ * `strataCheckLater`, and adds the module `strata-check-math`. Returns the problems found
+ * (empty when the guest still works), for any test framework.
+ */
+export async function checkGuestStillWorks(rt: IsolatedRuntime): Promise<string[]> {
+  const problems: string[] = [];
+  const expect = async (what: string, run: () => Promise<unknown>, wanted: unknown) => {
+    try {
+      const got = await run();
+      if (JSON.stringify(got) !== JSON.stringify(wanted)) problems.push(`${what}: got ${JSON.stringify(got)}, wanted ${JSON.stringify(wanted)}`);
+    } catch (error) {
+      problems.push(`${what}: threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    }
+  };
+  rt.bindFunction('strataCheckLookup', (sku: string) => ({ A1: 3.5 })[sku]);
+  rt.bindFunction('strataCheckLater', async (x: number) => {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    return x + 1;
+  });
+  rt.addModule('strata-check-math', 'export const twice = (x) => 2 * x;');
+  await expect('eval', () => rt.eval('1 + 2'), 3);
+  await expect('a sync host function', () => rt.eval("strataCheckLookup('A1') * 2"), 7);
+  await expect('async host functions', () => rt.eval('Promise.all([strataCheckLater(1), strataCheckLater(2)])'), [2, 3]);
+  await expect('a module', () => rt.evalModule('import { twice } from "strata-check-math"; export const v = twice(21);'), { v: 42 });
+  if ((await rt.eval('typeof setTimeout')) === 'function') {
+    await expect('a timer on virtual time', () => rt.eval('new Promise((resolve) => setTimeout(() => resolve("later"), 60_000))'), 'later');
+  }
+  await expect('console capture', async () => {
+    const run = await rt.execute('console.log("hi"); [1, 2, 3].map((x) => x * x).join(",")');
+    return [run.status, run.result, run.stdout];
+  }, ['ok', '1,4,9', 'hi\n']);
+  await expect('a large allocation', () => rt.eval('new Array(1e6).fill(1).reduce((a, b) => a + b, 0)'), 1e6);
+  await expect('many commands', async () => {
+    let sum = 0;
+    for (let i = 0; i < 50; i++) sum += (await rt.eval(`${i} * 2`)) as number;
+    return sum;
+  }, 2450);
+  return problems;
+}
