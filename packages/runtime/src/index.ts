@@ -64,6 +64,20 @@ export type {
   SelfTestContext,
 } from './layers/layer.js';
 export { defaultLayers, missingDefaultLayers, PLATFORM_LAYERS } from './layers/default-layers.js';
+export {
+  computeWorkerFiles,
+  isBeneath,
+  normalizeWorkerFiles,
+  nodeInstallDir,
+  nodeModulesWithRuntime,
+  opensslConfig,
+  parseLoadedObjects,
+  parseMaps,
+  sharedLibraries,
+  strataPackages,
+  SYSTEM_WORKER_FILES,
+} from './layers/worker-files.js';
+export type { WorkerFile, WorkerFilesInput } from './layers/worker-files.js';
 export { planLayers, enforcementOf } from './layers/plan.js';
 export type { LayerPlan, PlanInput, PlannedLayer } from './layers/plan.js';
 export { LAYER_OPTIONS } from './layers/tokens.js';

@@ -11,10 +11,11 @@ test("the seed's example: lookup('A1') * 2 is 7, in a worker process", async (t)
   t.is(await rt.eval("lookup('A1') * 2"), 7);
   t.not(rt.pid, process.pid);
   t.true(rt.pid > 0);
-  // The default layers on this Linux: landlock and seccomp (installed in the monorepo); no emptyroot yet.
+  // The default layers on this Linux: emptyroot, landlock and seccomp (all installed in the monorepo).
   t.is(rt.sandbox, 'landlock+seccomp');
-  t.deepEqual(rt.sandboxExtras, []);
+  t.deepEqual(rt.sandboxExtras, ['emptyroot']);
   t.is(rt.report.verified?.seccomp, 2);
+  t.deepEqual([...(rt.report.verified?.ownNamespaces ?? [])].sort(), ['ipc', 'mnt', 'net', 'user']);
 });
 
 test('the report is frozen, JSON-serialisable and names the base hardening', async (t) => {
@@ -141,9 +142,25 @@ test('a host function cannot call back into its own runtime', async (t) => {
   t.regex((await rt.eval('reenter().catch((e) => e.message)')) as string, /cannot call back into its own runtime/);
 });
 
-test("sandbox: 'require' refuses to start in this build, saying why and what to do", async (t) => {
-  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require' }), { instanceOf: SandboxUnavailable });
+test("sandbox: 'require' with the defaults starts on this Linux, every default layer fully in force and self-tested", async (t) => {
+  await using rt = await IsolatedRuntime.start({ sandbox: 'require' });
+  t.deepEqual(rt.report.layers.map((l) => [l.name, l.enforcement, l.selfTest]), [
+    ['emptyroot', 'full', 'passed'],
+    ['landlock', 'full', 'passed'],
+    ['seccomp', 'full', 'passed'],
+  ]);
+  t.is(rt.sandbox, 'landlock+seccomp');
+  t.deepEqual(rt.sandboxExtras, ['emptyroot']);
+  t.true(rt.report.verified?.noCapabilities);
+  t.true(rt.report.verified?.noNewPrivs);
+  t.is(await rt.eval('6 * 7'), 42);
+});
+
+test("sandbox: 'require' refuses a layer the platform cannot provide, saying why and what to do", async (t) => {
+  const seatbelt = { module: '@strata/layer-seatbelt/layer' };
+  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', layers: [seatbelt] }), { instanceOf: SandboxUnavailable });
   t.is(error?.code, 'ERR_STRATA_SANDBOX_UNAVAILABLE');
+  t.regex(error?.message ?? '', /seatbelt/);
   t.regex(error?.message ?? '', /sandbox: 'auto'/);
 });
 

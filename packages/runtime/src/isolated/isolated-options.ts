@@ -37,6 +37,12 @@ export interface IsolatedRuntimeOptions extends RuntimeOptions {
   prewarm?: boolean;
   /** The layers, in order; replaces this platform's defaults (`defaultLayers()`). */
   layers?: readonly LayerDescriptor[];
+  /**
+   * `false` leaves out the empty root (`@strata/layer-emptyroot`), where user namespaces are not
+   * wanted; an escaped guest can then learn which host paths exist and stat them. Default `true`:
+   * the layers keep it when they have it.
+   */
+  emptyRoot?: boolean;
   /** Freezes the guest's clock at this instant (adds `@strata/layer-clock`, required). */
   clock?: Date | number | string;
   /** Seeds the guest's `Math.random` (adds `@strata/layer-clock`, required). */
@@ -76,12 +82,16 @@ const ISOLATED_KEYS = [
   'v8Flags',
   'prewarm',
   'layers',
+  'emptyRoot',
   'clock',
   'randomSeed',
 ] as const;
 
 /** The module of the frozen-clock layer; resolved in the worker, so @strata/runtime does not depend on it. */
 export const CLOCK_LAYER_MODULE = '@strata/layer-clock/layer';
+
+/** The module of the empty-root layer, which `emptyRoot: false` leaves out. */
+export const EMPTYROOT_LAYER_MODULE = '@strata/layer-emptyroot/layer';
 const LAYER_REQUIREMENTS = ['require', 'auto', 'off'];
 
 /** The options only the parent enforces: a pool may set them per checkout. */
@@ -150,9 +160,11 @@ export function resolveIsolatedOptions(options: IsolatedRuntimeOptions = {}): Re
 
 /** The layer descriptors, checked: serialisable, a module to import, a known requirement. */
 function resolveLayers(options: IsolatedRuntimeOptions): LayerDescriptor[] {
+  if (options.emptyRoot !== undefined && typeof options.emptyRoot !== 'boolean') throw new InvalidOption(`emptyRoot must be true or false (got ${String(options.emptyRoot)})`);
   const given = options.layers ?? defaultLayers();
   if (!Array.isArray(given)) throw new InvalidOption('layers must be an array of layer descriptors ({ module, options?, requirement? })');
-  const layers = given.map((descriptor, i) => {
+  const kept = options.emptyRoot === false ? given.filter((d) => (d as LayerDescriptor | null)?.module !== EMPTYROOT_LAYER_MODULE) : given;
+  const layers = kept.map((descriptor, i) => {
     const where = `layers[${i}]`;
     if (descriptor === null || typeof descriptor !== 'object') throw new InvalidOption(`${where} must be a layer descriptor ({ module, options?, requirement? })`);
     const { module, options: layerOptions, requirement, ...extra } = descriptor;

@@ -158,7 +158,11 @@ export class IsolatedRuntime implements AsyncDisposable {
         { type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds, layerPlan.steps) },
         startDeadline,
       )) as { layers?: LayerReport[] };
-      report.layers = configured.layers ?? [];
+      // The launch links' facts (what the worker cannot see of itself) join each layer's entry.
+      report.layers = (configured.layers ?? []).map((l) => {
+        const launched = layerPlan.launchReports[l.name];
+        return launched === undefined ? l : { ...l, detail: { ...l.detail, launch: launched } };
+      });
       // Only then may guest code run: what the worker claims is checked from outside.
       if (process.platform === 'linux') report.verified = verifyWorker(worker.pid, report.layers, process.geteuid?.() === 0);
       report.sandbox = sandboxName(report.layers);

@@ -21,6 +21,9 @@ export interface OutsideView {
 
 const NAMESPACES = ['user', 'mnt', 'net', 'ipc', 'pid'] as const;
 
+/** The namespaces an empty root gives the worker of its own. */
+const EMPTYROOT_NAMESPACES = ['user', 'mnt', 'net', 'ipc'] as const;
+
 /** Reads the worker's credentials, seccomp state and namespaces from /proc (Linux). */
 export function inspectWorker(pid: number): OutsideView {
   const tasks = readdirSync(`/proc/${pid}/task`);
@@ -55,7 +58,7 @@ export function inspectWorker(pid: number): OutsideView {
 
 /**
  * Checks from outside what the worker and its layers promised, before any guest code runs: the
- * base hardening (NoNewPrivs on every thread; as root, uid 65534 and no capabilities), seccomp
+ * base hardening (NoNewPrivs and no effective capability on every thread; as root, uid 65534), seccomp
  * mode 2 on every thread when a seccomp layer reports itself in force, namespaces of its own when
  * an emptyroot layer does. A broken promise kills the worker: the runtime never starts.
  */
@@ -64,10 +67,11 @@ export function verifyWorker(pid: number, layers: readonly LayerReport[], starte
   const broken: string[] = [];
   if (!view.noNewPrivs) broken.push('a worker thread lacks NoNewPrivs');
   if (startedAsRoot && (view.uid !== 65534 || view.gid !== 65534)) broken.push(`the worker runs as uid ${view.uid} gid ${view.gid}, not 65534`);
-  if (startedAsRoot && !view.noCapabilities) broken.push('a worker thread kept capabilities');
+  if (!view.noCapabilities) broken.push('a worker thread has effective capabilities');
   const inForce = (name: string) => layers.some((l) => l.name === name && l.enforcement !== 'none');
   if (inForce('seccomp') && view.seccomp !== 2) broken.push(`a seccomp layer is in force but the worker's threads show seccomp mode ${view.seccomp}`);
-  if (inForce('emptyroot') && !view.ownNamespaces.includes('user')) broken.push('an emptyroot layer is in force but the worker shares this process\'s namespaces');
+  const shared = EMPTYROOT_NAMESPACES.filter((ns) => !view.ownNamespaces.includes(ns));
+  if (inForce('emptyroot') && shared.length > 0) broken.push(`an emptyroot layer is in force but the worker shares this process's ${shared.join(', ')} namespace(s)`);
   if (broken.length > 0) throw new WorkerCrashed(`the worker's sandbox failed verification from outside: ${broken.join('; ')}`, 'start');
   return view;
 }

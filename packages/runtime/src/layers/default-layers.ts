@@ -21,9 +21,9 @@ function installed(module: string): boolean {
 }
 
 /**
- * This platform's default layers: those of {@link PLATFORM_LAYERS} whose packages are installed.
- * In this release that is seccomp on Linux (`@strata/layer-seccomp`); emptyroot and landlock are
- * not built yet, so `sandbox: 'require'` with the defaults refuses to start, naming them.
+ * This platform's default layers: those of {@link PLATFORM_LAYERS} whose packages are installed
+ * (on Linux emptyroot, landlock and seccomp; on macOS seatbelt). A default layer whose package is
+ * missing is named by {@link missingDefaultLayers}, and `sandbox: 'require'` then refuses.
  */
 export function defaultLayers(platform: NodeJS.Platform = process.platform): LayerDescriptor[] {
   return (PLATFORM_LAYERS[platform] ?? []).filter((l) => installed(l.module)).map((l) => ({ module: l.module }));

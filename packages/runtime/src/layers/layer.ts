@@ -62,6 +62,11 @@ export interface LaunchContext {
 export interface LaunchStep {
   readonly program: string;
   readonly args?: readonly string[];
+  /**
+   * Facts for this layer's report entry (JSON-serialisable), merged into its `detail`: what the
+   * link will do that the worker cannot see afterwards (e.g. the files an empty root binds).
+   */
+  readonly report?: Readonly<Record<string, unknown>>;
 }
 
 /** What `apply` may do. */

