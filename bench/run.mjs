@@ -81,7 +81,9 @@ const COLD_RUNS = 15;
     ['no layers', []],
     ['seccomp', [{ module: '@strata/layer-seccomp/layer' }]],
     ['landlock', [{ module: '@strata/layer-landlock/layer' }]],
-    ['landlock + seccomp (the Linux defaults)', [{ module: '@strata/layer-landlock/layer' }, { module: '@strata/layer-seccomp/layer' }]],
+    ['emptyroot', [{ module: '@strata/layer-emptyroot/layer' }]],
+    ['landlock + seccomp', [{ module: '@strata/layer-landlock/layer' }, { module: '@strata/layer-seccomp/layer' }]],
+    ['emptyroot + landlock + seccomp (the Linux defaults)', [{ module: '@strata/layer-emptyroot/layer' }, { module: '@strata/layer-landlock/layer' }, { module: '@strata/layer-seccomp/layer' }]],
     ['clock', [{ module: '@strata/layer-clock/layer', options: { at: 0, seed: 1 } }]],
   ];
   const baseline = [];

@@ -14,7 +14,7 @@
 import { lstatSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { computeWorkerFiles, type ApplyContext, type LaunchContext, type LaunchStep, type Layer, type LayerCapability, type ProbeContext, type SelfTestContext } from '@strata/runtime';
+import { computeWorkerFiles, errnoOf, type ApplyContext, type LaunchContext, type LaunchStep, type Layer, type LayerCapability, type ProbeContext, type SelfTestContext } from '@strata/runtime';
 import { EMPTYROOT_HELPER, dryRun } from './helper.js';
 import { helperArguments, planRoot, type RootPlan } from './root-plan.js';
 
@@ -42,9 +42,12 @@ export function checkBindPaths(value: unknown): string[] {
   return [...(value as string[])];
 }
 
-/** The new root for these options: exactly the files the worker needs, plus `bindPaths`. */
-export function rootPlanFor(options: Readonly<Record<string, unknown>>): RootPlan {
-  const extra = checkBindPaths(options.bindPaths).map((path) => ({ path, why: 'the layer option bindPaths' }));
+/** The new root for these options: exactly the files the worker needs, plus the layers' own directories and `bindPaths`. */
+export function rootPlanFor(options: Readonly<Record<string, unknown>>, layerPaths: readonly string[] = []): RootPlan {
+  const extra = [
+    ...layerPaths.map((path) => ({ path, why: 'a layer loaded from this directory' })),
+    ...checkBindPaths(options.bindPaths).map((path) => ({ path, why: 'the layer option bindPaths' })),
+  ];
   return planRoot(computeWorkerFiles({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra }));
 }
 
@@ -64,20 +67,10 @@ function probe(context: ProbeContext): LayerCapability {
 
 function launch(context: LaunchContext): LaunchStep | undefined {
   if (context.platform !== 'linux') return undefined;
-  const plan = rootPlanFor(context.options);
+  const plan = rootPlanFor(context.options, context.layerPaths);
   const bound = plan.ops.filter((o) => o.op === 'bind-dir' || o.op === 'bind-file').map((o) => o.path);
   const symlinks = plan.ops.filter((o) => o.op === 'symlink').map((o) => o.path);
   return { program: EMPTYROOT_HELPER, args: helperArguments(plan), report: { namespaces: [...NAMESPACES], bound, symlinks } };
-}
-
-/** The errno code of what `run` throws, or 'none' when it does not throw. */
-function errnoOf(run: () => void): string {
-  try {
-    run();
-    return 'none';
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code ?? String(error);
-  }
 }
 
 /** Host paths that are never bound: in the empty root they do not exist at all. */

@@ -31,7 +31,7 @@ function probe(context: ProbeContext): LayerCapability {
 
 function launch(context: LaunchContext): LaunchStep | undefined {
   if (context.platform !== 'linux') return undefined;
-  const readSet = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: checkReadPaths(context.options.readPaths) });
+  const readSet = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: [...context.layerPaths, ...checkReadPaths(context.options.readPaths)] });
   return { program: LANDLOCK_HELPER, args: helperArguments(readSet) };
 }
 

@@ -22,7 +22,8 @@ const untrusted = `
 async function main(): Promise<void> {
   process.removeAllListeners('warning'); // the demo prints its own account of the sandbox below
   // A frozen clock and a seeded Math.random (@strata/layer-clock): same program, same output.
-  const options = { timeout: 2_000, bootstrap: WEB_POLYFILLS, strictEval: true, clock: '2026-01-01T00:00:00Z', randomSeed: 7 } as const;
+  // sandbox: 'require': the worker starts only if every default OS layer is fully in force here.
+  const options = { sandbox: 'require', timeout: 2_000, bootstrap: WEB_POLYFILLS, strictEval: true, clock: '2026-01-01T00:00:00Z', randomSeed: 7 } as const;
   await using rt = await IsolatedRuntime.start(options);
   rt.bindFunction('lookup', (sku: string) => ({ A1: 3.5 })[sku]);
   console.log(`worker pid ${rt.pid} (this process is ${process.pid})\n`);
@@ -37,12 +38,19 @@ async function main(): Promise<void> {
   await using next = await IsolatedRuntime.start(options);
   console.log('a fresh runtime answers 1 + 1 =', await next.eval('1 + 1'), '\n');
 
-  console.log('layer report:');
+  console.log('layer report (rt.report.layers, abridged; the whole report follows):');
+  for (const layer of next.report.layers) {
+    console.log(`  ${layer.name.padEnd(10)} ${layer.enforcement.padEnd(5)} self-test ${layer.selfTest.padEnd(7)} ${layer.capability.provides.join(', ')}`);
+  }
+  const seen = next.report.verified;
+  if (seen !== undefined) {
+    console.log(
+      `verified from outside (/proc): ${seen.threads} threads, seccomp mode ${seen.seccomp} and NoNewPrivs on every one: ${seen.noNewPrivs},` +
+        ` no capabilities: ${seen.noCapabilities}, uid ${seen.uid}, own namespaces: ${seen.ownNamespaces.join(', ') || 'none'}`,
+    );
+  }
+  console.log(`sandbox: ${next.sandbox}, extras: ${JSON.stringify(next.sandboxExtras)}\n`);
   console.log(JSON.stringify(next.report, null, 2));
-  console.log(
-    `\nsandbox: ${next.sandbox} (seccomp verified from outside: every thread in mode ${next.report.verified?.seccomp});` +
-      ' the empty root is not in this release, so rt.sandboxExtras is empty. See the README.',
-  );
 }
 
 await main();

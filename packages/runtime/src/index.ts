@@ -78,6 +78,7 @@ export {
   SYSTEM_WORKER_FILES,
 } from './layers/worker-files.js';
 export type { WorkerFile, WorkerFilesInput } from './layers/worker-files.js';
+export { errnoOf, tryConnect } from './layers/attempts.js';
 export { planLayers, enforcementOf } from './layers/plan.js';
 export type { LayerPlan, PlanInput, PlannedLayer } from './layers/plan.js';
 export { LAYER_OPTIONS } from './layers/tokens.js';

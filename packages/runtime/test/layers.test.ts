@@ -1,7 +1,8 @@
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import test from 'ava';
-import { IsolatedRuntime, InvalidOption, LayerConfigError, LayerFailed, SandboxUnavailable, type LayerDescriptor } from '../src/index.js';
+import { defaultLayers, IsolatedRuntime, InvalidOption, LayerConfigError, LayerFailed, SandboxUnavailable, type LayerDescriptor } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
+import { layerPathOf } from '../src/layers/pipeline.js';
 
 checkNoLeaks(test);
 
@@ -27,6 +28,18 @@ async function warningsDuring<T>(run: () => Promise<T>): Promise<{ value: T; war
     process.off('warning', listener);
   }
 }
+
+test('a third-party layer outside node_modules works beside the default layers: they grant and bind its directory themselves', async (t) => {
+  const example = ((await import(EXAMPLE_PACKAGE)) as { default: (o?: object) => LayerDescriptor }).default;
+  await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [...defaultLayers(), example({ marker: 'beside' })] });
+  t.is(await rt.eval('exampleLayerMarker'), 'beside');
+  t.deepEqual(rt.sandboxExtras, ['emptyroot']);
+  t.is(rt.sandbox, 'landlock+seccomp');
+  const bound = (rt.report.layers.find((l) => l.name === 'emptyroot')?.detail['launch'] as { bound: string[] }).bound;
+  t.true(bound.includes(layerPathOf(EXAMPLE_PACKAGE)!), 'its package directory is bound, not more');
+  t.regex(layerPathOf(EXAMPLE_PACKAGE)!, /\/fixtures\/layer-example$/);
+  t.is(layerPathOf('@strata/layer-clock/layer'), undefined);
+});
 
 test('a third-party layer from a package outside packages/ works end to end', async (t) => {
   const example = ((await import(EXAMPLE_PACKAGE)) as { default: (o?: object) => LayerDescriptor }).default;

@@ -64,9 +64,9 @@ function findNodeGyp() {
   return found;
 }
 
-if (process.platform !== 'linux') {
-  // binding.gyp builds nothing off Linux either; the package reports "Linux only" at use.
-  console.log(`${packageName}: its native code is Linux only; nothing to build on ${process.platform}.`);
+if (process.platform !== 'linux' && process.platform !== 'darwin') {
+  // Every binding.gyp here has Linux targets (and @strata/layer-seatbelt a macOS one) only.
+  console.log(`${packageName}: its native code is for Linux and macOS only; nothing to build on ${process.platform}.`);
   process.exit(0);
 }
 

@@ -62,7 +62,7 @@ export function assess(facts: DoctorFacts): DoctorReport {
     if (layer.selfTest === 'failed') problems.push(`${layer.name} failed its self-test`);
   }
   const absent = facts.missingDefaultLayers ?? [];
-  if (absent.length > 0) problems.push(`the default layer${absent.length === 1 ? '' : 's'} ${absent.join(', ')} ${absent.length === 1 ? 'is' : 'are'} not available (not built in this release, or not installed)`);
+  if (absent.length > 0) problems.push(`the default layer${absent.length === 1 ? '' : 's'} ${absent.join(', ')} ${absent.length === 1 ? 'is' : 'are'} not installed (install ${absent.map((a) => `@strata/layer-${a}`).join(', ')})`);
   if (facts.sandbox === 'none' || facts.sandbox === null) {
     problems.unshift(layers.length === 0 ? 'no OS sandbox layer is in force (sandbox none): this release of Strata has none for this platform' : 'no OS sandbox is in force (sandbox none)');
   }

@@ -121,12 +121,12 @@ export class IsolatedRuntime implements AsyncDisposable {
     if (resolved.defaultLayers && resolved.sandbox === 'require' && missing.length > 0) {
       throw new SandboxUnavailable(
         `sandbox: 'require' cannot be met with this platform's default layers: ${missing.join(', ')} ` +
-          `${missing.length === 1 ? 'is' : 'are'} not built in this release of Strata. Use sandbox: 'auto' to run with the base hardening ` +
+          `${missing.length === 1 ? 'is' : 'are'} not installed (install ${missing.map((m) => `@strata/layer-${m}`).join(', ')}). Or use sandbox: 'auto' to run with the base hardening ` +
           "only (a V8 escape would get the worker's authority), or pass the layers you require in `layers`.",
       );
     }
     if (resolved.defaultLayers && resolved.sandbox === 'auto' && missing.length > 0) {
-      warnOnce(`the default OS layers ${missing.join(', ')} are not available (not built in this release, or not installed); the worker runs without them`);
+      warnOnce(`the default OS layers ${missing.join(', ')} are not installed (install ${missing.map((m) => `@strata/layer-${m}`).join(', ')}); the worker runs without them`);
     }
     // The parent's half of the layer pipeline: probe (cached), plan, refuse before any worker exists.
     const layerPlan = await planPipeline(resolved.layers, resolved.sandbox === 'require' ? 'require' : resolved.sandbox === 'auto' ? 'auto' : 'off', {

@@ -51,6 +51,12 @@ export interface LaunchContext {
   readonly platform: NodeJS.Platform;
   readonly arch: string;
   readonly options: Readonly<Record<string, unknown>>;
+  /**
+   * Directories the worker must also read because layers are loaded from them: for each layer
+   * named by a `file:` URL, its package's root (the nearest directory with a package.json), else
+   * the module's own directory. Layers that confine the file system grant or bind these.
+   */
+  readonly layerPaths: readonly string[];
 }
 
 /**

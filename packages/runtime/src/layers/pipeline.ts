@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { LayerConfigError, LayerFailed, SandboxUnavailable, type LayerHook } from '../errors.js';
 import type { Enforcement, LaunchStep, Layer, LayerCapability, LayerDescriptor, LayerReport, LayerRequirement } from './layer.js';
 import { loadLayer } from './load-layer.js';
@@ -93,12 +96,13 @@ export async function planPipeline(descriptors: readonly LayerDescriptor[], defa
     return { descriptor, name: layer.name, requirement: p.requirement, capability: capabilities.get(layer.name)!, enforcement: p.enforcement, apply: p.apply };
   });
   // The launch chain, in layer order, from the layers that will be applied.
+  const layerPaths = Object.freeze(descriptors.map((d) => layerPathOf(d.module)).filter((p): p is string => p !== undefined));
   const launch: LaunchStep[] = [];
   const launchReports: Record<string, Readonly<Record<string, unknown>>> = {};
   for (const [i, { layer, descriptor }] of ordered.entries()) {
     if (!steps[i]!.apply || layer.launch === undefined) continue;
     const options = Object.freeze({ ...(descriptor.options ?? {}) });
-    const step = await hook(layer.name, 'launch', () => layer.launch!({ platform: host.platform, arch: host.arch, options }));
+    const step = await hook(layer.name, 'launch', () => layer.launch!({ platform: host.platform, arch: host.arch, options, layerPaths }));
     if (step === undefined) continue;
     const checked = checkLaunchStep(layer.name, step);
     launch.push(Object.freeze({ program: checked.program, args: checked.args }));
@@ -174,6 +178,16 @@ async function hook<T>(layer: string, name: LayerHook, run: () => T | Promise<T>
     return await run();
   } catch (error) {
     throw new LayerFailed(layer, name, error instanceof Error ? error.message : String(error), { cause: error });
+  }
+}
+
+/** For a layer named by a `file:` URL: its package's root, else its directory. Undefined for a package specifier (found in node_modules). */
+export function layerPathOf(module: string): string | undefined {
+  if (!module.startsWith('file:')) return undefined;
+  const file = fileURLToPath(module);
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) return dirname(file);
   }
 }
 

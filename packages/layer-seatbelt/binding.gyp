@@ -1,0 +1,23 @@
+# The seatbelt addon (native/seatbelt.c): sandbox_init() from Node. Built by node-gyp at install,
+# against the headers of the Node 24 that npm installed (native/scripts/build.mjs of
+# @strata/runtime picks them). macOS only: elsewhere the target is empty, node-gyp succeeds
+# doing nothing, and src/addon.ts says so.
+{
+  'targets': [
+    {
+      'target_name': 'strata_seatbelt',
+      'conditions': [
+        ['OS=="mac"', {
+          'type': 'loadable_module',
+          'sources': ['native/seatbelt.c'],
+          'xcode_settings': {
+            'GCC_C_LANGUAGE_STANDARD': 'gnu11',
+            'OTHER_CFLAGS': ['-Wall', '-Wextra', '-Wunused-parameter', '-Werror'],
+          },
+        }, {
+          'type': 'none',
+        }],
+      ],
+    },
+  ],
+}
