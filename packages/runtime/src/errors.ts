@@ -21,7 +21,8 @@ export type StrataErrorCode =
   | 'ERR_STRATA_WORKER_CRASHED'
   | 'ERR_STRATA_SANDBOX_UNAVAILABLE'
   | 'ERR_STRATA_LAYER_FAILED'
-  | 'ERR_STRATA_LAYER_CONFIG';
+  | 'ERR_STRATA_LAYER_CONFIG'
+  | 'ERR_STRATA_CRASH_BUDGET';
 
 /** Base class of every error Strata raises. */
 export class StrataError extends Error {
@@ -148,6 +149,21 @@ export class WorkerCrashed extends StrataError {
 export class SandboxUnavailable extends StrataError {
   constructor(message: string) {
     super(message, { code: 'ERR_STRATA_SANDBOX_UNAVAILABLE' });
+  }
+}
+
+/**
+ * A pool refused a checkout: this tenant's runtimes crashed more often than the pool's crash
+ * budget allows within its window. Other tenants are unaffected; the tenant is accepted again
+ * once its oldest counted crash leaves the window (`retryAfterMs`).
+ */
+export class CrashBudgetExceeded extends StrataError {
+  readonly tenant: string;
+  readonly retryAfterMs: number;
+  constructor(tenant: string, message: string, retryAfterMs: number) {
+    super(message, { code: 'ERR_STRATA_CRASH_BUDGET' });
+    this.tenant = tenant;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 

@@ -6,6 +6,10 @@
  */
 export { Runtime } from './runtime.js';
 export { IsolatedRuntime, MAX_WORKER_THREADS } from './isolated/isolated-runtime.js';
+export { SandboxPool } from './isolated/sandbox-pool.js';
+export type { SandboxPoolOptions, CheckoutOptions, PoolStats } from './isolated/sandbox-pool.js';
+export { CrashLedger, DEFAULT_CRASH_BUDGET } from './isolated/crash-budget.js';
+export type { CrashBudgetOptions, BudgetVerdict } from './isolated/crash-budget.js';
 export type { SandboxReport } from './isolated/isolated-runtime.js';
 export type { OutsideView } from './isolated/verify-worker.js';
 export { resolveIsolatedOptions, SESSION_OPTIONS } from './isolated/isolated-options.js';
@@ -45,6 +49,7 @@ export {
   PromiseNeverSettled,
   WorkerCrashed,
   SandboxUnavailable,
+  CrashBudgetExceeded,
 } from './errors.js';
 export type { StrataErrorCode, CrashReason, LayerHook } from './errors.js';
 export { LayerFailed, LayerConfigError } from './errors.js';

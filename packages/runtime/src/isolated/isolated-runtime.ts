@@ -70,6 +70,18 @@ interface Bound {
 
 const insideHostFunction = new AsyncLocalStorage<IsolatedRuntime>();
 
+/** What SandboxPool needs of a runtime beyond its public API; set by IsolatedRuntime's static block. Not exported from the package. */
+export interface RuntimeInternals {
+  /** Calls `listener` once, with the reason, when the runtime closes (soon, if it already has). */
+  onClosed(rt: IsolatedRuntime, listener: (reason: StrataError) => void): void;
+  /** Replaces the options the parent enforces (a pool's per-checkout session options). */
+  setSessionOptions(rt: IsolatedRuntime, options: ResolvedIsolatedOptions): void;
+  /** The runtime's resolved options. */
+  options(rt: IsolatedRuntime): ResolvedIsolatedOptions;
+}
+
+export let internals: RuntimeInternals;
+
 /**
  * A `Runtime` in a worker process that this process supervises and can kill: the API of
  * `Runtime`, over a pipe. Whatever the guest does — abort V8, exhaust memory, spin in a native
@@ -83,7 +95,7 @@ const insideHostFunction = new AsyncLocalStorage<IsolatedRuntime>();
  * ```
  */
 export class IsolatedRuntime implements AsyncDisposable {
-  readonly #options: ResolvedIsolatedOptions;
+  #options: ResolvedIsolatedOptions;
   readonly #worker: WorkerProcess;
   readonly #report: SandboxReport;
   readonly #modules = new ModuleRegistry();
@@ -98,6 +110,21 @@ export class IsolatedRuntime implements AsyncDisposable {
   #ticker: NodeJS.Timeout | undefined;
   #closed = false;
   #closeReason: StrataError | undefined;
+  #closeListeners: ((reason: StrataError) => void)[] = [];
+
+  static {
+    // For SandboxPool, in this package only (not exported from the index).
+    internals = {
+      onClosed: (rt, listener) => {
+        if (rt.#closed) queueMicrotask(() => listener(rt.#closeReason!));
+        else rt.#closeListeners.push(listener);
+      },
+      setSessionOptions: (rt, options) => {
+        rt.#options = options;
+      },
+      options: (rt) => rt.#options,
+    };
+  }
 
   private constructor(options: ResolvedIsolatedOptions, worker: WorkerProcess, report: SandboxReport) {
     this.#options = options;
@@ -429,6 +456,9 @@ export class IsolatedRuntime implements AsyncDisposable {
       this.#closed = true;
       this.#closeReason = reason;
       this.#console.stopCaptures();
+      const listeners = this.#closeListeners;
+      this.#closeListeners = [];
+      for (const listener of listeners) queueMicrotask(() => listener(reason));
     }
     this.#worker.kill(reason);
     this.#current?.reject(reason);

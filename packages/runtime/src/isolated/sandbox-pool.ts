@@ -1,0 +1,326 @@
+/**
+ * SandboxPool: runtimes fully started ahead of time (worker spawned, sandboxed, self-tested,
+ * configured), handed out one per session and never reused.
+ *
+ * @module
+ */
+import { CrashBudgetExceeded, InvalidOption, RuntimeClosed, RuntimeTimeout, type StrataError } from '../errors.js';
+import { CrashLedger, DEFAULT_CRASH_BUDGET, type CrashBudgetOptions } from './crash-budget.js';
+import { resolveIsolatedOptions, SESSION_OPTIONS, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
+import { internals, IsolatedRuntime } from './isolated-runtime.js';
+
+/** The options a pool fixes for every worker it starts, and its own. */
+export interface SandboxPoolOptions extends Omit<IsolatedRuntimeOptions, 'prewarm'> {
+  /** Runtimes kept ready. Default 2. Each is a live process (tens of MiB): size it for your burst. */
+  size?: number;
+  /** Runtimes started at once in the background. Default 2. */
+  maxConcurrentStarts?: number;
+  /** Crashes allowed per tenant in a window before its checkouts are refused; `null` turns the budget off. Default 3 a minute. */
+  crashBudget?: CrashBudgetOptions | null;
+}
+
+/** What may change per checkout: the limits only the parent enforces, and who the run is for. */
+export type CheckoutOptions = Pick<IsolatedRuntimeOptions, (typeof SESSION_OPTIONS)[number]> & {
+  /** Whose run this is: crashes are counted per tenant against the pool's crash budget. */
+  tenant?: string;
+};
+
+/** A pool's counters. */
+export interface PoolStats {
+  readonly size: number;
+  /** Runtimes ready to hand out. */
+  readonly ready: number;
+  /** Runtimes being started in the background. */
+  readonly starting: number;
+  /** Runtimes handed out. */
+  readonly checkouts: number;
+  /** Checkouts that found no ready runtime and started one on the spot. */
+  readonly coldStarts: number;
+  /** Ready runtimes whose worker died while waiting: discarded, never handed out. */
+  readonly discarded: number;
+  /** Background starts that failed (each retried with a backoff). */
+  readonly failedStarts: number;
+  /** The last background start failure, as `Name: message`; cleared by the next success. */
+  readonly lastError: string | undefined;
+  /** Checkouts refused by the crash budget. */
+  readonly refused: number;
+  /** Tenants with crashes in the budget's window, and how many. */
+  readonly tenantCrashes: Readonly<Record<string, number>>;
+}
+
+const POOL_KEYS = new Set(['size', 'maxConcurrentStarts', 'crashBudget']);
+const FIRST_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 30_000;
+
+/** A runtime that ended for anything but its owner's `close()`: a crash, a hard kill, the heap limit. */
+const isCrash = (reason: StrataError) => !(reason instanceof RuntimeClosed);
+
+function count(name: string, value: unknown, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) throw new InvalidOption(`${name} must be an integer ≥ ${min} (got ${String(value)})`);
+  return value;
+}
+
+function checkBudget(value: unknown): CrashBudgetOptions | undefined {
+  if (value === undefined) return DEFAULT_CRASH_BUDGET;
+  if (value === null) return undefined;
+  const budget = value as Partial<CrashBudgetOptions>;
+  if (typeof value !== 'object' || Object.keys(value).some((k) => k !== 'crashes' && k !== 'windowMs')) {
+    throw new InvalidOption('crashBudget must be { crashes, windowMs }, or null to turn it off');
+  }
+  return Object.freeze({ crashes: count('crashBudget.crashes', budget.crashes, DEFAULT_CRASH_BUDGET.crashes, 1), windowMs: count('crashBudget.windowMs', budget.windowMs, DEFAULT_CRASH_BUDGET.windowMs, 1) });
+}
+
+/**
+ * Keeps `size` runtimes fully started, so that a sandbox per request costs a hand-over, not a
+ * process start. The rules that keep a pool as safe as a fresh runtime:
+ *
+ * - **Single use.** A checked-out runtime is never returned; closing it kills its worker. No
+ *   worker serves two sessions. A ready worker that dies while it waits is discarded.
+ * - **Same construction.** Each runtime is an ordinary `IsolatedRuntime.start` with the pool's
+ *   options, only earlier. {@link SandboxPool.start} starts the first itself, so bad options or
+ *   a platform that cannot satisfy `sandbox: 'require'` fail there, not in the background.
+ * - **Exhaustion is a cold start**, never an error; replacements start in the background
+ *   (`maxConcurrentStarts` at a time), a failed one retried with a backoff and shown in
+ *   `stats().lastError`.
+ * - **Options split in two**: what the worker receives is fixed per pool; what only the parent
+ *   enforces ({@link SESSION_OPTIONS}) may be set per checkout.
+ * - **A crash budget per tenant**: past it, that tenant's checkouts are refused
+ *   ({@link CrashBudgetExceeded}); other tenants are unaffected.
+ *
+ * ```ts
+ * await using pool = await SandboxPool.start({ size: 4, sandbox: 'require', timeout: 5_000 });
+ * await using rt = await pool.checkout({ maxHostCalls: 50, tenant: 'customer-17' });
+ * await rt.eval('1 + 1');
+ * ```
+ */
+export class SandboxPool implements AsyncDisposable {
+  readonly #workerOptions: IsolatedRuntimeOptions;
+  readonly #resolved: ResolvedIsolatedOptions;
+  readonly #size: number;
+  readonly #maxConcurrentStarts: number;
+  readonly #ledger: CrashLedger | undefined;
+  readonly #ready: IsolatedRuntime[] = [];
+  readonly #starting = new Set<Promise<void>>();
+  readonly #waiters = new Set<{ resolve: () => void; reject: (error: Error) => void }>();
+  #closed = false;
+  #backoffMs = 0;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #checkouts = 0;
+  #coldStarts = 0;
+  #discarded = 0;
+  #failedStarts = 0;
+  #refused = 0;
+  #lastError: string | undefined;
+
+  private constructor(workerOptions: IsolatedRuntimeOptions, resolved: ResolvedIsolatedOptions, size: number, maxConcurrentStarts: number, budget: CrashBudgetOptions | undefined) {
+    this.#workerOptions = workerOptions;
+    this.#resolved = resolved;
+    this.#size = size;
+    this.#maxConcurrentStarts = maxConcurrentStarts;
+    this.#ledger = budget === undefined ? undefined : new CrashLedger(budget);
+  }
+
+  /**
+   * Checks the options, starts the first runtime (its errors are this call's: `InvalidOption`,
+   * `SandboxUnavailable`, `LayerFailed`...), then fills the rest in the background.
+   */
+  static async start(options: SandboxPoolOptions = {}): Promise<SandboxPool> {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOption('options must be an object');
+    if ('prewarm' in options) throw new InvalidOption('prewarm is not a pool option: the pool keeps its own ready workers');
+    const size = count('size', options.size, 2, 1);
+    const maxConcurrentStarts = count('maxConcurrentStarts', options.maxConcurrentStarts, 2, 1);
+    const budget = checkBudget(options.crashBudget);
+    const workerOptions: Record<string, unknown> = { ...options, prewarm: false };
+    for (const key of POOL_KEYS) delete workerOptions[key];
+    const resolved = resolveIsolatedOptions(workerOptions as IsolatedRuntimeOptions);
+    const pool = new SandboxPool(workerOptions as IsolatedRuntimeOptions, resolved, size, maxConcurrentStarts, budget);
+    const first = await IsolatedRuntime.start(pool.#workerOptions);
+    pool.#addReady(first);
+    pool.#fill();
+    return pool;
+  }
+
+  /**
+   * Hands over a runtime that is yours alone: closing it kills its worker. Starts one on the
+   * spot when none is ready. `options` sets this session's parent-enforced limits and tenant.
+   *
+   * @throws {@link InvalidOption} for an option that is not a session option (set it on the
+   *   pool), {@link CrashBudgetExceeded} for a tenant past its budget, {@link RuntimeClosed}
+   *   after `close()`, and a cold start's own errors.
+   */
+  async checkout(options: CheckoutOptions = {}): Promise<IsolatedRuntime> {
+    if (this.#closed) throw new RuntimeClosed('the pool is closed');
+    const { tenant, session } = this.#checkCheckoutOptions(options);
+    if (tenant !== undefined && this.#ledger !== undefined) {
+      const verdict = this.#ledger.check(tenant, Date.now());
+      if (!verdict.allowed) {
+        this.#refused++;
+        throw new CrashBudgetExceeded(
+          tenant,
+          `tenant ${JSON.stringify(tenant)} is refused: its runtimes crashed ${verdict.crashes} times within the pool's crash budget window; ` +
+            `it is accepted again in ${Math.ceil(verdict.retryAfterMs / 1000)} s`,
+          verdict.retryAfterMs,
+        );
+      }
+    }
+    let rt = this.#ready.shift();
+    while (rt !== undefined && rt.closed) rt = this.#ready.shift(); // died just now: already counted
+    if (rt === undefined) {
+      this.#coldStarts++;
+      this.#fill();
+      rt = await IsolatedRuntime.start(this.#workerOptions);
+      if (this.#closed) {
+        await rt.close();
+        throw new RuntimeClosed('the pool was closed while this checkout started a runtime');
+      }
+    } else {
+      this.#fill();
+    }
+    this.#checkouts++;
+    if (session !== undefined) internals.setSessionOptions(rt, session);
+    if (tenant !== undefined && this.#ledger !== undefined) {
+      const ledger = this.#ledger;
+      internals.onClosed(rt, (reason) => {
+        if (isCrash(reason)) ledger.record(tenant, Date.now());
+      });
+    }
+    return rt;
+  }
+
+  /** The pool's counters, now. */
+  stats(): PoolStats {
+    return Object.freeze({
+      size: this.#size,
+      ready: this.#ready.length,
+      starting: this.#starting.size,
+      checkouts: this.#checkouts,
+      coldStarts: this.#coldStarts,
+      discarded: this.#discarded,
+      failedStarts: this.#failedStarts,
+      lastError: this.#lastError,
+      refused: this.#refused,
+      tenantCrashes: Object.freeze(this.#ledger?.counts(Date.now()) ?? {}),
+    });
+  }
+
+  /**
+   * Resolves once `size` runtimes are ready. Rejects with a background start's error if one fails
+   * meanwhile (the pool keeps retrying), with `RuntimeTimeout` after `timeoutMs` (default 60 s),
+   * or with `RuntimeClosed` when the pool is closed.
+   */
+  waitReady(timeoutMs = 60_000): Promise<void> {
+    if (this.#closed) return Promise.reject(new RuntimeClosed('the pool is closed'));
+    if (this.#ready.length >= this.#size) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const waiter = {
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (error: Error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(waiter);
+        reject(new RuntimeTimeout(`the pool was not full within ${timeoutMs} ms (ready ${this.#ready.length} of ${this.#size}; last error: ${this.#lastError ?? 'none'})`));
+      }, timeoutMs);
+      this.#waiters.add(waiter);
+    });
+  }
+
+  /** Closes the ready runtimes and those starting; checked-out runtimes stay their owners'. Idempotent. */
+  async close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      clearTimeout(this.#retryTimer);
+      for (const waiter of this.#waiters) waiter.reject(new RuntimeClosed('the pool is closed'));
+      this.#waiters.clear();
+    }
+    const ready = this.#ready.splice(0);
+    await Promise.all([...ready.map((rt) => rt.close()), ...this.#starting]);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  #checkCheckoutOptions(options: CheckoutOptions): { tenant: string | undefined; session: ResolvedIsolatedOptions | undefined } {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOption('checkout options must be an object');
+    const sessionKeys: readonly string[] = SESSION_OPTIONS;
+    const { tenant, ...rest } = options;
+    if (tenant !== undefined && (typeof tenant !== 'string' || tenant === '')) throw new InvalidOption('tenant must be a non-empty string');
+    for (const key of Object.keys(rest)) {
+      if (!sessionKeys.includes(key)) {
+        throw new InvalidOption(`${key} cannot be set per checkout: the worker receives it when it starts. Set it on the pool (one pool per such configuration); per checkout: ${SESSION_OPTIONS.join(', ')}, tenant`);
+      }
+    }
+    if (Object.keys(rest).length === 0) return { tenant, session: undefined };
+    const merged = resolveIsolatedOptions({ ...this.#workerOptions, ...rest });
+    // The worker's CPU limits were set from the pool's requestTimeout when it started.
+    const poolLimit = this.#resolved.requestTimeout;
+    if (poolLimit !== undefined && (merged.requestTimeout === undefined || merged.requestTimeout > poolLimit)) {
+      throw new InvalidOption(`requestTimeout per checkout may only be lowered (the pool's is ${poolLimit} ms: the worker's CPU limit was set from it); set a larger one on the pool`);
+    }
+    // Only the parent-enforced fields change; everything the worker was started with stays.
+    const session: ResolvedIsolatedOptions = {
+      ...this.#resolved,
+      requestTimeout: merged.requestTimeout,
+      maxHostCalls: merged.maxHostCalls,
+      maxHostWait: merged.maxHostWait,
+      maxInflightHostCalls: merged.maxInflightHostCalls,
+      writeStallTimeout: merged.writeStallTimeout,
+      runtime: { ...this.#resolved.runtime, redactHostErrors: merged.runtime.redactHostErrors },
+    };
+    return { tenant, session: Object.freeze(session) };
+  }
+
+  #addReady(rt: IsolatedRuntime): void {
+    this.#ready.push(rt);
+    internals.onClosed(rt, () => {
+      const at = this.#ready.indexOf(rt);
+      if (at < 0) return; // handed out, or the pool closed it
+      this.#ready.splice(at, 1);
+      this.#discarded++;
+      this.#fill();
+    });
+    if (this.#ready.length >= this.#size) {
+      for (const waiter of this.#waiters) waiter.resolve();
+      this.#waiters.clear();
+    }
+  }
+
+  /** Starts runtimes in the background until the pool would be full, `maxConcurrentStarts` at a time. */
+  #fill(): void {
+    while (!this.#closed && this.#retryTimer === undefined && this.#ready.length + this.#starting.size < this.#size && this.#starting.size < this.#maxConcurrentStarts) {
+      const started: Promise<void> = IsolatedRuntime.start(this.#workerOptions).then(
+        async (rt) => {
+          this.#starting.delete(started);
+          if (this.#closed) return rt.close();
+          this.#backoffMs = 0;
+          this.#lastError = undefined;
+          this.#addReady(rt);
+          this.#fill();
+        },
+        (error: unknown) => {
+          this.#starting.delete(started);
+          this.#failedStarts++;
+          this.#lastError = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+          // The start's own error (SandboxUnavailable, WorkerCrashed...): the pool keeps retrying.
+          for (const waiter of this.#waiters) waiter.reject(error instanceof Error ? error : new Error(String(error)));
+          this.#waiters.clear();
+          if (this.#closed) return;
+          this.#backoffMs = Math.min(MAX_BACKOFF_MS, this.#backoffMs === 0 ? FIRST_BACKOFF_MS : this.#backoffMs * 2);
+          this.#retryTimer = setTimeout(() => {
+            this.#retryTimer = undefined;
+            this.#fill();
+          }, this.#backoffMs);
+          this.#retryTimer.unref();
+        },
+      );
+      this.#starting.add(started);
+    }
+  }
+}
