@@ -1,6 +1,8 @@
-# The pre-exec helper strata-landlock (native/landlock.c), built by node-gyp at install into
-# build/Release (native/scripts/build.mjs of @strata/runtime picks Node 24's headers). Linux only:
-# elsewhere the target is empty and the layer's probe says so.
+# The pre-exec helper strata-landlock (native/landlock.c) and the addon strata_landlock
+# (native/landlock-addon.c: the ABI, the errata, and the ABI >= 8 deny-all stack with thread sync),
+# built by node-gyp at install into build/Release (native/scripts/build.mjs of @strata/runtime picks
+# Node 24's headers). Both include native/landlock-uapi.h. Linux only: elsewhere the targets are
+# empty and the layer's probe says so.
 {
   'target_defaults': {
     'cflags_c': ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'],
@@ -13,6 +15,17 @@
           'type': 'executable',
           'sources': ['native/landlock.c'],
           'ldflags': ['-Wl,-z,relro,-z,now'],
+        }, {
+          'type': 'none',
+        }],
+      ],
+    },
+    {
+      'target_name': 'strata_landlock',
+      'conditions': [
+        ['OS=="linux"', {
+          'type': 'loadable_module',
+          'sources': ['native/landlock-addon.c'],
         }, {
           'type': 'none',
         }],

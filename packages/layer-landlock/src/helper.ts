@@ -1,12 +1,13 @@
 /**
  * The pre-exec helper `strata-landlock` (native/landlock.c, built by node-gyp at install into
- * build/Release), and the ABI it reports.
+ * build/Release), and the ABI and errata it reports.
  *
  * @module
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { ERRATA_FROM_OLD_HELPER, errataFromKernel, type Errata } from './errata.js';
 
 /** Where install builds the helper. */
 export const LANDLOCK_HELPER = fileURLToPath(new URL('../../build/Release/strata-landlock', import.meta.url));
@@ -14,17 +15,28 @@ export const LANDLOCK_HELPER = fileURLToPath(new URL('../../build/Release/strata
 /** The helper's exit statuses (native/landlock.c). */
 export const HELPER_EXIT = Object.freeze({ usage: 120, abi: 121, ruleset: 122, rule: 123, restrict: 124, exec: 126 });
 
-/** The kernel's Landlock ABI, from `strata-landlock --print-abi`; or why it cannot be known. */
-export type AbiResult = { readonly abi: number } | { readonly gap: string };
+/** The kernel's Landlock ABI and errata, from `strata-landlock --print-abi`; or why they cannot be known. */
+export type AbiResult = { readonly abi: number; readonly errata: Errata } | { readonly gap: string };
 
-/** Asks the helper for the running kernel's Landlock ABI. */
+/**
+ * Reads `--print-abi`'s output: `ABI ERRATA`, where ERRATA is the bitmask or `unknown:ERRNO`.
+ * A bare `ABI` (a helper built before errata were reported) still parses, errata unknown.
+ */
+export function parsePrintAbi(stdout: string): AbiResult {
+  const match = /^(\d+)(?: (\d+|unknown:\d+))?$/.exec(stdout.trim());
+  const abi = Number(match?.[1]);
+  if (!match || !Number.isSafeInteger(abi) || abi < 1) return { gap: `strata-landlock --print-abi printed ${JSON.stringify(stdout.trim())}` };
+  const word = match[2];
+  if (word === undefined) return { abi, errata: ERRATA_FROM_OLD_HELPER };
+  return { abi, errata: word.startsWith('unknown:') ? errataFromKernel(-Number(word.slice('unknown:'.length))) : Number(word) };
+}
+
+/** Asks the helper for the running kernel's Landlock ABI and errata. */
 export function landlockAbi(helper: string = LANDLOCK_HELPER): AbiResult {
   if (process.platform !== 'linux') return { gap: `Landlock is Linux only (this is ${process.platform})` };
   if (!existsSync(helper)) return { gap: `the strata-landlock helper is not built (${helper}): run \`npm rebuild @strata/layer-landlock\`` };
   const child = spawnSync(helper, ['--print-abi'], { env: {}, encoding: 'utf8', timeout: 10_000, stdio: 'pipe' }); // 'pipe', not 'ignore': /dev/null is outside the worker's read set
   if (child.error) return { gap: `strata-landlock --print-abi could not run: ${child.error.message}` };
   if (child.status !== 0) return { gap: child.stderr.trim().split('\n').pop() || `strata-landlock --print-abi exited with ${child.status ?? child.signal}` };
-  const abi = Number(child.stdout.trim());
-  if (!Number.isInteger(abi) || abi < 1) return { gap: `strata-landlock --print-abi printed ${JSON.stringify(child.stdout.trim())}` };
-  return { abi };
+  return parsePrintAbi(child.stdout);
 }

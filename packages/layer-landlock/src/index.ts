@@ -1,7 +1,8 @@
 /**
  * `@strata/layer-landlock`: a Landlock domain on Strata's worker (DESIGN.md §3), made before Node
  * starts: reads and executes only beneath the runtime's own files, no writes anywhere, no TCP,
- * abstract unix sockets and signals scoped to the worker.
+ * abstract unix sockets and signals scoped to the worker. On Landlock ABI ≥ 8 the worker also
+ * stacks, once loaded, a domain that denies every filesystem access on every thread (TSYNC).
  *
  * ```ts
  * import { IsolatedRuntime } from '@strata/runtime';
@@ -14,10 +15,13 @@
  */
 import type { LayerDescriptor, LayerRequirement } from '@strata/runtime';
 import { checkReadPaths } from './read-set.js';
+import { checkStackAfterLoad } from './stack.js';
 
-export { LANDLOCK_HELPER, HELPER_EXIT, landlockAbi, type AbiResult } from './helper.js';
+export { LANDLOCK_HELPER, HELPER_EXIT, landlockAbi, parsePrintAbi, type AbiResult } from './helper.js';
+export { errataFromKernel, type Errata } from './errata.js';
 export { computeReadSet, helperArguments, normalizeReadSet, parseLoadedObjects, parseMaps, nodeInstallDir, nodeModulesWithRuntime, SYSTEM_FILES, type ReadEntry, type ReadSetInput } from './read-set.js';
-export { handledRights, capabilityWords, FS_RIGHTS_BY_ABI } from './rights.js';
+export { handledRights, capabilityWords, FS_RIGHTS_BY_ABI, LATEST_KNOWN_ABI } from './rights.js';
+export { planStack, workerStackDecision, STACK_MIN_ABI, STACKED, STACK_ENV, type StackPlan, type WorkerStack } from './stack.js';
 
 /** The module the worker imports. */
 export const LANDLOCK_LAYER_MODULE = '@strata/layer-landlock/layer';
@@ -26,19 +30,31 @@ export const LANDLOCK_LAYER_MODULE = '@strata/layer-landlock/layer';
 export interface LandlockOptions {
   /** Absolute paths the worker may also read (directories: beneath them; files: themselves). */
   readPaths?: readonly string[];
+  /**
+   * On Landlock ABI ≥ 8 (Linux 7.0): once the worker has loaded everything, stack a domain that
+   * denies every filesystem access, on every thread at once (`LANDLOCK_RESTRICT_SELF_TSYNC`).
+   * Test-fired by the probe first. Default `true`; ignored below ABI 8.
+   */
+  stackAfterLoad?: boolean;
   /** Overrides the runtime's `sandbox` mode for this layer. */
   requirement?: LayerRequirement;
 }
 
 const REQUIREMENTS: readonly LayerRequirement[] = ['require', 'auto', 'off'];
+const KEYS = new Set(['requirement', 'readPaths', 'stackAfterLoad']);
 
 /** Names the Landlock layer for `IsolatedRuntime.start({ layers })`. */
 export function landlock(options: LandlockOptions = {}): LayerDescriptor {
-  for (const key of Object.keys(options)) if (key !== 'requirement' && key !== 'readPaths') throw new TypeError(`landlock(): unknown option ${JSON.stringify(key)}`);
+  for (const key of Object.keys(options)) if (!KEYS.has(key)) throw new TypeError(`landlock(): unknown option ${JSON.stringify(key)}`);
   const { requirement } = options;
   if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new TypeError(`landlock(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
   const readPaths = checkReadPaths(options.readPaths);
-  const descriptor: LayerDescriptor = { module: LANDLOCK_LAYER_MODULE, options: options.readPaths === undefined ? {} : { readPaths } };
+  const stackAfterLoad = checkStackAfterLoad(options.stackAfterLoad);
+  const layerOptions = {
+    ...(options.readPaths === undefined ? {} : { readPaths }),
+    ...(options.stackAfterLoad === undefined ? {} : { stackAfterLoad }),
+  };
+  const descriptor: LayerDescriptor = { module: LANDLOCK_LAYER_MODULE, options: layerOptions };
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }
 

@@ -2,37 +2,71 @@
  * The Landlock layer module (`@strata/layer-landlock/layer`): its default export is the factory
  * the worker (and the parent) call with the layer's options.
  *
- * - probe (parent): Linux, the helper built, and the kernel's Landlock ABI ≥ 1 (`strata-landlock --print-abi`).
- * - launch (parent): the pre-exec link `strata-landlock --read DIR... --read-file FILE... -- next...`:
- *   the Landlock domain is made before Node starts a thread (ABI < 8 has no thread sync), and
- *   every thread of the worker inherits it.
- * - apply (worker): checks the domain is in force (listing `/` is refused) and reports it.
+ * - probe (parent): Linux, the helper built, and the kernel's Landlock ABI ≥ 1 and errata
+ *   (`strata-landlock --print-abi`). On ABI ≥ 8, unless `stackAfterLoad: false`, a throwaway child
+ *   test-fires the deny-all stack (src/stack.ts); if it fails, `tsync-stack` is missing.
+ * - launch (parent): the pre-exec link `strata-landlock --read DIR... --read-file FILE...
+ *   [--stack-after-load] -- next...`: the Landlock domain is made before Node starts a thread
+ *   (ABI < 8 has no thread sync), and every thread of the worker inherits it.
+ * - apply (worker): checks the domain is in force (listing `/` is refused, here and on libuv's
+ *   pool), counts the threads it covers, then, when the parent asked for it (ABI ≥ 8), stacks a
+ *   domain denying every filesystem access on every thread (TSYNC) and checks that too.
  * - selfTest (worker): tries what the domain exists to stop, and throws naming what got through.
  *
  * @module
  */
 import { readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { connect } from 'node:net';
 import type { ApplyContext, LaunchContext, LaunchStep, Layer, LayerCapability, ProbeContext, SelfTestContext } from '@strata/runtime';
-import { LANDLOCK_HELPER, landlockAbi } from './helper.js';
+import { addonUnavailableReason, loadAddon } from './addon.js';
+import { errataFromKernel, type Errata } from './errata.js';
+import { LANDLOCK_HELPER, landlockAbi, type AbiResult } from './helper.js';
 import { PACKAGE_ROOT, checkReadPaths, computeReadSet, helperArguments } from './read-set.js';
-import { capabilityWords, handledRights } from './rights.js';
+import { LATEST_KNOWN_ABI, capabilityWords, handledRights } from './rights.js';
+import { STACKED, STACK_ENV, checkStackAfterLoad, planStack, stackTestFire, workerStackDecision, type StackPlan } from './stack.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-const OPTIONS = new Set(['readPaths']);
+const OPTIONS = new Set(['readPaths', 'stackAfterLoad']);
+
+/** This package's own package.json: readable under the pre-exec domain, not once the deny-all domain is stacked. */
+const OWN_FILE = new URL('../../package.json', import.meta.url);
+
+// The kernel's ABI does not change while this process runs: probe and launch ask the helper once.
+let kernel: AbiResult | undefined;
+const kernelAbi = (): AbiResult => (kernel ??= landlockAbi());
+
+/** The parent's verdict on the ABI ≥ 8 stacking, for these options (runs the test-fire once per process when it applies). */
+function stackPlanFor(abi: number, options: Readonly<Record<string, unknown>>): StackPlan {
+  return planStack(abi, checkStackAfterLoad(options.stackAfterLoad), () => addonUnavailableReason() ?? stackTestFire());
+}
+
+/** The capability on `abi` with this stacking verdict (pure: the probe's answer, table-tested). */
+export function capabilityFor(abi: number, errata: Errata, stack: StackPlan): LayerCapability {
+  const words = capabilityWords(abi);
+  return {
+    available: true,
+    provides: stack.provides ? [...words.provides, stack.provides] : words.provides,
+    missing: stack.missing ? [...words.missing, stack.missing] : words.missing,
+    detail: { abi, errata, stackAfterLoad: stack.detail },
+  };
+}
 
 function probe(context: ProbeContext): LayerCapability {
   if (context.platform !== 'linux') return { available: false, provides: [], missing: [`Landlock is Linux only (this is ${context.platform})`] };
-  const result = landlockAbi();
+  const result = kernelAbi();
   if ('gap' in result) return { available: false, provides: [], missing: [result.gap] };
-  return { available: true, ...capabilityWords(result.abi), detail: { abi: result.abi } };
+  return capabilityFor(result.abi, result.errata, stackPlanFor(result.abi, context.options));
 }
 
 function launch(context: LaunchContext): LaunchStep | undefined {
   if (context.platform !== 'linux') return undefined;
   const readSet = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: [...context.layerPaths, ...checkReadPaths(context.options.readPaths)] });
-  return { program: LANDLOCK_HELPER, args: helperArguments(readSet) };
+  // The worker cannot see the probe's verdict: the helper passes it on (STACK_ENV).
+  const result = kernelAbi();
+  const stack = 'abi' in result && stackPlanFor(result.abi, context.options).stack;
+  return { program: LANDLOCK_HELPER, args: [...helperArguments(readSet), ...(stack ? ['--stack-after-load'] : [])] };
 }
 
 /** The errno code of what `run` throws, or 'none' when it does not throw. */
@@ -45,22 +79,84 @@ function errnoOf(run: () => void): string {
   }
 }
 
-/** The worker's view of the ABI: the helper is beneath the read set, so it can still be run (unless seccomp already forbids exec). */
-function abiHere(): number | string {
+/**
+ * The worker's view of the ABI and errata: from the addon (plain system calls, which seccomp
+ * allows); without it, from the helper, which is beneath the read set (unless seccomp already
+ * forbids exec).
+ */
+function kernelHere(): { abi: number | string; errata: Errata } {
+  if (addonUnavailableReason() === undefined) {
+    const addon = loadAddon();
+    return { abi: addon.abi(), errata: errataFromKernel(addon.errata()) };
+  }
   const result = landlockAbi();
-  return 'abi' in result ? result.abi : `unknown here (${result.gap})`;
+  return 'abi' in result ? result : { abi: `unknown here (${result.gap})`, errata: 'unknown here' };
+}
+
+/** How many requests {@link poolDenied} fires: more than libuv's 4 pool threads, so several of them answer. */
+const POOL_REQUESTS = 8;
+
+/** Lists / from libuv's thread pool: the threads Node started before any JavaScript must refuse it too. */
+async function poolDenied(): Promise<string> {
+  const codes = await Promise.all(Array.from({ length: POOL_REQUESTS }, () => readdir('/').then(() => 'none', (error: NodeJS.ErrnoException) => error.code ?? error.message)));
+  const through = codes.filter((code) => code !== 'EACCES');
+  if (through.length > 0) throw new Error(`the Landlock domain is not in force on libuv's thread pool: listing / from it gave ${through.join(', ')}, expected EACCES`);
+  return `listing / from libuv's pool refused (${POOL_REQUESTS} of ${POOL_REQUESTS} EACCES)`;
+}
+
+/** The worker's threads, from /proc/self/task (beneath the read set), or why they cannot be counted. */
+function threadCount(): number | string {
+  try {
+    return readdirSync('/proc/self/task').length;
+  } catch (error) {
+    return `unreadable here (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`;
+  }
+}
+
+/** Stacks the deny-all domain on every thread, then checks the main thread and libuv's pool lost this package's own files. */
+async function stackDenyAll(): Promise<string> {
+  loadAddon().stackDenyAll();
+  const own = errnoOf(() => readFileSync(OWN_FILE));
+  const pool = await readdir(PACKAGE_ROOT).then(() => 'none', (error: NodeJS.ErrnoException) => error.code ?? error.message);
+  if (own !== 'EACCES' || pool !== 'EACCES') throw new Error(`the stacked deny-all domain is not in force: reading this layer's package.json gave ${own}, listing its directory from libuv's pool gave ${pool}; expected EACCES`);
+  return 'the deny-all-fs domain was stacked on every thread at once (TSYNC): a read refused on the main thread and on libuv\'s pool';
 }
 
 let abiInForce: number | string | undefined;
+let stackedHere = false;
 
-function apply(context: ApplyContext): void {
+async function apply(context: ApplyContext): Promise<void> {
   if (context.platform !== 'linux') throw new Error(`Landlock is Linux only (this is ${context.platform})`);
   // Outside the read set: the root directory cannot be listed once the domain is in force.
   const listRoot = errnoOf(() => readdirSync('/'));
   if (listRoot !== 'EACCES') throw new Error(`the Landlock domain is not in force in the worker: listing / gave ${listRoot}, expected EACCES (did the launch chain run strata-landlock?)`);
-  abiInForce = abiHere();
+  const pool = await poolDenied();
+  const { abi, errata } = kernelHere();
+  abiInForce = abi;
   const readPaths = checkReadPaths(context.options.readPaths).length;
-  context.report({ abi: abiInForce, rights: typeof abiInForce === 'number' ? handledRights(abiInForce) : [], readPaths });
+  // Landlock state cannot be read from /proc: the count says how many threads the pre-exec
+  // domain covers by inheritance (the helper was single-threaded and execve() keeps its domain).
+  const threadsCovered: Record<string, unknown> = { threads: threadCount(), how: 'inherited: the domain was made before Node started (pre-exec)', checked: pool };
+  const requested = process.env[STACK_ENV] === '1';
+  delete process.env[STACK_ENV];
+  const decision = workerStackDecision(abi, checkStackAfterLoad(context.options.stackAfterLoad), requested);
+  let stacked: string;
+  if (decision.stack) {
+    threadsCovered.stack = await stackDenyAll();
+    stackedHere = true;
+    stacked = STACKED;
+  } else {
+    stacked = decision.stacked;
+  }
+  context.report({
+    abi,
+    errata,
+    rights: typeof abi === 'number' ? handledRights(abi) : [],
+    ...(typeof abi === 'number' && abi > LATEST_KNOWN_ABI ? { unknownRights: `ABI ${abi} is newer than this package knows (${LATEST_KNOWN_ABI}): rights it added are not handled` } : {}),
+    readPaths,
+    threadsCovered,
+    stacked,
+  });
 }
 
 /** A TCP connect to 127.0.0.1: resolves with the error code (or 'connected'). */
@@ -100,9 +196,9 @@ async function selfTest(context: SelfTestContext): Promise<void> {
   // /tmp is writable by everyone, so only Landlock refuses there. Under an empty root there is no
   // /tmp (ENOENT) or the root is read-only (EROFS): the write is refused before Landlock is asked.
   if (write !== 'EACCES' && write !== 'ENOENT' && write !== 'EROFS') through.push(`creating ${probePath} gave ${write}, expected EACCES`);
-  // A positive control: the runtime's own files stay readable.
-  const own = errnoOf(() => readFileSync(new URL('../../package.json', import.meta.url)));
-  if (own !== 'none') through.push(`reading this layer's own package.json gave ${own}: the read set is broken`);
+  // A control: the runtime's own files stay readable, unless the deny-all domain was stacked (ABI ≥ 8).
+  const own = errnoOf(() => readFileSync(OWN_FILE));
+  if (stackedHere ? own !== 'EACCES' : own !== 'none') through.push(stackedHere ? `reading this layer's own package.json gave ${own} after the deny-all stack, expected EACCES` : `reading this layer's own package.json gave ${own}: the read set is broken`);
   let tcp: string | undefined;
   if (abi === undefined || abi >= 4) {
     tcp = await tryConnect();
@@ -116,13 +212,17 @@ async function selfTest(context: SelfTestContext): Promise<void> {
     if (signal !== 'EPERM') through.push(`signalling the parent (kill(${process.ppid}, 0)) gave ${signal}, expected EPERM`);
   }
   if (through.length > 0) throw new Error(`the Landlock domain let through: ${through.join('; ')}`);
-  context.report({ selfTest: { readOutside: read, write, tcpConnect: tcp ?? 'not handled on this ABI', signalParent: signal ?? 'not scoped on this ABI' } });
+  context.report({ selfTest: { readOutside: read, write, readOwn: own, tcpConnect: tcp ?? 'not handled on this ABI', signalParent: signal ?? 'not scoped on this ABI' } });
 }
 
-/** The Landlock layer. Options: `readPaths` (absolute paths the worker may also read). */
+/**
+ * The Landlock layer. Options: `readPaths` (absolute paths the worker may also read),
+ * `stackAfterLoad` (on ABI ≥ 8, stack the deny-all filesystem domain after load; default true).
+ */
 export default function landlockLayer(options: Readonly<Record<string, unknown>> = {}): Layer {
   const unknown = Object.keys(options).filter((k) => !OPTIONS.has(k));
-  if (unknown.length > 0) throw new Error(`@strata/layer-landlock: unknown option(s) ${unknown.join(', ')}; the layer takes readPaths`);
+  if (unknown.length > 0) throw new Error(`@strata/layer-landlock: unknown option(s) ${unknown.join(', ')}; the layer takes readPaths, stackAfterLoad`);
   checkReadPaths(options.readPaths);
+  checkStackAfterLoad(options.stackAfterLoad);
   return { name: 'landlock', version: VERSION, probe, launch, apply, selfTest };
 }

@@ -4,13 +4,17 @@
  * @module
  */
 
-/** Filesystem rights handled by native/landlock.c, by the ABI that introduced them. */
+/** Filesystem rights handled by native/landlock-uapi.h (the helper and the addon), by the ABI that introduced them. */
 export const FS_RIGHTS_BY_ABI: readonly (readonly [number, readonly string[]])[] = Object.freeze([
   [1, ['execute', 'write_file', 'read_file', 'read_dir', 'remove_dir', 'remove_file', 'make_char', 'make_dir', 'make_reg', 'make_sock', 'make_fifo', 'make_block', 'make_sym']],
   [2, ['refer']],
   [3, ['truncate']],
   [5, ['ioctl_dev']],
+  [9, ['resolve_unix']],
 ]);
+
+/** The newest ABI whose rights this package knows; a newer kernel's added rights are not handled. */
+export const LATEST_KNOWN_ABI = 9;
 
 /** Every right the helper's ruleset handles on `abi` (all denied unless a read rule grants them). */
 export function handledRights(abi: number): string[] {

@@ -1,11 +1,12 @@
-// The strata-landlock helper as a program: its argument errors, --print-abi, and a Landlock
-// domain in a child (never in ava's own process).
+// The strata-landlock helper as a program: its argument errors, --print-abi (ABI and errata),
+// --stack-after-load, and a Landlock domain in a child (never in ava's own process).
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HELPER_EXIT, LANDLOCK_HELPER, landlockAbi } from '../src/helper.js';
+import { HELPER_EXIT, LANDLOCK_HELPER, landlockAbi, parsePrintAbi } from '../src/helper.js';
+import { ERRATA_FROM_OLD_HELPER, errataFromKernel, errnoName } from '../src/errata.js';
 import { computeReadSet, helperArguments, PACKAGE_ROOT } from '../src/read-set.js';
 
 const linux = process.platform === 'linux';
@@ -15,17 +16,33 @@ function run(args: string[]) {
   return spawnSync(LANDLOCK_HELPER, args, { encoding: 'utf8', env: {}, timeout: 30_000 });
 }
 
-maybe('--print-abi prints the kernel ABI (this kernel: 7)', (t) => {
+maybe('--print-abi prints the kernel ABI and errata (this kernel: 7 7)', (t) => {
   const child = run(['--print-abi']);
   t.is(child.status, 0, child.stderr);
-  t.regex(child.stdout, /^\d+\n$/);
-  const abi = landlockAbi();
-  t.deepEqual(abi, { abi: Number(child.stdout) });
-  t.true(Number(child.stdout) >= 1);
+  const match = /^(\d+) (\d+|unknown:\d+)\n$/.exec(child.stdout);
+  t.truthy(match, child.stdout);
+  const abi = Number(match![1]);
+  t.true(abi >= 1);
+  const errata = match![2]!.startsWith('unknown:') ? errataFromKernel(-Number(match![2]!.slice(8))) : Number(match![2]);
+  t.deepEqual(landlockAbi(), { abi, errata });
+});
+
+test('parsePrintAbi: ABI and errata, an unknown errata with the errno, and the older ABI-only output', (t) => {
+  t.deepEqual(parsePrintAbi('7 7\n'), { abi: 7, errata: 7 });
+  t.deepEqual(parsePrintAbi('6 0\n'), { abi: 6, errata: 0 });
+  t.deepEqual(parsePrintAbi('6 unknown:22\n'), { abi: 6, errata: 'unknown (EINVAL: the kernel predates LANDLOCK_CREATE_RULESET_ERRATA, Linux 6.15)' });
+  t.deepEqual(parsePrintAbi('6 unknown:1\n'), { abi: 6, errata: 'unknown (EPERM)' });
+  // a helper built before errata were reported prints the ABI alone
+  t.deepEqual(parsePrintAbi('5\n'), { abi: 5, errata: ERRATA_FROM_OLD_HELPER });
+  t.regex(String(ERRATA_FROM_OLD_HELPER), /^unknown \(.*npm rebuild @strata\/layer-landlock/);
+  for (const bad of ['', '0 1', 'seven', '7 x', '7 1 2', '7 unknown', '-1 0']) t.true('gap' in parsePrintAbi(bad), JSON.stringify(bad));
+  t.is(errnoName(22), 'EINVAL');
+  t.is(errnoName(99999), 'errno 99999');
+  t.is(errataFromKernel(3), 3);
 });
 
 maybe('argument errors exit 120 with one usage line', (t) => {
-  const cases: string[][] = [[], ['--'], ['--read'], ['--read', 'relative', '--', '/bin/true'], ['--bogus', '--', '/bin/true'], ['--', 'true'], ['--read', '/usr'], ['--print-abi', 'x'], ['--read-file']];
+  const cases: string[][] = [[], ['--'], ['--read'], ['--read', 'relative', '--', '/bin/true'], ['--bogus', '--', '/bin/true'], ['--', 'true'], ['--read', '/usr'], ['--print-abi', 'x'], ['--read-file'], ['--stack-after-load'], ['--stack-after-load', '--read']];
   for (const args of cases) {
     const child = run(args);
     t.is(child.status, HELPER_EXIT.usage, `${JSON.stringify(args)}: ${child.stderr}`);
@@ -47,6 +64,20 @@ maybe('bad paths exit 123 naming the path; a failed exec exits 126', (t) => {
   child = run(['--read', realpathSync(tmpdir()), '--', '/bin/true']);
   t.is(child.status, HELPER_EXIT.exec);
   t.regex(child.stderr, /^strata-landlock: execv: '\/bin\/true': Permission denied\n$/);
+});
+
+maybe('--stack-after-load puts STRATA_LANDLOCK_STACK=1 in the program\'s environment; without it, an inherited one is removed', (t) => {
+  const readSet = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: [] });
+  const script = 'console.log(JSON.stringify(process.env.STRATA_LANDLOCK_STACK ?? null))';
+  const withFlag = spawnSync(LANDLOCK_HELPER, [...helperArguments(readSet), '--stack-after-load', '--', process.execPath, '-e', script], { encoding: 'utf8', env: {}, timeout: 30_000 });
+  t.is(withFlag.status, 0, withFlag.stderr);
+  t.is(withFlag.stdout.trim(), '"1"');
+  // the flag may come anywhere among the options
+  const first = spawnSync(LANDLOCK_HELPER, ['--stack-after-load', ...helperArguments(readSet), '--', process.execPath, '-e', script], { encoding: 'utf8', env: {}, timeout: 30_000 });
+  t.is(first.stdout.trim(), '"1"', first.stderr);
+  const without = spawnSync(LANDLOCK_HELPER, [...helperArguments(readSet), '--', process.execPath, '-e', script], { encoding: 'utf8', env: { STRATA_LANDLOCK_STACK: '1' }, timeout: 30_000 });
+  t.is(without.status, 0, without.stderr);
+  t.is(without.stdout.trim(), 'null');
 });
 
 maybe('a child under the domain: reads inside only, no writes, no TCP, no signals to its parent', (t) => {

@@ -9,11 +9,20 @@ import { WEB_POLYFILLS } from '@strata/polyfills';
 import { seccomp } from '@strata/layer-seccomp';
 import { checkGuestStillWorks } from '@strata/runtime/testing';
 import { landlock } from '../src/index.js';
+import { landlockAbi } from '../src/helper.js';
+import { STACK_MIN_ABI } from '../src/stack.js';
 
 const descriptor = (options: Parameters<typeof landlock>[0] = {}) => landlock(options);
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
 const maybe = linux ? test.serial : test.skip;
+
+const kernel = linux ? landlockAbi() : undefined;
+const abiHere = kernel && 'abi' in kernel ? kernel.abi : 0;
+const stacks = abiHere >= STACK_MIN_ABI;
+
+/** What the report says about the ABI ≥ 8 stacking on this kernel, with stackAfterLoad on. */
+const stackedHere = stacks ? 'deny-all-fs (TSYNC)' : `not available on ABI ${abiHere} (needs ${STACK_MIN_ABI})`;
 
 async function guestStillWorks(t: import('ava').ExecutionContext, rt: Rt): Promise<void> {
   t.deepEqual(await checkGuestStillWorks(rt), []);
@@ -38,9 +47,21 @@ maybe("sandbox 'auto' with the Landlock layer: full, self-tested; guest code sti
     t.is(entry.detail.abi, abi);
     t.is(entry.detail.readPaths, 0);
     t.true((entry.detail.rights as string[]).includes('fs.write_file'));
+    // errata: the same answer in the parent's probe (the helper) and in the worker (the addon)
+    t.is(typeof entry.capability.detail!.errata, 'number');
+    t.is(entry.detail.errata, entry.capability.detail!.errata);
+    t.is(entry.capability.detail!.stackAfterLoad, stacks ? 'deny-all-fs (TSYNC), test-fired' : stackedHere);
+    t.is(entry.detail.stacked, stackedHere);
+    const covered = entry.detail.threadsCovered as Record<string, unknown>;
+    // Node runs several threads before any JavaScript (main, V8 platform workers, libuv's pool)
+    t.true(typeof covered.threads === 'number' && covered.threads >= 4, JSON.stringify(covered));
+    t.is(covered.how, 'inherited: the domain was made before Node started (pre-exec)');
+    t.is(covered.checked, "listing / from libuv's pool refused (8 of 8 EACCES)");
+    t.is('stack' in covered, stacks);
     const selfTest = entry.detail.selfTest as Record<string, string>;
     t.is(selfTest.readOutside, 'EACCES');
     t.is(selfTest.write, 'EACCES');
+    t.is(selfTest.readOwn, stacks ? 'EACCES' : 'none');
     if (abi >= 4) t.is(selfTest.tcpConnect, 'EACCES');
     if (abi >= 6) t.is(selfTest.signalParent, 'EPERM');
     // from outside: the worker runs with no_new_privs (the helper set it before execve)
@@ -68,6 +89,21 @@ maybe("sandbox 'require' with Landlock and seccomp: rt.sandbox is 'landlock+secc
   }
 });
 
+maybe("stackAfterLoad: false is reported as off, in the probe and in the worker", async (t) => {
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [descriptor({ stackAfterLoad: false })] });
+  try {
+    const entry = landlockEntry(t, rt);
+    t.is(entry.capability.detail!.stackAfterLoad, 'off (stackAfterLoad: false)');
+    t.is(entry.detail.stacked, 'off (stackAfterLoad: false)');
+    t.false(entry.capability.provides.includes('tsync-stack'));
+    t.is((entry.detail.selfTest as Record<string, string>).readOwn, 'none');
+    t.is(await rt.eval('6 * 7'), 42);
+  } finally {
+    await rt.close();
+  }
+  t.throws(() => descriptor({ stackAfterLoad: 'no' as never }), { instanceOf: TypeError });
+});
+
 maybe('readPaths are counted in the report; a relative one is refused', async (t) => {
   const extra = mkdtempSync(join(realpathSync(tmpdir()), 'strata-landlock-extra-'));
   const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [descriptor({ readPaths: [extra] })] });
@@ -80,12 +116,14 @@ maybe('readPaths are counted in the report; a relative one is refused', async (t
   t.throws(() => descriptor({ readPaths: ['etc'] }), { instanceOf: TypeError });
 });
 
-maybe('seccomp before Landlock: still full and self-tested (the ABI is unknown in the worker, the denials are not)', async (t) => {
+maybe('seccomp before Landlock: still full and self-tested; the addon still tells the ABI and errata (no exec needed)', async (t) => {
   const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [seccomp(), descriptor()] });
   try {
     t.is(rt.sandbox, 'landlock+seccomp');
     const entry = landlockEntry(t, rt);
-    t.regex(String(entry.detail.abi), /^unknown here/);
+    t.is(entry.detail.abi, abiHere);
+    t.is(entry.detail.errata, entry.capability.detail!.errata);
+    t.is(entry.detail.stacked, stackedHere);
     const selfTest = entry.detail.selfTest as Record<string, string>;
     t.is(selfTest.readOutside, 'EACCES');
     t.is(selfTest.write, 'EACCES');

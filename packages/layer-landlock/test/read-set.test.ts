@@ -67,6 +67,9 @@ test('handled rights and capability words follow the ABI', (t) => {
   t.true(handledRights(5).includes('fs.ioctl_dev'));
   t.false(handledRights(5).includes('scope.signal'));
   t.is(handledRights(7).length, 13 + 3 + 2 + 2);
+  t.deepEqual(handledRights(8), handledRights(7), 'ABI 8 brought thread sync, no right');
+  t.deepEqual(handledRights(9), [...handledRights(8).slice(0, 16), 'fs.resolve_unix', ...handledRights(8).slice(16)]);
+  t.deepEqual(capabilityWords(9), capabilityWords(7));
   t.deepEqual(capabilityWords(7), { provides: ['fs-read-only-runtime', 'fs-no-write', 'tcp-deny', 'scope-abstract-unix', 'scope-signal'], missing: [] });
   t.deepEqual(capabilityWords(4).missing, ['scope-abstract-unix', 'scope-signal', 'fs-ioctl-dev']);
   t.deepEqual(capabilityWords(1).missing, ['tcp-deny', 'scope-abstract-unix', 'scope-signal', 'fs-refer', 'fs-truncate', 'fs-ioctl-dev']);
@@ -79,7 +82,10 @@ test('landlock() names the layer module, checks its options and passes the requi
   t.throws(() => landlock({ requirement: 'sometimes' as never }), { instanceOf: TypeError });
   t.throws(() => landlock({ writePaths: ['/tmp'] } as never), { instanceOf: TypeError });
   t.throws(() => landlock({ readPaths: ['relative'] }), { instanceOf: TypeError });
-  t.throws(() => landlockLayer({ nope: 1 }), { message: /unknown option/ });
+  t.deepEqual(landlock({ stackAfterLoad: false }), { module: LANDLOCK_LAYER_MODULE, options: { stackAfterLoad: false } });
+  t.deepEqual(landlock({ stackAfterLoad: true, readPaths: ['/srv'] }).options, { readPaths: ['/srv'], stackAfterLoad: true });
+  t.throws(() => landlock({ stackAfterLoad: 'yes' as never }), { instanceOf: TypeError, message: /"stackAfterLoad" must be true or false; got "yes"/ });
+  t.throws(() => landlockLayer({ nope: 1 }), { message: /unknown option\(s\) nope; the layer takes readPaths, stackAfterLoad/ });
   const layer = landlockLayer({});
   t.is(layer.name, 'landlock');
   t.is(layer.version, '0.1.0');

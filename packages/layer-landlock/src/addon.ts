@@ -1,0 +1,45 @@
+/**
+ * The native addon (native/landlock-addon.c, built by node-gyp at install into build/Release):
+ * what the worker asks of Landlock in-process.
+ *
+ * @module
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+/** What native/landlock-addon.c exports. */
+export interface LandlockAddon {
+  /** The kernel's Landlock ABI. Throws when Landlock is missing or disabled. */
+  abi(): number;
+  /** The kernel's errata bitmask, or -errno when it cannot say (-EINVAL before Linux 6.15). */
+  errata(): number;
+  /**
+   * PR_SET_NO_NEW_PRIVS, then a domain handling every filesystem right of the running ABI with no
+   * rule, on every thread at once (`LANDLOCK_RESTRICT_SELF_TSYNC`, ABI 8). Returns the handled
+   * rights (a bitmask). Throws with the errno, naming ABI 8 when the kernel lacks thread sync;
+   * nothing is stacked then. Irreversible: call it only in a process meant to lose all file access.
+   */
+  stackDenyAll(): number;
+}
+
+/** Where install builds the addon. */
+export const ADDON_PATH = fileURLToPath(new URL('../../build/Release/strata_landlock.node', import.meta.url));
+
+let cached: LandlockAddon | undefined;
+
+/** Why the addon cannot be loaded here, or undefined when it can. */
+export function addonUnavailableReason(): string | undefined {
+  if (process.platform !== 'linux') return `Landlock is Linux only (this is ${process.platform})`;
+  if (!existsSync(ADDON_PATH)) return `the Landlock addon is not built (${ADDON_PATH}): run \`npm rebuild @strata/layer-landlock\``;
+  return undefined;
+}
+
+/** Loads the addon (once). Throws naming the reason when it cannot. */
+export function loadAddon(): LandlockAddon {
+  if (cached) return cached;
+  const reason = addonUnavailableReason();
+  if (reason) throw new Error(`@strata/layer-landlock: ${reason}`);
+  cached = createRequire(import.meta.url)(ADDON_PATH) as LandlockAddon;
+  return cached;
+}
