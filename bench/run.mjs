@@ -1,11 +1,12 @@
 // npm run bench: Strata's overheads measured side by side with the floor they stand on, in one
 // run, as ratios. Medians of batches, after a warm-up; never used as test assertions.
-import { writeFileSync } from 'node:fs';
+import { writeFileSync, readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import ivm from 'isolated-vm';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { IsolatedRuntime, Runtime } from '@strata/runtime';
+import { IsolatedRuntime, Runtime, SandboxPool } from '@strata/runtime';
+import { renderMarkdown, renderSvg, formatValue } from './report.mjs';
 
 const BATCHES = 30;
 const PER_BATCH = 200;
@@ -53,26 +54,48 @@ await compare('guest -> host -> guest call', 1.5, () => context.evalSync('inc(1)
 await rt.close();
 isolate.dispose();
 
-// --- IsolatedRuntime: a worker process -----------------------------------------------------
+// --- IsolatedRuntime and SandboxPool: the figures of DESIGN.md §7 -------------------------
 const floorScript = fileURLToPath(new URL('./floor-process.mjs', import.meta.url));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const COLD_RUNS = 15;
+const strata = []; // { figure, value, unit, floor?, floorName?, goal?, met? }
+const sideBySide = new Map(); // figure -> { unit, cells: { [alternative]: value } }
+const cell = (figure, unit, alternative, value) => {
+  const row = sideBySide.get(figure) ?? { figure, unit, cells: {} };
+  row.cells[alternative] = value;
+  sideBySide.set(figure, row);
+};
+const FIG = { cold: 'fresh sandbox + first 1+1', fresh10: 'fresh sandbox + 10 small commands', warm: 'warm eval round trip', idleRss: 'idle sandbox RSS', cpuKernel: 'CPU-bound kernel' };
+const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))[1]) / 1024;
+
+// The same kernel everywhere (the alternatives module exports it when installed).
+let alternatives;
+try {
+  alternatives = await import('./alternatives/measure.mjs');
+} catch (error) {
+  alternatives = undefined;
+  console.error(`(alternatives not measured: ${error.message.split('\n')[0]} — run \`npm ci --prefix bench/alternatives\`)`);
+}
+const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 200000; i++) { let p = true; for (let d = 2; d * d <= i; d++) if (i % d === 0) { p = false; break; } if (p) n++; } n';
+
 {
   const floor = [];
   const cold = [];
-  for (let i = 0; i < COLD_RUNS; i++) {
+  for (let i = 0; i < COLD_RUNS + 1; i++) {
     let t0 = performance.now();
     spawnSync(process.execPath, [floorScript], { stdio: ['ignore', 'pipe', 'inherit'] });
-    floor.push(performance.now() - t0);
+    if (i > 0) floor.push(performance.now() - t0);
     t0 = performance.now();
-    const irt = await IsolatedRuntime.start({ prewarm: false });
+    const irt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' });
     await irt.eval('1+1');
-    cold.push(performance.now() - t0);
+    if (i > 0) cold.push(performance.now() - t0);
     await irt.close();
   }
   const f = median(floor) * 1000;
   const c = median(cold) * 1000;
-  rows.push({ name: 'cold IsolatedRuntime.start + first 1+1 (vs node + isolated-vm + isolate + eval)', rawUs: f, strataUs: c, ratio: c / f, goal: 1.3 });
+  rows.push({ name: 'cold IsolatedRuntime.start (require, default layers) + first 1+1 (vs node + isolated-vm + isolate + eval)', rawUs: f, strataUs: c, ratio: c / f, goal: 1.3 });
+  strata.push({ figure: 'cold IsolatedRuntime.start (all default layers, require) + first 1+1', value: c, unit: 'µs', floor: f, floorName: 'node + isolated-vm + isolate + eval, a process', goal: '≤ 1.3× the floor', met: c / f <= 1.3 });
+  cell(FIG.cold, 'µs', 'Strata (cold)', c);
 }
 // The price of each layer: cold starts with each switched on and off (probes are cached per process,
 // as in any long-running host, so the first start of each configuration is a warm-up).
@@ -101,30 +124,138 @@ const COLD_RUNS = 15;
     rows.push({ name: `cold start + first 1+1 with layers: ${name}`, rawUs: baseline[0] * 1000, strataUs: ms * 1000, ratio: ms / baseline[0], goal: undefined, absoluteGoalUs: Infinity, unit: 'µs' });
   }
 }
+// The pool: each checkout takes a ready worker; the next is measured once the pool is full again.
 {
-  const irt = await IsolatedRuntime.start({ prewarm: false });
+  const pool = await SandboxPool.start({ size: 4, sandbox: 'require' });
+  const checkout = [];
+  const fresh10 = [];
+  for (let i = 0; i < COLD_RUNS + 1; i++) {
+    await pool.waitReady(120_000);
+    let t0 = performance.now();
+    let rt = await pool.checkout();
+    await rt.eval('1+1');
+    if (i > 0) checkout.push(performance.now() - t0);
+    await rt.close();
+    await pool.waitReady(120_000);
+    t0 = performance.now();
+    rt = await pool.checkout();
+    for (let k = 0; k < 10; k++) await rt.eval(`${k} + 1`);
+    if (i > 0) fresh10.push(performance.now() - t0);
+    await rt.close();
+  }
+  await pool.close();
+  const c = median(checkout) * 1000;
+  const f = median(fresh10) * 1000;
+  strata.push({ figure: 'SandboxPool checkout + first 1+1', value: c, unit: 'µs', goal: '≤ 1 ms', met: c <= 1000 });
+  strata.push({ figure: 'fresh pooled sandbox + 10 small commands', value: f, unit: 'µs', goal: '≤ 3 ms', met: f <= 3000 });
+  cell(FIG.cold, 'µs', 'Strata (pool)', c);
+  cell(FIG.fresh10, 'µs', 'Strata (pool)', f);
+}
+{
+  const irt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' });
   irt.bindFunction('inc', (x) => x + 1);
   const warm = await measure(() => irt.eval('1+1'));
   const call = await measure(() => irt.eval('inc(1)'));
   const plain = await measure(() => context2.evalSync('1+1', { copy: true, timeout: TIMEOUT }));
   rows.push({ name: 'warm eval round trip through the worker (vs raw in-process eval)', rawUs: plain, strataUs: warm, ratio: warm / plain, goal: undefined, absoluteGoalUs: 60 });
   rows.push({ name: 'guest -> host -> guest through the parent', rawUs: plain, strataUs: call, ratio: call / plain, goal: undefined, absoluteGoalUs: 60 });
+  strata.push({ figure: 'warm eval round trip through the worker', value: warm, unit: 'µs', floor: plain, floorName: 'raw isolated-vm eval, in process', goal: '≤ 60 µs', met: warm <= 60 });
+  strata.push({ figure: 'guest → host function → guest, through the parent', value: call, unit: 'µs', floor: plain, floorName: 'raw isolated-vm eval, in process', goal: '≤ 60 µs', met: call <= 60 });
+  cell(FIG.warm, 'µs', 'Strata', warm);
+  cell(FIG.warm, 'µs', 'raw isolated-vm (in process)', plain);
   // Idle RSS: the worker after one eval, against an idle bare node + isolated-vm + isolate.
   const idle = spawn(process.execPath, [floorScript, '--idle'], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise((resolve) => idle.stdout.once('data', resolve));
   await new Promise((resolve) => setTimeout(resolve, 300));
-  const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))[1]) * 1024;
   const floorRss = rss(idle.pid);
   const workerRss = rss(irt.pid);
   idle.kill('SIGKILL');
-  rows.push({ name: 'idle worker RSS (MiB, vs idle node + isolated-vm + isolate)', rawUs: floorRss / 2 ** 20, strataUs: workerRss / 2 ** 20, ratio: workerRss / floorRss, goal: 1.2, unit: 'MiB' });
+  rows.push({ name: 'idle worker RSS (MiB, vs idle node + isolated-vm + isolate)', rawUs: floorRss, strataUs: workerRss, ratio: workerRss / floorRss, goal: 1.2, unit: 'MiB' });
+  strata.push({ figure: 'idle worker RSS', value: workerRss, unit: 'MiB', floor: floorRss, floorName: 'idle node + isolated-vm + isolate', goal: '≤ 1.2× the floor', met: workerRss / floorRss <= 1.2 });
+  cell(FIG.idleRss, 'MiB', 'Strata', workerRss);
   await irt.close();
+}
+// Fresh in-process isolates (raw isolated-vm): the floor of every "fresh sandbox" figure.
+{
+  const fresh = [];
+  const fresh10 = [];
+  for (let i = 0; i < COLD_RUNS + 1; i++) {
+    let t0 = performance.now();
+    let iso = new ivm.Isolate({ memoryLimit: 128 });
+    iso.createContextSync().evalSync('1+1', { copy: true, timeout: TIMEOUT });
+    if (i > 0) fresh.push(performance.now() - t0);
+    iso.dispose();
+    t0 = performance.now();
+    iso = new ivm.Isolate({ memoryLimit: 128 });
+    const ctx = iso.createContextSync();
+    for (let k = 0; k < 10; k++) ctx.evalSync(`${k} + 1`, { copy: true, timeout: TIMEOUT });
+    if (i > 0) fresh10.push(performance.now() - t0);
+    iso.dispose();
+  }
+  cell(FIG.cold, 'µs', 'raw isolated-vm (in process)', median(fresh) * 1000);
+  cell(FIG.fresh10, 'µs', 'raw isolated-vm (in process)', median(fresh10) * 1000);
+}
+// A CPU-bound kernel: the worker runs --jitless by default; jitless: false gives V8 its JIT back.
+{
+  const timeKernel = async (run) => {
+    await run();
+    const times = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      await run();
+      times.push(performance.now() - t0);
+    }
+    return median(times) * 1000;
+  };
+  const jitless = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' });
+  const jit = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require', jitless: false });
+  const iso = new ivm.Isolate({ memoryLimit: 128 });
+  const ctx = iso.createContextSync();
+  const inProcess = await timeKernel(() => ctx.evalSync(CPU_KERNEL, { copy: true, timeout: TIMEOUT }));
+  const withoutJit = await timeKernel(() => jitless.eval(CPU_KERNEL));
+  const withJit = await timeKernel(() => jit.eval(CPU_KERNEL));
+  await jitless.close();
+  await jit.close();
+  iso.dispose();
+  strata.push({ figure: 'CPU-bound kernel in the worker, --jitless (the default)', value: withoutJit, unit: 'µs', floor: inProcess, floorName: 'raw isolated-vm with its JIT, in process', goal: '(the price of --jitless)' });
+  strata.push({ figure: 'CPU-bound kernel in the worker, jitless: false', value: withJit, unit: 'µs', floor: inProcess, floorName: 'raw isolated-vm with its JIT, in process', goal: '—' });
+  cell(FIG.cpuKernel, 'µs', 'Strata (--jitless)', withoutJit);
+  cell(FIG.cpuKernel, 'µs', 'Strata (JIT)', withJit);
+  cell(FIG.cpuKernel, 'µs', 'raw isolated-vm (in process)', inProcess);
 }
 context2Isolate.dispose();
 
-const results = { node: process.version, date: new Date().toISOString(), unit: 'µs (median)', rows };
+// --- The alternatives (bench/alternatives, installed with npm ci --prefix bench/alternatives) --
+const skipped = [];
+if (alternatives !== undefined) {
+  for (const row of await alternatives.measureAlternatives({ coldRuns: COLD_RUNS })) {
+    if (row.skipped !== undefined) {
+      skipped.push({ alternative: row.alternative, figure: FIG[row.figure] ?? row.figure, reason: row.skipped });
+      continue;
+    }
+    const unit = row.valueMiB !== undefined ? 'MiB' : 'µs';
+    cell(FIG[row.figure] ?? row.figure, unit, row.alternative, row.valueMiB ?? row.valueUs);
+  }
+} else {
+  skipped.push({ alternative: 'quickjs-emscripten, bubblewrap + Node, sandbox-runtime + Node, deno', reason: 'bench/alternatives is not installed: npm ci --prefix bench/alternatives' });
+}
+// Columns in a fixed order: Strata first, then the rest as they came.
+const columns = [...new Set([...sideBySide.values()].flatMap((r) => Object.keys(r.cells)))].sort((a, b) => (b.startsWith('Strata') - a.startsWith('Strata')) || 0);
+const figureOrder = Object.values(FIG);
+const results = {
+  node: process.version,
+  date: new Date().toISOString(),
+  machine: `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${process.platform} ${process.arch}`,
+  runtime: rows,
+  strata,
+  alternatives: { columns, rows: figureOrder.map((f) => sideBySide.get(f)).filter(Boolean), skipped },
+};
 writeFileSync(new URL('./results.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
-console.log(`Strata vs its floors, ${process.version}; medians (${BATCHES} batches of ${PER_BATCH}; ${COLD_RUNS} cold starts)\n`);
+const markdown = renderMarkdown(results);
+writeFileSync(new URL('./results.md', import.meta.url), markdown);
+writeFileSync(new URL('./results.svg', import.meta.url), renderSvg(results, [FIG.cold, FIG.fresh10, FIG.warm, FIG.cpuKernel]));
+
+console.log(`Runtime (in process) and the layers, against their floors; medians (${BATCHES} batches of ${PER_BATCH}; ${COLD_RUNS} cold starts)\n`);
 console.log('| figure | floor | Strata | ratio | goal |');
 console.log('| --- | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
@@ -132,5 +263,7 @@ for (const r of rows) {
   const met = r.goal !== undefined ? r.ratio <= r.goal : r.strataUs <= r.absoluteGoalUs;
   const goal = r.goal !== undefined ? `≤ ${r.goal}×` : r.absoluteGoalUs === Infinity ? '(the price of the layer)' : `≤ ${r.absoluteGoalUs} µs`;
   const mark = r.absoluteGoalUs === Infinity ? '' : met ? ' ✓' : ' ✗';
-  console.log(`| ${r.name} | ${r.rawUs.toFixed(2)} ${unit} | ${r.strataUs.toFixed(2)} ${unit} | ${r.ratio.toFixed(2)}×${mark} | ${goal} |`);
+  console.log(`| ${r.name} | ${formatValue(r.rawUs, unit)} | ${formatValue(r.strataUs, unit)} | ${r.ratio.toFixed(2)}×${mark} | ${goal} |`);
 }
+console.log(`\n${markdown}`);
+console.log('written: bench/results.json, bench/results.md, bench/results.svg');
