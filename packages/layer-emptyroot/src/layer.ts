@@ -6,8 +6,11 @@
  *   child, as the worker's user: it tells apart no user namespaces, forbidden, and exhausted.
  * - launch (parent): the pre-exec link `strata-emptyroot --stage DIR OP... -- next...`, with the
  *   namespaces entered and the files bound as its part of the report.
- * - apply (worker): checks the host is gone (its /proc/1 and /etc/passwd do not exist).
- * - selfTest (worker): looks for host paths and tries to write to the root; throws naming what got through.
+ * - apply (worker): checks the host is gone (its /proc/1 does not exist) and, as a positive
+ *   control, that the binds work (this package's own package.json is readable). Here, not in the
+ *   self-test: a later layer's seal may deny every file open before the self-tests run.
+ * - selfTest (worker): denials only: looks for host paths (lstat, which Landlock does not
+ *   mediate) and tries to write to the root; throws naming what got through.
  *
  * @module
  */
@@ -73,6 +76,9 @@ function launch(context: LaunchContext): LaunchStep | undefined {
   return { program: EMPTYROOT_HELPER, args: helperArguments(plan), report: { namespaces: [...NAMESPACES], bound, symlinks } };
 }
 
+/** This package's own package.json: bound into the root, so readable in apply (the positive control). */
+const OWN_FILE = new URL('../../package.json', import.meta.url);
+
 /** Host paths that are never bound: in the empty root they do not exist at all. */
 const HOST_PATHS = Object.freeze(['/etc/passwd', '/proc/1', '/proc/self/environ', '/proc/self/root', '/dev/null']);
 
@@ -81,7 +87,10 @@ function apply(context: ApplyContext): void {
   // Landlock does not govern metadata: only a different root makes a host path not exist.
   const seen = errnoOf(() => lstatSync('/proc/1'));
   if (seen !== 'ENOENT') throw new Error(`the empty root is not in force in the worker: lstat("/proc/1") gave ${seen}, expected ENOENT (did the launch chain run strata-emptyroot?)`);
-  context.report({ hostProcessesVisible: false });
+  // A positive control: the runtime's own files are bound.
+  const own = errnoOf(() => readFileSync(OWN_FILE));
+  if (own !== 'none') throw new Error(`reading this layer's own package.json gave ${own}: the binds are broken`);
+  context.report({ hostProcessesVisible: false, bindsReadable: true });
 }
 
 function selfTest(context: SelfTestContext): void {
@@ -96,9 +105,6 @@ function selfTest(context: SelfTestContext): void {
   if (write === 'none') rmSync(probePath, { force: true });
   // EROFS: the root is read-only; EACCES: a Landlock domain refused first. Either is a denial.
   if (write !== 'EROFS' && write !== 'EACCES') through.push(`creating ${probePath} gave ${write}, expected EROFS`);
-  // A positive control: the runtime's own files are bound.
-  const own = errnoOf(() => readFileSync(new URL('../../package.json', import.meta.url)));
-  if (own !== 'none') through.push(`reading this layer's own package.json gave ${own}: the binds are broken`);
   if (through.length > 0) throw new Error(`the empty root let through: ${through.join('; ')}`);
   context.report({ selfTest: { hostPaths: hidden, writeRoot: write } });
 }

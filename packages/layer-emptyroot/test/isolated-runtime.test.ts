@@ -25,6 +25,9 @@ maybe('the empty root alone, required: in force, self-tested, verified from outs
   const selfTest = entry.detail['selfTest'] as { hostPaths: Record<string, string>; writeRoot: string };
   t.true(Object.values(selfTest.hostPaths).every((code) => code === 'ENOENT'));
   t.is(selfTest.writeRoot, 'EROFS');
+  // the positive control (the binds work) runs in apply, before any layer's seal; the self-test only tries denials
+  t.deepEqual([entry.detail['hostProcessesVisible'], entry.detail['bindsReadable']], [false, true]);
+  t.deepEqual(Object.keys(selfTest).sort(), ['hostPaths', 'writeRoot']);
   t.deepEqual(rt.sandboxExtras, ['emptyroot']);
   t.is(rt.sandbox, 'none', 'the empty root alone is an extra, not the sandbox');
   t.deepEqual([...rt.report.verified!.ownNamespaces].sort(), ['ipc', 'mnt', 'net', 'user']);

@@ -16,6 +16,11 @@
  *                    Returns the handled filesystem rights (a bitmask, as a Number). On a kernel
  *                    before ABI 8 the flag is unknown and the kernel refuses it (EINVAL) before
  *                    changing anything: this throws, naming ABI 8, and nothing is stacked.
+ *   stackDenyAllThisThread()
+ *                    FOR TESTS ONLY, never called by the layer: the same domain, restricting the
+ *                    calling thread only (flags 0), which any ABI accepts. It lets an ABI < 8
+ *                    kernel simulate, on the main thread, what the real stack takes away from the
+ *                    worker (test/fixtures/simulated-stack-layer.ts). Returns the handled rights.
  *
  * Why in-process and not in the pre-exec helper: the deny-all domain must come after the worker
  * has loaded every file it will ever need (its modules, addons); only thread sync lets a
@@ -118,17 +123,35 @@ static bool restrict_every_thread(napi_env env, int ruleset, int abi) {
   return false;
 }
 
-static napi_value stack_deny_all(napi_env env, napi_callback_info info) {
-  (void)info;
+/* Step 3, for tests only: the calling thread alone (no flag), as any ABI allows. */
+static bool restrict_this_thread(napi_env env, int ruleset, int abi) {
+  (void)abi;
+  if (syscall(SYS_landlock_restrict_self, ruleset, 0) == 0) return true;
+  throw_errno(env, "landlock_restrict_self", errno, "; nothing was stacked");
+  return false;
+}
+
+/* Steps 1 to 3, with `restrict_step` as step 3. */
+static napi_value stack(napi_env env, bool (*restrict_step)(napi_env, int, int)) {
   if (!set_no_new_privs(env)) return NULL;
   int running = ask_abi(env);
   if (running < 0) return NULL;
   uint64_t handled = ll_handled_fs(running);
   int ruleset = create_deny_all_fs(env, handled);
   if (ruleset < 0) return NULL;
-  bool stacked = restrict_every_thread(env, ruleset, running);
+  bool stacked = restrict_step(env, ruleset, running);
   close(ruleset);
   return stacked ? number(env, (double)handled) : NULL;
+}
+
+static napi_value stack_deny_all(napi_env env, napi_callback_info info) {
+  (void)info;
+  return stack(env, restrict_every_thread);
+}
+
+static napi_value stack_deny_all_this_thread(napi_env env, napi_callback_info info) {
+  (void)info;
+  return stack(env, restrict_this_thread);
 }
 
 NAPI_MODULE_INIT() {
@@ -136,6 +159,7 @@ NAPI_MODULE_INIT() {
       {"abi", NULL, abi, NULL, NULL, NULL, napi_enumerable, NULL},
       {"errata", NULL, errata, NULL, NULL, NULL, napi_enumerable, NULL},
       {"stackDenyAll", NULL, stack_deny_all, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"stackDenyAllThisThread", NULL, stack_deny_all_this_thread, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   CHECK(env, napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties));
   return exports;

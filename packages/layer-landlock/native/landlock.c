@@ -2,7 +2,7 @@
  * strata-landlock — confines a program and everything it starts to a Landlock domain that allows
  * reading and executing beneath the given paths and nothing else, then execv()s it.
  *
- *   strata-landlock [--read DIR]... [--read-file FILE]... [--stack-after-load] -- /abs/program [arg...]
+ *   strata-landlock [--read DIR]... [--read-file FILE]... -- /abs/program [arg...]
  *   strata-landlock --print-abi        prints `ABI ERRATA`: the kernel's Landlock ABI, then its errata
  *                                      bitmask, or `unknown:ERRNO` when the kernel cannot say (EINVAL
  *                                      before Linux 6.15)
@@ -13,22 +13,23 @@
  * starts inherits it. Steps, one function each:
  *
  *   1. parse the arguments (strictly: anything unknown is a usage error)
- *   2. tell the worker whether to stack its deny-all domain after load: STRATA_LANDLOCK_STACK=1 in
- *      the environment with --stack-after-load, removed without it (so only the parent decides)
- *   3. ask the kernel for its Landlock ABI (landlock_create_ruleset(NULL, 0, VERSION))
- *   4. a ruleset that handles every right of that ABI: all filesystem rights (REFER from ABI 2,
+ *   2. ask the kernel for its Landlock ABI (landlock_create_ruleset(NULL, 0, VERSION))
+ *   3. a ruleset that handles every right of that ABI: all filesystem rights (REFER from ABI 2,
  *      TRUNCATE from 3, IOCTL_DEV from 5, RESOLVE_UNIX from 9), TCP bind and connect (ABI 4), and
  *      the scopes ABSTRACT_UNIX_SOCKET and SIGNAL (ABI 6). Nothing handled is granted unless a
  *      rule says so.
- *   5. one rule per path: READ_FILE | READ_DIR | EXECUTE beneath each --read directory,
+ *   4. one rule per path: READ_FILE | READ_DIR | EXECUTE beneath each --read directory,
  *      READ_FILE | EXECUTE on each --read-file. No write right is granted anywhere; no port at all.
- *   6. PR_SET_NO_NEW_PRIVS      (landlock_restrict_self needs it without CAP_SYS_ADMIN)
- *   7. landlock_restrict_self   (this process is single-threaded: the domain covers all of it)
- *   8. execv() the program, with the environment as it is after step 2
+ *   5. PR_SET_NO_NEW_PRIVS      (landlock_restrict_self needs it without CAP_SYS_ADMIN)
+ *   6. landlock_restrict_self   (this process is single-threaded: the domain covers all of it)
+ *   7. execv() the program, with the environment unchanged
+ *
+ * The ABI >= 8 deny-all domain is not made here: the worker stacks it itself, in-process, once
+ * every layer has applied (native/landlock-addon.c, the layer's seal).
  *
  * Exit statuses (once execv() succeeds, the status is the program's own):
  *
- *   120  usage      the arguments are wrong (or the environment cannot be set)
+ *   120  usage      the arguments are wrong
  *   121  abi        Landlock is not available (not built in, disabled at boot, or ABI < 1)
  *   122  ruleset    landlock_create_ruleset failed
  *   123  rule       a path could not be opened or its rule added (the message names the path)
@@ -56,14 +57,10 @@
 
 enum exit_status { EXIT_USAGE = 120, EXIT_ABI = 121, EXIT_RULESET = 122, EXIT_RULE = 123, EXIT_RESTRICT = 124, EXIT_EXEC = 126 };
 
-#define USAGE "strata-landlock [--read DIR]... [--read-file FILE]... [--stack-after-load] -- /abs/path/to/program [arg...] | strata-landlock --print-abi"
-
-/* The worker's apply() reads it (src/stack.ts): the parent's probe test-fired the ABI >= 8 stacking. */
-#define STACK_ENV "STRATA_LANDLOCK_STACK"
+#define USAGE "strata-landlock [--read DIR]... [--read-file FILE]... -- /abs/path/to/program [arg...] | strata-landlock --print-abi"
 
 struct options {
   int print_abi;
-  int stack_after_load;
   char **program; /* argv of the program, NULL-terminated; NULL with --print-abi */
 };
 
@@ -86,7 +83,7 @@ static int is_path_option(const char *arg) {
   return strcmp(arg, "--read") == 0 || strcmp(arg, "--read-file") == 0;
 }
 
-/* Step 1: checks every option (the rules are added in step 5, from the same argv). */
+/* Step 1: checks every option (the rules are added in step 4, from the same argv). */
 static void parse_args(int argc, char **argv, struct options *opt) {
   *opt = (struct options){0};
   if (argc == 2 && strcmp(argv[1], "--print-abi") == 0) {
@@ -95,10 +92,6 @@ static void parse_args(int argc, char **argv, struct options *opt) {
   }
   int i = 1;
   for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
-    if (strcmp(argv[i], "--stack-after-load") == 0) {
-      opt->stack_after_load = 1;
-      continue;
-    }
     if (!is_path_option(argv[i])) die_usage("unknown option", argv[i]);
     const char *path = argv[++i]; /* argv[argc] is NULL */
     if (path == NULL) die_usage("missing path after", argv[i - 1]);
@@ -110,13 +103,7 @@ static void parse_args(int argc, char **argv, struct options *opt) {
   opt->program = &argv[i + 1];
 }
 
-/* Step 2: before anything else, so nothing allocates once the domain is in force. */
-static void set_stack_env(int stack_after_load) {
-  int failed = stack_after_load ? setenv(STACK_ENV, "1", 1) : unsetenv(STACK_ENV);
-  if (failed != 0) die(EXIT_USAGE, "environment", strerror(errno));
-}
-
-/* Step 3. */
+/* Step 2. */
 static int landlock_abi(void) {
   long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
   if (abi < 0) die(EXIT_ABI, "landlock", errno == EOPNOTSUPP ? "Landlock is disabled on this system (boot with lsm=...,landlock)" : errno == ENOSYS ? "this kernel has no Landlock" : strerror(errno));
@@ -135,7 +122,7 @@ static void print_abi(int abi) {
   exit(fflush(stdout) == 0 ? 0 : EXIT_USAGE);
 }
 
-/* Step 4. */
+/* Step 3. */
 static int create_ruleset(int abi) {
   struct ruleset_attr attr = {.handled_access_fs = ll_handled_fs(abi)};
   size_t size = sizeof attr.handled_access_fs;
@@ -152,7 +139,7 @@ static int create_ruleset(int abi) {
   return (int)fd;
 }
 
-/* Step 5, one path. A directory's rule needs READ_DIR; a file's must not have it (EINVAL). */
+/* Step 4, one path. A directory's rule needs READ_DIR; a file's must not have it (EINVAL). */
 static void allow_path(int ruleset, const char *path, int directory) {
   int fd = open(path, O_PATH | O_CLOEXEC);
   if (fd < 0) die_path(EXIT_RULE, "open", path, strerror(errno));
@@ -165,23 +152,22 @@ static void allow_path(int ruleset, const char *path, int directory) {
   close(fd);
 }
 
-/* Step 5: the options were checked in step 1. */
+/* Step 4: the options were checked in step 1 (each is a path option followed by its path). */
 static void add_rules(int ruleset, char **argv) {
   for (int i = 1; strcmp(argv[i], "--") != 0; i++) {
-    if (!is_path_option(argv[i])) continue; /* --stack-after-load */
     allow_path(ruleset, argv[i + 1], strcmp(argv[i], "--read") == 0);
     i++;
   }
 }
 
-/* Steps 6 and 7. */
+/* Steps 5 and 6. */
 static void restrict_self(int ruleset) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(EXIT_RESTRICT, "PR_SET_NO_NEW_PRIVS", strerror(errno));
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) die(EXIT_RESTRICT, "landlock_restrict_self", strerror(errno));
   close(ruleset);
 }
 
-/* Step 8. */
+/* Step 7. */
 static void exec_program(char **program) {
   execv(program[0], program);
   die_path(EXIT_EXEC, "execv", program[0], strerror(errno));
@@ -190,7 +176,6 @@ static void exec_program(char **program) {
 int main(int argc, char **argv) {
   struct options opt;
   parse_args(argc, argv, &opt);
-  if (!opt.print_abi) set_stack_env(opt.stack_after_load);
   int abi = landlock_abi();
   if (opt.print_abi) print_abi(abi);
   int ruleset = create_ruleset(abi);

@@ -21,6 +21,15 @@ export interface LandlockAddon {
    * nothing is stacked then. Irreversible: call it only in a process meant to lose all file access.
    */
   stackDenyAll(): number;
+  /**
+   * For tests only; the layer never calls it. The same deny-all domain on the calling thread
+   * alone (no thread sync), which every ABI accepts: on an ABI < 8 kernel it simulates, on the
+   * main thread, what {@link stackDenyAll} takes from the worker
+   * (test/fixtures/simulated-stack-layer.ts). Irreversible, like stackDenyAll.
+   *
+   * @internal
+   */
+  stackDenyAllThisThread(): number;
 }
 
 /** Where install builds the addon. */

@@ -2,7 +2,8 @@
  * `@strata/layer-landlock`: a Landlock domain on Strata's worker (DESIGN.md §3), made before Node
  * starts: reads and executes only beneath the runtime's own files, no writes anywhere, no TCP,
  * abstract unix sockets and signals scoped to the worker. On Landlock ABI ≥ 8 the worker also
- * stacks, once loaded, a domain that denies every filesystem access on every thread (TSYNC).
+ * stacks, once every layer has applied (the layer's `seal`), a domain that denies every
+ * filesystem access on every thread (TSYNC).
  *
  * ```ts
  * import { IsolatedRuntime } from '@strata/runtime';
@@ -21,7 +22,7 @@ export { LANDLOCK_HELPER, HELPER_EXIT, landlockAbi, parsePrintAbi, type AbiResul
 export { errataFromKernel, type Errata } from './errata.js';
 export { computeReadSet, helperArguments, normalizeReadSet, parseLoadedObjects, parseMaps, nodeInstallDir, nodeModulesWithRuntime, SYSTEM_FILES, type ReadEntry, type ReadSetInput } from './read-set.js';
 export { handledRights, capabilityWords, FS_RIGHTS_BY_ABI, LATEST_KNOWN_ABI } from './rights.js';
-export { planStack, workerStackDecision, STACK_MIN_ABI, STACKED, STACK_ENV, type StackPlan, type WorkerStack } from './stack.js';
+export { planStack, sealStackDecision, STACK_MIN_ABI, STACK_WORD, STACKED, type StackPlan, type WorkerStack } from './stack.js';
 
 /** The module the worker imports. */
 export const LANDLOCK_LAYER_MODULE = '@strata/layer-landlock/layer';
@@ -31,9 +32,10 @@ export interface LandlockOptions {
   /** Absolute paths the worker may also read (directories: beneath them; files: themselves). */
   readPaths?: readonly string[];
   /**
-   * On Landlock ABI ≥ 8 (Linux 7.0): once the worker has loaded everything, stack a domain that
-   * denies every filesystem access, on every thread at once (`LANDLOCK_RESTRICT_SELF_TSYNC`).
-   * Test-fired by the probe first. Default `true`; ignored below ABI 8.
+   * On Landlock ABI ≥ 8 (Linux 7.0): once the worker has loaded everything and every layer has
+   * applied (in the layer's `seal`), stack a domain that denies every filesystem access, on every
+   * thread at once (`LANDLOCK_RESTRICT_SELF_TSYNC`). Test-fired by the probe first. Default
+   * `true`; ignored below ABI 8.
    */
   stackAfterLoad?: boolean;
   /** Overrides the runtime's `sandbox` mode for this layer. */

@@ -4,36 +4,39 @@
  *
  * - probe (parent): Linux, the helper built, and the kernel's Landlock ABI ≥ 1 and errata
  *   (`strata-landlock --print-abi`). On ABI ≥ 8, unless `stackAfterLoad: false`, a throwaway child
- *   test-fires the deny-all stack (src/stack.ts); if it fails, `tsync-stack` is missing.
- * - launch (parent): the pre-exec link `strata-landlock --read DIR... --read-file FILE...
- *   [--stack-after-load] -- next...`: the Landlock domain is made before Node starts a thread
- *   (ABI < 8 has no thread sync), and every thread of the worker inherits it.
+ *   test-fires the deny-all stack (src/stack.ts): `tsync-stack` is then provided, or missing if the
+ *   test-fire failed.
+ * - launch (parent): the pre-exec link `strata-landlock --read DIR... --read-file FILE... --
+ *   next...`: the Landlock domain is made before Node starts a thread (ABI < 8 has no thread
+ *   sync), and every thread of the worker inherits it.
  * - apply (worker): checks the domain is in force (listing `/` is refused, here and on libuv's
- *   pool), counts the threads it covers, then, when the parent asked for it (ABI ≥ 8), stacks a
- *   domain denying every filesystem access on every thread (TSYNC) and checks that too.
- * - selfTest (worker): tries what the domain exists to stop, and throws naming what got through.
+ *   pool) and that the read set works (this package's own package.json is readable), counts the
+ *   threads it covers.
+ * - seal (worker, after every layer's apply): when the capability provides `tsync-stack`, stacks
+ *   a domain denying every filesystem access on every thread (TSYNC) and checks it.
+ * - selfTest (worker): tries what the domains exist to stop, and throws naming what got through.
  *
  * @module
  */
 import { readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { connect } from 'node:net';
-import type { ApplyContext, LaunchContext, LaunchStep, Layer, LayerCapability, ProbeContext, SelfTestContext } from '@strata/runtime';
+import type { ApplyContext, LaunchContext, LaunchStep, Layer, LayerCapability, ProbeContext, SealContext, SelfTestContext } from '@strata/runtime';
 import { addonUnavailableReason, loadAddon } from './addon.js';
 import { errataFromKernel, type Errata } from './errata.js';
 import { LANDLOCK_HELPER, landlockAbi, type AbiResult } from './helper.js';
 import { PACKAGE_ROOT, checkReadPaths, computeReadSet, helperArguments } from './read-set.js';
 import { LATEST_KNOWN_ABI, capabilityWords, handledRights } from './rights.js';
-import { STACKED, STACK_ENV, checkStackAfterLoad, planStack, stackTestFire, workerStackDecision, type StackPlan } from './stack.js';
+import { STACKED, checkStackAfterLoad, planStack, sealStackDecision, stackTestFire, type StackPlan } from './stack.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const OPTIONS = new Set(['readPaths', 'stackAfterLoad']);
 
-/** This package's own package.json: readable under the pre-exec domain, not once the deny-all domain is stacked. */
+/** This package's own package.json: readable under the pre-exec domain (apply checks it), not once the deny-all domain is stacked (seal checks it). */
 const OWN_FILE = new URL('../../package.json', import.meta.url);
 
-// The kernel's ABI does not change while this process runs: probe and launch ask the helper once.
+// The kernel's ABI does not change while this process runs: the probe asks the helper once.
 let kernel: AbiResult | undefined;
 const kernelAbi = (): AbiResult => (kernel ??= landlockAbi());
 
@@ -63,10 +66,7 @@ function probe(context: ProbeContext): LayerCapability {
 function launch(context: LaunchContext): LaunchStep | undefined {
   if (context.platform !== 'linux') return undefined;
   const readSet = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: [...context.layerPaths, ...checkReadPaths(context.options.readPaths)] });
-  // The worker cannot see the probe's verdict: the helper passes it on (STACK_ENV).
-  const result = kernelAbi();
-  const stack = 'abi' in result && stackPlanFor(result.abi, context.options).stack;
-  return { program: LANDLOCK_HELPER, args: [...helperArguments(readSet), ...(stack ? ['--stack-after-load'] : [])] };
+  return { program: LANDLOCK_HELPER, args: helperArguments(readSet) };
 }
 
 /** The errno code of what `run` throws, or 'none' when it does not throw. */
@@ -123,6 +123,8 @@ async function stackDenyAll(): Promise<string> {
 }
 
 let abiInForce: number | string | undefined;
+/** What apply found of the threads covered; seal adds how the stack covered them. */
+let threadsCovered: Record<string, unknown> = {};
 let stackedHere = false;
 
 async function apply(context: ApplyContext): Promise<void> {
@@ -131,32 +133,41 @@ async function apply(context: ApplyContext): Promise<void> {
   const listRoot = errnoOf(() => readdirSync('/'));
   if (listRoot !== 'EACCES') throw new Error(`the Landlock domain is not in force in the worker: listing / gave ${listRoot}, expected EACCES (did the launch chain run strata-landlock?)`);
   const pool = await poolDenied();
+  // A positive control, here because a seal (this layer's, on ABI ≥ 8) may take every file away
+  // before the self-tests: the runtime's own files are readable under the pre-exec domain.
+  const own = errnoOf(() => readFileSync(OWN_FILE));
+  if (own !== 'none') throw new Error(`reading this layer's own package.json gave ${own}: the read set is broken`);
   const { abi, errata } = kernelHere();
   abiInForce = abi;
   const readPaths = checkReadPaths(context.options.readPaths).length;
   // Landlock state cannot be read from /proc: the count says how many threads the pre-exec
   // domain covers by inheritance (the helper was single-threaded and execve() keeps its domain).
-  const threadsCovered: Record<string, unknown> = { threads: threadCount(), how: 'inherited: the domain was made before Node started (pre-exec)', checked: pool };
-  const requested = process.env[STACK_ENV] === '1';
-  delete process.env[STACK_ENV];
-  const decision = workerStackDecision(abi, checkStackAfterLoad(context.options.stackAfterLoad), requested);
-  let stacked: string;
-  if (decision.stack) {
-    threadsCovered.stack = await stackDenyAll();
-    stackedHere = true;
-    stacked = STACKED;
-  } else {
-    stacked = decision.stacked;
-  }
+  threadsCovered = { threads: threadCount(), how: 'inherited: the domain was made before Node started (pre-exec)', checked: pool };
   context.report({
     abi,
     errata,
     rights: typeof abi === 'number' ? handledRights(abi) : [],
     ...(typeof abi === 'number' && abi > LATEST_KNOWN_ABI ? { unknownRights: `ABI ${abi} is newer than this package knows (${LATEST_KNOWN_ABI}): rights it added are not handled` } : {}),
     readPaths,
+    ownFilesReadable: true,
     threadsCovered,
-    stacked,
   });
+}
+
+/**
+ * After every layer's apply (seccomp loads its addon there) and before any self-test: on ABI ≥ 8,
+ * when the probe test-fired it (`tsync-stack` in the capability), the deny-all stack. A stack the
+ * probe promised and the kernel refuses is fatal: it is never skipped silently.
+ */
+async function seal(context: SealContext): Promise<void> {
+  const decision = sealStackDecision(context.capability);
+  if (!decision.stack) {
+    context.report({ stacked: decision.stacked });
+    return;
+  }
+  const stack = await stackDenyAll();
+  stackedHere = true;
+  context.report({ stacked: STACKED, threadsCovered: { ...threadsCovered, stack } });
 }
 
 /** A TCP connect to 127.0.0.1: resolves with the error code (or 'connected'). */
@@ -196,9 +207,10 @@ async function selfTest(context: SelfTestContext): Promise<void> {
   // /tmp is writable by everyone, so only Landlock refuses there. Under an empty root there is no
   // /tmp (ENOENT) or the root is read-only (EROFS): the write is refused before Landlock is asked.
   if (write !== 'EACCES' && write !== 'ENOENT' && write !== 'EROFS') through.push(`creating ${probePath} gave ${write}, expected EACCES`);
-  // A control: the runtime's own files stay readable, unless the deny-all domain was stacked (ABI ≥ 8).
+  // Once stacked, even the runtime's own files are refused. Not stacked, they are readable (apply
+  // checked that) unless something after this layer took them away: reported, not asserted.
   const own = errnoOf(() => readFileSync(OWN_FILE));
-  if (stackedHere ? own !== 'EACCES' : own !== 'none') through.push(stackedHere ? `reading this layer's own package.json gave ${own} after the deny-all stack, expected EACCES` : `reading this layer's own package.json gave ${own}: the read set is broken`);
+  if (stackedHere && own !== 'EACCES') through.push(`reading this layer's own package.json gave ${own} after the deny-all stack, expected EACCES`);
   let tcp: string | undefined;
   if (abi === undefined || abi >= 4) {
     tcp = await tryConnect();
@@ -224,5 +236,5 @@ export default function landlockLayer(options: Readonly<Record<string, unknown>>
   if (unknown.length > 0) throw new Error(`@strata/layer-landlock: unknown option(s) ${unknown.join(', ')}; the layer takes readPaths, stackAfterLoad`);
   checkReadPaths(options.readPaths);
   checkStackAfterLoad(options.stackAfterLoad);
-  return { name: 'landlock', version: VERSION, probe, launch, apply, selfTest };
+  return { name: 'landlock', version: VERSION, probe, launch, apply, seal, selfTest };
 }

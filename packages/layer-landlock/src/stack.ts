@@ -5,15 +5,17 @@
  * Who decides what, and why:
  * - the parent's probe test-fires it in a throwaway child ({@link stackTestFire}); if that fails,
  *   the capability lists `tsync-stack` as missing, so `'auto'` degrades with a warning and
- *   `'require'` refuses, instead of every worker failing in `apply`.
- * - the parent's launch passes the verdict down the launch chain: `strata-landlock
- *   --stack-after-load` puts {@link STACK_ENV} in the worker's environment, and only then does the
- *   worker stack ({@link workerStackDecision}). An apply hook cannot see the probe's result.
+ *   `'require'` refuses, instead of every worker failing in its seal.
+ * - the worker stacks in the layer's `seal` hook — after every layer's `apply` (seccomp loads its
+ *   addon there) and after the runtime opened what it keeps open (its memory watchdog's /proc
+ *   files), before any `selfTest` — and only when its capability, as the probe found it, provides
+ *   `tsync-stack` ({@link sealStackDecision}). The capability reaches `seal` in its context.
  *
  * @module
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { LayerCapability } from '@strata/runtime';
 import { TEST_FIRE_MARKER } from './test-fire.js';
 
 /** The first Landlock ABI with thread sync (Linux 7.0). */
@@ -24,9 +26,6 @@ export const STACK_WORD = 'tsync-stack';
 
 /** What the report says when the domain was stacked. */
 export const STACKED = 'deny-all-fs (TSYNC)';
-
-/** Set to `1` in the worker's environment by `strata-landlock --stack-after-load`, removed otherwise. */
-export const STACK_ENV = 'STRATA_LANDLOCK_STACK';
 
 const TEST_FIRE_SCRIPT = fileURLToPath(new URL('./test-fire.js', import.meta.url));
 
@@ -59,19 +58,20 @@ export function planStack(abi: number, stackAfterLoad: boolean, testFire: () => 
   return { stack: true, detail: `${STACKED}, test-fired`, provides: STACK_WORD };
 }
 
-/** What the worker does: stack, or report why not. */
+/** What the worker's seal does: stack, or report why not. */
 export type WorkerStack = { readonly stack: true } | { readonly stack: false; readonly stacked: string };
 
 /**
- * The worker's decision. `requested`: the launch chain set {@link STACK_ENV}, which the parent does
- * only on ABI ≥ 8, with `stackAfterLoad`, after a successful test-fire.
+ * The worker's decision, from the capability the parent's probe found for these options (pure):
+ * stack exactly when it provides {@link STACK_WORD}, which the probe says only on ABI ≥ 8, with
+ * `stackAfterLoad`, after a successful test-fire. Otherwise the report says why not, in the
+ * probe's words (`capability.detail.stackAfterLoad`).
  */
-export function workerStackDecision(abi: number | string, stackAfterLoad: boolean, requested: boolean): WorkerStack {
-  if (requested) return { stack: true };
-  if (!stackAfterLoad) return { stack: false, stacked: 'off (stackAfterLoad: false)' };
-  if (typeof abi !== 'number') return { stack: false, stacked: `not stacked: the ABI is ${abi}` };
-  if (abi < STACK_MIN_ABI) return { stack: false, stacked: `not available on ABI ${abi} (needs ${STACK_MIN_ABI})` };
-  return { stack: false, stacked: `not stacked: the probe's test-fire failed (${STACK_WORD} is missing; see capability.detail.stackAfterLoad)` };
+export function sealStackDecision(capability: LayerCapability): WorkerStack {
+  if (capability.provides.includes(STACK_WORD)) return { stack: true };
+  if (capability.missing.includes(STACK_WORD)) return { stack: false, stacked: `not stacked: the probe's test-fire failed (${STACK_WORD} is missing; see capability.detail.stackAfterLoad)` };
+  const why = capability.detail?.['stackAfterLoad'];
+  return { stack: false, stacked: typeof why === 'string' ? why : 'not stacked: the probe did not plan it' };
 }
 
 /** The test-fire's answer is the same for the whole process: it runs once. */

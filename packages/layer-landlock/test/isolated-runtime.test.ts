@@ -46,6 +46,7 @@ maybe("sandbox 'auto' with the Landlock layer: full, self-tested; guest code sti
     t.true(abi >= 1);
     t.is(entry.detail.abi, abi);
     t.is(entry.detail.readPaths, 0);
+    t.is(entry.detail.ownFilesReadable, true, "apply's positive control: the read set works");
     t.true((entry.detail.rights as string[]).includes('fs.write_file'));
     // errata: the same answer in the parent's probe (the helper) and in the worker (the addon)
     t.is(typeof entry.capability.detail!.errata, 'number');

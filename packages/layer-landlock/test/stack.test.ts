@@ -8,7 +8,7 @@ import { errataFromKernel } from '../src/errata.js';
 import { LANDLOCK_HELPER, landlockAbi } from '../src/helper.js';
 import { PACKAGE_ROOT, computeReadSet, helperArguments } from '../src/read-set.js';
 import landlockLayer, { capabilityFor } from '../src/layer.js';
-import { STACKED, STACK_MIN_ABI, checkStackAfterLoad, planStack, runStackTestFire, workerStackDecision } from '../src/stack.js';
+import { STACKED, STACK_MIN_ABI, STACK_WORD, checkStackAfterLoad, planStack, runStackTestFire, sealStackDecision } from '../src/stack.js';
 
 const linux = process.platform === 'linux';
 const kernel = linux ? landlockAbi() : undefined;
@@ -56,13 +56,27 @@ test('planStack (parent): off, below ABI 8, test-fire failed, test-fired', (t) =
   t.is(fired, 1);
 });
 
-test('workerStackDecision (worker): stacks only when the launch chain asked', (t) => {
-  t.deepEqual(workerStackDecision(8, true, true), { stack: true });
-  t.deepEqual(workerStackDecision(8, false, false), { stack: false, stacked: 'off (stackAfterLoad: false)' });
-  t.deepEqual(workerStackDecision(7, true, false), { stack: false, stacked: 'not available on ABI 7 (needs 8)' });
-  t.regex((workerStackDecision(8, true, false) as { stacked: string }).stacked, /^not stacked: the probe's test-fire failed \(tsync-stack is missing/);
-  t.regex((workerStackDecision('unknown here (x)', true, false) as { stacked: string }).stacked, /^not stacked: the ABI is unknown here/);
+test("sealStackDecision (worker): from the probe's capability alone, in the probe's words", (t) => {
+  const fails = () => 'the child died of SIGSYS';
+  const cases: [string, ReturnType<typeof capabilityFor>, ReturnType<typeof sealStackDecision>][] = [
+    ['test-fired on ABI 8', capabilityFor(8, 7, planStack(8, true, () => undefined)), { stack: true }],
+    ['test-fired on ABI 9', capabilityFor(9, 7, planStack(9, true, () => undefined)), { stack: true }],
+    ['off', capabilityFor(8, 7, planStack(8, false, fails)), { stack: false, stacked: 'off (stackAfterLoad: false)' }],
+    ['below ABI 8', capabilityFor(7, 7, planStack(7, true, fails)), { stack: false, stacked: 'not available on ABI 7 (needs 8)' }],
+    ['test-fire failed', capabilityFor(8, 7, planStack(8, true, fails)), { stack: false, stacked: "not stacked: the probe's test-fire failed (tsync-stack is missing; see capability.detail.stackAfterLoad)" }],
+    ['a capability without the word or a reason', { available: true, provides: [], missing: [] }, { stack: false, stacked: 'not stacked: the probe did not plan it' }],
+  ];
+  for (const [label, capability, expected] of cases) t.deepEqual(sealStackDecision(capability), expected, label);
   t.is(STACKED, 'deny-all-fs (TSYNC)');
+  t.is(STACK_WORD, 'tsync-stack');
+});
+
+test('the layer stacks in seal, not in apply: its launch link carries no stack flag', async (t) => {
+  const layer = landlockLayer({});
+  t.is(typeof layer.seal, 'function');
+  if (!linux) return;
+  const step = (await layer.launch!({ platform: 'linux', arch: process.arch, options: {}, layerPaths: [] }))!;
+  t.deepEqual(step.args?.filter((a) => !a.startsWith('/')).filter((a) => a !== '--read' && a !== '--read-file'), [], 'only --read and --read-file, with their paths');
 });
 
 test("a failed test-fire: tsync-stack is missing, so 'auto' degrades with a warning and 'require' refuses", (t) => {
@@ -87,7 +101,7 @@ test("a failed test-fire: tsync-stack is missing, so 'auto' degrades with a warn
 maybe('the addon builds and loads on Linux: abi() and errata() agree with the helper', (t) => {
   t.is(addonUnavailableReason(), undefined);
   const addon = loadAddon();
-  t.deepEqual(Object.keys(addon).sort(), ['abi', 'errata', 'stackDenyAll']);
+  t.deepEqual(Object.keys(addon).sort(), ['abi', 'errata', 'stackDenyAll', 'stackDenyAllThisThread']);
   // abi() and errata() only ask the kernel: harmless in ava's process
   t.deepEqual({ abi: addon.abi(), errata: errataFromKernel(addon.errata()) }, kernel);
 });
@@ -113,18 +127,28 @@ maybe('the addon builds and loads on Linux: abi() and errata() agree with the he
   t.regex(gap ?? '', /^strata-landlock: landlock_restrict_self\(LANDLOCK_RESTRICT_SELF_TSYNC\): Invalid argument \(errno 22\): thread sync needs Landlock ABI 8/);
 });
 
-/** The layer's apply, in a child under the real helper (with or without --stack-after-load); what it reported or threw. */
-function applyUnderHelper(stackAfterLoad: boolean): { status: number | null; out: Record<string, unknown>; stderr: string } {
+/**
+ * The layer's apply, seal and selfTest, as the pipeline runs them, in a child under the real
+ * helper, with `capability` as the probe's verdict; what they reported, or which hook threw what.
+ */
+function hooksUnderHelper(capability: object): { status: number | null; out: Record<string, unknown>; stderr: string } {
   const readSet = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: [] });
   const layerUrl = new URL('../src/layer.js', import.meta.url).href;
   const script = `
     const { default: landlockLayer } = await import(${JSON.stringify(layerUrl)});
     const detail = {};
-    const context = { platform: 'linux', options: {}, addContextBootstrap() {}, report: (d) => Object.assign(detail, d) };
-    let error;
-    try { await landlockLayer({}).apply(context); } catch (e) { error = e.message; }
-    console.log(JSON.stringify({ error, detail, env: process.env.STRATA_LANDLOCK_STACK ?? null }));`;
-  const args = [...helperArguments(readSet), ...(stackAfterLoad ? ['--stack-after-load'] : []), '--', process.execPath, '--input-type=module', '-e', script];
+    const capability = ${JSON.stringify(capability)};
+    const shared = { platform: 'linux', options: {}, capability, report: (d) => Object.assign(detail, d) };
+    const layer = landlockLayer({});
+    let error, hook;
+    try {
+      hook = 'apply'; await layer.apply({ ...shared, addContextBootstrap() {} });
+      hook = 'seal'; await layer.seal(shared);
+      hook = 'selfTest'; await layer.selfTest({ ...shared, evalInGuest: async () => undefined });
+      hook = undefined;
+    } catch (e) { error = e.message; }
+    console.log(JSON.stringify({ error, hook, detail }));`;
+  const args = [...helperArguments(readSet), '--', process.execPath, '--input-type=module', '-e', script];
   const child = spawnSync(LANDLOCK_HELPER, args, { encoding: 'utf8', env: {}, timeout: 30_000 });
   let out: Record<string, unknown> = {};
   try {
@@ -135,32 +159,57 @@ function applyUnderHelper(stackAfterLoad: boolean): { status: number | null; out
   return { status: child.status, out, stderr: child.stderr };
 }
 
-maybe('apply under the helper: ABI, errata, threads covered, and no stack unless the launch chain asks', (t) => {
-  const { status, out, stderr } = applyUnderHelper(false);
+maybe("apply, seal and selfTest under the helper with this kernel's own verdict: ABI, errata, threads covered, the read set works", (t) => {
+  // The probe's verdict here, without running the test-fire in ava's process tree twice.
+  const verdict = withTsync ? planStack(abi, true, () => runStackTestFire()) : planStack(abi, true, () => 'unused');
+  const { status, out, stderr } = hooksUnderHelper(capabilityFor(abi, kernel !== undefined && 'errata' in kernel ? kernel.errata : 0, verdict));
   t.is(status, 0, stderr);
-  t.is(out.error, undefined);
+  t.deepEqual([out.error, out.hook], [undefined, undefined]);
   const detail = out.detail as Record<string, unknown>;
   t.deepEqual({ abi: detail.abi, errata: detail.errata }, kernel);
-  t.is(detail.stacked, withTsync ? "not stacked: the probe's test-fire failed (tsync-stack is missing; see capability.detail.stackAfterLoad)" : `not available on ABI ${abi} (needs 8)`);
+  t.is(detail.ownFilesReadable, true, 'the positive control ran in apply');
+  t.is(detail.stacked, withTsync ? STACKED : `not available on ABI ${abi} (needs 8)`);
   const covered = detail.threadsCovered as Record<string, unknown>;
   t.true(typeof covered.threads === 'number' && covered.threads >= 1, JSON.stringify(covered));
   t.is(covered.how, 'inherited: the domain was made before Node started (pre-exec)');
-  t.is(out.env, null);
+  t.is('stack' in covered, withTsync);
+  t.is((detail.selfTest as Record<string, unknown>).readOwn, withTsync ? 'EACCES' : 'none');
 });
 
-maybe(`apply under the helper with --stack-after-load: ${withTsync ? 'stacks the deny-all domain and checks it' : `below ABI 8 the request is fatal, naming ABI 8 (this kernel: ABI ${abi})`}`, (t) => {
-  const { status, out, stderr } = applyUnderHelper(true);
+maybe(`seal with a capability that provides tsync-stack: ${withTsync ? 'stacks the deny-all domain and checks it' : `below ABI 8 it is fatal in seal, naming ABI 8 (this kernel: ABI ${abi})`}`, (t) => {
+  const promised = { ...capabilityFor(abi, 7, planStack(abi, false, () => undefined)), provides: [STACK_WORD] };
+  const { status, out, stderr } = hooksUnderHelper(promised);
   t.is(status, 0, stderr);
-  t.is(out.env, null, 'the worker removes the variable once read');
   if (withTsync) {
-    t.is(out.error, undefined);
+    t.deepEqual([out.error, out.hook], [undefined, undefined]);
     const detail = out.detail as Record<string, unknown>;
     t.is(detail.stacked, 'deny-all-fs (TSYNC)');
     t.regex(String((detail.threadsCovered as Record<string, unknown>).stack), /stacked on every thread at once \(TSYNC\)/);
+    t.is((detail.selfTest as Record<string, unknown>).readOwn, 'EACCES');
   } else {
-    // a stack the parent asked for and the kernel cannot give is a bug: never silently skipped
+    // a stack the probe promised and the kernel cannot give is a bug: never silently skipped
+    t.is(out.hook, 'seal');
     t.regex(String(out.error), /^strata-landlock: landlock_restrict_self\(LANDLOCK_RESTRICT_SELF_TSYNC\): Invalid argument \(errno 22\): thread sync needs Landlock ABI 8/);
   }
+});
+
+maybe('stackDenyAllThisThread (tests only) in a child: the calling thread loses every file, a thread started before it keeps them', (t) => {
+  const { status, out, stderr } = inChild(`
+    const fs = require('node:fs');
+    const { Worker } = require('node:worker_threads');
+    const code = (f) => { try { f(); return 'read'; } catch (e) { return e.code; } };
+    const thread = new Worker("require('node:worker_threads').parentPort.on('message', (p) => { let r; try { require('node:fs').readFileSync(p); r = 'read'; } catch (e) { r = e.code; } require('node:worker_threads').parentPort.postMessage(r); })", { eval: true });
+    thread.once('online', () => {
+      const handled = require(ADDON).stackDenyAllThisThread();
+      const out = { handled, main: code(() => fs.readFileSync('/etc/hostname')), list: code(() => fs.readdirSync('/')), stat: code(() => fs.statSync('/etc/hostname')) };
+      thread.postMessage('/etc/hostname');
+      thread.once('message', (r) => { out.thread = r; console.log(JSON.stringify(out)); thread.terminate(); });
+    });
+  `);
+  t.is(status, 0, stderr);
+  t.true(typeof out.handled === 'number' && (out.handled & 0b111) === 0b111, 'execute, write_file, read_file are handled');
+  // stat is not mediated by Landlock; the other thread is untouched: a simulation, not the real stack
+  t.deepEqual([out.main, out.list, out.stat, out.thread], ['EACCES', 'EACCES', 'read', 'read']);
 });
 
 onAbi8(`the probe's test-fire passes: a thread started before the stack and libuv's pool are denied too${skipReason}`, (t) => {

@@ -168,7 +168,7 @@ export class CrashBudgetExceeded extends StrataError {
 }
 
 /** The hooks of a layer, as named in errors. */
-export type LayerHook = 'probe' | 'launch' | 'apply' | 'selfTest' | 'load';
+export type LayerHook = 'probe' | 'launch' | 'apply' | 'seal' | 'selfTest' | 'load';
 
 /**
  * A layer's hook threw, or its self-test let something through. Fatal in every sandbox mode:
@@ -186,7 +186,7 @@ export class LayerFailed extends StrataError {
 
   /** The error again from its message (as it crossed from the worker). */
   static fromMessage(message: string): LayerFailed {
-    const match = /^layer (.+?): (probe|launch|apply|selfTest|load) failed: ([\s\S]*)$/.exec(message);
+    const match = /^layer (.+?): (probe|launch|apply|seal|selfTest|load) failed: ([\s\S]*)$/.exec(message);
     return match === null ? new LayerFailed('unknown', 'apply', message) : new LayerFailed(match[1]!, match[2] as LayerHook, match[3]!);
   }
 }

@@ -66,6 +66,7 @@ export type {
   LaunchContext,
   LaunchStep,
   ApplyContext,
+  SealContext,
   SelfTestContext,
 } from './layers/layer.js';
 export { defaultLayers, missingDefaultLayers, PLATFORM_LAYERS } from './layers/default-layers.js';

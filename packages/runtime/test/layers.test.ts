@@ -102,7 +102,7 @@ test('a per-layer requirement overrides the sandbox mode', async (t) => {
 });
 
 for (const sandbox of ['require', 'auto'] as const) {
-  for (const hook of ['probe', 'apply', 'selfTest'] as const) {
+  for (const hook of ['probe', 'apply', 'seal', 'selfTest'] as const) {
     test(`${sandbox}: a layer whose ${hook} throws fails the start with LayerFailed`, async (t) => {
       const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox, layers: [layer({ name: 'buggy', throwIn: hook })] }), { instanceOf: LayerFailed });
       t.is(error?.code, 'ERR_STRATA_LAYER_FAILED');
@@ -121,11 +121,56 @@ test('layers run in the user order within pre / normal / post', async (t) => {
   t.deepEqual(await rt.eval('appliedLayers'), ['early', 'one', 'two', 'late']);
 });
 
+// The worker's phases, table-tested: every apply, then every seal, then every selfTest, each in
+// layer order, only for the layers applied. Read from the last layer's report (its selfTest logs
+// every configurable hook the worker ran before it).
+const phaseTable: [string, LayerDescriptor[], string[]][] = [
+  ['two layers with seals', [layer({ name: 'a' }), layer({ name: 'b' })], ['a.apply', 'b.apply', 'a.seal', 'b.seal', 'a.selfTest', 'b.selfTest']],
+  ['a layer without a seal', [layer({ name: 'a', noSeal: true }), layer({ name: 'b' })], ['a.apply', 'b.apply', 'b.seal', 'a.selfTest', 'b.selfTest']],
+  [
+    'pre / normal / post',
+    [layer({ name: 'late', order: 'post' }), layer({ name: 'mid' }), layer({ name: 'early', order: 'pre' })],
+    ['early.apply', 'mid.apply', 'late.apply', 'early.seal', 'mid.seal', 'late.seal', 'early.selfTest', 'mid.selfTest', 'late.selfTest'],
+  ],
+  ['a layer not applied (auto, probe none) runs no hook', [layer({ name: 'gone', probe: 'none' }), layer({ name: 'a' })], ['a.apply', 'a.seal', 'a.selfTest']],
+];
+for (const [label, layers, phases] of phaseTable) {
+  test(`phase order: ${label}`, async (t) => {
+    await using rt = await IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, layers });
+    const last = rt.report.layers[rt.report.layers.length - 1]!;
+    t.deepEqual(last.detail['selfTestSaw'], phases);
+    // each seal ran after every apply
+    const applies = phases.filter((p) => p.endsWith('.apply'));
+    for (const entry of rt.report.layers) {
+      const sealSaw = entry.detail['sealSaw'] as string[] | undefined;
+      if (sealSaw !== undefined) t.deepEqual(sealSaw.slice(0, applies.length), applies, entry.name);
+    }
+  });
+}
+
+test("every worker hook sees its layer's capability as the parent probed it", async (t) => {
+  await using rt = await IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, layers: [layer({ name: 'half', probe: 'partial' })] });
+  const [entry] = rt.report.layers;
+  t.deepEqual(entry!.capability.provides, ['half-thing']);
+  for (const key of ['applyCapability', 'sealCapability', 'selfTestCapability']) t.deepEqual(entry!.detail[key], ['half-thing'], key);
+});
+
+test('a throwing seal stops the start before any selfTest, and the error crosses the wire with its hook', async (t) => {
+  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', layers: [layer({ name: 'first' }), layer({ name: 'breaks', throwIn: 'seal' }), layer({ name: 'after', throwIn: 'selfTest' })] }), {
+    instanceOf: LayerFailed,
+  });
+  // `after` would throw in selfTest: the seal's failure came first
+  t.deepEqual([error?.layer, error?.hook], ['breaks', 'seal']);
+  t.is(error?.message, 'layer breaks: seal failed: breaks throws in seal as asked');
+  t.deepEqual([LayerFailed.fromMessage(error!.message).layer, LayerFailed.fromMessage(error!.message).hook], ['breaks', 'seal']);
+});
+
 test('misconfigured layers are LayerConfigError or InvalidOption, before the guest runs', async (t) => {
   await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'twin' }), layer({ name: 'twin' })] }), { instanceOf: LayerConfigError, message: /twin: two layers have this name/ });
   await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: 'node:path' }] }), { instanceOf: LayerConfigError, message: /default export/ });
   await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: 'file:///nonexistent/layer.js' }] }), { instanceOf: LayerConfigError, message: /cannot import/ });
   await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'Bad Name' })] }), { instanceOf: LayerConfigError, message: /lower-case/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'bad-seal', badSeal: true })] }), { instanceOf: LayerConfigError, message: /bad-seal: its seal hook must be a function when present/ });
   await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: CONFIGURABLE, requirement: 'maybe' as never }] }), { instanceOf: InvalidOption });
   await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: CONFIGURABLE, options: { when: new Date(0), fn: () => 1 } as never }] }), { instanceOf: InvalidOption, message: /plain data/ });
 });

@@ -48,6 +48,15 @@ test('conformance: a probe that answers differently each time is caught', async 
   t.deepEqual(problems, ['the probe answered differently the second time']);
 });
 
+test('conformance: a seal that is not a function is named, without starting a worker', async (t) => {
+  const problems = await checkLayerConformance({ module: CONFIGURABLE, options: { name: 'bad-seal', badSeal: true } });
+  t.deepEqual(problems, ['its seal hook must be a function when present']);
+});
+
+test('conformance: a layer without a seal conforms (seal is optional)', async (t) => {
+  t.deepEqual(await checkLayerConformance({ module: CONFIGURABLE, options: { name: 'no-seal', noSeal: true } }), []);
+});
+
 test('checkGuestStillWorks passes a healthy runtime and names what a broken one lost', async (t) => {
   const { IsolatedRuntime } = await import('../src/index.js');
   const { checkGuestStillWorks } = await import('../src/testing/index.js');

@@ -80,6 +80,15 @@ export interface ApplyContext {
   readonly platform: NodeJS.Platform;
   readonly options: Readonly<Record<string, unknown>>;
   /**
+   * This layer's capability as its probe found it in the parent (the same frozen object as the
+   * report's `capability`): a layer acts on its probe's verdict from here (e.g. a feature in
+   * `provides` only once a test-fire passed), never through a side channel such as the
+   * environment. The pipeline always sets it; it is optional in the type only so that contexts
+   * built by hand in older unit tests still compile — a layer that depends on it should throw
+   * when it is missing rather than guess.
+   */
+  readonly capability?: LayerCapability;
+  /**
    * Adds a script to every context the worker creates, after the host's bootstrap scripts and
    * before any guest code (isolate-level layers, such as a frozen clock, use this).
    */
@@ -88,10 +97,31 @@ export interface ApplyContext {
   report(detail: Readonly<Record<string, unknown>>): void;
 }
 
-/** What `selfTest` may do: try what the layer exists to stop. */
+/**
+ * What `seal` may do: put in force a restriction that must come last, once every layer has
+ * applied (so every file a layer or the runtime needs is already loaded or open), and check it.
+ * It cannot add context bootstraps: those belong in `apply`.
+ */
+export interface SealContext {
+  readonly platform: NodeJS.Platform;
+  readonly options: Readonly<Record<string, unknown>>;
+  /** This layer's capability as its probe found it in the parent, the same frozen object as the report's: act on the probe's verdict from here (see {@link ApplyContext.capability}). */
+  readonly capability: LayerCapability;
+  /** Adds facts to this layer's report entry. */
+  report(detail: Readonly<Record<string, unknown>>): void;
+}
+
+/**
+ * What `selfTest` may do: try what the layer exists to stop. Self-tests run after every layer's
+ * `apply` and `seal`, so the worker may no longer open files by then (a sealed Landlock domain
+ * denies them all): a positive control that needs a file (e.g. "the runtime's own files are
+ * readable") belongs in `apply`.
+ */
 export interface SelfTestContext {
   readonly platform: NodeJS.Platform;
   readonly options: Readonly<Record<string, unknown>>;
+  /** This layer's capability as its probe found it in the parent; always set by the pipeline (see {@link ApplyContext.capability}). */
+  readonly capability?: LayerCapability;
   /** Evaluates `code` in a throwaway isolate set up exactly as the guest's will be, and returns its result. */
   evalInGuest(code: string): Promise<unknown>;
   /** Adds facts to this layer's report entry. */
@@ -100,17 +130,38 @@ export interface SelfTestContext {
 
 /**
  * A layer. `probe` reports what this platform can provide (no side effects); `apply` puts it in
- * force in the worker, after everything is loaded and before the isolate exists; `selfTest`
- * tries what the layer exists to stop and throws if anything gets through.
+ * force in the worker, after everything is loaded and before the isolate exists; `seal`
+ * (optional) adds what must come after every layer's `apply`; `selfTest` tries what the layer
+ * exists to stop and throws if anything gets through.
+ *
+ * In the worker the pipeline runs in phases, each over every applied layer in layer order:
+ * every `apply`, then every `seal`, then every `selfTest`. An exception in any hook is
+ * `LayerFailed` naming the layer and the hook, in every sandbox mode.
  */
 export interface Layer {
   readonly name: string;
   readonly version: string;
   readonly order?: LayerOrder;
+  /** In the parent, cached per process: what this platform can provide. No side effects (a dry run goes in a throwaway child). */
   probe(context: ProbeContext): LayerCapability | Promise<LayerCapability>;
   /** Optional, in the parent: a pre-exec link of the launch chain, for layers applied before Node's threads exist. */
   launch?(context: LaunchContext): LaunchStep | undefined | Promise<LaunchStep | undefined>;
+  /**
+   * In the worker, in layer order, once every layer module is loaded and the runtime has opened
+   * what it keeps open (its memory watchdog's /proc files): puts the layer in force. A layer
+   * applied later may still load files (an addon), so a restriction that would stop it goes in
+   * `seal`. Positive controls that need files ("the binds work") belong here.
+   */
   apply(context: ApplyContext): void | Promise<void>;
+  /**
+   * Optional, in the worker: after every layer's `apply` and before any `selfTest`, in layer
+   * order. For restrictions that would stop other layers (or the runtime) from loading what they
+   * need, such as a domain denying all file access (DESIGN.md §3: load everything → dumpable →
+   * seccomp → on Landlock ABI ≥ 8 the deny-all domain → selfTest → report). Nothing the worker
+   * does after the seals opens a file.
+   */
+  seal?(context: SealContext): void | Promise<void>;
+  /** In the worker, after every `apply` and `seal`: tries what the layer exists to stop, and throws naming what got through. */
   selfTest(context: SelfTestContext): void | Promise<void>;
 }
 

@@ -9,8 +9,8 @@ import { planLayers } from './plan.js';
 /**
  * The layer pipeline, in two halves. In the parent, before any worker exists: validate → order →
  * probe (cached per process) → plan → refuse, naming every gap. In the worker, before the guest's
- * isolate exists: apply → selfTest → freeze the report. An exception in any hook is fatal in every
- * mode; only a probe result is ever downgraded, and only under `'auto'`.
+ * isolate exists: apply all → seal all → selfTest all → freeze the report. An exception in any hook
+ * is fatal in every mode; only a probe result is ever downgraded, and only under `'auto'`.
  */
 
 /** One layer as planned in the parent and carried to the worker (plain data). */
@@ -20,7 +20,7 @@ export interface PlannedStep {
   readonly requirement: LayerRequirement;
   readonly capability: LayerCapability;
   readonly enforcement: Enforcement;
-  /** Whether the worker runs its `apply` and `selfTest`. */
+  /** Whether the worker runs its `apply`, `seal` and `selfTest`. */
   readonly apply: boolean;
 }
 
@@ -111,7 +111,11 @@ export async function planPipeline(descriptors: readonly LayerDescriptor[], defa
   return Object.freeze({ steps: Object.freeze(steps), launch: Object.freeze(launch), launchReports: Object.freeze(launchReports), warnings: Object.freeze([...plan.warnings]) });
 }
 
-/** The worker's half: apply → selfTest (against the guest as it will be set up) → the frozen report. */
+/**
+ * The worker's half, in phases over the layers to apply, each in layer order: every `apply`, then
+ * every `seal` (restrictions that would stop a later layer's apply from loading what it needs),
+ * then every `selfTest` (against the guest as it will be set up) → the frozen report.
+ */
 export async function applyPipeline(steps: readonly PlannedStep[], host: ApplyHost): Promise<PipelineResult> {
   const layers: Layer[] = [];
   for (const step of steps) {
@@ -119,42 +123,41 @@ export async function applyPipeline(steps: readonly PlannedStep[], host: ApplyHo
     // The parent planned by name; a module that builds a different layer here is misconfigured.
     if (layer.name !== step.name) throw new LayerConfigError(step.name, `its module built a layer named ${JSON.stringify(layer.name)} in the worker`);
     layers.push(layer);
+    // Hooks see the capability the report will carry: no hook may change it.
+    deepFreeze(step.capability);
   }
   const contextBootstraps: string[] = [];
   const details = new Map<string, Record<string, unknown>>();
   const detailOf = (name: string) => details.get(name) ?? details.set(name, {}).get(name)!;
-  for (const [i, layer] of layers.entries()) {
+  // What every hook's context shares: the layer's options and its probe's verdict, and its report.
+  const applied = layers.flatMap((layer, i) => {
     const step = steps[i]!;
-    if (!step.apply) continue;
-    const options = Object.freeze({ ...(step.descriptor.options ?? {}) });
+    if (!step.apply) return [];
+    const shared = {
+      platform: host.platform,
+      options: Object.freeze({ ...(step.descriptor.options ?? {}) }),
+      capability: step.capability,
+      report: (detail: Readonly<Record<string, unknown>>) => void Object.assign(detailOf(layer.name), detail),
+    };
+    return [{ layer, shared }];
+  });
+  for (const { layer, shared } of applied) {
     await hook(layer.name, 'apply', () =>
       layer.apply({
-        platform: host.platform,
-        options,
+        ...shared,
         addContextBootstrap: (source) => {
           if (typeof source !== 'string') throw new TypeError('addContextBootstrap takes the source of a script');
           contextBootstraps.push(source);
         },
-        report: (detail) => Object.assign(detailOf(layer.name), detail),
       }),
     );
   }
-  const selfTests = new Map<string, LayerReport['selfTest']>();
-  for (const [i, layer] of layers.entries()) {
-    const step = steps[i]!;
-    if (!step.apply) {
-      selfTests.set(layer.name, 'skipped');
-      continue;
-    }
-    const options = Object.freeze({ ...(step.descriptor.options ?? {}) });
-    await hook(layer.name, 'selfTest', () =>
-      layer.selfTest({
-        platform: host.platform,
-        options,
-        evalInGuest: (code) => host.evalInGuest(code, contextBootstraps),
-        report: (detail) => Object.assign(detailOf(layer.name), detail),
-      }),
-    );
+  for (const { layer, shared } of applied) {
+    if (layer.seal !== undefined) await hook(layer.name, 'seal', () => layer.seal!({ ...shared }));
+  }
+  const selfTests = new Map<string, LayerReport['selfTest']>(layers.map((layer) => [layer.name, 'skipped']));
+  for (const { layer, shared } of applied) {
+    await hook(layer.name, 'selfTest', () => layer.selfTest({ ...shared, evalInGuest: (code) => host.evalInGuest(code, contextBootstraps) }));
     selfTests.set(layer.name, 'passed');
   }
   const reports = layers.map((layer, i): LayerReport => {

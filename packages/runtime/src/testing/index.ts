@@ -9,7 +9,7 @@ import { SandboxUnavailable, StrataError } from '../errors.js';
 import { IsolatedRuntime } from '../isolated/isolated-runtime.js';
 import type { IsolatedRuntimeOptions } from '../isolated/isolated-options.js';
 import type { LayerDescriptor, LayerReport } from '../layers/layer.js';
-import { loadLayer } from '../layers/load-layer.js';
+import { buildLayer, layerShapeProblems, loadLayer } from '../layers/load-layer.js';
 import { enforcementOf } from '../layers/plan.js';
 
 /** Guest code the layer must stop (it must throw, or evaluate to something other than `true`), or must let through (it must evaluate to `true`). */
@@ -66,7 +66,9 @@ export async function testLayer(descriptor: LayerDescriptor, options: TestLayerO
 }
 
 /**
- * The contract every layer must keep, checked from outside in fresh workers: it starts under
+ * The contract every layer must keep, checked from outside in fresh workers: its shape (a
+ * lower-case name, a version, `probe`, `apply` and `selfTest` functions, `launch` and `seal`
+ * functions when present; a misshapen layer is reported without starting a worker); it starts under
  * `'auto'`; its report entry is well-formed, JSON-serialisable and consistent with its probe;
  * the probe gives the same answer twice (no side effects; called directly, since the runtime caches
  * probe results per process); under `'require'` it starts exactly
@@ -74,6 +76,8 @@ export async function testLayer(descriptor: LayerDescriptor, options: TestLayerO
  * `'off'` it is skipped. Returns the problems found (empty when the layer conforms).
  */
 export async function checkLayerConformance(descriptor: LayerDescriptor, runtime: IsolatedRuntimeOptions = {}): Promise<string[]> {
+  const shape = layerShapeProblems(await buildLayer(descriptor));
+  if (shape.length > 0) return shape;
   const problems: string[] = [];
   const start = (requirement: 'require' | 'auto' | 'off') =>
     IsolatedRuntime.start({ prewarm: false, ...runtime, sandbox: 'auto', layers: [{ ...descriptor, requirement }] });

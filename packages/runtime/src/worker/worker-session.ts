@@ -68,8 +68,14 @@ export class WorkerSession {
     // The parent redacts host errors itself; the worker passes them through as they come.
     const runtimeOptions: RuntimeOptions = { ...rest, redactHostErrors: false };
     const bootstrap = typeof runtimeOptions.bootstrap === 'string' ? [runtimeOptions.bootstrap] : [...(runtimeOptions.bootstrap ?? [])];
-    // The parent probed and planned; the worker applies and self-tests, before the guest's
-    // isolate exists (self-tests use throwaway isolates).
+    // The worker checks its own resident memory every 20 ms, also while the guest runs (the
+    // parent checks every 50 ms from outside). Started before the layers: it opens
+    // /proc/self/statm and /proc/self/task now and keeps them open, so a layer's seal may take
+    // every file away (a deny-all Landlock domain) and the watchdog still reads them.
+    if (maxMemory !== undefined) watchdog.start(maxMemory, 20, WATCHDOG_EXIT_CODE);
+    // The parent probed and planned; the worker applies, seals and self-tests, before the
+    // guest's isolate exists (self-tests use throwaway isolates). From here on nothing the worker
+    // does opens a file: every module and addon it uses was loaded at start (worker-main.ts).
     const pipeline = await applyPipeline(layerSteps ?? [], {
       platform: process.platform,
       evalInGuest: async (code, extra) => {
@@ -81,9 +87,6 @@ export class WorkerSession {
         }
       },
     });
-    // The worker checks its own resident memory every 20 ms, also while the guest runs (the
-    // parent checks every 50 ms from outside).
-    if (maxMemory !== undefined) watchdog.start(maxMemory, 20, WATCHDOG_EXIT_CODE);
     const runtime = await RuntimeClass.create({ ...runtimeOptions, bootstrap: [...bootstrap, ...pipeline.contextBootstraps] });
     return new WorkerSession(channel, runtime, watchdog, cpuSecondsPerCommand, pipeline);
   }
