@@ -50,6 +50,12 @@ export interface PoolStats {
 
 const POOL_KEYS = new Set(['size', 'maxConcurrentStarts', 'crashBudget']);
 const FIRST_BACKOFF_MS = 100;
+/**
+ * A replacement starts this long after a hand-over: a start is ~150 ms of CPU, and on a small
+ * machine it would otherwise compete with the session's first commands, which are the latency
+ * a pool exists for.
+ */
+const REFILL_DELAY_MS = 25;
 const MAX_BACKOFF_MS = 30_000;
 
 /** A runtime that ended for anything but its owner's `close()`: a crash, a hard kill, the heap limit. */
@@ -106,6 +112,7 @@ export class SandboxPool implements AsyncDisposable {
   #closed = false;
   #backoffMs = 0;
   #retryTimer: NodeJS.Timeout | undefined;
+  #refillTimer: NodeJS.Timeout | undefined;
   #checkouts = 0;
   #coldStarts = 0;
   #discarded = 0;
@@ -135,7 +142,7 @@ export class SandboxPool implements AsyncDisposable {
     for (const key of POOL_KEYS) delete workerOptions[key];
     const resolved = resolveIsolatedOptions(workerOptions as IsolatedRuntimeOptions);
     const pool = new SandboxPool(workerOptions as IsolatedRuntimeOptions, resolved, size, maxConcurrentStarts, budget);
-    const first = await IsolatedRuntime.start(pool.#workerOptions);
+    const first = await SandboxPool.#startWarm(pool.#workerOptions);
     pool.#addReady(first);
     pool.#fill();
     return pool;
@@ -175,7 +182,7 @@ export class SandboxPool implements AsyncDisposable {
         throw new RuntimeClosed('the pool was closed while this checkout started a runtime');
       }
     } else {
-      this.#fill();
+      this.#fillSoon();
     }
     this.#checkouts++;
     if (session !== undefined) internals.setSessionOptions(rt, session);
@@ -236,6 +243,7 @@ export class SandboxPool implements AsyncDisposable {
     if (!this.#closed) {
       this.#closed = true;
       clearTimeout(this.#retryTimer);
+      clearTimeout(this.#refillTimer);
       for (const waiter of this.#waiters) waiter.reject(new RuntimeClosed('the pool is closed'));
       this.#waiters.clear();
     }
@@ -292,10 +300,34 @@ export class SandboxPool implements AsyncDisposable {
     }
   }
 
+  /** {@link SandboxPool.#fill}, a moment after a hand-over. */
+  #fillSoon(): void {
+    if (this.#refillTimer !== undefined) return;
+    this.#refillTimer = setTimeout(() => {
+      this.#refillTimer = undefined;
+      this.#fill();
+    }, REFILL_DELAY_MS);
+  }
+
+  /**
+   * A pooled runtime: started, then one command run, so the worker's first-command paths
+   * (interpreted under --jitless) and page faults are paid in the background, not by a session.
+   */
+  static async #startWarm(options: IsolatedRuntimeOptions): Promise<IsolatedRuntime> {
+    const rt = await IsolatedRuntime.start(options);
+    try {
+      await rt.eval('0');
+    } catch (error) {
+      await rt.close();
+      throw error;
+    }
+    return rt;
+  }
+
   /** Starts runtimes in the background until the pool would be full, `maxConcurrentStarts` at a time. */
   #fill(): void {
     while (!this.#closed && this.#retryTimer === undefined && this.#ready.length + this.#starting.size < this.#size && this.#starting.size < this.#maxConcurrentStarts) {
-      const started: Promise<void> = IsolatedRuntime.start(this.#workerOptions).then(
+      const started: Promise<void> = SandboxPool.#startWarm(this.#workerOptions).then(
         async (rt) => {
           this.#starting.delete(started);
           if (this.#closed) return rt.close();
