@@ -4,8 +4,8 @@
 // for (ok / crashed / timed out), p50 and p99 latency, and no leaked process or file descriptor.
 //
 //   node bench/load-fault.mjs [runs] [concurrency]
-import { readdirSync, readFileSync } from 'node:fs';
-import { SandboxPool } from '@strata/runtime';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { IsolatedRuntime, SandboxPool } from '@strata/runtime';
 
 const RUNS = Number(process.argv[2] ?? 10_000);
 const CONCURRENCY = Number(process.argv[3] ?? 4);
@@ -29,6 +29,18 @@ function childPids() {
   return children;
 }
 const openFds = () => readdirSync('/proc/self/fd').length;
+/** What each open fd is (for the leak report). */
+function fdTargets() {
+  const out = new Map();
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      out.set(fd, readlinkSync(`/proc/self/fd/${fd}`));
+    } catch {
+      // the fd used to read the directory is gone already
+    }
+  }
+  return out;
+}
 
 // What a run does. Ordinary: a small program calling a host function. Hostile: each contained
 // differently; `expect` is the error class that containing it produces.
@@ -52,9 +64,13 @@ function pickRun(i) {
   return { kind: hostile.name, code: hostile.code, expect: hostile.expect };
 }
 
+// The first worker spawn of a process leaves one /dev/null open for good (seen with strace; once
+// per process, not per worker): one runtime is started and closed before the baseline is taken.
+await (await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' })).close();
 const fdsBefore = openFds();
+const fdTargetsBefore = fdTargets();
 const started = performance.now();
-const pool = await SandboxPool.start({ size: POOL_SIZE, sandbox: 'require', timeout: 1_000, requestTimeout: 3_000, maxMemory: 256 * 1024 * 1024, maxHeapSize: 64 * 1024 * 1024, maxHostCalls: 100_000, crashBudget: null });
+const pool = await SandboxPool.start({ size: POOL_SIZE, sandbox: 'require', timeout: 1_000, requestTimeout: 3_000, maxMemory: 256 * 1024 * 1024, maxHeapSize: 64 * 1024 * 1024, maxHostCalls: 2_000, crashBudget: null });
 await pool.waitReady(120_000);
 
 const outcomes = { ok: 0, contained: 0, crashed: 0, timedOut: 0, unexpected: 0 };
@@ -146,6 +162,7 @@ for (const line of unexpected) console.log(`  unexpected: ${line}`);
 console.log(`latency (checkout to result, closed): p50 ${pct(50)} ms, p99 ${pct(99)} ms, max ${latencies.at(-1).toFixed(1)} ms`);
 console.log(`pool: ${stats.checkouts} checkouts, ${stats.coldStarts} cold starts, ${stats.discarded} ready workers discarded (died waiting), ${stats.failedStarts} failed starts`);
 console.log(`leaks: ${childPids().length} child processes left, ${openFds() - fdsBefore} file descriptors more than at the start`);
+for (const [fd, target] of fdTargets()) if (fdTargetsBefore.get(fd) !== target) console.log(`  fd ${fd} -> ${target} (was ${fdTargetsBefore.get(fd) ?? 'closed'})`);
 const ok = accounted === RUNS && outcomes.unexpected === 0 && childPids().length === 0 && openFds() <= fdsBefore;
 console.log(ok ? 'result: every run accounted for, nothing unexpected, nothing leaked' : 'result: FAILED (see above)');
 process.exitCode = ok ? 0 : 1;

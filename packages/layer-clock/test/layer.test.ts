@@ -1,16 +1,20 @@
 import test from 'ava';
 import { clock, clockBootstrap, ClockOptionError, ClockSelfTestFailed, CLOCK_PROVIDES } from '../src/index.js';
 import clockLayer from '../src/layer.js';
-import type { ApplyContext, Layer, SelfTestContext } from '@strata/runtime';
+import type { ApplyContext, Layer, LayerCapability, SelfTestContext } from '@strata/runtime';
 import { AT, DISABLE_CODE_GENERATION, freshGuestEvaluator, type GuestOptions } from './helpers/guest.js';
 
 /** Runs `apply` against a fake context and returns what the layer asked for. */
+/** What the clock's probe finds everywhere (the pipeline hands it to every hook). */
+const FULL: LayerCapability = { available: true, provides: [...CLOCK_PROVIDES], missing: [] };
+
 async function applyLayer(layer: Layer): Promise<{ bootstraps: string[]; report: Record<string, unknown> }> {
   const bootstraps: string[] = [];
   const report: Record<string, unknown> = {};
   const context: ApplyContext = {
     platform: 'linux',
     options: {},
+    capability: FULL,
     addContextBootstrap: (source) => void bootstraps.push(source),
     report: (detail) => void Object.assign(report, detail),
   };
@@ -21,7 +25,7 @@ async function applyLayer(layer: Layer): Promise<{ bootstraps: string[]; report:
 /** Runs `selfTest` with `evalInGuest` backed by fresh isolates set up by `setup`. */
 async function selfTest(layer: Layer, setup: GuestOptions): Promise<Record<string, unknown>> {
   const report: Record<string, unknown> = {};
-  const context: SelfTestContext = { platform: 'linux', options: {}, evalInGuest: freshGuestEvaluator(setup), report: (detail) => void Object.assign(report, detail) };
+  const context: SelfTestContext = { platform: 'linux', options: {}, capability: FULL, evalInGuest: freshGuestEvaluator(setup), report: (detail) => void Object.assign(report, detail) };
   await layer.selfTest(context);
   return report;
 }
@@ -113,6 +117,6 @@ for (const [label, setup, routes] of failing) {
 
 test('selfTest fails when the guest returns no verdict', async (t) => {
   const layer = clockLayer();
-  const context: SelfTestContext = { platform: 'linux', options: {}, evalInGuest: async () => undefined, report: () => {} };
+  const context: SelfTestContext = { platform: 'linux', options: {}, capability: FULL, evalInGuest: async () => undefined, report: () => {} };
   await t.throwsAsync(async () => layer.selfTest(context), { instanceOf: ClockSelfTestFailed, message: /returned no verdict \(got undefined\)/ });
 });

@@ -38,6 +38,6 @@ offMac('off macOS the dry-run child fails loudly and the probe would report its 
 });
 
 offMac('off macOS the self-test hook refuses to run (it needs the addon)', async (t) => {
-  const context = { platform: process.platform, options: {}, evalInGuest: async () => undefined, report: () => t.fail() };
+  const context = { platform: process.platform, options: {}, capability: { available: false, provides: [], missing: ['not macOS'] }, evalInGuest: async () => undefined, report: () => t.fail() };
   await t.throwsAsync(async () => seatbeltLayer({}).selfTest(context), { message: `@strata/layer-seatbelt: Seatbelt is macOS only (this is ${process.platform})` });
 });

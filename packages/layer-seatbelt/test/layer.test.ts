@@ -63,7 +63,7 @@ when(!existsSync(ADDON_PATH), 'the addon is built here')('the probe on macOS wit
 
 offMac('apply refuses to run anywhere but macOS, before doing anything', (t) => {
   const reported: unknown[] = [];
-  const context: ApplyContext = { platform: process.platform, options: {}, addContextBootstrap: () => t.fail(), report: (d) => reported.push(d) };
+  const context: ApplyContext = { platform: process.platform, options: {}, capability: { available: false, provides: [], missing: ['not macOS'] }, addContextBootstrap: () => t.fail(), report: (d) => reported.push(d) };
   t.throws(() => seatbeltLayer({}).apply(context), { message: `Seatbelt is macOS only (this is ${process.platform})` });
   t.deepEqual(reported, []);
 });

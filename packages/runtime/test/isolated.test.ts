@@ -247,3 +247,15 @@ test('started as root, a worker entry others cannot read is refused before anyth
   chmodSync(entry, 0o644);
   t.is(unreachableByNobody(entry, 0o004), undefined);
 });
+
+test('a worker that stops before it says hello (SIGSTOP in its launch chain) is killed at startTimeout; the start fails, nothing hangs', async (t) => {
+  // A launch link that stops itself: the worker never reaches Node.
+  const stopper = { module: new URL('./fixtures/layers/configurable-layer.js', import.meta.url).href, options: { name: 'stopper', launch: { program: '/bin/sh', args: ['-c', 'kill -STOP $$'] } } };
+  const started = Date.now();
+  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', layers: [stopper], startTimeout: 1_000, prewarm: false }), { instanceOf: StrataError });
+  t.is(error?.code, 'ERR_STRATA_WORKER_CRASHED');
+  t.regex(error?.message ?? '', /did not start within 1000 ms/);
+  t.true(Date.now() - started < 20_000);
+  await t.throwsAsync(IsolatedRuntime.start({ startTimeout: 0 }), { instanceOf: InvalidOption });
+  await t.throwsAsync(IsolatedRuntime.start({ startTimeout: null as never }), { instanceOf: InvalidOption });
+});

@@ -29,6 +29,13 @@ export interface IsolatedRuntimeOptions extends RuntimeOptions {
   maxInflightHostCalls?: number;
   /** A worker that stops reading its pipe for this long is killed (`WorkerCrashed`, reason `writeStallTimeout`). Default 10 000; `null` removes it. */
   writeStallTimeout?: number | null;
+  /**
+   * How long a worker may take to start (spawn, launch chain, Node, hello) and then to configure
+   * (layers applied and self-tested), each, in milliseconds; past either it is killed
+   * (`WorkerCrashed`, reason `start`). Default 30 000 (or `requestTimeout` when larger, for the
+   * configure step).
+   */
+  startTimeout?: number;
   /** V8 without its JIT compilers (and without WebAssembly). Default true. */
   jitless?: boolean;
   /** Extra V8 flags for the worker; unknown or unsafe flags are refused. */
@@ -59,6 +66,7 @@ export interface ResolvedIsolatedOptions {
   readonly maxHostWait: number | undefined;
   readonly maxInflightHostCalls: number;
   readonly writeStallTimeout: number | undefined;
+  readonly startTimeout: number;
   readonly jitless: boolean;
   readonly v8Flags: readonly string[];
   readonly prewarm: boolean;
@@ -78,6 +86,7 @@ const ISOLATED_KEYS = [
   'maxHostWait',
   'maxInflightHostCalls',
   'writeStallTimeout',
+  'startTimeout',
   'jitless',
   'v8Flags',
   'prewarm',
@@ -151,12 +160,17 @@ export function resolveIsolatedOptions(options: IsolatedRuntimeOptions = {}): Re
     maxHostWait: limit('maxHostWait', options.maxHostWait, 600_000),
     maxInflightHostCalls: maxInflight,
     writeStallTimeout: limit('writeStallTimeout', options.writeStallTimeout, 10_000),
+    startTimeout: options.startTimeout === null ? invalidStart() : (limit('startTimeout', options.startTimeout, 30_000) ?? 30_000),
     jitless: options.jitless ?? true,
     v8Flags: Object.freeze([...v8Flags]),
     prewarm: options.prewarm ?? true,
   });
 }
 
+
+function invalidStart(): never {
+  throw new InvalidOption('startTimeout must be a positive integer: a start is always bounded');
+}
 
 /** The layer descriptors, checked: serialisable, a module to import, a known requirement. */
 function resolveLayers(options: IsolatedRuntimeOptions): LayerDescriptor[] {

@@ -25,7 +25,6 @@ export const MAX_WORKER_THREADS = 64;
 // How often the parent checks a busy worker from outside (the worker checks itself every 20 ms).
 const SUPERVISOR_TICK_MS = 50;
 // How long configuring a worker (its layer pipeline included) may take.
-const START_DEADLINE_MS = 30_000;
 const REDACTED = 'host function failed';
 const MAX_DEPTH = 64;
 
@@ -169,7 +168,7 @@ export class IsolatedRuntime implements AsyncDisposable {
       launch: layerPlan.launch,
     };
     if (process.geteuid?.() === 0) assertReachableByNobody(plan.entry);
-    const worker = await takeWorker(plan, resolved.prewarm);
+    const worker = await takeWorker(plan, resolved.prewarm, resolved.startTimeout);
     const report: { -readonly [K in keyof SandboxReport]: SandboxReport[K] } = {
       sandbox: 'none',
       sandboxExtras: [],
@@ -180,7 +179,7 @@ export class IsolatedRuntime implements AsyncDisposable {
     try {
       // Configuring runs the layer pipeline (probes, self-tests): bounded by a start deadline of
       // its own, not by requestTimeout, which is meant for the guest's commands.
-      const startDeadline = Math.max(START_DEADLINE_MS, resolved.requestTimeout ?? 0);
+      const startDeadline = Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0);
       const configured = (await runtime.#request(
         { type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds, layerPlan.steps) },
         startDeadline,

@@ -9,24 +9,24 @@ import { WorkerProcess, planKey, type LaunchPlan } from './worker-process.js';
 let spare: { key: string; worker: Promise<WorkerProcess> } | undefined;
 
 /** A worker for `plan`: the spare if it was started from the same plan and is alive, else a new one. */
-export async function takeWorker(plan: LaunchPlan, prewarm: boolean): Promise<WorkerProcess> {
+export async function takeWorker(plan: LaunchPlan, prewarm: boolean, helloTimeoutMs: number): Promise<WorkerProcess> {
   const key = planKey(plan);
   const candidate = spare?.key === key ? spare.worker : undefined;
   if (candidate !== undefined) spare = undefined;
-  if (prewarm) startSpare(plan, key);
+  if (prewarm) startSpare(plan, key, helloTimeoutMs);
   if (candidate !== undefined) {
     const worker = await candidate.catch(() => undefined);
     if (worker !== undefined && !worker.exited) return worker;
   }
-  return WorkerProcess.start(plan);
+  return WorkerProcess.start(plan, helloTimeoutMs);
 }
 
-function startSpare(plan: LaunchPlan, key: string): void {
+function startSpare(plan: LaunchPlan, key: string, helloTimeoutMs: number): void {
   if (spare !== undefined) {
     if (spare.key === key) return;
     void spare.worker.then((w) => w.kill(new WorkerCrashed('the spare worker was replaced', 'exit')), () => undefined);
   }
-  const worker = WorkerProcess.start(plan);
+  const worker = WorkerProcess.start(plan, helloTimeoutMs);
   worker.catch(() => {
     if (spare?.worker === worker) spare = undefined;
   });

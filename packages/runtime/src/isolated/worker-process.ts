@@ -110,8 +110,12 @@ export class WorkerProcess {
     this.unref();
   }
 
-  /** Starts a worker from a plan. Resolves once it said hello; rejects with WorkerCrashed otherwise. */
-  static start(plan: LaunchPlan): Promise<WorkerProcess> {
+  /**
+   * Starts a worker from a plan. Resolves once it said hello; rejects with WorkerCrashed
+   * otherwise, and kills it when no hello came within `helloTimeoutMs` (a worker stopped or stuck
+   * in its launch chain must not hang the start).
+   */
+  static start(plan: LaunchPlan, helloTimeoutMs: number): Promise<WorkerProcess> {
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
@@ -127,8 +131,14 @@ export class WorkerProcess {
       const worker = new WorkerProcess(child);
       // Kept referenced only while starting: an idle worker never keeps this process alive.
       worker.ref();
+      const deadline = setTimeout(
+        () => worker.kill(new WorkerCrashed(`the worker did not start within ${helloTimeoutMs} ms (no hello); it was killed`, 'start')),
+        helloTimeoutMs,
+      );
+      worker.onExit(() => clearTimeout(deadline));
       worker.#onMessage = (message) => {
         if (message.type === 'hello') {
+          clearTimeout(deadline);
           worker.unref();
           worker.#onMessage = (other) => worker.kill(new WorkerCrashed(`protocol violation: unexpected ${other.type} message`, 'protocol'));
           resolve(worker);

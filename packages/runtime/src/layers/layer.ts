@@ -83,11 +83,9 @@ export interface ApplyContext {
    * This layer's capability as its probe found it in the parent (the same frozen object as the
    * report's `capability`): a layer acts on its probe's verdict from here (e.g. a feature in
    * `provides` only once a test-fire passed), never through a side channel such as the
-   * environment. The pipeline always sets it; it is optional in the type only so that contexts
-   * built by hand in older unit tests still compile — a layer that depends on it should throw
-   * when it is missing rather than guess.
+   * environment.
    */
-  readonly capability?: LayerCapability;
+  readonly capability: LayerCapability;
   /**
    * Adds a script to every context the worker creates, after the host's bootstrap scripts and
    * before any guest code (isolate-level layers, such as a frozen clock, use this).
@@ -121,7 +119,7 @@ export interface SelfTestContext {
   readonly platform: NodeJS.Platform;
   readonly options: Readonly<Record<string, unknown>>;
   /** This layer's capability as its probe found it in the parent; always set by the pipeline (see {@link ApplyContext.capability}). */
-  readonly capability?: LayerCapability;
+  readonly capability: LayerCapability;
   /** Evaluates `code` in a throwaway isolate set up exactly as the guest's will be, and returns its result. */
   evalInGuest(code: string): Promise<unknown>;
   /** Adds facts to this layer's report entry. */
