@@ -60,7 +60,7 @@ const PROC_SELF = '/proc/self';
 const MAX_SYMLINKS = 40; // as the kernel (MAXSYMLINKS)
 
 /** A symlink met while resolving: its path (with a real parent) and target. */
-interface Link {
+export interface Link {
   readonly path: string;
   readonly target: string;
 }

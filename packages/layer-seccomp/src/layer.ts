@@ -91,7 +91,8 @@ function apply(context: ApplyContext): void {
 }
 
 /** One attempt: a call and the errno the filter must answer. */
-interface Attempt {
+/** One call the self-test fires: what it is, its number and arguments, and the answer expected. */
+export interface Attempt {
   readonly what: string;
   readonly nr: number;
   readonly args: readonly (number | bigint)[];

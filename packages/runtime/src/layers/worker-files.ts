@@ -175,8 +175,8 @@ export interface WorkerFilesInput {
 
 /**
  * The files the worker needs, and nothing more: Node's install directory; the `node_modules`
- * holding @strata/runtime (isolated-vm, cbor-x, tsyringe, reflect-metadata...); the real
- * directories of the @strata packages (linked from packages/ in a workspace) and of
+ * holding `@strata/runtime` (isolated-vm, cbor-x, tsyringe, reflect-metadata...); the real
+ * directories of the `@strata` packages (linked from packages/ in a workspace) and of
  * `packageRoot`; the libraries Node loads and the linker's cache; OpenSSL's configuration; the
  * worker's own /proc entries its watchdog reads; then `extra`. Throws naming an `extra` path
  * that does not exist.
