@@ -18,12 +18,13 @@ const escapeCell = (text) => String(text).replaceAll('|', '\\|');
 export function renderMarkdown(results) {
   const lines = [];
   lines.push(`Measured ${results.date.slice(0, 10)} on ${results.machine}, Node ${results.node}; medians.`, '');
-  lines.push('| figure | Strata | floor | ratio to floor | goal (DESIGN.md §7) | met |', '| --- | ---: | ---: | ---: | --- | :---: |');
+  lines.push('| figure | Strata | floor | ratio to floor | goal (DESIGN.md §7) | ratio to goal | met |', '| --- | ---: | ---: | ---: | --- | ---: | :---: |');
   for (const r of results.strata) {
     const ratio = r.floor === undefined ? '—' : `${(r.value / r.floor).toFixed(2)}×`;
+    const toGoal = r.goalValue === undefined ? '—' : `${(r.value / r.goalValue).toFixed(2)}×`;
     const floor = r.floor === undefined ? '—' : `${formatValue(r.floor, r.unit)} (${r.floorName})`;
     const met = r.met === undefined ? '' : r.met ? '✓' : '✗';
-    lines.push(`| ${escapeCell(r.figure)} | ${formatValue(r.value, r.unit)} | ${escapeCell(floor)} | ${ratio} | ${escapeCell(r.goal ?? '—')} | ${met} |`);
+    lines.push(`| ${escapeCell(r.figure)} | ${formatValue(r.value, r.unit)} | ${escapeCell(floor)} | ${ratio} | ${escapeCell(r.goal ?? '—')} | ${toGoal} | ${met} |`);
   }
   const names = results.alternatives.columns;
   lines.push('', `| figure | ${names.map(escapeCell).join(' | ')} |`, `| --- | ${names.map(() => '---:').join(' | ')} |`);
