@@ -7,7 +7,7 @@
  * @module
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, sep, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -129,15 +129,49 @@ const opensslDirs = new Map<string, string | undefined>();
 export function opensslConfig(execPath: string): string | undefined {
   let dir = opensslDirs.get(execPath);
   if (!opensslDirs.has(execPath)) {
-    const binary = readFileSync(realpathSync(execPath));
-    const at = binary.indexOf('OPENSSLDIR: "');
-    const match = at < 0 ? null : /^OPENSSLDIR: "([^"]*)"/.exec(binary.subarray(at, at + 4096).toString('latin1'));
-    dir = match?.[1];
+    dir = findOpensslDir(realpathSync(execPath));
     opensslDirs.set(execPath, dir);
   }
   if (dir === undefined || !dir.startsWith('/')) return undefined;
   const file = join(dir, 'openssl.cnf');
   return existsSync(file) ? realpathOr(file) : undefined;
+}
+
+const MARKER = Buffer.from('OPENSSLDIR: "', 'latin1');
+const CHUNK = 1 << 20;
+
+/**
+ * OPENSSLDIR from the binary's version string, read in 1 MiB chunks until found (the binary is
+ * ~100 MiB: reading it whole cost ~90 ms and a transient ~100 MiB in the parent).
+ */
+function findOpensslDir(binaryPath: string): string | undefined {
+  const fd = openSync(binaryPath, 'r');
+  try {
+    // Each chunk keeps the previous one's last 4 KiB, so a marker (and the path after it) split
+    // across a boundary is still found whole.
+    const buffer = Buffer.alloc(CHUNK + 4096);
+    let carried = 0;
+    for (let position = 0; ; ) {
+      const read = readSync(fd, buffer, carried, CHUNK, position);
+      if (read === 0) return undefined;
+      const filled = carried + read;
+      const at = buffer.subarray(0, filled).indexOf(MARKER);
+      if (at >= 0) {
+        const rest = filled - at >= 4096 || read < CHUNK ? buffer.subarray(at, filled) : Buffer.concat([buffer.subarray(at, filled), readAt(fd, position + read, 4096)]);
+        return /^OPENSSLDIR: "([^"]*)"/.exec(rest.subarray(0, 4096).toString('latin1'))?.[1];
+      }
+      position += read;
+      carried = Math.min(4096, filled);
+      buffer.copy(buffer, 0, filled - carried, filled);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readAt(fd: number, position: number, length: number): Buffer {
+  const out = Buffer.alloc(length);
+  return out.subarray(0, readSync(fd, out, 0, length, position));
 }
 
 /** The real path of every package in `<nodeModules>/@strata` (workspace links resolve into packages/). */
