@@ -1,6 +1,8 @@
 # Strata's native helpers (see native/README.md). Built by node-gyp at install, against the
 # headers of the Node 24 that npm installed (native/scripts/build.mjs picks them).
-# Linux only: elsewhere both targets are empty and src/native/native-paths.ts says so.
+# The helpers and the watchdog are Linux only: elsewhere those targets are empty and
+# src/native/native-paths.ts says so. The deadline addon (C++: V8's API is C++) builds on Linux and
+# macOS: the in-process Runtime needs it too.
 {
   'target_defaults': {
     'cflags_c': ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'],
@@ -36,6 +38,20 @@
         ['OS=="linux"', {
           'type': 'loadable_module',
           'sources': ['native/memory-watchdog.c'],
+        }, {
+          'type': 'none',
+        }],
+      ],
+    },
+    {
+      # The soft timeout: a watcher thread that stops a guest isolate at its deadline (native/guest-deadline.cc).
+      'target_name': 'strata_deadline',
+      'conditions': [
+        ['OS=="linux" or OS=="mac"', {
+          'type': 'loadable_module',
+          'sources': ['native/guest-deadline.cc'],
+          'cflags_cc': ['-Wall', '-Wextra', '-Werror'],
+          'xcode_settings': { 'OTHER_CPLUSPLUSFLAGS': ['-Wall', '-Wextra', '-Werror'] },
         }, {
           'type': 'none',
         }],

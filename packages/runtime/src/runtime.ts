@@ -17,6 +17,7 @@ import {
 } from './errors.js';
 import { execute, type ExecutionResult } from './execution-result.js';
 import { guestPrelude } from './guest/prelude.js';
+import { GuestDeadline } from './guest-deadline.js';
 import { encodedSize } from './encoded-size.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
 import { assertTransferable } from './values.js';
@@ -67,22 +68,51 @@ interface Delivery {
   readonly value: unknown;
 }
 
-/** Time the guest may still spend on the current command. */
+/**
+ * Time the guest may still spend on the current command. Each entry into the isolate arms the
+ * isolate's deadline with what is left and charges what it used; time in host functions is not
+ * the guest's (the clock stops while one runs).
+ */
 class GuestBudget {
   #remaining: number;
-  constructor(timeout: number) {
+  readonly #deadline: GuestDeadline;
+  #since = 0;
+  // The deadline fired while a host function ran: the guest stops as soon as it resumes.
+  #firedWhilePaused = false;
+  constructor(timeout: number, deadline: GuestDeadline) {
     this.#remaining = timeout;
+    this.#deadline = deadline;
   }
-  /** The isolated-vm `timeout` for the next entry into the isolate. */
-  next(): number | undefined {
-    if (this.#remaining === Infinity) return undefined;
+  /** Arms the deadline for one entry into the isolate; throws when nothing is left. */
+  start(): void {
     if (this.#remaining <= 0) throw new RuntimeTimeout('the guest ran past its timeout');
-    return Math.max(1, Math.ceil(this.#remaining));
+    this.#since = performance.now();
+    this.#firedWhilePaused = false;
+    if (this.#remaining !== Infinity) this.#deadline.arm(this.#remaining);
   }
-  charge(ms: number): void {
-    this.#remaining -= ms;
+  /** Disarms after the entry returned; true when the deadline stopped it (the termination is cleared). */
+  stop(): boolean {
+    this.#remaining -= performance.now() - this.#since;
+    const fired = (this.#remaining !== Infinity && this.#deadline.disarm()) || this.#firedWhilePaused;
+    this.#firedWhilePaused = false;
+    if (fired) this.#deadline.cancel();
+    return fired;
+  }
+  /** A host function starts: the guest's clock stops. */
+  pause(): void {
+    this.#remaining -= performance.now() - this.#since;
+    if (this.#remaining !== Infinity && this.#deadline.disarm()) this.#firedWhilePaused = true;
+  }
+  /** The host function returned: the guest's clock runs again. */
+  resume(): void {
+    this.#since = performance.now();
+    if (!this.#firedWhilePaused && this.#remaining !== Infinity) this.#deadline.arm(Math.max(this.#remaining, 0));
   }
 }
+
+// Entries outside any command (binding a function, removing a global, finishing the setup) run
+// only the prelude's own code; the bound is there in case anything ever makes them run more.
+const HOST_OPERATION_MS = 5_000;
 
 /**
  * A V8 isolate in this process: the engine every Strata worker hosts.
@@ -116,6 +146,9 @@ export class Runtime implements AsyncDisposable {
     takeOutcome: ivm.Reference;
     finalize: ivm.Reference;
   };
+  readonly #deadline: GuestDeadline;
+  // The budget of the entry in progress, so that a host function can stop the guest's clock.
+  #activeBudget: GuestBudget | undefined;
   #eventLoop: ivm.Reference | undefined;
   #runNext: ivm.Reference | undefined;
   readonly #functions = new Map<number, BoundFunction>();
@@ -140,11 +173,14 @@ export class Runtime implements AsyncDisposable {
     this.#options = options;
     this.#console = new ConsoleHub(options.maxOutputBytes);
     this.#isolate = new ivm.Isolate({ memoryLimit: Math.ceil(options.maxHeapSize / (1024 * 1024)) });
+    let deadline: GuestDeadline | undefined;
     try {
       // With --expose-gc (as every Strata worker runs), the context has V8's gc(), which the
       // prelude takes and hides. Flags are never changed at run time: V8 reads them from other
       // threads, and a change under a running isolate can crash the process.
       this.#context = this.#isolate.createContextSync();
+      deadline = GuestDeadline.attach(this.#context);
+      this.#deadline = deadline;
       const prelude = this.#isolate.compileScriptSync(`(${guestPrelude.toString()})`, { filename: 'strata:prelude' });
       const preludeFn = prelude.runSync(this.#context, { reference: true }) as ivm.Reference;
       const internals = preludeFn.applySync(
@@ -172,6 +208,7 @@ export class Runtime implements AsyncDisposable {
         finalize: get('finalize'),
       };
     } catch (error) {
+      deadline?.release();
       this.#isolate.dispose();
       throw error;
     }
@@ -190,16 +227,16 @@ export class Runtime implements AsyncDisposable {
       for (const [index, source] of resolved.bootstrap.entries()) {
         await runtime.#run(async (budget) => {
           const script = runtime.#compile(source, `strata:bootstrap-${index}`);
-          runtime.#enter(budget, () => script.runSync(runtime.#context, { timeout: budget.next() }));
+          runtime.#enter(budget, () => script.runSync(runtime.#context));
         });
       }
       const removeGlobals = (['SharedArrayBuffer', 'Atomics', 'WeakRef', 'FinalizationRegistry'] as const).filter(
         (name) => !resolved.allowGlobals.includes(name),
       );
-      const loop = runtime.#internals.finalize.applySync(
-        undefined,
-        [new ivm.ExternalCopy({ removeGlobals, strictEval: resolved.strictEval }).copyInto()],
-        { result: { reference: true } },
+      const loop = runtime.#enterBounded('Runtime.create', () =>
+        runtime.#internals.finalize.applySync(undefined, [new ivm.ExternalCopy({ removeGlobals, strictEval: resolved.strictEval }).copyInto()], {
+          result: { reference: true },
+        }),
       ) as ivm.Reference;
       runtime.#eventLoop = loop.typeof === 'object' ? loop : undefined;
       runtime.#runNext = runtime.#eventLoop?.getSync('runNext', { reference: true }) as ivm.Reference | undefined;
@@ -231,7 +268,7 @@ export class Runtime implements AsyncDisposable {
     if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
     return this.#command(async (budget) => {
       const filename = options.filename ?? '<eval>';
-      const completion = this.#enter(budget, () => this.#context.evalSync(code, { reference: true, timeout: budget.next(), filename })) as ivm.Reference;
+      const completion = this.#enter(budget, () => this.#context.evalSync(code, { reference: true, filename })) as ivm.Reference;
       return this.#settle(completion, budget);
     });
   }
@@ -282,7 +319,7 @@ export class Runtime implements AsyncDisposable {
       if (entry !== undefined) entry.revoked = true;
     }
     this.#globals.delete(name);
-    this.#internals.deleteGlobal.applySync(undefined, [name]);
+    this.#enterBounded('revoke', () => this.#internals.deleteGlobal.applySync(undefined, [name]));
   }
 
   /** Registers a module the guest may import by exactly this specifier. */
@@ -331,7 +368,7 @@ export class Runtime implements AsyncDisposable {
         filename: `${specifier} (completion)`,
       });
       await wrapper.instantiate(this.#context, () => module);
-      this.#enter(budget, () => wrapper.evaluateSync({ timeout: budget.next() }));
+      this.#enter(budget, () => wrapper.evaluateSync());
       const wrapperNamespace = wrapper.namespace;
       let namespace: ivm.Reference | undefined;
       const finished = () => {
@@ -344,7 +381,7 @@ export class Runtime implements AsyncDisposable {
       };
       await this.#drive(finished, budget, "the module's top-level await (or it threw after its first await, which isolated-vm cannot report)");
       const exportsObject = this.#enter(budget, () =>
-        this.#internals.namespaceToObject.applySync(undefined, [namespace!.derefInto()], { result: { reference: true }, timeout: budget.next() }),
+        this.#internals.namespaceToObject.applySync(undefined, [namespace!.derefInto()], { result: { reference: true } }),
       ) as ivm.Reference;
       return this.#export(exportsObject, budget) as Record<string, unknown>;
     });
@@ -405,7 +442,7 @@ export class Runtime implements AsyncDisposable {
     if (this.#closed) throw this.#closeReason ?? new RuntimeClosed('the runtime is closed');
     this.#busy = true;
     try {
-      const budget = new GuestBudget(this.#options.timeout);
+      const budget = new GuestBudget(this.#options.timeout, this.#deadline);
       this.#deliver(budget);
       return await task(budget);
     } catch (error) {
@@ -415,13 +452,42 @@ export class Runtime implements AsyncDisposable {
     }
   }
 
-  /** Enters the isolate synchronously and charges the time to the command's budget. */
+  /**
+   * Enters the isolate synchronously under the command's deadline and charges the time to its
+   * budget. A deadline that fired is a {@link RuntimeTimeout}, whatever the entry returned (a
+   * termination inside the microtasks that run as it returns is not reported by isolated-vm).
+   */
   #enter<T>(budget: GuestBudget, step: () => T): T {
-    const started = performance.now();
+    budget.start();
+    const outer = this.#activeBudget;
+    this.#activeBudget = budget;
+    let result: T | undefined;
+    let failure: unknown;
+    let failed = false;
     try {
-      return step();
-    } finally {
-      budget.charge(performance.now() - started);
+      result = step();
+    } catch (error) {
+      failed = true;
+      failure = error;
+    }
+    this.#activeBudget = outer;
+    if (budget.stop()) throw new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
+    if (failed) throw failure;
+    return result as T;
+  }
+
+  /** An entry outside any command, bounded by {@link HOST_OPERATION_MS}; past it the runtime is closed. */
+  #enterBounded<T>(what: string, step: () => T): T {
+    const budget = new GuestBudget(HOST_OPERATION_MS, this.#deadline);
+    try {
+      return this.#enter(budget, step);
+    } catch (error) {
+      if (error instanceof RuntimeTimeout) {
+        const reason = new StrataError(`${what}: the guest's side did not finish within ${HOST_OPERATION_MS} ms; the runtime is closed`);
+        this.#dispose(reason);
+        throw reason;
+      }
+      throw error;
     }
   }
 
@@ -443,7 +509,7 @@ export class Runtime implements AsyncDisposable {
     } catch (copyError) {
       const id = this.#nextId++;
       const isPromise = this.#enter(budget, () =>
-        this.#internals.watch.applySync(undefined, [completion.derefInto(), id], { timeout: budget.next() }),
+        this.#internals.watch.applySync(undefined, [completion.derefInto(), id]),
       ) as boolean;
       if (!isPromise) throw new ValueNotTransferable(`the value cannot cross: ${copyFailure(copyError)}`);
       return this.#awaitPromise(id, budget);
@@ -455,7 +521,7 @@ export class Runtime implements AsyncDisposable {
     await this.#drive(() => this.#settled.has(id), budget, 'the promise');
     const ok = this.#settled.get(id)!;
     this.#settled.delete(id);
-    const outcome = this.#internals.takeOutcome.applySync(undefined, [id], { result: { reference: true } }) as ivm.Reference;
+    const outcome = this.#enter(budget, () => this.#internals.takeOutcome.applySync(undefined, [id], { result: { reference: true } })) as ivm.Reference;
     if (ok) return this.#export(outcome, budget);
     throw this.#guestError(outcome, budget);
   }
@@ -482,7 +548,7 @@ export class Runtime implements AsyncDisposable {
   #runTimer(budget: GuestBudget): boolean {
     const loop = this.#eventLoop!;
     const runNext = this.#runNext!;
-    return this.#enter(budget, () => runNext.applySync(loop.derefInto(), [], { timeout: budget.next() }) === true);
+    return this.#enter(budget, () => runNext.applySync(loop.derefInto(), []) === true);
   }
 
   /** Copies a guest value out, refusing anything outside the transferable set. */
@@ -506,7 +572,7 @@ export class Runtime implements AsyncDisposable {
   #checked(reference: ivm.Reference, value: unknown, budget: GuestBudget): unknown {
     if (value !== null && typeof value === 'object') {
       const problem = this.#enter(budget, () =>
-        this.#internals.checkValue.applySync(undefined, [reference.derefInto(), '$'], { timeout: budget.next() }),
+        this.#internals.checkValue.applySync(undefined, [reference.derefInto(), '$']),
       ) as string | undefined;
       if (problem !== undefined) throw new ValueNotTransferable(`${problem}; it cannot cross to the host`);
     }
@@ -520,7 +586,7 @@ export class Runtime implements AsyncDisposable {
 
   #guestError(thrown: ivm.Reference, budget: GuestBudget): JsError {
     const [name, message, stack] = this.#enter(budget, () =>
-      this.#internals.describeError.applySync(undefined, [thrown.derefInto()], { result: { copy: true }, timeout: budget.next() }),
+      this.#internals.describeError.applySync(undefined, [thrown.derefInto()], { result: { copy: true } }),
     ) as [string, string, string | undefined];
     return new JsError(name, message, stack);
   }
@@ -555,6 +621,8 @@ export class Runtime implements AsyncDisposable {
     this.#closeReason = reason;
     this.#console.stopCaptures();
     this.#wakeDriver?.();
+    // Before the isolate goes: the watcher must never touch a disposed isolate.
+    this.#deadline.release();
     if (!this.#isolate.isDisposed) this.#isolate.dispose();
   }
 
@@ -573,7 +641,9 @@ export class Runtime implements AsyncDisposable {
       this.#functions.set(id, { name: label, fn, revoked: false });
       return [path, id, label];
     });
-    this.#internals.defineGlobal.applySync(undefined, [name, new ivm.ExternalCopy(data).copyInto(), new ivm.ExternalCopy(functions).copyInto()]);
+    this.#enterBounded(method, () =>
+      this.#internals.defineGlobal.applySync(undefined, [name, new ivm.ExternalCopy(data).copyInto(), new ivm.ExternalCopy(functions).copyInto()]),
+    );
     this.#globals.set(name, functions.map(([, id]) => id));
   }
 
@@ -593,10 +663,14 @@ export class Runtime implements AsyncDisposable {
       if (problem !== undefined) return [1, 'TypeError', `${entry.name}: ${problem}; it cannot cross to the host`];
     }
     let result: unknown;
+    const budget = this.#activeBudget;
+    budget?.pause();
     try {
       result = insideHostFunction.run(this, () => entry.fn(...args));
     } catch (error) {
       return [1, ...this.#hostErrorForGuest(error)];
+    } finally {
+      budget?.resume();
     }
     if (isThenable(result)) {
       const callId = this.#nextId++;
@@ -651,7 +725,7 @@ export class Runtime implements AsyncDisposable {
       } else {
         args = [callId, false, undefined, ...this.#hostErrorForGuest(value)];
       }
-      this.#enter(budget, () => this.#internals.settleHostCall.applySync(undefined, args, { timeout: budget.next() }));
+      this.#enter(budget, () => this.#internals.settleHostCall.applySync(undefined, args));
     }
   }
 

@@ -35,9 +35,9 @@ export interface MemoryWatchdog {
 const releaseDir = fileURLToPath(new URL('../../../build/Release/', import.meta.url));
 const requireAddon = createRequire(import.meta.url);
 
-function builtArtifact(name: string): string {
-  if (process.platform !== 'linux') {
-    throw new Error(`${name} is Linux only: Strata's native helpers are not built on ${process.platform}.`);
+function builtArtifact(name: string, platforms: readonly NodeJS.Platform[] = ['linux']): string {
+  if (!platforms.includes(process.platform)) {
+    throw new Error(`${name} is built for ${platforms.join(' and ')} only: Strata's native helpers are not built on ${process.platform}.`);
   }
   const path = releaseDir + name;
   if (!existsSync(path)) {
@@ -68,4 +68,20 @@ export function execHelperPath(): string {
  */
 export function loadWatchdog(): MemoryWatchdog {
   return requireAddon(builtArtifact('strata_watchdog.node')) as MemoryWatchdog;
+}
+
+/**
+ * The path of the deadline addon (`strata_deadline.node`, Linux and macOS): the watcher thread
+ * behind every runtime's soft timeout. isolated-vm loads it into each guest isolate, and Node
+ * loads the same file, so both halves share one registry.
+ *
+ * @throws Error on other platforms, or when the addon was not built (the message says how to build it).
+ */
+export function deadlineAddonPath(): string {
+  return builtArtifact('strata_deadline.node', ['linux', 'darwin']);
+}
+
+/** Loads the deadline addon's Node half (see `src/guest-deadline.ts`). */
+export function loadDeadlineAddon(): unknown {
+  return requireAddon(deadlineAddonPath());
 }

@@ -1,0 +1,228 @@
+/*
+ * strata_deadline.node — the soft timeout of a Strata runtime: one native thread that stops a
+ * guest isolate's JavaScript at a deadline, with V8's own TerminateExecution.
+ *
+ * Why not isolated-vm's `timeout` option: every entry into an isolate with a `timeout` arms a
+ * timer on isolated-vm's timer thread, and a finished entry's timer stays queued until its due
+ * time. An event loop that enters the isolate once per guest task under one command deadline
+ * (a shrinking `timeout`) queues tens of thousands of timers due in the same millisecond, and
+ * isolated-vm 7.0.1's timer thread walks the due ones recursively (run_next -> maybe_run_next)
+ * until its stack overflows: SIGSEGV. Here an entry only stores a deadline in a slot; the one
+ * watcher thread sleeps until the earliest armed deadline. Nothing is queued per entry.
+ *
+ * Two faces, one shared object:
+ *   - in the guest isolate, isolated-vm's NativeModule calls InitForContext, which records the
+ *     isolate in a free slot and writes the slot number into the exports object (`slot`);
+ *   - in Node, a Node-API module:
+ *       arm(slot, ms)             stop the slot's isolate `ms` milliseconds (fractional) from now;
+ *                                 re-arming replaces the deadline
+ *       disarm(slot) -> fired     stop watching; whether the deadline fired since arm()
+ *       cancel(slot)              clear a termination that fired (call once the entry returned)
+ *       release(slot)             forget the isolate (before it is disposed); the slot is reused
+ *
+ * The watcher calls TerminateExecution only on an armed slot, under the registry lock, and the
+ * owner disarms (under the same lock) before it disposes an isolate, so the watcher never touches
+ * a disposed isolate. TerminateExecution and CancelTerminateExecution are documented by V8 as
+ * callable from any thread without the isolate's lock.
+ *
+ * C++ because V8's API is C++; everything else is plain: one mutex, one condition variable.
+ */
+#define NAPI_VERSION 8
+#include <node_api.h>
+#include <v8.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Slot {
+  v8::Isolate* isolate = nullptr;  // nullptr: free
+  bool armed = false;
+  bool fired = false;
+  Clock::time_point deadline{};
+};
+
+// Allocated once and never freed: the watcher thread may still wait on the condition variable
+// while the process exits, and destroying a condition variable with a waiter hangs glibc's exit.
+struct Registry {
+  std::mutex lock;
+  std::condition_variable wake;
+  std::vector<Slot> slots;
+  bool watcher_started = false;
+  Clock::time_point sleeping_until = Clock::time_point::max();
+};
+Registry& registry = *new Registry;
+
+void watch() {
+  std::unique_lock<std::mutex> held{registry.lock};
+  for (;;) {
+    const Clock::time_point now = Clock::now();
+    Clock::time_point earliest = Clock::time_point::max();
+    for (Slot& slot : registry.slots) {
+      if (!slot.armed) continue;
+      if (slot.deadline <= now) {
+        slot.isolate->TerminateExecution();
+        slot.fired = true;
+        slot.armed = false;
+      } else if (slot.deadline < earliest) {
+        earliest = slot.deadline;
+      }
+    }
+    registry.sleeping_until = earliest;
+    if (earliest == Clock::time_point::max()) {
+      registry.wake.wait(held);
+    } else {
+      registry.wake.wait_until(held, earliest);
+    }
+  }
+}
+
+/* ---- the guest face ------------------------------------------------------------------------ */
+
+uint32_t take_slot(v8::Isolate* isolate) {
+  std::lock_guard<std::mutex> held{registry.lock};
+  for (uint32_t i = 0; i < registry.slots.size(); i++) {
+    if (registry.slots[i].isolate == nullptr) {
+      registry.slots[i] = Slot{isolate};
+      return i;
+    }
+  }
+  registry.slots.push_back(Slot{isolate});
+  return static_cast<uint32_t>(registry.slots.size() - 1);
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) void InitForContext(v8::Isolate* isolate, v8::Local<v8::Context> context, v8::Local<v8::Object> target) {
+  const uint32_t slot = take_slot(isolate);
+  v8::Local<v8::String> key = v8::String::NewFromUtf8Literal(isolate, "slot");
+  if (target->Set(context, key, v8::Integer::NewFromUnsigned(isolate, slot)).IsNothing()) {
+    std::lock_guard<std::mutex> held{registry.lock};
+    registry.slots[slot] = Slot{};
+  }
+}
+
+/* ---- the Node face ------------------------------------------------------------------------- */
+
+namespace {
+
+napi_value fail(napi_env env, const char* message) {
+  napi_throw_error(env, "ERR_STRATA_DEADLINE", message);
+  return nullptr;
+}
+
+// Reads argument `index` as a uint32; false (with a JS error thrown) when it is not one.
+bool read_u32(napi_env env, napi_value value, uint32_t* out) {
+  double number = -1;
+  if (napi_get_value_double(env, value, &number) != napi_ok || !(number >= 0 && number <= 4294967295.0) || number != static_cast<double>(static_cast<uint32_t>(number))) {
+    fail(env, "strata_deadline: expected an integer from 0 to 2^32-1");
+    return false;
+  }
+  *out = static_cast<uint32_t>(number);
+  return true;
+}
+
+// The slot named by the first argument, with the registry locked by `held`; nullptr (with a JS
+// error thrown) when it is not a slot in use.
+Slot* slot_argument(napi_env env, napi_value* argv, size_t argc, std::unique_lock<std::mutex>& held) {
+  uint32_t index = 0;
+  if (argc < 1 || !read_u32(env, argv[0], &index)) {
+    if (argc < 1) fail(env, "strata_deadline: expected a slot");
+    return nullptr;
+  }
+  held.lock();
+  if (index >= registry.slots.size() || registry.slots[index].isolate == nullptr) {
+    held.unlock();
+    fail(env, "strata_deadline: no isolate is registered in that slot");
+    return nullptr;
+  }
+  return &registry.slots[index];
+}
+
+napi_value arm(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
+  double ms = -1;
+  // At most ~31 years: far beyond any timeout, and small enough for the clock's arithmetic.
+  if (argc < 2 || napi_get_value_double(env, argv[1], &ms) != napi_ok || !(ms >= 0 && ms <= 1e12)) {
+    return fail(env, "strata_deadline: arm(slot, ms) needs ms from 0 to 1e12");
+  }
+  std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
+  Slot* slot = slot_argument(env, argv, argc, held);
+  if (slot == nullptr) return nullptr;
+  if (!registry.watcher_started) {
+    std::thread(watch).detach();
+    registry.watcher_started = true;
+  }
+  slot->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>{ms});
+  slot->armed = true;
+  slot->fired = false;
+  // The watcher wakes by itself at the deadline it sleeps until; only an earlier one needs it now.
+  if (slot->deadline < registry.sleeping_until) {
+    registry.sleeping_until = slot->deadline;
+    registry.wake.notify_one();
+  }
+  return nullptr;
+}
+
+napi_value disarm(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
+  std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
+  Slot* slot = slot_argument(env, argv, argc, held);
+  if (slot == nullptr) return nullptr;
+  const bool fired = slot->fired;
+  slot->armed = false;
+  slot->fired = false;
+  held.unlock();
+  napi_value result;
+  napi_get_boolean(env, fired, &result);
+  return result;
+}
+
+napi_value cancel(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
+  std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
+  Slot* slot = slot_argument(env, argv, argc, held);
+  if (slot == nullptr) return nullptr;
+  slot->isolate->CancelTerminateExecution();
+  return nullptr;
+}
+
+napi_value release(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
+  std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
+  Slot* slot = slot_argument(env, argv, argc, held);
+  if (slot == nullptr) return nullptr;
+  *slot = Slot{};
+  return nullptr;
+}
+
+bool export_function(napi_env env, napi_value exports, const char* name, napi_callback fn) {
+  napi_value function;
+  return napi_create_function(env, name, NAPI_AUTO_LENGTH, fn, nullptr, &function) == napi_ok &&
+         napi_set_named_property(env, exports, name, function) == napi_ok;
+}
+
+}  // namespace
+
+NAPI_MODULE_INIT() {
+  if (!export_function(env, exports, "arm", arm) || !export_function(env, exports, "disarm", disarm) ||
+      !export_function(env, exports, "cancel", cancel) || !export_function(env, exports, "release", release)) {
+    return nullptr;
+  }
+  return exports;
+}

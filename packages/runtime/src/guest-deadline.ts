@@ -1,0 +1,80 @@
+/**
+ * The soft timeout of every runtime: a deadline per entry into the guest isolate, enforced by
+ * one native watcher thread (`native/guest-deadline.cc`) with V8's TerminateExecution.
+ *
+ * Strata never passes isolated-vm's own `timeout` option: each entry with a `timeout` arms a
+ * timer on isolated-vm's timer thread that stays queued until its due time even after the entry
+ * returned, and an event loop entering the isolate once per guest task under one shrinking
+ * command deadline queues tens of thousands of timers due in the same millisecond, which
+ * isolated-vm 7.0.1's timer thread walks recursively until its stack overflows (SIGSEGV; the
+ * README's known issues have the reproduction). Arming a deadline here only writes a slot.
+ *
+ * @module
+ */
+import ivm from 'isolated-vm';
+import { deadlineAddonPath, loadDeadlineAddon } from './native/native-paths.js';
+
+interface DeadlineAddon {
+  arm(slot: number, ms: number): void;
+  disarm(slot: number): boolean;
+  cancel(slot: number): void;
+  release(slot: number): void;
+}
+
+let loaded: { readonly addon: DeadlineAddon; readonly module: ivm.NativeModule } | undefined;
+
+/**
+ * Loads the addon's two halves once per process: the Node-API half, and isolated-vm's handle for
+ * putting it into guest isolates. The worker calls this at start, before any layer may take file
+ * access away.
+ */
+export function loadGuestDeadline(): void {
+  if (loaded !== undefined) return;
+  const addon = loadDeadlineAddon() as DeadlineAddon;
+  loaded = { addon, module: new ivm.NativeModule(deadlineAddonPath()) };
+}
+
+/** One isolate's deadline. Arm it around every entry into the isolate; release it before disposing the isolate. */
+export class GuestDeadline {
+  readonly #addon: DeadlineAddon;
+  readonly #slot: number;
+  #released = false;
+
+  private constructor(addon: DeadlineAddon, slot: number) {
+    this.#addon = addon;
+    this.#slot = slot;
+  }
+
+  /** Registers the isolate of `context` with the watcher. */
+  static attach(context: ivm.Context): GuestDeadline {
+    loadGuestDeadline();
+    const exports = loaded!.module.createSync(context);
+    try {
+      return new GuestDeadline(loaded!.addon, exports.getSync('slot') as number);
+    } finally {
+      exports.release();
+    }
+  }
+
+  /** Stops the isolate's JavaScript `ms` milliseconds from now, unless disarmed first. */
+  arm(ms: number): void {
+    this.#addon.arm(this.#slot, Math.min(Math.max(ms, 0), 1e12));
+  }
+
+  /** Stops watching; true when the deadline fired since {@link arm}. Then call {@link cancel} once the entry has returned. */
+  disarm(): boolean {
+    return this.#addon.disarm(this.#slot);
+  }
+
+  /** Clears a termination that fired, so the next entry runs. */
+  cancel(): void {
+    this.#addon.cancel(this.#slot);
+  }
+
+  /** Forgets the isolate. Idempotent. */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.#addon.release(this.#slot);
+  }
+}
