@@ -19,6 +19,7 @@ import { execute, type ExecutionResult } from './execution-result.js';
 import { guestPrelude } from './guest/prelude.js';
 import { GuestDeadline } from './guest-deadline.js';
 import { encodedSize } from './encoded-size.js';
+import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
 import { assertTransferable } from './values.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ModuleSource } from './module-registry.js';
@@ -48,7 +49,6 @@ const MAX_DEPTH = 64;
 // isolated-vm's own message for a command stopped at its timeout.
 const IVM_TIMEOUT = 'Script execution timed out.';
 const IVM_MEMORY = 'Isolate was disposed during execution due to memory limit';
-const REDACTED = 'host function failed';
 // The specifier under which a completion wrapper imports the module being evaluated.
 const MODULE_UNDER_EVALUATION = 'strata:module-under-evaluation';
 
@@ -672,10 +672,13 @@ export class Runtime implements AsyncDisposable {
     } finally {
       budget?.resume();
     }
-    if (isThenable(result)) {
+    const { thenable, error: thenError } = thenableOf(result);
+    if (thenError !== undefined) return [1, ...this.#hostErrorForGuest(thenError)];
+    if (thenable) {
       const callId = this.#nextId++;
       this.#inflightHostCalls++;
-      Promise.resolve(result).then(
+      // Promise.resolve runs a thenable's `then`: whatever it throws becomes the rejection.
+      Promise.resolve(result as PromiseLike<unknown>).then(
         (value) => this.#queueDelivery({ callId, ok: true, value }),
         (error: unknown) => this.#queueDelivery({ callId, ok: false, value: error }),
       );
@@ -697,9 +700,8 @@ export class Runtime implements AsyncDisposable {
   }
 
   #hostErrorForGuest(error: unknown): [string, string] {
-    const name = error instanceof Error && typeof error.name === 'string' ? error.name : 'Error';
-    if (this.#options.redactHostErrors) return [name, REDACTED];
-    return [name, error instanceof Error ? String(error.message) : String(error)];
+    const { name, message } = describeHostError(error, this.#options.redactHostErrors);
+    return [name, message];
   }
 
   #queueDelivery(delivery: Delivery): void {
@@ -720,7 +722,7 @@ export class Runtime implements AsyncDisposable {
           assertTransferable(value, 'the host function resolved to a value that', MAX_DEPTH);
           args = [callId, true, new ivm.ExternalCopy(value).copyInto(), '', ''];
         } catch (error) {
-          args = [callId, false, undefined, 'TypeError', (error as Error).message];
+          args = [callId, false, undefined, 'TypeError', describeHostError(error, false).message];
         }
       } else {
         args = [callId, false, undefined, ...this.#hostErrorForGuest(value)];
@@ -758,8 +760,4 @@ function copyFailure(error: unknown): string {
   const detail = error instanceof Error ? error.message : String(error);
   const shown = detail.length > 120 ? `${detail.slice(0, 120)}…` : detail;
   return `it is or contains a function, symbol, Proxy, getter or another kind outside the transferable set (${shown})`;
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }

@@ -1,9 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { types } from 'node:util';
+import { ProtocolError } from '@strata/wire';
 import type { Message, MessageOf, WireObject } from '@strata/wire';
 import type { ConsoleCapture, ConsoleEntry } from '../console-capture.js';
 import { ConsoleHub } from '../console-hub.js';
 import { splitFunctions } from '../bound-functions.js';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
+import { describeHostError, thenableOf } from '../host-errors.js';
 import { HeapLimitExceeded, InvalidOption, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
 import type { ExecutionResult } from '../execution-result.js';
 import { execute } from '../execution-result.js';
@@ -25,7 +28,6 @@ export const MAX_WORKER_THREADS = 64;
 // How often the parent checks a busy worker from outside (the worker checks itself every 20 ms).
 const SUPERVISOR_TICK_MS = 50;
 // How long configuring a worker (its layer pipeline included) may take.
-const REDACTED = 'host function failed';
 const MAX_DEPTH = 64;
 
 /** The layer report of a runtime. JSON-serialisable; stable field names. */
@@ -63,6 +65,8 @@ interface Command {
 
 interface Bound {
   readonly fn: HostFunction;
+  /** Declared `async` (read once, at bind time, without touching the function's properties). */
+  readonly async: boolean;
   revoked: boolean;
   returnedPromise: boolean;
 }
@@ -302,9 +306,10 @@ export class IsolatedRuntime implements AsyncDisposable {
   async close(): Promise<void> {
     if (!this.#closed) this.#shutDown(new RuntimeClosed('the runtime is closed'));
     if (!this.#worker.exited) {
-      // Referenced while we wait, or an otherwise idle process would exit before the worker is reaped.
-      this.#worker.ref();
+      // Held while we wait, or an otherwise idle process would exit before the worker is reaped.
+      const release = this.#worker.hold();
       await new Promise<void>((resolve) => this.#worker.onExit(() => resolve()));
+      release();
     }
   }
 
@@ -332,7 +337,7 @@ export class IsolatedRuntime implements AsyncDisposable {
     // Each binding gets fresh labels, so a revoked function can never be reached again.
     const labelled = sites.map(({ path, label, fn }): [readonly string[], string] => {
       const unique = `${label}#${this.#nextId++}`;
-      this.#functions.set(unique, { fn, revoked: false, returnedPromise: false });
+      this.#functions.set(unique, { fn, async: types.isAsyncFunction(fn), revoked: false, returnedPromise: false });
       return [path, unique];
     });
     this.#globals.set(name, labelled.map(([, label]) => label));
@@ -361,6 +366,7 @@ export class IsolatedRuntime implements AsyncDisposable {
   }
 
   #request(message: Message, deadline = this.#options.requestTimeout): Promise<unknown> {
+    let release: (() => void) | undefined;
     return new Promise((resolve, reject) => {
       this.#current = {
         id: (message as { id: number }).id,
@@ -375,14 +381,14 @@ export class IsolatedRuntime implements AsyncDisposable {
         // Taken at the first tick: reading /proc costs ~50 µs, too much for every command.
         cpuAtStart: undefined,
       };
-      this.#worker.ref();
+      release = this.#worker.hold();
       this.#ticker = setInterval(() => this.#supervise(), SUPERVISOR_TICK_MS);
       this.#worker.send(message);
     }).finally(() => {
       this.#current = undefined;
       clearInterval(this.#ticker);
       this.#ticker = undefined;
-      this.#worker.unref();
+      release?.();
     });
   }
 
@@ -508,7 +514,7 @@ export class IsolatedRuntime implements AsyncDisposable {
     if (bound.revoked) return fail('Error', `host function ${message.name.replace(/#\d+$/, '')} was revoked`);
     // Only calls that may run concurrently are limited: functions declared async, and those seen
     // returning a promise before. (The first promise from a plain function is counted, not refused.)
-    const concurrent = bound.fn.constructor.name === 'AsyncFunction' || bound.returnedPromise;
+    const concurrent = bound.async || bound.returnedPromise;
     if (concurrent && this.#inflightHostCalls >= o.maxInflightHostCalls) {
       const refusal = `too many host calls in flight (maxInflightHostCalls is ${o.maxInflightHostCalls}); this call did not run`;
       // The caller expects a promise: give it a rejected one, as the function would.
@@ -522,26 +528,56 @@ export class IsolatedRuntime implements AsyncDisposable {
       result = insideHostFunction.run(this, () => bound.fn(...message.args));
     } catch (error) {
       current.syncHostMs += performance.now() - started;
-      return this.#worker.reply({ type: 'callResult', id: message.id, outcome: { ok: false, error: this.#hostError(error) } });
+      return this.#answer(message.id, message.name, { ok: false, error: this.#hostError(error) }, 'reply');
     }
     current.syncHostMs += performance.now() - started;
-    if (isThenable(result)) {
+    const { thenable, error: thenError } = thenableOf(result);
+    if (thenError !== undefined) return this.#answer(message.id, message.name, { ok: false, error: this.#hostError(thenError) }, 'reply');
+    if (thenable) {
       bound.returnedPromise = true;
       this.#inflightHostCalls++;
       this.#worker.reply({ type: 'callPending', id: message.id });
-      Promise.resolve(result).then(
-        (value) => this.#settleAsync(message.id, value, undefined),
-        (error: unknown) => this.#settleAsync(message.id, undefined, error ?? new Error('rejected')),
+      // Promise.resolve runs a thenable's `then`: whatever it throws becomes the rejection.
+      Promise.resolve(result as PromiseLike<unknown>).then(
+        (value) => this.#settleAsync(message.id, message.name, { settled: 'fulfilled', value }),
+        (error: unknown) => this.#settleAsync(message.id, message.name, { settled: 'rejected', error }),
       );
       return;
     }
-    this.#worker.reply({ type: 'callResult', id: message.id, outcome: this.#outcome(result) });
+    this.#answer(message.id, message.name, this.#outcome(result), 'reply');
   }
 
-  #settleAsync(id: number, value: unknown, error: unknown): void {
+  #settleAsync(id: number, label: string, settlement: { settled: 'fulfilled'; value: unknown } | { settled: 'rejected'; error: unknown }): void {
     this.#inflightHostCalls--;
     if (this.#closed) return;
-    this.#worker.settle({ type: 'callResult', id, outcome: error === undefined ? this.#outcome(value) : { ok: false, error: this.#hostError(error) } });
+    const outcome = settlement.settled === 'fulfilled' ? this.#outcome(settlement.value) : { ok: false as const, error: this.#hostError(settlement.error) };
+    this.#answer(id, label, outcome, 'settle');
+  }
+
+  /**
+   * Sends a host call's outcome. A value the wire cannot carry (over its frame size, node count or
+   * depth) becomes an error the guest can catch, naming the limit; it never throws here, where it
+   * would reach this process's event loop.
+   */
+  #answer(id: number, label: string, outcome: MessageOf<'callResult'>['outcome'], via: 'reply' | 'settle'): void {
+    const send = (o: MessageOf<'callResult'>['outcome']) => {
+      const message: Message = { type: 'callResult', id, outcome: o };
+      if (via === 'reply') this.#worker.reply(message);
+      else this.#worker.settle(message);
+    };
+    let reason: string;
+    try {
+      return send(outcome);
+    } catch (error) {
+      reason = error instanceof ProtocolError ? error.message : describeHostError(error, false).message;
+    }
+    const fn = label.replace(/#\d+$/, '');
+    const refusal = `${fn}() returned a value that cannot cross to the worker: ${reason}`;
+    try {
+      send({ ok: false, error: { class: 'StrataError', name: 'RangeError', message: refusal.slice(0, 4096) } });
+    } catch (error) {
+      this.#kill(new WorkerCrashed(`the answer to a host call could not be sent: ${describeHostError(error, false).message}`, 'protocol', { cause: error }));
+    }
   }
 
   #outcome(value: unknown): MessageOf<'callResult'>['outcome'] {
@@ -554,18 +590,30 @@ export class IsolatedRuntime implements AsyncDisposable {
   }
 
   #hostError(error: unknown): MessageOf<'callResult'>['outcome'] extends infer O ? (O extends { ok: false; error: infer E } ? E : never) : never {
-    const name = error instanceof Error && typeof error.name === 'string' ? error.name.slice(0, 100) : 'Error';
-    const text = this.#options.runtime.redactHostErrors ? REDACTED : error instanceof Error ? error.message : String(error);
-    return { ...toErrorPayload(new StrataError(text)), name };
+    const { name, message } = describeHostError(error, this.#options.runtime.redactHostErrors);
+    return { ...toErrorPayload(new StrataError(message)), name };
   }
 
   async #onModuleRequest(message: MessageOf<'moduleRequest'>): Promise<void> {
     if (this.#current === undefined) return this.#violation('a module request while no command was running');
+    let outcome: MessageOf<'callResult'>['outcome'];
     try {
       const resolved = await this.#modules.load(message.specifier, message.referrer);
-      this.#worker.reply({ type: 'callResult', id: message.id, outcome: { ok: true, value: { specifier: resolved.specifier, source: resolved.source } } });
+      outcome = { ok: true, value: { specifier: resolved.specifier, source: resolved.source } };
     } catch (error) {
-      this.#worker.reply({ type: 'callResult', id: message.id, outcome: { ok: false, error: toErrorPayload(error) } });
+      outcome = { ok: false, error: toErrorPayload(error) };
+    }
+    if (this.#closed) return;
+    try {
+      this.#worker.reply({ type: 'callResult', id: message.id, outcome });
+    } catch (error) {
+      const reason = error instanceof ProtocolError ? error.message : describeHostError(error, false).message;
+      const refusal = { class: 'ModuleNotFound' as const, message: `module ${JSON.stringify(message.specifier.slice(0, 200))} cannot cross to the worker: ${reason}`.slice(0, 4096) };
+      try {
+        this.#worker.reply({ type: 'callResult', id: message.id, outcome: { ok: false, error: refusal } });
+      } catch (second) {
+        this.#kill(new WorkerCrashed(`the answer to a module request could not be sent: ${describeHostError(second, false).message}`, 'protocol', { cause: second }));
+      }
     }
   }
 }
@@ -626,10 +674,6 @@ function configureOptions(o: ResolvedIsolatedOptions, cpuSeconds: number | undef
   options['layerSteps'] = steps as never;
   if (cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = cpuSeconds;
   return options;
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 
 function deepFreeze<T>(value: T): T {

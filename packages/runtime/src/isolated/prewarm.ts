@@ -40,7 +40,7 @@ export async function discardSpare(): Promise<void> {
   const worker = await current?.worker.catch(() => undefined);
   if (worker !== undefined && !worker.exited) {
     const gone = new Promise<void>((resolve) => worker.onExit(() => resolve()));
-    worker.ref();
+    worker.hold();
     worker.kill(new WorkerCrashed('the spare worker was discarded', 'exit'));
     await gone;
   }

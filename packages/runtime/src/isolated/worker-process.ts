@@ -9,8 +9,9 @@ import { execHelperPath } from '../native/native-paths.js';
 
 import { WATCHDOG_EXIT_CODE } from '../worker/worker-session.js';
 
-/** What the parent accepts from an untrusted worker: the wire's strict limits, sized for 1 MiB results. */
-export const WORKER_FRAME_LIMITS = Object.freeze({ maxFrameBytes: 16 * 1024 * 1024 });
+import { WORKER_FRAME_LIMITS } from '../channel-limits.js';
+
+export { WORKER_FRAME_LIMITS } from '../channel-limits.js';
 
 /** How to start one worker; a spare started from the same plan can be handed out. */
 export interface LaunchPlan {
@@ -92,6 +93,7 @@ export class WorkerProcess {
   #onMessage: (message: Message) => void = () => {};
   readonly #exitListeners: ((error: StrataError) => void)[] = [];
   #writeStalledSince: number | undefined;
+  #holds = 0;
 
   private constructor(child: ChildProcess) {
     this.child = child;
@@ -107,7 +109,7 @@ export class WorkerProcess {
     for (const stream of [this.#commands, this.#replies, this.#settlements]) stream.on('error', () => {});
     // 'close', not 'exit': every frame the worker wrote is read before its death is reported.
     child.on('close', (code, signal) => this.#exit(code, signal));
-    this.unref();
+    this.#unrefAll();
   }
 
   /**
@@ -130,7 +132,7 @@ export class WorkerProcess {
       }
       const worker = new WorkerProcess(child);
       // Kept referenced only while starting: an idle worker never keeps this process alive.
-      worker.ref();
+      const releaseStart = worker.hold();
       const deadline = setTimeout(
         () => worker.kill(new WorkerCrashed(`the worker did not start within ${helloTimeoutMs} ms (no hello); it was killed`, 'start')),
         helloTimeoutMs,
@@ -139,7 +141,7 @@ export class WorkerProcess {
       worker.#onMessage = (message) => {
         if (message.type === 'hello') {
           clearTimeout(deadline);
-          worker.unref();
+          releaseStart();
           worker.#onMessage = (other) => worker.kill(new WorkerCrashed(`protocol violation: unexpected ${other.type} message`, 'protocol'));
           resolve(worker);
         } else {
@@ -199,13 +201,28 @@ export class WorkerProcess {
     this.child.kill('SIGKILL');
   }
 
-  /** Keeps the parent's event loop alive only while something is waiting on the worker. */
-  ref(): void {
+  /**
+   * Keeps this process's event loop alive while something waits on the worker (a start, a
+   * command, a close) until the returned function is called. Holds nest: the worker stays
+   * referenced until the last one is released, so a command that ends while `close()` waits for
+   * the worker's exit cannot let the process exit under it.
+   */
+  hold(): () => void {
+    if (this.#holds++ === 0) this.#refAll();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.#holds === 0) this.#unrefAll();
+    };
+  }
+
+  #refAll(): void {
     this.child.ref();
     for (const stream of [this.child.stdout, this.child.stderr]) (stream as unknown as { ref?: () => void }).ref?.();
   }
 
-  unref(): void {
+  #unrefAll(): void {
     this.child.unref();
     for (const stream of [this.child.stdout, this.child.stderr, this.#commands, this.#replies, this.#settlements]) (stream as unknown as { unref?: () => void }).unref?.();
   }

@@ -1,6 +1,7 @@
 import { readSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { FrameReader, encodeFrame, type Message, type MessageOf } from '@strata/wire';
+import { PARENT_FRAME_LIMITS, WORKER_FRAME_LIMITS } from '../channel-limits.js';
 
 /** The file descriptors of the worker's channel to its parent. */
 export const CHANNEL_FDS = Object.freeze({
@@ -15,7 +16,7 @@ export const CHANNEL_FDS = Object.freeze({
 });
 
 // The parent is trusted by the worker, but its frames still go through the same decoder.
-const FRAME_LIMITS = { maxFrameBytes: 64 * 1024 * 1024, maxStringBytes: 64 * 1024 * 1024 };
+const FRAME_LIMITS = PARENT_FRAME_LIMITS;
 
 /**
  * The worker's end of the channel. Writes are synchronous (a blocking pipe, so a parent that
@@ -34,7 +35,7 @@ export class ParentChannel {
 
   /** Sends one message. */
   send(message: Message): void {
-    const frame = encodeFrame(message, FRAME_LIMITS);
+    const frame = encodeFrame(message, WORKER_FRAME_LIMITS);
     let offset = 0;
     while (offset < frame.length) offset += writeSync(CHANNEL_FDS.out, frame, offset, frame.length - offset);
   }

@@ -1,4 +1,4 @@
-import type { ErrorPayload, Message, MessageOf, WireObject } from '@strata/wire';
+import { ProtocolError, type ErrorPayload, type Message, type MessageOf, type WireObject } from '@strata/wire';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
 import { HeapLimitExceeded, ModuleNotFound, StrataError } from '../errors.js';
 import { applyPipeline, type PipelineResult, type PlannedStep } from '../layers/pipeline.js';
@@ -181,7 +181,14 @@ export class WorkerSession {
   }
 
   #callParent(label: string, args: unknown[]): unknown {
-    const reply = this.#channel.call(label, args);
+    let reply: MessageOf<'callResult'> | MessageOf<'callPending'>;
+    try {
+      reply = this.#channel.call(label, args);
+    } catch (error) {
+      // Arguments the wire cannot carry (over its frame size, node count or depth): the guest's error, not the worker's.
+      if (!(error instanceof ProtocolError)) throw error;
+      throw new TypeError(`${label.replace(/#\d+$/, '')}: the arguments cannot cross to the host: ${error.message}`);
+    }
     if (reply.type === 'callPending') {
       return new Promise((resolve, reject) => this.#pendingCalls.set(reply.id, { resolve, reject }));
     }
