@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { InvalidOption } from '../src/errors.js';
+import { IsolatedRuntime } from '../src/index.js';
 import { V8_FLAG_CATALOG, V8_FLAG_CATALOG_SOURCE } from '../src/isolated/v8-flag-catalog.js';
 import {
   ALWAYS_ON_V8_FLAGS,
@@ -15,6 +16,7 @@ import {
   buildWorkerFlags,
   validateV8Flags,
 } from '../src/isolated/v8-flags.js';
+import { childPids } from './helpers/leaks.js';
 
 // Compiled to dist/test/v8-flags.test.js: the package root is two levels up.
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -32,8 +34,8 @@ interface Run {
   timedOut: boolean;
 }
 
-/** Runs this node (Node 24) with `args`, an empty environment, and SIGKILL at the deadline. */
-function runNode(args: readonly string[], deadlineMs = 20_000): Promise<Run> {
+/** Runs this node (Node 24) with `args`, an empty environment, and SIGKILL at the deadline (a hang guard, generous for a loaded machine). */
+function runNode(args: readonly string[], deadlineMs = 60_000): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { env: {}, cwd: PACKAGE_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -165,7 +167,7 @@ const accepted: [input: string, normalised: string][] = [
   ['--stack-trace-limit=5', '--stack-trace-limit=5'],
   ['--stack_trace_limit=5', '--stack-trace-limit=5'],
   ['--stack-trace-limit=-1', '--stack-trace-limit=-1'],
-  ['--random-seed=42', '--random-seed=42'],
+  ['--rehash-snapshot', '--rehash-snapshot'],
   ['--max-lazy', '--max-lazy'],
   ['--no-lazy', '--no-lazy'],
   ['--no_lazy', '--no-lazy'],
@@ -209,6 +211,7 @@ const ON_SHIPPING = /not shipped.*--no-js-shipping, --no-harmony-shipping and --
 const INTERNALS = /V8 internals within the guest's reach.*remove it/;
 const DIAGNOSTICS = /diagnostic output.*debug with the in-process Runtime instead/;
 const TEST_MODE = /a V8 test, debug or fuzzing mode.*remove it/;
+const SEED = /it fixes a seed V8 randomises with, or makes V8 predictable, so that every worker is the same: .*hash flooding.*\(ASLR\); remove it\. For a reproducible Math\.random, use the `randomSeed` option/;
 const HEAP = /`maxHeapSize` \(guest heap\) and `maxMemory` \(worker process\) options.*use those options instead/;
 
 const refused: [input: string, message: RegExp, strictEval?: boolean][] = [
@@ -244,7 +247,7 @@ const refused: [input: string, message: RegExp, strictEval?: boolean][] = [
   ['--stack-trace-limit=007', /takes an integer/],
   ['--stack-trace-limit=99999999999', /takes an integer from -2147483648 to 2147483647 \(got 99999999999\)/],
   ['--wasm-max-table-size=-1', /takes an integer from 0 to 4294967295 \(got -1\)/],
-  ['--hash-seed=18446744073709551616', /takes an integer from 0 to 18446744073709551615/],
+  ['--wasm-inlining-budget=18446744073709551616', /takes an integer from 0 to 18446744073709551615/],
   ['--min-inlining-frequency=abc', /takes a finite decimal number \(got "abc"\)/],
   ['--min-inlining-frequency=1e999', /takes a finite decimal number/],
   ['--maglev-filter=', /takes a non-empty value of printable ASCII/],
@@ -301,8 +304,6 @@ const refused: [input: string, message: RegExp, strictEval?: boolean][] = [
   ['--no-wasm-bounds-checks', /switches off a safety check V8 ships on/],
   ['--no-fixed-array-bounds-checks', /switches off a safety check V8 ships on/],
   ['--no-memory-protection-keys', /switches off a safety check V8 ships on/],
-  ['--no-rehash-snapshot', /switches off a safety check V8 ships on/],
-  ['--hash-seed=1', /fixes the hash seed \(hash flooding\)/],
   ['--shared-heap', /shares it between isolates/],
   ['--mock-arraybuffer-allocator', /makes memory unsafe/],
   ['--v8-os-page-size=4', /makes memory unsafe/],
@@ -336,7 +337,6 @@ const refused: [input: string, message: RegExp, strictEval?: boolean][] = [
   ['--always-turbofan', TEST_MODE],
   ['--fuzzing', TEST_MODE],
   ['--sandbox-testing', TEST_MODE],
-  ['--predictable', TEST_MODE],
   ['--verify-heap', TEST_MODE],
   ['--random-gc-interval=10', TEST_MODE],
   ['--testing-bool-flag', TEST_MODE],
@@ -344,6 +344,57 @@ const refused: [input: string, message: RegExp, strictEval?: boolean][] = [
   ['--parse-only', TEST_MODE],
   ['--startup-blob=snapshot.bin', /a flag of V8's build tools \(mksnapshot\); remove it/],
   ['--target-os=linux', /a flag of V8's build tools/],
+  // Seeds and predictability: refused in every spelling V8 takes, whatever the value.
+  ['--random-seed=1', SEED],
+  ['--random-seed=42', SEED],
+  ['--random-seed=-1', SEED],
+  ['--random-seed=0', SEED],
+  ['--random_seed=1', SEED],
+  ['-random-seed=1', SEED],
+  ['-random_seed=1', SEED],
+  ['--random-seed', SEED], // `--random-seed 1` as two elements: refused at the first
+  ['--random-seed=abc', SEED],
+  ['--random-seed=99999999999', SEED],
+  ['--no-random-seed', SEED],
+  ['--norandom-seed', SEED],
+  ['--random-seed=1', SEED, true],
+  ['--hash-seed=1', SEED],
+  ['--hash-seed=0', SEED],
+  ['--hash_seed=1', SEED],
+  ['-hash-seed=1', SEED],
+  ['--hash-seed', SEED],
+  ['--hash-seed=18446744073709551616', SEED],
+  ['--fuzzer-random-seed=1', SEED],
+  ['--fuzzer_random_seed=1', SEED],
+  ['--testing-prng-seed=1', SEED],
+  ['--predictable', SEED],
+  ['--predictable=true', SEED],
+  ['-predictable', SEED],
+  ['--no-predictable', SEED],
+  ['--nopredictable', SEED],
+  ['--no_predictable', SEED],
+  ['--predictable-and-random-seed-is-0', SEED],
+  ['--predictable_and_random_seed_is_0', SEED],
+  ['--no-predictable-and-random-seed-is-0', SEED],
+  ['--verify-predictable', SEED],
+  ['--verify_predictable', SEED],
+  ['--predictable-gc-schedule', SEED],
+  ['--predictable_gc_schedule', SEED],
+  ['--no-rehash-snapshot', SEED],
+  ['--no_rehash_snapshot', SEED],
+  ['--norehash-snapshot', SEED],
+  ['--norehash_snapshot', SEED],
+  ['-no-rehash-snapshot', SEED],
+  ['--no-rehash-snapshot=1', SEED],
+  ['--no-randomize-all-allocations', SEED],
+  ['--norandomize_all_allocations', SEED],
+  ['--sampling-heap-profiler-suppress-randomness', SEED],
+  ['--no-sampling-heap-profiler-suppress-randomness', SEED],
+  ['--randomize-all-allocations', TEST_MODE], // more randomness, but a test mode
+  ['--random-seed 1', /contains whitespace: pass each flag as its own array element/],
+  // Flags of older V8s: not V8 flags of this Node, so refused too.
+  ['--no-randomize-hashes', /is not a V8 flag of Node 24/],
+  ['--randomize-hashes', /is not a V8 flag of Node 24/],
 ];
 for (const [input, message, strictEval = false] of refused) {
   test(`refused${strictEval ? ' (strictEval)' : ''}: ${JSON.stringify(input)}`, (t) => {
@@ -359,6 +410,136 @@ for (const [input, message, strictEval = false] of refused) {
 
 test('a refused flag names its policy row', (t) => {
   t.throws(() => validateV8Flags(['--expose-gc']), { message: /is refused \(--\[no-\]\{expose-\*,allow-natives-\*,allow-unsafe-function-constructor\}\): / });
+});
+
+// --- randomisation: no flag may make two workers alike ------------------------------------------
+
+/**
+ * Every catalog flag whose name is about seeds, hashing or randomness, reviewed: `seed` ones are
+ * refused for randomness in every form, `no-seed` ones in their `--no-` form (the other form is
+ * V8's default or adds randomness), `other` ones for another reason (they add randomness, for
+ * stress tests, or name build hashes).
+ */
+const RANDOMNESS_REVIEW: Readonly<Record<string, 'seed' | 'no-seed' | 'other'>> = {
+  'random-seed': 'seed', // the isolate's generator: Math.random, the hash seed, V8's mmap hints
+  'hash-seed': 'seed',
+  'fuzzer-random-seed': 'seed',
+  'testing-prng-seed': 'seed',
+  predictable: 'seed', // sets random_seed=12347 through predictable-and-random-seed-is-0
+  'predictable-and-random-seed-is-0': 'seed',
+  'predictable-gc-schedule': 'seed',
+  'verify-predictable': 'seed', // implies --predictable
+  'sampling-heap-profiler-suppress-randomness': 'seed',
+  'rehash-snapshot': 'no-seed', // off, the hash seed is the one baked into the snapshot
+  'randomize-all-allocations': 'no-seed',
+  'random-gc-interval': 'other',
+  'cppgc-random-gc-interval': 'other',
+  'stress-compaction-random': 'other',
+  'stress-scavenger-conservative-object-pinning-random': 'other',
+  'dump-builtins-hashes-to-file': 'other',
+};
+const ABOUT_RANDOMNESS = /seed|predictab|random|hash|determinis|aslr/;
+
+/** Every spelling V8 takes of a catalog flag: one or two dashes, `_` for `-`, `--no-`/`--no_`/`--no`, with or without a value. */
+function everySpelling(name: string, type: string): { spelling: string; negated: boolean }[] {
+  const names = [name, name.replaceAll('-', '_')];
+  const boolean = type === 'bool' || type === 'maybe_bool';
+  const forms = boolean
+    ? names.flatMap((n) => [{ form: n, negated: false }, ...['no-', 'no_', 'no'].map((no) => ({ form: `${no}${n}`, negated: true }))])
+    : names.flatMap((n) => [`${n}=1`, `${n}=0`, n].map((form) => ({ form, negated: false })));
+  return forms.flatMap(({ form, negated }) => ['--', '-'].map((dashes) => ({ spelling: `${dashes}${form}`, negated })));
+}
+
+test('every catalog flag about seeds, hashing or randomness is reviewed (a new one fails this test until it is)', (t) => {
+  const found = V8_FLAG_CATALOG.map(([name]) => name).filter((name) => ABOUT_RANDOMNESS.test(name));
+  t.deepEqual(found.sort(), Object.keys(RANDOMNESS_REVIEW).sort());
+});
+
+test('every flag that fixes or removes randomisation is refused for it, in every spelling V8 takes', (t) => {
+  const wrong: string[] = [];
+  for (const [name, type] of V8_FLAG_CATALOG) {
+    const review = RANDOMNESS_REVIEW[name];
+    if (review === undefined) continue;
+    for (const { spelling, negated } of everySpelling(name, type)) {
+      let message = 'accepted';
+      try {
+        validateV8Flags([spelling]);
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      const forRandomness = SEED.test(message);
+      const expected = review === 'seed' || (review === 'no-seed' && negated);
+      if (forRandomness !== expected) wrong.push(`${spelling}: ${message}`);
+      if (review === 'other' && message === 'accepted') wrong.push(`${spelling}: accepted`);
+    }
+  }
+  t.deepEqual(wrong, []);
+});
+
+/** Node code printing its Math.random(), where V8 mapped its anonymous memory, then an isolate's Math.random(). */
+const RANDOMNESS_PROBE =
+  `const maps = require('node:fs').readFileSync('/proc/self/maps', 'utf8').split('\\n')
+    .filter((line) => line !== '' && !line.includes('/') && !line.includes('[')).map((line) => line.split('-')[0]);
+  process.stdout.write(JSON.stringify({ main: [Math.random(), Math.random()], maps }) + '\\n');` +
+  inIsolate([['guest', 'expr', '[Math.random(), Math.random()]']]);
+
+interface Draw {
+  main: number[];
+  maps: string[];
+  guest: number[];
+}
+
+/** Two workers started with `v8` after the hardening, each running {@link RANDOMNESS_PROBE}. */
+async function drawTwice(t: { log: (...values: unknown[]) => void }, v8: readonly string[]): Promise<[Draw, Draw]> {
+  const flags = { v8: [...DEFAULT_FLAGS.v8, ...v8], node: DEFAULT_FLAGS.node };
+  const runs = await Promise.all([runWorker(flags, RANDOMNESS_PROBE), runWorker(flags, RANDOMNESS_PROBE)]);
+  const draws = runs.map((run) => {
+    if (run.status !== 0) t.log(run);
+    const [worker = '', isolate = ''] = run.stdout.split('\n');
+    return { ...(JSON.parse(worker) as Omit<Draw, 'guest'>), guest: (JSON.parse(isolate) as { guest: number[] }).guest };
+  });
+  return [draws[0] as Draw, draws[1] as Draw];
+}
+
+const sharedAddresses = (a: Draw, b: Draw): number => a.maps.filter((address) => b.maps.includes(address)).length;
+
+test('evidence for refusing --random-seed and --predictable: two workers draw the same Math.random(), in an isolate too, and map V8 memory at the same addresses', async (t) => {
+  t.plan(17);
+  for (const v8 of [['--random-seed=1'], ['--random-seed=42'], ['--predictable'], ['--random-seed=0', '--predictable']]) {
+    const [a, b] = await drawTwice(t, v8);
+    t.deepEqual(a.main, b.main, `${v8.join(' ')}: the same Math.random() in the worker`);
+    t.deepEqual(a.guest, b.guest, `${v8.join(' ')}: the same Math.random() in an isolate`);
+    t.deepEqual(a.guest, a.main, `${v8.join(' ')}: each new context starts from the same seed`);
+    t.true(sharedAddresses(a, b) >= 10, `${v8.join(' ')}: ${sharedAddresses(a, b)} of ${a.maps.length} anonymous mappings at the same address`);
+  }
+  // Control: the default worker draws afresh at every start.
+  const [a, b] = await drawTwice(t, []);
+  t.true(a.main[0] !== b.main[0] && a.guest[0] !== b.guest[0] && a.guest[0] !== a.main[0] && sharedAddresses(a, b) <= 2,
+    `default flags: ${JSON.stringify({ a: a.main, b: b.main, shared: sharedAddresses(a, b) })}`);
+  t.log(`default: ${sharedAddresses(a, b)} of ${a.maps.length} anonymous mappings shared (the node binary's own)`);
+});
+
+test.serial('IsolatedRuntime.start({ v8Flags: ["--random-seed=1"] }) rejects with InvalidOption before any worker starts', async (t) => {
+  // Serial tests run before this file's concurrent ones: any child process would be a worker.
+  t.deepEqual(childPids(), []);
+  const error = await t.throwsAsync(IsolatedRuntime.start({ v8Flags: ['--random-seed=1'] }), { instanceOf: InvalidOption, message: SEED });
+  t.is(error?.code, 'ERR_STRATA_INVALID_OPTION');
+  t.true(error?.message.startsWith('v8Flags[0] "--random-seed=1" is refused'), error?.message);
+  t.deepEqual(childPids(), [], 'no worker and no prewarmed spare was started');
+});
+
+test('two default workers draw different Math.random() sequences; the randomSeed option (the suggested alternative) makes them the same', async (t) => {
+  const draw = 'Array.from({ length: 4 }, () => Math.random())';
+  {
+    await using a = await IsolatedRuntime.start({ prewarm: false });
+    await using b = await IsolatedRuntime.start({ prewarm: false });
+    t.not(a.pid, b.pid);
+    const [fromA, fromB] = (await Promise.all([a.eval(draw), b.eval(draw)])) as [number[], number[]];
+    t.is(new Set([...fromA, ...fromB]).size, 8, JSON.stringify({ fromA, fromB }));
+  }
+  await using c = await IsolatedRuntime.start({ prewarm: false, randomSeed: 1 });
+  await using d = await IsolatedRuntime.start({ prewarm: false, randomSeed: 1 });
+  t.deepEqual(await c.eval(draw), await d.eval(draw));
 });
 
 // --- the catalog and the policy against this node -------------------------------------------
@@ -464,8 +645,9 @@ const CATASTROPHIC = `/(a*)*b/.test('a'.repeat(40))`;
 test('the regexp fallback: a catastrophic regexp returns, in the worker and in an isolate', async (t) => {
   const code = `process.stdout.write(JSON.stringify(${CATASTROPHIC}) + '\\n');` + inIsolate([['regexp', 'expr', CATASTROPHIC]]);
   for (const flags of [DEFAULT_FLAGS, NOT_JITLESS]) {
-    const run = await runWorker(flags, code, 20_000);
-    t.false(run.timedOut, 'still running after 20 s');
+    // Milliseconds with the fallback, hours without: a minute only guards a loaded machine.
+    const run = await runWorker(flags, code, 60_000);
+    t.false(run.timedOut, 'still running after 60 s');
     t.is(run.status, 0, run.stderr);
     t.is(run.stdout, 'false\n{"regexp":false}');
   }

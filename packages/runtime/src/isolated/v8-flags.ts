@@ -63,7 +63,9 @@ export interface V8FlagRule {
    * `--name` matches `--name` and `--name=value`, `--no-name` the switched-off boolean,
    * `--[no-]name` both. `*` is any run of name characters, `{a,b}` either alternative. Whole
    * families (`--[no-]{expose-*,...}`) are refused in both forms: their `--no-` forms change
-   * nothing, and Node takes some of them itself (`--no-expose-gc`, `--no-prof`).
+   * nothing, and Node takes some of them itself (`--no-expose-gc`, `--no-prof`). A row refuses
+   * every spelling V8 takes of what it matches (`-name`, `_` for `-`, `--noname`), whatever
+   * the value.
    */
   readonly pattern: string;
   /** Why it is refused and what to do instead: the error message says this. */
@@ -74,6 +76,20 @@ export interface V8FlagRule {
 function rule(pattern: string, reason: string): V8FlagRule {
   return Object.freeze({ pattern, reason });
 }
+
+/**
+ * Why the seed rows of {@link V8_FLAG_POLICY} refuse. V8 draws the seed of the isolate's random
+ * generator (behind `Math.random` and the hash seed of strings and property keys) and of its
+ * memory-mapping hints afresh at every start, so each worker differs; these flags make every
+ * worker the same (a Node 24 experiment: with `--random-seed=1` or `--predictable` two workers
+ * draw the same `Math.random()` sequence and map V8's memory at the same addresses).
+ */
+const FIXES_RANDOMNESS =
+  'it fixes a seed V8 randomises with, or makes V8 predictable, so that every worker is the same: ' +
+  '--random-seed and --predictable fix the generator behind Math.random and the hash seed of strings and property keys, and the addresses V8 maps memory at; ' +
+  '--hash-seed and --no-rehash-snapshot fix the hash seed. A guest could then predict Math.random(), precompute hash collisions (hash flooding) ' +
+  "and know where V8's memory is (ASLR); remove it. For a reproducible Math.random, use the `randomSeed` option, which adds the clock layer " +
+  "(it also freezes the guest's clock): it seeds the guest's Math.random only, not V8's hashing or memory layout";
 
 /**
  * V8 flags that exist but are refused in `v8Flags`; the first matching row gives the reason.
@@ -107,10 +123,17 @@ export const V8_FLAG_POLICY: readonly V8FlagRule[] = Object.freeze([
   // V8 internals within the guest's reach; memory-safety checks off.
   rule('--[no-]{expose-*,allow-natives-*,allow-unsafe-function-constructor}',
     "it puts V8 internals within the guest's reach (gc(), %-natives, the memory corruption API, ...); remove it"),
-  rule('--no-{fixed-array-bounds-checks,turbo-typer-hardening,wasm-bounds-checks,wasm-stack-checks,memory-protection-keys,rehash-snapshot}',
-    'it switches off a safety check V8 ships on (bounds checks, typer hardening, protection keys for code memory, hash-seed randomisation); remove it'),
-  rule('--{disable-write-barriers,mock-arraybuffer-allocator*,multi-mapped-mock-allocator,v8-os-page-size,shared-heap,shared-string-table,hash-seed}',
-    'it makes memory unsafe, shares it between isolates, or fixes the hash seed (hash flooding); remove it'),
+  rule('--no-{fixed-array-bounds-checks,turbo-typer-hardening,wasm-bounds-checks,wasm-stack-checks,memory-protection-keys}',
+    'it switches off a safety check V8 ships on (bounds checks, typer hardening, protection keys for code memory); remove it'),
+  rule('--{disable-write-barriers,mock-arraybuffer-allocator*,multi-mapped-mock-allocator,v8-os-page-size,shared-heap,shared-string-table}',
+    'it makes memory unsafe or shares it between isolates; remove it'),
+
+  // Randomisation: every worker draws its own seeds. Whole name families, so that a seed flag a
+  // later V8 adds is refused too: *seed* is --random-seed, --hash-seed, --fuzzer-random-seed and
+  // --testing-prng-seed; *predictable* also --predictable-and-random-seed-is-0, through which
+  // --predictable sets random_seed=12347, and --verify-predictable, which implies --predictable.
+  rule('--[no-]{*seed*,*predictable*,*suppress-randomness}', FIXES_RANDOMNESS),
+  rule('--no-{rehash-snapshot,randomize-*}', FIXES_RANDOMNESS),
 
   // The worker's output channels and files belong to the supervisor.
   rule('--[no-]{trace*,turboshaft-trace-*,minor-ms-trace-*,stack-trace-on-illegal,*print*,log*,prof,prof-*,ll-prof,perf-*,perfetto-*,gdbjit*,dump-*,redirect-code-traces*,heap-snapshot-on-*,profile-deserialization,profile-heap-snapshot,vtune-*,etw-*,enable-etw-*,interpreted-frames-native-stack,rcs*,runtime-call-stats,*-stats*,*-statistics,map-counters,gc-fake-mmap,gc-verbose,turbo-profiling*,help}',
@@ -119,7 +142,7 @@ export const V8_FLAG_POLICY: readonly V8FlagRule[] = Object.freeze([
   // V8's flag machinery, its test, debug and fuzzing modes, and its build tools.
   rule('--[no-]{experimental,abort-on-contradictory-flags,exit-on-contradictory-flags,allow-overwriting-for-next-flag}',
     "V8's flag machinery (--exit-on-contradictory-flags would make a worker exit with status 0 on a contradiction); remove it"),
-  rule('--[no-]{*stress*,*always-*,force-*,*testing*,test-*,*assert*,*break-on-entry,local-off-stack-check,strict-termination-checks,*fuzz*,sandbox-*,predictable*,verify-*,turbo-verify*,*gc-interval,deopt-every-n-times,debug-code,slow-debug-code,enable-slow-asserts,check-handle-count,slow-histograms,manual-evacuation-candidates-selection,randomize-all-allocations,turboshaft-enable-debug-features,csa-trap-on-node,parse-only,abort-on-*}',
+  rule('--[no-]{*stress*,*always-*,force-*,*testing*,test-*,*assert*,*break-on-entry,local-off-stack-check,strict-termination-checks,*fuzz*,sandbox-*,verify-*,turbo-verify*,*gc-interval,deopt-every-n-times,debug-code,slow-debug-code,enable-slow-asserts,check-handle-count,slow-histograms,manual-evacuation-candidates-selection,randomize-all-allocations,turboshaft-enable-debug-features,csa-trap-on-node,parse-only,abort-on-*}',
     'a V8 test, debug or fuzzing mode (some abort the process, some skip checks); remove it'),
   rule('--{embedded-src,embedded-variant,startup-src,startup-blob,target-arch,target-os,target-is-simulator,turbo-profiling-input,turbo-log-builtins-count-input,dump-builtins-hashes-to-file,reorder-builtins,extensible-ro-snapshot}',
     "a flag of V8's build tools (mksnapshot); remove it"),
@@ -184,9 +207,10 @@ export function buildWorkerFlags(options: WorkerFlagOptions = {}): WorkerFlags {
  * `--name=value`, with dashes (V8 accepts `_` too, and `--noname` for `--no-name`).
  *
  * Each flag must be one array element, exist in the V8 of the Node the worker runs on
- * ({@link V8_FLAG_CATALOG}), be spelt `--name` in lower case without spaces, take `=value`
- * exactly when it is not a boolean (a well-formed value of its type), and not be refused by
- * {@link V8_FLAG_POLICY}. Anything else is refused, never ignored.
+ * ({@link V8_FLAG_CATALOG}), not be refused by {@link V8_FLAG_POLICY} (checked as soon as the
+ * name is known, so a refused flag says why in any spelling and with any value), be spelt
+ * `--name` in lower case without spaces, and take `=value` exactly when it is not a boolean (a
+ * well-formed value of its type). Anything else is refused, never ignored.
  *
  * @throws InvalidOption naming the first offending flag, with what to do instead.
  */
@@ -221,11 +245,11 @@ function normaliseFlag(raw: unknown, index: number, strictEval: boolean): string
   if (/\s/u.test(raw)) {
     refuse('contains whitespace: pass each flag as its own array element, written --name or --name=value with no spaces');
   }
-  if (!raw.startsWith('--')) {
-    const bare = raw.replace(/^-/u, '');
-    refuse(`is not written as a V8 flag: write it with two leading dashes, --${bare}`);
-  }
-  const body = raw.slice(2);
+  // V8 also takes one leading dash: such a flag is resolved, so that a refused one says why.
+  const dashes = raw.startsWith('--') ? 2 : raw.startsWith('-') ? 1 : 0;
+  const twoDashes = (): never => refuse(`is not written as a V8 flag: write it with two leading dashes, --${raw.slice(dashes)}`);
+  if (dashes === 0) twoDashes();
+  const body = raw.slice(dashes);
   const eq = body.indexOf('=');
   const written = eq < 0 ? body : body.slice(0, eq);
   const value = eq < 0 ? undefined : body.slice(eq + 1);
@@ -253,6 +277,16 @@ function normaliseFlag(raw: unknown, index: number, strictEval: boolean): string
   const spec = CATALOG.get(base);
   if (spec === undefined) return refuse('is not a V8 flag'); // unreachable: base is in the catalog
 
+  // The policy first: a refused flag is refused in every spelling and whatever its value
+  // (--random-seed=0 too, and --random-seed on its own, whose value would be the next element).
+  const key = negated ? `--no-${base}` : `--${base}`;
+  const hit = COMPILED_POLICY.find(({ regex }) => regex.test(key));
+  if (hit !== undefined) {
+    const contradiction = strictEval && key === `--no-${STRICT_EVAL_V8_FLAG.slice(2)}` ? 'contradicts strictEval: true; ' : '';
+    refuse(`is refused (${hit.rule.pattern}): ${contradiction}${hit.rule.reason}`);
+  }
+  if (dashes !== 2) twoDashes();
+
   let canonical: string;
   if (BOOLEAN_TYPES.has(spec.type)) {
     if (value !== undefined) {
@@ -265,13 +299,6 @@ function normaliseFlag(raw: unknown, index: number, strictEval: boolean): string
     const problem = checkValue(spec.type, value ?? '');
     if (problem !== undefined) refuse(`has an invalid value: --${base} takes ${problem}`);
     canonical = `--${base}=${value}`;
-  }
-
-  const key = negated ? `--no-${base}` : `--${base}`;
-  const hit = COMPILED_POLICY.find(({ regex }) => regex.test(key));
-  if (hit !== undefined) {
-    const contradiction = strictEval && key === `--no-${STRICT_EVAL_V8_FLAG.slice(2)}` ? 'contradicts strictEval: true; ' : '';
-    refuse(`is refused (${hit.rule.pattern}): ${contradiction}${hit.rule.reason}`);
   }
   return canonical;
 }
