@@ -114,7 +114,8 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
     const times = [];
     for (let i = 0; i < COLD_RUNS + 1; i++) {
       const t0 = performance.now();
-      const irt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'auto', layers });
+      // Each configuration exactly (replaceDefaultLayers): `layers` alone adds to the defaults.
+      const irt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'auto', replaceDefaultLayers: true, layers });
       await irt.eval('1+1');
       if (i > 0) times.push(performance.now() - t0);
       await irt.close();

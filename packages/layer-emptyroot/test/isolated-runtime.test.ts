@@ -13,7 +13,10 @@ const linux = process.platform === 'linux' && (process.arch === 'x64' || process
 const maybe = linux ? test.serial : test.skip;
 
 maybe('the empty root alone, required: in force, self-tested, verified from outside; guest code still works', async (t) => {
-  await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [emptyroot()], bootstrap: WEB_POLYFILLS, prewarm: false });
+  // Alone (replaceDefaultLayers), so not under sandbox 'require', which would refuse a list
+  // without Landlock and seccomp: the layer itself is required.
+  await using rt = await IsolatedRuntime.start({ sandbox: 'auto', replaceDefaultLayers: true, layers: [emptyroot({ requirement: 'require' })], bootstrap: WEB_POLYFILLS, prewarm: false });
+  t.deepEqual(rt.report.layers.map((l) => l.name), ['emptyroot']);
   const entry = rt.report.layers.find((l) => l.name === 'emptyroot')!;
   t.deepEqual([entry.enforcement, entry.selfTest, entry.capability.available], ['full', 'passed', true]);
   t.is(entry.capability.detail?.['userNamespaces'], 'available');
@@ -52,7 +55,9 @@ maybe('bindPaths: a directory is bound read-only (and reported); a path that doe
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'strata-bind-')));
   chmodSync(dir, 0o755);
   try {
+    // configures the default empty root (layers add to the defaults; one of the same name takes its place)
     await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [emptyroot({ bindPaths: [dir] })], prewarm: false });
+    t.deepEqual(rt.report.layers.map((l) => l.name), ['emptyroot', 'landlock', 'seccomp']);
     const launch = rt.report.layers[0]!.detail['launch'] as { bound: string[] };
     t.true(launch.bound.includes(dir));
   } finally {

@@ -38,8 +38,8 @@ function landlockEntry(t: import('ava').ExecutionContext, rt: Rt) {
   return entry!;
 }
 
-maybe("sandbox 'auto' with the Landlock layer: full, self-tested; guest code still works", async (t) => {
-  const rt = await IsolatedRuntime.start({ sandbox: 'auto', layers: [descriptor()], bootstrap: WEB_POLYFILLS });
+maybe("sandbox 'auto' with the Landlock layer alone: full, self-tested; guest code still works", async (t) => {
+  const rt = await IsolatedRuntime.start({ sandbox: 'auto', replaceDefaultLayers: true, layers: [descriptor()], bootstrap: WEB_POLYFILLS });
   try {
     const entry = landlockEntry(t, rt);
     const abi = entry.capability.detail!.abi as number;
@@ -74,7 +74,8 @@ maybe("sandbox 'auto' with the Landlock layer: full, self-tested; guest code sti
 });
 
 maybe("sandbox 'require' with Landlock and seccomp: rt.sandbox is 'landlock+seccomp'", async (t) => {
-  const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [descriptor(), seccomp()], bootstrap: WEB_POLYFILLS });
+  // The defaults without the empty root (its named opt-out): Landlock and seccomp.
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', emptyRoot: false, layers: [descriptor(), seccomp()], bootstrap: WEB_POLYFILLS });
   try {
     t.is(rt.sandbox, 'landlock+seccomp');
     const entry = landlockEntry(t, rt);
@@ -91,7 +92,7 @@ maybe("sandbox 'require' with Landlock and seccomp: rt.sandbox is 'landlock+secc
 });
 
 maybe("stackAfterLoad: false is reported as off, in the probe and in the worker", async (t) => {
-  const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [descriptor({ stackAfterLoad: false })] });
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', emptyRoot: false, layers: [descriptor({ stackAfterLoad: false })] });
   try {
     const entry = landlockEntry(t, rt);
     t.is(entry.capability.detail!.stackAfterLoad, 'off (stackAfterLoad: false)');
@@ -107,7 +108,8 @@ maybe("stackAfterLoad: false is reported as off, in the probe and in the worker"
 
 maybe('readPaths are counted in the report; a relative one is refused', async (t) => {
   const extra = mkdtempSync(join(realpathSync(tmpdir()), 'strata-landlock-extra-'));
-  const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [descriptor({ readPaths: [extra] })] });
+  // Without the empty root: under it, `extra` would also need emptyroot({ bindPaths }).
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', emptyRoot: false, layers: [descriptor({ readPaths: [extra] })] });
   try {
     t.is(landlockEntry(t, rt).detail.readPaths, 1);
   } finally {
@@ -118,7 +120,9 @@ maybe('readPaths are counted in the report; a relative one is refused', async (t
 });
 
 maybe('seccomp before Landlock: still full and self-tested; the addon still tells the ABI and errata (no exec needed)', async (t) => {
-  const rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [seccomp(), descriptor()] });
+  // The whole list, in this order (merged into the defaults, they would keep the platform's order).
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', emptyRoot: false, replaceDefaultLayers: true, layers: [seccomp(), descriptor()] });
+  t.deepEqual(rt.report.layers.map((l) => l.name), ['seccomp', 'landlock']);
   try {
     t.is(rt.sandbox, 'landlock+seccomp');
     const entry = landlockEntry(t, rt);

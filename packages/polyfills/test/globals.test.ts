@@ -176,16 +176,18 @@ test('size and load time stay small', async (t) => {
   const isolate = new ivm.Isolate({ memoryLimit: 64 });
   try {
     const runs = 20;
-    let total = 0;
+    const times: number[] = [];
     for (let i = 0; i < runs; i++) {
       const context = await isolate.createContext();
       const start = process.hrtime.bigint();
       await context.eval(WEB_POLYFILLS);
-      total += Number(process.hrtime.bigint() - start) / 1e6;
+      times.push(Number(process.hrtime.bigint() - start) / 1e6);
       context.release();
     }
-    t.log(`WEB_POLYFILLS: ${bytes} bytes, ${(total / runs).toFixed(2)} ms per fresh context (mean of ${runs})`);
-    t.true(total / runs < 50);
+    // The median, not the mean: one run stalled by a loaded machine must not fail the budget (~1 ms idle).
+    const median = times.sort((a, b) => a - b)[runs / 2]!;
+    t.log(`WEB_POLYFILLS: ${bytes} bytes, ${median.toFixed(2)} ms per fresh context (median of ${runs})`);
+    t.true(median < 50, `median ${median.toFixed(2)} ms of ${times.map((ms) => ms.toFixed(1)).join(', ')}`);
   } finally {
     isolate.dispose();
   }

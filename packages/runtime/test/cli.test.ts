@@ -44,9 +44,10 @@ const MAX_RUNNING = Math.max(2, availableParallelism());
 
 /**
  * Runs `node dist/src/cli/strata.js ...args` in the package directory. A run past `killAfterMs`
- * is SIGKILLed and rejected, so a hang fails its test instead of hanging the suite.
+ * is SIGKILLed and rejected, so a hang fails its test instead of hanging the suite (generous: a
+ * loaded machine starts a CLI process and a worker in seconds, not the usual fraction of one).
  */
-async function strata(args: readonly string[], killAfterMs = 20_000): Promise<Ran> {
+async function strata(args: readonly string[], killAfterMs = 60_000): Promise<Ran> {
   if (running >= MAX_RUNNING) await new Promise<void>((resolve) => waiting.push(resolve));
   running++;
   try {
@@ -97,14 +98,15 @@ test('run: an endless loop with --timeout 300 ends in RuntimeTimeout; exit 1', a
   t.is(ran.code, 1);
   t.is(ran.stdout, 'looping\n');
   t.regex(ran.stderr, /^RuntimeTimeout: /m);
-  t.true(ran.ms < 10_000, `took ${ran.ms} ms`);
+  // The loop never ends on its own: any bound proves the timeout ended it; this one leaves a loaded machine room.
+  t.true(ran.ms < 30_000, `took ${ran.ms} ms`);
 });
 
 test('run: a V8 abort (new Array(2 ** 32 - 1).fill(0)) with --timeout 1000 is contained: WorkerCrashed or RuntimeTimeout; exit 1', async (t) => {
   const ran = await strata(['run', fixture('aborts-v8.js'), '--timeout', '1000', '--sandbox', 'none']);
   t.is(ran.code, 1);
   t.regex(ran.stderr, /^(WorkerCrashed|RuntimeTimeout): /m);
-  t.true(ran.ms < 15_000, `took ${ran.ms} ms`);
+  t.true(ran.ms < 30_000, `took ${ran.ms} ms`);
 });
 
 test('run --json: one JSON object on stdout, console collected into it, nothing on stderr', async (t) => {
@@ -276,8 +278,9 @@ test('the built bin starts with its shebang', (t) => {
 test.serial('start deadline: a worker that does not start in time is a WorkerCrashed (start), and is closed when it does start', async (t) => {
   const error = await t.throwsAsync(startRuntime({ sandbox: 'none' }, 1), { instanceOf: WorkerCrashed, message: /did not start within 1 ms/ });
   t.is(error?.reason, 'start');
+  // The late worker still starts (seconds on a loaded machine) and is then closed: up to 30 s.
   let children = childPids();
-  for (let i = 0; i < 100 && children.length > 0; i++) {
+  for (let i = 0; i < 600 && children.length > 0; i++) {
     await new Promise((resolve) => setTimeout(resolve, 50));
     children = childPids();
   }

@@ -20,7 +20,17 @@ const cases: [string, (t: import('ava').ExecutionContext, error: unknown) => voi
   ['unknownFunction', (t, e) => t.regex((e as Error).message, /never given/)],
   ['unknownException', (t, e) => t.regex((e as Error).message, /protocol violation/)],
   ['wrongId', (t, e) => t.regex((e as Error).message, /not the one in flight/)],
-  ['threads', (t, e) => t.is((e as WorkerCrashed).reason, 'threads')],
+  // maxMemory off: a hundred threads also take memory, and the memory check comes first.
+  ['threads', (t, e) => t.is((e as WorkerCrashed).reason, 'threads'), { maxMemory: null }],
+  // The parent's poll on its own (this worker has no watchdog): the evidence is the parent's message.
+  [
+    'memory',
+    (t, e) => {
+      t.is((e as WorkerCrashed).reason, 'maxMemory');
+      t.regex((e as Error).message, /^the worker's resident memory \(\d+ bytes\) passed maxMemory \(268435456 bytes\); it was killed$/);
+    },
+    { maxMemory: 256 * 1024 * 1024, requestTimeout: 60_000 },
+  ],
   ['exitQuietly', (t, e) => t.is((e as WorkerCrashed).reason, 'exit')],
   ['abort', (t, e) => t.is((e as WorkerCrashed).reason, 'signal')],
   ['hello', (t, e) => t.regex((e as Error).message, /hello/)],

@@ -17,7 +17,10 @@ process.on('unhandledRejection', (error) => escaped.push(error));
 async function both(t: ExecutionContext, body: (rt: AnyRuntime, kind: string) => Promise<void>): Promise<void> {
   for (const kind of ['Runtime', 'IsolatedRuntime']) {
     const before = escaped.length;
-    const rt: AnyRuntime = kind === 'Runtime' ? await Runtime.create({ timeout: 5_000 }) : await IsolatedRuntime.start({ timeout: 5_000 });
+    // Not a test of timeouts: generous ones. The file's tests run at once (some with 50 MB answers)
+    // and the parent's requestTimeout is wall-clock, so a busy process and a loaded machine are
+    // charged to every command in flight: 5 s (7 s hard) failed beside a CPU burner.
+    const rt: AnyRuntime = kind === 'Runtime' ? await Runtime.create({ timeout: 30_000 }) : await IsolatedRuntime.start({ timeout: 30_000 });
     try {
       await body(rt, kind);
       t.is(await rt.eval('1 + 1'), 2, `${kind} is still usable`);
@@ -165,7 +168,7 @@ test('a result with more nodes than the boundary carries is a catchable error na
 });
 
 test('arguments too large for the boundary are a catchable TypeError in the guest (IsolatedRuntime)', async (t) => {
-  await using rt = await IsolatedRuntime.start({ timeout: 10_000 });
+  await using rt = await IsolatedRuntime.start({ timeout: 30_000 });
   rt.bindFunction('take', (s: string) => s.length);
   const seen = await guestCall(rt, "take('x'.repeat(40 * 1024 * 1024))");
   t.false(seen.ok);

@@ -1,6 +1,6 @@
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import test from 'ava';
-import { defaultLayers, IsolatedRuntime, InvalidOption, LayerConfigError, LayerFailed, SandboxUnavailable, type LayerDescriptor } from '../src/index.js';
+import { IsolatedRuntime, InvalidOption, LayerConfigError, LayerFailed, SandboxUnavailable, type LayerDescriptor } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 import { layerPathOf } from '../src/layers/pipeline.js';
 
@@ -31,7 +31,9 @@ async function warningsDuring<T>(run: () => Promise<T>): Promise<{ value: T; war
 
 test('a third-party layer outside node_modules works beside the default layers: they grant and bind its directory themselves', async (t) => {
   const example = ((await import(EXAMPLE_PACKAGE)) as { default: (o?: object) => LayerDescriptor }).default;
-  await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [...defaultLayers(), example({ marker: 'beside' })] });
+  // `layers` adds to the defaults: no need to spread defaultLayers()
+  await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [example({ marker: 'beside' })] });
+  t.deepEqual(rt.report.layers.map((l) => l.name), ['emptyroot', 'landlock', 'seccomp', 'example']);
   t.is(await rt.eval('exampleLayerMarker'), 'beside');
   t.deepEqual(rt.sandboxExtras, ['emptyroot']);
   t.is(rt.sandbox, 'landlock+seccomp');
@@ -76,7 +78,7 @@ test("require: a probe gap refuses the start before any layer is applied, naming
 
 test('auto: the same gaps start with a process warning naming each missing layer', async (t) => {
   const { value: rt, warnings } = await warningsDuring(() =>
-    IsolatedRuntime.start({ sandbox: 'auto', layers: [layer({ name: 'whole' }), layer({ name: 'half', probe: 'partial' }), layer({ name: 'gone', probe: 'none' })] }),
+    IsolatedRuntime.start({ sandbox: 'auto', replaceDefaultLayers: true, layers: [layer({ name: 'whole' }), layer({ name: 'half', probe: 'partial' }), layer({ name: 'gone', probe: 'none' })] }),
   );
   await using _ = rt;
   t.deepEqual(
@@ -96,6 +98,9 @@ test('a per-layer requirement overrides the sandbox mode', async (t) => {
   await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', layers: [layer({ name: 'strict', probe: 'partial' }, 'require')] }), { instanceOf: SandboxUnavailable });
   await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [layer({ name: 'lenient', probe: 'none' }, 'off'), layer({ name: 'fine' })] });
   t.deepEqual(rt.report.layers.map((l) => [l.name, l.requirement, l.enforcement]), [
+    ['emptyroot', 'require', 'full'],
+    ['landlock', 'require', 'full'],
+    ['seccomp', 'require', 'full'],
     ['lenient', 'off', 'none'],
     ['fine', 'require', 'full'],
   ]);
@@ -115,6 +120,7 @@ for (const sandbox of ['require', 'auto'] as const) {
 
 test('layers run in the user order within pre / normal / post', async (t) => {
   await using rt = await IsolatedRuntime.start({
+    replaceDefaultLayers: true,
     layers: [layer({ name: 'late', order: 'post' }), layer({ name: 'one' }), layer({ name: 'early', order: 'pre' }), layer({ name: 'two' })],
   });
   t.deepEqual(rt.report.layers.map((l) => l.name), ['early', 'one', 'two', 'late']);
@@ -136,7 +142,7 @@ const phaseTable: [string, LayerDescriptor[], string[]][] = [
 ];
 for (const [label, layers, phases] of phaseTable) {
   test(`phase order: ${label}`, async (t) => {
-    await using rt = await IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, layers });
+    await using rt = await IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, replaceDefaultLayers: true, layers });
     const last = rt.report.layers[rt.report.layers.length - 1]!;
     t.deepEqual(last.detail['selfTestSaw'], phases);
     // each seal ran after every apply
@@ -149,14 +155,14 @@ for (const [label, layers, phases] of phaseTable) {
 }
 
 test("every worker hook sees its layer's capability as the parent probed it", async (t) => {
-  await using rt = await IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, layers: [layer({ name: 'half', probe: 'partial' })] });
+  await using rt = await IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, replaceDefaultLayers: true, layers: [layer({ name: 'half', probe: 'partial' })] });
   const [entry] = rt.report.layers;
   t.deepEqual(entry!.capability.provides, ['half-thing']);
   for (const key of ['applyCapability', 'sealCapability', 'selfTestCapability']) t.deepEqual(entry!.detail[key], ['half-thing'], key);
 });
 
 test('a throwing seal stops the start before any selfTest, and the error crosses the wire with its hook', async (t) => {
-  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', layers: [layer({ name: 'first' }), layer({ name: 'breaks', throwIn: 'seal' }), layer({ name: 'after', throwIn: 'selfTest' })] }), {
+  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', replaceDefaultLayers: true, layers: [layer({ name: 'first' }), layer({ name: 'breaks', throwIn: 'seal' }), layer({ name: 'after', throwIn: 'selfTest' })] }), {
     instanceOf: LayerFailed,
   });
   // `after` would throw in selfTest: the seal's failure came first
@@ -173,17 +179,26 @@ test('misconfigured layers are LayerConfigError or InvalidOption, before the gue
   await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'bad-seal', badSeal: true })] }), { instanceOf: LayerConfigError, message: /bad-seal: its seal hook must be a function when present/ });
   await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: CONFIGURABLE, requirement: 'maybe' as never }] }), { instanceOf: InvalidOption });
   await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: CONFIGURABLE, options: { when: new Date(0), fn: () => 1 } as never }] }), { instanceOf: InvalidOption, message: /plain data/ });
+  await t.throwsAsync(IsolatedRuntime.start({ replaceDefaultLayers: 'yes' as never, layers: [] }), { instanceOf: InvalidOption, message: /replaceDefaultLayers must be true or false/ });
+  await t.throwsAsync(IsolatedRuntime.start({ replaceDefaultLayers: true }), { instanceOf: InvalidOption, message: /give layers too/ });
 });
 
 test("sandbox: 'none' skips every layer that does not insist", async (t) => {
   await using rt = await IsolatedRuntime.start({ sandbox: 'none', layers: [layer({ name: 'skipped' })] });
-  t.deepEqual(rt.report.layers.map((l) => [l.name, l.requirement, l.enforcement, l.selfTest]), [['skipped', 'off', 'none', 'skipped']]);
+  t.deepEqual(rt.report.layers.map((l) => [l.name, l.requirement, l.enforcement, l.selfTest]), [
+    ['emptyroot', 'off', 'none', 'skipped'],
+    ['landlock', 'off', 'none', 'skipped'],
+    ['seccomp', 'off', 'none', 'skipped'],
+    ['skipped', 'off', 'none', 'skipped'],
+  ]);
+  t.is(rt.sandbox, 'none');
   t.is(await rt.eval('typeof appliedLayers'), 'undefined');
 });
 
 test('a layer can add a link to the launch chain: it runs before Node, as the worker', async (t) => {
-  // nice(1) as the link: observable from outside as the worker's niceness.
-  await using rt = await IsolatedRuntime.start({ prewarm: false, layers: [layer({ name: 'niced', launch: { program: '/usr/bin/nice', args: ['-n', '7'] } })] });
+  // nice(1) as the link: observable from outside as the worker's niceness. Alone: behind the
+  // empty root's link, /usr/bin/nice would not exist.
+  await using rt = await IsolatedRuntime.start({ prewarm: false, replaceDefaultLayers: true, layers: [layer({ name: 'niced', launch: { program: '/usr/bin/nice', args: ['-n', '7'] } })] });
   const { readFileSync } = await import('node:fs');
   const stat = readFileSync(`/proc/${rt.pid}/stat`, 'latin1');
   const niceness = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);

@@ -260,7 +260,8 @@ test('the program dies with its parent (PR_SET_PDEATHSIG)', async (t) => {
   t.teardown(() => killQuietly(pid));
   t.not(processState(pid), 'gone');
   shell.kill('SIGKILL');
-  t.true(await isDeadWithin(pid, 3000), `node ${pid} outlived its parent: state ${processState(pid)}`);
+  // Polled: dead at once normally; 10 s leaves a loaded machine room.
+  t.true(await isDeadWithin(pid, 10_000), `node ${pid} outlived its parent: state ${processState(pid)}`);
 });
 
 test('control: without the helper, the same program outlives its parent', async (t) => {

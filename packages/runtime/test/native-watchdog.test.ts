@@ -60,7 +60,8 @@ test('over the limit the process exits with exitCode and one line on stderr', as
     watchdog.start(watchdog.rss() + ${50 * MiB}, 20, 57);
     const kept = Buffer.alloc(${200 * MiB});
     kept.fill(1);
-    setTimeout(() => console.log('survived with', kept.length, 'bytes'), 5000);`);
+    // The watchdog checks every 20 ms; surviving 30 s would mean it never fired, even on a loaded machine.
+    setTimeout(() => console.log('survived with', kept.length, 'bytes'), 30_000);`);
   t.is(exit.status, 57);
   t.regex(exit.stderr, /^strata-watchdog: resident memory \d+ bytes is over maxMemory \d+ bytes\n$/);
   t.is(exit.stdout, '');

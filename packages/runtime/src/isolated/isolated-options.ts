@@ -1,5 +1,4 @@
 import { InvalidOption } from '../errors.js';
-import { defaultLayers } from '../layers/default-layers.js';
 import type { LayerDescriptor } from '../layers/layer.js';
 import { assertTransferable } from '../values.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from '../options.js';
@@ -13,7 +12,12 @@ export type SandboxMode = 'require' | 'auto' | 'none';
  * milliseconds, sizes in bytes; `null` removes a limit where that is allowed.
  */
 export interface IsolatedRuntimeOptions extends RuntimeOptions {
-  /** `'require'` refuses to start unless every OS layer is in force; `'auto'` warns; `'none'` skips them. Default `'auto'`. */
+  /**
+   * `'require'` refuses to start unless this platform's OS sandbox and every default layer are in
+   * force (an explicit, named opt-out such as `emptyRoot: false` excepted); `'auto'` runs with what
+   * the platform and the layers give and warns (`STRATA_SANDBOX_DEGRADED`) naming what is missing;
+   * `'none'` skips every layer that does not insist. Default `'auto'`.
+   */
   sandbox?: SandboxMode;
   /** Hard wall-clock limit per command; the worker is SIGKILLed past it (`RuntimeTimeout`). Time in host functions is not charged. Default: `timeout` + `timeoutGrace`, or 60 s when `timeout` is `Infinity`; `null` removes it. */
   requestTimeout?: number | null;
@@ -42,12 +46,28 @@ export interface IsolatedRuntimeOptions extends RuntimeOptions {
   v8Flags?: readonly string[];
   /** Keep one started spare worker to hand to the next runtime. Default true. */
   prewarm?: boolean;
-  /** The layers, in order; replaces this platform's defaults (`defaultLayers()`). */
+  /**
+   * Layers to add to this platform's default layers (`defaultLayers()`: on Linux emptyroot,
+   * landlock and seccomp; on macOS seatbelt). The defaults come first, in the platform's order
+   * (it matters: the empty root's launch link must come before Landlock's), then yours in your
+   * order. A layer named like a default one takes that default's place, configuring it:
+   * `layers: [landlock({ readPaths })]` is the defaults with that Landlock, not a second one.
+   * Each layer's `order` (`pre`/`post`) then applies. With `replaceDefaultLayers: true` this is
+   * the whole list, in your order.
+   */
   layers?: readonly LayerDescriptor[];
   /**
-   * `false` leaves out the empty root (`@strata/layer-emptyroot`), where user namespaces are not
-   * wanted; an escaped guest can then learn which host paths exist and stat them. Default `true`:
-   * the layers keep it when they have it.
+   * `true`: `layers` is the complete list, without this platform's default layers.
+   * `sandbox: 'require'` then refuses unless the list still has every default layer not left out
+   * by name (`emptyRoot: false`), naming each one missing; `'auto'` starts and warns naming them.
+   * Default `false`.
+   */
+  replaceDefaultLayers?: boolean;
+  /**
+   * `false` leaves out the empty root (`@strata/layer-emptyroot`) by name, wherever it would come
+   * from, where user namespaces are not wanted; an escaped guest can then learn which host paths
+   * exist and stat them. It is the named opt-out `sandbox: 'require'` accepts. Default `true`: the
+   * layers keep it when they have it.
    */
   emptyRoot?: boolean;
   /** Freezes the guest's clock at this instant (adds `@strata/layer-clock`, required). */
@@ -70,10 +90,16 @@ export interface ResolvedIsolatedOptions {
   readonly jitless: boolean;
   readonly v8Flags: readonly string[];
   readonly prewarm: boolean;
-  /** The layers asked for (`layers`, or the defaults), plus the clock layer when `clock`/`randomSeed` are set. */
+  /**
+   * The layers given (`layers`, checked), plus the clock layer when `clock`/`randomSeed` are set.
+   * This platform's default layers are merged in when the runtime starts (by name, known once each
+   * module is loaded: `selectLayers`), unless `replaceDefaultLayers`.
+   */
   readonly layers: readonly LayerDescriptor[];
-  /** Whether `layers` was left to this platform's defaults. */
-  readonly defaultLayers: boolean;
+  /** `layers` is the whole list. */
+  readonly replaceDefaultLayers: boolean;
+  /** Default layers left out by a named option: `['emptyroot']` for `emptyRoot: false`. */
+  readonly optedOut: readonly string[];
 }
 
 const GiB = 1024 * 1024 * 1024;
@@ -91,6 +117,7 @@ const ISOLATED_KEYS = [
   'v8Flags',
   'prewarm',
   'layers',
+  'replaceDefaultLayers',
   'emptyRoot',
   'clock',
   'randomSeed',
@@ -99,8 +126,6 @@ const ISOLATED_KEYS = [
 /** The module of the frozen-clock layer; resolved in the worker, so @strata/runtime does not depend on it. */
 export const CLOCK_LAYER_MODULE = '@strata/layer-clock/layer';
 
-/** The module of the empty-root layer, which `emptyRoot: false` leaves out. */
-export const EMPTYROOT_LAYER_MODULE = '@strata/layer-emptyroot/layer';
 const LAYER_REQUIREMENTS = ['require', 'auto', 'off'];
 
 /** The options only the parent enforces: a pool may set them per checkout. */
@@ -153,7 +178,8 @@ export function resolveIsolatedOptions(options: IsolatedRuntimeOptions = {}): Re
     runtime,
     sandbox,
     layers: Object.freeze(layers),
-    defaultLayers: options.layers === undefined,
+    replaceDefaultLayers: options.replaceDefaultLayers === true,
+    optedOut: Object.freeze(options.emptyRoot === false ? ['emptyroot'] : []),
     requestTimeout: limit('requestTimeout', options.requestTimeout, requestDefault),
     maxMemory,
     maxHostCalls: limit('maxHostCalls', options.maxHostCalls, 100_000),
@@ -172,13 +198,18 @@ function invalidStart(): never {
   throw new InvalidOption('startTimeout must be a positive integer: a start is always bounded');
 }
 
-/** The layer descriptors, checked: serialisable, a module to import, a known requirement. */
+/** The given layer descriptors, checked: serialisable, a module to import, a known requirement. */
 function resolveLayers(options: IsolatedRuntimeOptions): LayerDescriptor[] {
   if (options.emptyRoot !== undefined && typeof options.emptyRoot !== 'boolean') throw new InvalidOption(`emptyRoot must be true or false (got ${String(options.emptyRoot)})`);
-  const given = options.layers ?? defaultLayers();
+  if (options.replaceDefaultLayers !== undefined && typeof options.replaceDefaultLayers !== 'boolean') {
+    throw new InvalidOption(`replaceDefaultLayers must be true or false (got ${String(options.replaceDefaultLayers)})`);
+  }
+  if (options.replaceDefaultLayers === true && options.layers === undefined) {
+    throw new InvalidOption('replaceDefaultLayers: true makes layers the complete list: give layers too (an empty array for none)');
+  }
+  const given = options.layers ?? [];
   if (!Array.isArray(given)) throw new InvalidOption('layers must be an array of layer descriptors ({ module, options?, requirement? })');
-  const kept = options.emptyRoot === false ? given.filter((d) => (d as LayerDescriptor | null)?.module !== EMPTYROOT_LAYER_MODULE) : given;
-  const layers = kept.map((descriptor, i) => {
+  const layers = given.map((descriptor, i) => {
     const where = `layers[${i}]`;
     if (descriptor === null || typeof descriptor !== 'object') throw new InvalidOption(`${where} must be a layer descriptor ({ module, options?, requirement? })`);
     const { module, options: layerOptions, requirement, ...extra } = descriptor;

@@ -14,7 +14,7 @@ import { ModuleRegistry, type ModuleLoader, type ModuleResolver } from '../modul
 import type { EvalModuleOptions, EvalOptions, HostFunction } from '../runtime.js';
 import { assertTransferable } from '../values.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
-import { missingDefaultLayers } from '../layers/default-layers.js';
+import { selectLayers } from '../layers/compose.js';
 import type { LayerReport } from '../layers/layer.js';
 import { planPipeline, type PlannedStep } from '../layers/pipeline.js';
 import { takeWorker } from './prewarm.js';
@@ -143,23 +143,18 @@ export class IsolatedRuntime implements AsyncDisposable {
    * is ready for guest code.
    *
    * @throws {@link InvalidOption}, {@link SandboxUnavailable} (`sandbox: 'require'` on a platform
-   * that cannot provide it), {@link WorkerCrashed} (the worker failed to start).
+   * that cannot provide it, or with layers that leave out its OS sandbox or a default layer),
+   * {@link WorkerCrashed} (the worker failed to start).
    */
   static async start(options: IsolatedRuntimeOptions = {}): Promise<IsolatedRuntime> {
     const resolved = resolveIsolatedOptions(options);
-    const missing = missingDefaultLayers();
-    if (resolved.defaultLayers && resolved.sandbox === 'require' && missing.length > 0) {
-      throw new SandboxUnavailable(
-        `sandbox: 'require' cannot be met with this platform's default layers: ${missing.join(', ')} ` +
-          `${missing.length === 1 ? 'is' : 'are'} not installed (install ${missing.map((m) => `@strata/layer-${m}`).join(', ')}). Or use sandbox: 'auto' to run with the base hardening ` +
-          "only (a V8 escape would get the worker's authority), or pass the layers you require in `layers`.",
-      );
-    }
-    if (resolved.defaultLayers && resolved.sandbox === 'auto' && missing.length > 0) {
-      warnOnce(`the default OS layers ${missing.join(', ')} are not installed (install ${missing.map((m) => `@strata/layer-${m}`).join(', ')}); the worker runs without them`);
-    }
+    // This platform's default layers with `layers` merged in, by name; `require` refuses a list
+    // without its OS sandbox or a default layer not opted out by name, `auto` warns naming them.
+    const selection = await selectLayers(resolved);
+    if (selection.decision === 'refuse') throw new SandboxUnavailable(selection.reason);
+    for (const warning of selection.warnings) warnOnce(warning);
     // The parent's half of the layer pipeline: probe (cached), plan, refuse before any worker exists.
-    const layerPlan = await planPipeline(resolved.layers, resolved.sandbox === 'require' ? 'require' : resolved.sandbox === 'auto' ? 'auto' : 'off', {
+    const layerPlan = await planPipeline(selection.layers, resolved.sandbox === 'require' ? 'require' : resolved.sandbox === 'auto' ? 'auto' : 'off', {
       platform: process.platform,
       arch: process.arch,
     });
@@ -341,7 +336,13 @@ export class IsolatedRuntime implements AsyncDisposable {
       return [path, unique];
     });
     this.#globals.set(name, labelled.map(([, label]) => label));
-    void this.#command({ type: 'command', id: 0, name: 'bind', params: { name, value: data as never, functions: labelled as never } }).catch(() => undefined);
+    // A bind the worker refuses (guest code made the global non-configurable) must not pass
+    // silently: the runtime closes, and every later call reports why.
+    void this.#command({ type: 'command', id: 0, name: 'bind', params: { name, value: data as never, functions: labelled as never } }).catch((error: unknown) => {
+      if (this.#closed) return;
+      const why = error instanceof Error ? error.message : String(error);
+      this.#shutDown(new StrataError(`binding ${JSON.stringify(name)} failed in the worker (${why}); the runtime is closed`));
+    });
   }
 
   /** Sends a command and waits for its answer, one command at a time. */

@@ -1,17 +1,32 @@
 import type { LayerDescriptor } from './layer.js';
 
-/** The OS layers each platform should have by default, by name, with the module that provides each. */
-export const PLATFORM_LAYERS: Readonly<Partial<Record<NodeJS.Platform, readonly { name: string; module: string }[]>>> = Object.freeze({
+/** One of a platform's default layers. */
+export interface PlatformLayer {
+  /** The layer's name (what its module builds). */
+  readonly name: string;
+  /** The module that provides it. */
+  readonly module: string;
+  /**
+   * Whether it is part of the platform's OS sandbox (`rt.sandbox`: Landlock and seccomp on Linux,
+   * Seatbelt on macOS): `sandbox: 'require'` never starts without it.
+   */
+  readonly confines: boolean;
+  /** The option that leaves it out by name, where there is one (`emptyRoot: false`). */
+  readonly optOut?: string;
+}
+
+/** The OS layers each platform has by default, in order, by name, with the module that provides each. */
+export const PLATFORM_LAYERS: Readonly<Partial<Record<NodeJS.Platform, readonly PlatformLayer[]>>> = Object.freeze({
   linux: Object.freeze([
-    { name: 'emptyroot', module: '@strata/layer-emptyroot/layer' },
-    { name: 'landlock', module: '@strata/layer-landlock/layer' },
-    { name: 'seccomp', module: '@strata/layer-seccomp/layer' },
+    Object.freeze({ name: 'emptyroot', module: '@strata/layer-emptyroot/layer', confines: false, optOut: 'emptyRoot: false' }),
+    Object.freeze({ name: 'landlock', module: '@strata/layer-landlock/layer', confines: true }),
+    Object.freeze({ name: 'seccomp', module: '@strata/layer-seccomp/layer', confines: true }),
   ]),
-  darwin: Object.freeze([{ name: 'seatbelt', module: '@strata/layer-seatbelt/layer' }]),
+  darwin: Object.freeze([Object.freeze({ name: 'seatbelt', module: '@strata/layer-seatbelt/layer', confines: true })]),
 });
 
 /** Whether a layer module can be imported from here (its package is installed). */
-function installed(module: string): boolean {
+export function installed(module: string): boolean {
   try {
     import.meta.resolve(module);
     return true;
@@ -22,7 +37,8 @@ function installed(module: string): boolean {
 
 /**
  * This platform's default layers: those of {@link PLATFORM_LAYERS} whose packages are installed
- * (on Linux emptyroot, landlock and seccomp; on macOS seatbelt). A default layer whose package is
+ * (on Linux emptyroot, landlock and seccomp; on macOS seatbelt). `IsolatedRuntime.start` adds
+ * them to its `layers` unless `replaceDefaultLayers: true`. A default layer whose package is
  * missing is named by {@link missingDefaultLayers}, and `sandbox: 'require'` then refuses.
  */
 export function defaultLayers(platform: NodeJS.Platform = process.platform): LayerDescriptor[] {

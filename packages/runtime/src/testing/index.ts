@@ -7,8 +7,8 @@
  */
 import { SandboxUnavailable, StrataError } from '../errors.js';
 import { IsolatedRuntime } from '../isolated/isolated-runtime.js';
-import type { IsolatedRuntimeOptions } from '../isolated/isolated-options.js';
-import type { LayerDescriptor, LayerReport } from '../layers/layer.js';
+import type { IsolatedRuntimeOptions, SandboxMode } from '../isolated/isolated-options.js';
+import type { LayerDescriptor, LayerReport, LayerRequirement } from '../layers/layer.js';
 import { buildLayer, layerShapeProblems, loadLayer } from '../layers/load-layer.js';
 import { enforcementOf } from '../layers/plan.js';
 
@@ -26,7 +26,11 @@ export interface TestLayerOptions {
   readonly mustDeny?: readonly LayerCase[];
   /** Code that must still work with the layer in force: each must evaluate to `true`. */
   readonly mustAllow?: readonly LayerCase[];
-  /** Extra options for the worker (a fresh one per call). Default: `sandbox: 'require'`. */
+  /**
+   * Extra options for the worker (a fresh one per call). Its `sandbox` (default `'require'`) is
+   * the layer's requirement unless the descriptor has its own; the worker gets exactly this layer
+   * (`replaceDefaultLayers`), never this platform's defaults, and nothing else is required of it.
+   */
   readonly runtime?: IsolatedRuntimeOptions;
 }
 
@@ -39,12 +43,12 @@ export interface LayerTestResult {
 }
 
 /**
- * Starts a worker with the layer (required, by default) and runs the must-deny and must-allow
- * cases in it, like ESLint's RuleTester runs valid and invalid lists. Throws an Error listing
- * every failure; returns the layer's report entry otherwise.
+ * Starts a worker with the layer alone (required, by default) and runs the must-deny and
+ * must-allow cases in it, like ESLint's RuleTester runs valid and invalid lists. Throws an Error
+ * listing every failure; returns the layer's report entry otherwise.
  */
 export async function testLayer(descriptor: LayerDescriptor, options: TestLayerOptions = {}): Promise<LayerTestResult> {
-  await using rt = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, ...options.runtime, layers: [descriptor] });
+  await using rt = await startAlone(descriptor, descriptor.requirement ?? requirementFor(options.runtime?.sandbox ?? 'require'), options.runtime);
   const report = rt.report.layers[rt.report.layers.length - 1]!;
   const failures: string[] = [];
   for (const { name, code } of options.mustDeny ?? []) {
@@ -66,10 +70,11 @@ export async function testLayer(descriptor: LayerDescriptor, options: TestLayerO
 }
 
 /**
- * The contract every layer must keep, checked from outside in fresh workers: its shape (a
+ * The contract every layer must keep, checked from outside in fresh workers that run the layer
+ * alone (without this platform's default layers): its shape (a
  * lower-case name, a version, `probe`, `apply` and `selfTest` functions, `launch` and `seal`
- * functions when present; a misshapen layer is reported without starting a worker); it starts under
- * `'auto'`; its report entry is well-formed, JSON-serialisable and consistent with its probe;
+ * functions when present; a misshapen layer is reported without starting a worker); it starts
+ * when its requirement is `'auto'`; its report entry is well-formed, JSON-serialisable and consistent with its probe;
  * the probe gives the same answer twice (no side effects; called directly, since the runtime caches
  * probe results per process); under `'require'` it starts exactly
  * when its probe says it is fully provided, and otherwise refuses naming the layer; under
@@ -79,8 +84,7 @@ export async function checkLayerConformance(descriptor: LayerDescriptor, runtime
   const shape = layerShapeProblems(await buildLayer(descriptor));
   if (shape.length > 0) return shape;
   const problems: string[] = [];
-  const start = (requirement: 'require' | 'auto' | 'off') =>
-    IsolatedRuntime.start({ prewarm: false, ...runtime, sandbox: 'auto', layers: [{ ...descriptor, requirement }] });
+  const start = (requirement: 'require' | 'auto' | 'off') => startAlone(descriptor, requirement, runtime);
   const entryOf = (rt: IsolatedRuntime) => rt.report.layers[rt.report.layers.length - 1]!;
 
   let first: LayerReport;
@@ -121,6 +125,19 @@ export async function checkLayerConformance(descriptor: LayerDescriptor, runtime
   }
   return problems;
 }
+
+/**
+ * A worker with exactly this layer, at this requirement: the platform's default layers are not
+ * added (`replaceDefaultLayers`), and `sandbox: 'none'` so that nothing else is required of the
+ * worker and no warning names the defaults it leaves out on purpose. The layer itself is held to
+ * `requirement` as under any sandbox mode (a `'require'` gap refuses; an `'auto'` one warns).
+ */
+function startAlone(descriptor: LayerDescriptor, requirement: LayerRequirement, runtime: IsolatedRuntimeOptions = {}): Promise<IsolatedRuntime> {
+  return IsolatedRuntime.start({ prewarm: false, ...runtime, sandbox: 'none', replaceDefaultLayers: true, layers: [{ ...descriptor, requirement }] });
+}
+
+/** The requirement a sandbox mode gives a layer without one of its own. */
+const requirementFor = (sandbox: SandboxMode): LayerRequirement => (sandbox === 'none' ? 'off' : sandbox);
 
 /**
  * What every layer must leave working, tried on a runtime the layer is in force in: eval, sync

@@ -1,0 +1,148 @@
+/**
+ * Which layers a runtime gets: this platform's default layers with `layers` merged in, and
+ * whether `sandbox: 'require'` can be met with them (DESIGN.md §2: `'require'` means the
+ * platform's OS confinement is in force; no layer list, option or missing package may drop it
+ * silently, an explicit, named opt-out may). The decision is {@link composeLayers}, a pure
+ * function (table-tested); {@link selectLayers} feeds it the names, which are known only once each
+ * layer module is loaded.
+ *
+ * @module
+ */
+import type { SandboxMode } from '../isolated/isolated-options.js';
+import { installed, PLATFORM_LAYERS, type PlatformLayer } from './default-layers.js';
+import type { LayerDescriptor, LayerRequirement } from './layer.js';
+import { loadLayer } from './load-layer.js';
+
+/** A layer descriptor with the name its module builds. */
+export interface NamedDescriptor {
+  readonly name: string;
+  readonly descriptor: LayerDescriptor;
+}
+
+/** A default layer of the platform, and whether its package can be imported here. */
+export interface DefaultLayerFact extends PlatformLayer {
+  readonly installed: boolean;
+}
+
+/** What {@link composeLayers} decides from. */
+export interface CompositionInput {
+  /** The platform, for messages. */
+  readonly platform: string;
+  /** This platform's default layers in their order ({@link PLATFORM_LAYERS}); `undefined` when Strata has no OS layers for it. */
+  readonly defaults: readonly DefaultLayerFact[] | undefined;
+  /** The layers given (`layers`, then the clock layer of `clock`/`randomSeed`), in the user's order, named. */
+  readonly given: readonly NamedDescriptor[];
+  /** `replaceDefaultLayers: true`: `given` is the whole list. */
+  readonly replaceDefaultLayers: boolean;
+  /** Default layers left out by a named option (`emptyRoot: false` → `'emptyroot'`). */
+  readonly optedOut: readonly string[];
+  readonly sandbox: SandboxMode;
+}
+
+/** The layers to plan, in order, with what `'auto'` warns about; or why `'require'` cannot be met. */
+export type LayerComposition =
+  | { readonly decision: 'proceed'; readonly layers: readonly LayerDescriptor[]; readonly missing: readonly string[]; readonly warnings: readonly string[] }
+  | { readonly decision: 'refuse'; readonly missing: readonly string[]; readonly reason: string };
+
+const requirementOf = (descriptor: LayerDescriptor, sandbox: SandboxMode): LayerRequirement =>
+  descriptor.requirement ?? (sandbox === 'require' ? 'require' : sandbox === 'auto' ? 'auto' : 'off');
+
+const packageOf = (layer: PlatformLayer) => layer.module.replace(/\/layer$/, '');
+
+/**
+ * Merges `given` into the platform's default layers and decides, without side effects, whether
+ * the start may go ahead:
+ *
+ * - **The list.** The defaults, in the platform's order, then the other given layers in the
+ *   user's order. A given layer named like a default layer takes that default's place (so
+ *   `layers: [landlock({ readPaths })]` configures the default instead of adding a second one):
+ *   the defaults keep their order whatever order the user names them in, since it matters (the
+ *   empty root's launch link must come before Landlock's). The same name given twice stays twice,
+ *   for the plan to refuse. `replaceDefaultLayers: true` makes `given` the whole list, in the
+ *   user's order. A layer opted out by name (`emptyRoot: false`) is left out wherever it is named.
+ * - **`'require'`** refuses, naming each and what to do, when a default layer is not in the list
+ *   (not installed, or left out by `replaceDefaultLayers`) and was not opted out by name; when a
+ *   layer of the OS sandbox (`confines`) is in the list with a requirement below `'require'`
+ *   (`'auto'` could let it go on a platform without it, `'off'` turns it off); and
+ *   when Strata has no OS sandbox for the platform at all.
+ * - **`'auto'`** starts and warns naming each default layer not in the list without a named
+ *   opt-out (and when the platform has no OS sandbox). **`'none'`** requires and warns nothing.
+ *
+ * Only the configuration is judged here; what the platform can provide is the probes' and
+ * {@link planLayers}'s part.
+ */
+export function composeLayers(input: CompositionInput): LayerComposition {
+  const defaults = input.defaults ?? [];
+  const defaultNames = defaults.map((d) => d.name);
+  const optedOut = new Set(input.optedOut);
+  const given = input.given.filter((g) => !optedOut.has(g.name));
+  let layers: NamedDescriptor[] = given;
+  if (!input.replaceDefaultLayers) {
+    // The defaults in the platform's order, each replaced by the given layer of its name; then the rest as given.
+    const named = new Map<string, NamedDescriptor>();
+    for (const g of given) if (defaultNames.includes(g.name) && !named.has(g.name)) named.set(g.name, g);
+    const placed = new Set(named.values());
+    const kept = defaults.filter((d) => !optedOut.has(d.name) && (named.has(d.name) || d.installed));
+    layers = [...kept.map((d) => named.get(d.name) ?? { name: d.name, descriptor: { module: d.module } }), ...given.filter((g) => !placed.has(g))];
+  }
+
+  const missing: string[] = [];
+  const reasons: string[] = [];
+  const optOuts: string[] = [];
+  const turnedOff: string[] = [];
+  if (input.defaults === undefined || !defaults.some((d) => d.confines)) reasons.push(`Strata has no OS sandbox layer for ${input.platform}`);
+  for (const d of defaults) {
+    if (optedOut.has(d.name)) continue;
+    const entry = layers.find((l) => l.name === d.name);
+    if (entry === undefined) {
+      missing.push(d.name);
+      if (d.optOut !== undefined) optOuts.push(`${d.name} (${d.optOut})`);
+      reasons.push(
+        input.replaceDefaultLayers
+          ? `${d.name} is not in layers, which replaceDefaultLayers: true makes the whole list (add ${d.name}() from ${packageOf(d)}${d.installed ? '' : ', once it is installed'})`
+          : `${d.name} is not installed (install ${packageOf(d)})`,
+      );
+    } else if (d.confines) {
+      // Under 'require' the OS sandbox may not be downgraded by a layer's own requirement either.
+      const requirement = requirementOf(entry.descriptor, input.sandbox);
+      if (requirement === 'off' || (input.sandbox === 'require' && requirement !== 'require')) {
+        turnedOff.push(`${d.name} has requirement: '${requirement}', and it is part of the OS sandbox (remove the requirement to have it required)`);
+      }
+    }
+  }
+  if (input.sandbox === 'none') return { decision: 'proceed', layers: layers.map((l) => l.descriptor), missing, warnings: [] };
+  if (input.sandbox === 'require' && reasons.length + turnedOff.length > 0) {
+    const them = missing.length + turnedOff.length > 1 ? 'them' : 'it';
+    return {
+      decision: 'refuse',
+      missing,
+      reason:
+        `sandbox: 'require' needs this platform's OS sandbox and default layers, and cannot be met: ${[...reasons, ...turnedOff].join('; ')}. ` +
+        (optOuts.length > 0 ? `Leave out by name what you mean to run without: ${optOuts.join(', ')}. ` : '') +
+        `Or use sandbox: 'auto' to start without ${them} (with a warning naming ${them}), knowing that a V8 escape would then get more of the worker's authority.`,
+    };
+  }
+  const warnings = reasons.length === 0 ? [] : [`the worker runs without ${missing.length === 0 ? 'an OS sandbox' : `the default layer${missing.length === 1 ? '' : 's'} ${missing.join(', ')}`}: ${reasons.join('; ')}`];
+  if (turnedOff.length > 0) warnings.push(`the OS sandbox is turned down: ${turnedOff.join('; ')}`);
+  return { decision: 'proceed', layers: layers.map((l) => l.descriptor), missing, warnings };
+}
+
+/** What {@link selectLayers} takes of the resolved options. */
+export interface LayerSelection {
+  readonly layers: readonly LayerDescriptor[];
+  readonly replaceDefaultLayers: boolean;
+  readonly optedOut: readonly string[];
+  readonly sandbox: SandboxMode;
+}
+
+/**
+ * In the parent, before any probe: loads each given layer to learn its name (a module that does
+ * not build a layer is LayerConfigError here, as it would be in the plan) and composes the list
+ * with this platform's default layers ({@link composeLayers}).
+ */
+export async function selectLayers(selection: LayerSelection, platform: NodeJS.Platform = process.platform): Promise<LayerComposition> {
+  const given: NamedDescriptor[] = [];
+  for (const descriptor of selection.layers) given.push({ name: (await loadLayer(descriptor)).name, descriptor });
+  const defaults = PLATFORM_LAYERS[platform]?.map((d) => ({ ...d, installed: installed(d.module) }));
+  return composeLayers({ platform, defaults, given, replaceDefaultLayers: selection.replaceDefaultLayers, optedOut: selection.optedOut, sandbox: selection.sandbox });
+}

@@ -1,0 +1,119 @@
+// `layers` adds to this platform's default layers, and `sandbox: 'require'` never starts without
+// the OS sandbox (DESIGN.md §2): each configuration that used to drop it silently, attempted for
+// real. Its own file: process warnings are emitted once per text per process, so the warnings
+// asserted here must not have been emitted by another file's tests first.
+import test from 'ava';
+import { IsolatedRuntime, SandboxPool, SandboxUnavailable, type LayerDescriptor } from '../src/index.js';
+import { checkNoLeaks, childPids } from './helpers/leaks.js';
+
+checkNoLeaks(test);
+
+const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
+const maybe = linux ? test.serial : test.skip;
+
+const clock: LayerDescriptor = { module: '@strata/layer-clock/layer', options: { at: 0, seed: 1 } };
+const emptyroot: LayerDescriptor = { module: '@strata/layer-emptyroot/layer' };
+const landlock: LayerDescriptor = { module: '@strata/layer-landlock/layer' };
+const seccomp: LayerDescriptor = { module: '@strata/layer-seccomp/layer' };
+const names = (rt: IsolatedRuntime) => rt.report.layers.map((l) => l.name);
+
+/** The process warnings (code and message) emitted while `run` runs. */
+async function warningsDuring<T>(run: () => Promise<T>): Promise<{ value: T; warnings: { code: string | undefined; message: string }[] }> {
+  const warnings: { code: string | undefined; message: string }[] = [];
+  const listener = (warning: Error & { code?: string }) => warnings.push({ code: warning.code, message: warning.message });
+  process.on('warning', listener);
+  try {
+    const value = await run();
+    await new Promise((resolve) => setImmediate(resolve));
+    return { value, warnings };
+  } finally {
+    process.off('warning', listener);
+  }
+}
+
+maybe("require with layers: [clock]: the clock joins the defaults, and the OS sandbox is in force", async (t) => {
+  const { value: rt, warnings } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'require', prewarm: false, layers: [clock] }));
+  await using _ = rt;
+  t.is(rt.sandbox, 'landlock+seccomp');
+  t.deepEqual(rt.sandboxExtras, ['emptyroot']);
+  t.deepEqual(names(rt), ['emptyroot', 'landlock', 'seccomp', 'clock']);
+  t.true(rt.report.layers.every((l) => l.requirement === 'require' && l.enforcement === 'full' && l.selfTest === 'passed'));
+  t.is(rt.report.verified?.seccomp, 2);
+  t.is(await rt.eval('Date.now()'), 0);
+  t.deepEqual(warnings, []);
+});
+
+maybe('require with layers: [emptyroot()]: the same defaults, the empty root once', async (t) => {
+  await using rt = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, layers: [emptyroot] });
+  t.is(rt.sandbox, 'landlock+seccomp');
+  t.deepEqual(rt.sandboxExtras, ['emptyroot']);
+  t.deepEqual(names(rt), ['emptyroot', 'landlock', 'seccomp']);
+});
+
+maybe('default layers given again (seccomp, a configured landlock, the empty root last) are not doubled: each takes its own place, in the platform order', async (t) => {
+  await using rt = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, layers: [seccomp, { ...landlock, options: { readPaths: ['/usr'] } }, clock, emptyroot] });
+  t.deepEqual(names(rt), ['emptyroot', 'landlock', 'seccomp', 'clock']);
+  t.is(rt.report.layers[1]!.detail['readPaths'], 1, 'the configured landlock replaced the default one');
+  t.is(rt.sandbox, 'landlock+seccomp');
+});
+
+maybe('replaceDefaultLayers with only the clock, require: refused before any worker starts, naming each default and what to do', async (t) => {
+  const before = childPids().length;
+  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', prewarm: false, replaceDefaultLayers: true, layers: [clock] }), { instanceOf: SandboxUnavailable });
+  t.is(error?.code, 'ERR_STRATA_SANDBOX_UNAVAILABLE');
+  for (const name of ['landlock', 'seccomp', 'emptyroot']) t.regex(error!.message, new RegExp(`${name} is not in layers, which replaceDefaultLayers: true makes the whole list \\(add ${name}\\(\\) from @strata/layer-${name}\\)`));
+  t.regex(error!.message, /emptyroot \(emptyRoot: false\)/);
+  t.regex(error!.message, /sandbox: 'auto'/);
+  t.is(childPids().length, before, 'no worker was started');
+  // the pool is the same construction: refused in its start()
+  await t.throwsAsync(SandboxPool.start({ sandbox: 'require', replaceDefaultLayers: true, layers: [clock] }), { instanceOf: SandboxUnavailable, message: /landlock is not in layers/ });
+  t.is(childPids().length, before, 'no pool worker was started');
+});
+
+maybe("replaceDefaultLayers with only the clock, auto: starts without the OS sandbox, and a STRATA_SANDBOX_DEGRADED warning names each default", async (t) => {
+  const { value: rt, warnings } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, replaceDefaultLayers: true, layers: [clock] }));
+  await using _ = rt;
+  t.deepEqual(names(rt), ['clock']);
+  t.is(rt.sandbox, 'none');
+  t.deepEqual(rt.sandboxExtras, []);
+  const degraded = warnings.filter((w) => w.code === 'STRATA_SANDBOX_DEGRADED');
+  t.is(degraded.length, 1, JSON.stringify(warnings));
+  t.regex(degraded[0]!.message, /^Strata: sandbox 'auto': the worker runs without the default layers emptyroot, landlock, seccomp: /);
+  for (const name of ['landlock', 'seccomp', 'emptyroot']) t.regex(degraded[0]!.message, new RegExp(`${name} is not in layers`));
+  t.is(await rt.eval('Date.now()'), 0);
+});
+
+maybe("replaceDefaultLayers with all three defaults, require: starts with the OS sandbox, in the order given", async (t) => {
+  await using rt = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, replaceDefaultLayers: true, layers: [emptyroot, landlock, clock, seccomp] });
+  t.deepEqual(names(rt), ['emptyroot', 'landlock', 'clock', 'seccomp']);
+  t.is(rt.sandbox, 'landlock+seccomp');
+  t.deepEqual(rt.sandboxExtras, ['emptyroot']);
+});
+
+maybe('emptyRoot: false with require: the named opt-out starts without the empty root, without a refusal or a warning', async (t) => {
+  const { value: rt, warnings } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'require', prewarm: false, emptyRoot: false, layers: [clock] }));
+  await using _ = rt;
+  t.deepEqual(names(rt), ['landlock', 'seccomp', 'clock']);
+  t.is(rt.sandbox, 'landlock+seccomp');
+  t.deepEqual(rt.sandboxExtras, []);
+  t.deepEqual(warnings, []);
+  // replaceDefaultLayers with the opt-out: landlock and seccomp are then the whole requirement
+  await using alone = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, emptyRoot: false, replaceDefaultLayers: true, layers: [seccomp, landlock] });
+  t.deepEqual(names(alone), ['seccomp', 'landlock']);
+  t.is(alone.sandbox, 'landlock+seccomp');
+});
+
+maybe("require never starts with the OS sandbox turned off by a layer's own requirement; the empty root's own 'off' is a named opt-out", async (t) => {
+  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', prewarm: false, layers: [{ ...landlock, requirement: 'off' }] }), { instanceOf: SandboxUnavailable });
+  t.regex(error!.message, /landlock has requirement: 'off', and it is part of the OS sandbox/);
+  await using rt = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, layers: [{ ...emptyroot, requirement: 'off' }] });
+  t.is(rt.sandbox, 'landlock+seccomp');
+  t.deepEqual(rt.sandboxExtras, []);
+});
+
+maybe("sandbox 'none' with replaceDefaultLayers: nothing required, nothing warned", async (t) => {
+  const { value: rt, warnings } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'none', prewarm: false, replaceDefaultLayers: true, layers: [clock] }));
+  await using _ = rt;
+  t.is(rt.sandbox, 'none');
+  t.deepEqual(warnings, []);
+});
