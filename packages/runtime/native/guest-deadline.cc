@@ -18,6 +18,9 @@
  *                                 re-arming replaces the deadline
  *       disarm(slot) -> fired     stop watching; whether the deadline fired since arm()
  *       cancel(slot)              clear a termination that fired (call once the entry returned)
+ *       resume(slot, ms)          after a host function returned inside an entry: clear a
+ *                                 termination that fired while it ran (host time is not the
+ *                                 guest's), then arm(slot, ms); one call instead of three
  *       release(slot)             forget the isolate (before it is disposed); the slot is reused
  *
  * The watcher calls TerminateExecution only on an armed slot, under the registry lock, and the
@@ -146,18 +149,8 @@ Slot* slot_argument(napi_env env, napi_value* argv, size_t argc, std::unique_loc
   return &registry.slots[index];
 }
 
-napi_value arm(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
-  double ms = -1;
-  // At most ~31 years: far beyond any timeout, and small enough for the clock's arithmetic.
-  if (argc < 2 || napi_get_value_double(env, argv[1], &ms) != napi_ok || !(ms >= 0 && ms <= 1e12)) {
-    return fail(env, "strata_deadline: arm(slot, ms) needs ms from 0 to 1e12");
-  }
-  std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
-  Slot* slot = slot_argument(env, argv, argc, held);
-  if (slot == nullptr) return nullptr;
+// Arms `slot` (the registry locked) `ms` milliseconds from now.
+void arm_locked(Slot* slot, double ms) {
   if (!registry.watcher_started) {
     std::thread(watch).detach();
     registry.watcher_started = true;
@@ -170,6 +163,38 @@ napi_value arm(napi_env env, napi_callback_info info) {
     registry.sleeping_until = slot->deadline;
     registry.wake.notify_one();
   }
+}
+
+napi_value arm(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
+  double ms = -1;
+  // At most ~31 years: far beyond any timeout, and small enough for the clock's arithmetic.
+  if (argc < 2 || napi_get_value_double(env, argv[1], &ms) != napi_ok || !(ms >= 0 && ms <= 1e12)) {
+    return fail(env, "strata_deadline: arm(slot, ms) needs ms from 0 to 1e12");
+  }
+  std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
+  Slot* slot = slot_argument(env, argv, argc, held);
+  if (slot == nullptr) return nullptr;
+  arm_locked(slot, ms);
+  return nullptr;
+}
+
+napi_value resume(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
+  double ms = -1;
+  if (argc < 2 || napi_get_value_double(env, argv[1], &ms) != napi_ok || !(ms >= 0 && ms <= 1e12)) {
+    return fail(env, "strata_deadline: resume(slot, ms) needs ms from 0 to 1e12");
+  }
+  std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
+  Slot* slot = slot_argument(env, argv, argc, held);
+  if (slot == nullptr) return nullptr;
+  // No guest JavaScript ran since it fired: the host function did, so the termination is cleared.
+  if (slot->fired) slot->isolate->CancelTerminateExecution();
+  arm_locked(slot, ms);
   return nullptr;
 }
 
@@ -221,7 +246,8 @@ bool export_function(napi_env env, napi_value exports, const char* name, napi_ca
 
 NAPI_MODULE_INIT() {
   if (!export_function(env, exports, "arm", arm) || !export_function(env, exports, "disarm", disarm) ||
-      !export_function(env, exports, "cancel", cancel) || !export_function(env, exports, "release", release)) {
+      !export_function(env, exports, "cancel", cancel) || !export_function(env, exports, "resume", resume) ||
+      !export_function(env, exports, "release", release)) {
     return nullptr;
   }
   return exports;

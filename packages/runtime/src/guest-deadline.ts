@@ -18,6 +18,7 @@ interface DeadlineAddon {
   arm(slot: number, ms: number): void;
   disarm(slot: number): boolean;
   cancel(slot: number): void;
+  resume(slot: number, ms: number): void;
   release(slot: number): void;
 }
 
@@ -69,6 +70,14 @@ export class GuestDeadline {
   /** Clears a termination that fired, so the next entry runs. */
   cancel(): void {
     this.#addon.cancel(this.#slot);
+  }
+
+  /**
+   * After a host function returned inside an entry: clears a termination that fired while it ran
+   * (its time is not the guest's) and arms the deadline `ms` from now.
+   */
+  resume(ms: number): void {
+    this.#addon.resume(this.#slot, Math.min(Math.max(ms, 0), 1e12));
   }
 
   /** Forgets the isolate. Idempotent. */

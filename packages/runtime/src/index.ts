@@ -35,7 +35,7 @@ export { ConsoleCapture, TRUNCATED_MARKER } from './console-capture.js';
 export type { ConsoleEntry } from './console-capture.js';
 export type { ExecutionResult } from './execution-result.js';
 export type { Transferable } from './values.js';
-export { assertTransferable } from './values.js';
+export { assertTransferable, MAX_VALUE_NODES } from './values.js';
 export {
   StrataError,
   JsError,

@@ -21,7 +21,7 @@ import { GuestDeadline } from './guest-deadline.js';
 import { encodedSize } from './encoded-size.js';
 import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
-import { assertTransferable } from './values.js';
+import { assertTransferable, MAX_VALUE_NODES } from './values.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ModuleSource } from './module-registry.js';
 
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
@@ -77,8 +77,6 @@ class GuestBudget {
   #remaining: number;
   readonly #deadline: GuestDeadline;
   #since = 0;
-  // The deadline fired while a host function ran: the guest stops as soon as it resumes.
-  #firedWhilePaused = false;
   constructor(timeout: number, deadline: GuestDeadline) {
     this.#remaining = timeout;
     this.#deadline = deadline;
@@ -87,26 +85,26 @@ class GuestBudget {
   start(): void {
     if (this.#remaining <= 0) throw new RuntimeTimeout('the guest ran past its timeout');
     this.#since = performance.now();
-    this.#firedWhilePaused = false;
     if (this.#remaining !== Infinity) this.#deadline.arm(this.#remaining);
   }
   /** Disarms after the entry returned; true when the deadline stopped it (the termination is cleared). */
   stop(): boolean {
     this.#remaining -= performance.now() - this.#since;
-    const fired = (this.#remaining !== Infinity && this.#deadline.disarm()) || this.#firedWhilePaused;
-    this.#firedWhilePaused = false;
-    if (fired) this.#deadline.cancel();
-    return fired;
+    if (this.#remaining === Infinity || !this.#deadline.disarm()) return false;
+    this.#deadline.cancel();
+    return true;
   }
-  /** A host function starts: the guest's clock stops. */
+  /**
+   * A host function starts: the guest's clock stops. The deadline stays armed (a disarm per call
+   * would cost a native call); {@link resume} clears it if it fired meanwhile.
+   */
   pause(): void {
     this.#remaining -= performance.now() - this.#since;
-    if (this.#remaining !== Infinity && this.#deadline.disarm()) this.#firedWhilePaused = true;
   }
-  /** The host function returned: the guest's clock runs again. */
+  /** The host function returned: the guest's clock runs again from what was left at {@link pause}. */
   resume(): void {
     this.#since = performance.now();
-    if (!this.#firedWhilePaused && this.#remaining !== Infinity) this.#deadline.arm(Math.max(this.#remaining, 0));
+    if (this.#remaining !== Infinity) this.#deadline.resume(Math.max(this.#remaining, 0));
   }
 }
 
@@ -190,7 +188,13 @@ export class Runtime implements AsyncDisposable {
           new ivm.Callback((level: string, stream: 'stdout' | 'stderr', text: string) => this.#console.emit({ level, stream, text })),
           new ivm.Callback((id: number, ok: boolean) => void this.#settled.set(id, ok)),
           new ivm.Callback(() => this.#isolate.getHeapStatisticsSync().externally_allocated_size),
-          new ivm.ExternalCopy({ maxBufferBytes: options.maxBufferBytes, maxDepth: MAX_DEPTH, maxConsoleChars: 1024 * 1024 }).copyInto(),
+          new ivm.ExternalCopy({
+            maxBufferBytes: options.maxBufferBytes,
+            maxDepth: MAX_DEPTH,
+            maxNodes: MAX_VALUE_NODES,
+            maxConsoleChars: 1024 * 1024,
+            strictEval: options.strictEval,
+          }).copyInto(),
         ],
         { result: { reference: true } },
       ) as ivm.Reference;
@@ -215,8 +219,9 @@ export class Runtime implements AsyncDisposable {
   }
 
   /**
-   * Creates a runtime: a fresh isolate and context, the prelude, then each `bootstrap` script,
-   * then the removal of optional globals and (with `strictEval`) of code generation.
+   * Creates a runtime: a fresh isolate and context, the prelude (with `strictEval`, code
+   * generation is tamed there, so bootstrap scripts never hold a working `eval` or `Function`),
+   * then each `bootstrap` script, then the removal of optional globals.
    *
    * @throws {@link InvalidOption} for a bad option; {@link JsError} if a bootstrap script throws.
    */
@@ -234,9 +239,7 @@ export class Runtime implements AsyncDisposable {
         (name) => !resolved.allowGlobals.includes(name),
       );
       const loop = runtime.#enterBounded('Runtime.create', () =>
-        runtime.#internals.finalize.applySync(undefined, [new ivm.ExternalCopy({ removeGlobals, strictEval: resolved.strictEval }).copyInto()], {
-          result: { reference: true },
-        }),
+        runtime.#internals.finalize.applySync(undefined, [new ivm.ExternalCopy(removeGlobals).copyInto()], { result: { reference: true } }),
       ) as ivm.Reference;
       runtime.#eventLoop = loop.typeof === 'object' ? loop : undefined;
       runtime.#runNext = runtime.#eventLoop?.getSync('runNext', { reference: true }) as ivm.Reference | undefined;
@@ -641,9 +644,13 @@ export class Runtime implements AsyncDisposable {
       this.#functions.set(id, { name: label, fn, revoked: false });
       return [path, id, label];
     });
-    this.#enterBounded(method, () =>
+    const problem = this.#enterBounded(method, () =>
       this.#internals.defineGlobal.applySync(undefined, [name, new ivm.ExternalCopy(data).copyInto(), new ivm.ExternalCopy(functions).copyInto()]),
-    );
+    ) as string | undefined;
+    if (problem !== undefined) {
+      for (const [, id] of functions) this.#functions.get(id)!.revoked = true;
+      throw new InvalidOption(`${method}(${JSON.stringify(name)}): ${problem}; bind it under another name`);
+    }
     this.#globals.set(name, functions.map(([, id]) => id));
   }
 

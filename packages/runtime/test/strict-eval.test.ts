@@ -57,9 +57,14 @@ test('strictEval: functions still work as values (instanceof, call, bind, toStri
   ]);
 });
 
-test("strictEval: the host's own scripts, bootstrap and modules still run", async (t) => {
-  const rt = await runtimeFor(t, { strictEval: true, bootstrap: 'globalThis.fromBootstrap = new Function("return 7")()' });
+test("strictEval: the host's own scripts, bootstrap and modules still run; a bootstrap cannot generate code either", async (t) => {
+  const rt = await runtimeFor(t, {
+    strictEval: true,
+    bootstrap: 'globalThis.fromBootstrap = 7; try { new Function("return 7"); globalThis.generated = true } catch (e) { globalThis.generated = e.name }',
+  });
   t.is(await rt.eval('fromBootstrap'), 7);
+  // Tamed before the first bootstrap: a library loaded as a bootstrap keeps no code generator.
+  t.is(await rt.eval('generated'), 'EvalError');
   t.is(await rt.eval('1 + 2'), 3);
   rt.addModule('lib', 'export const v = 5;');
   t.deepEqual(await rt.evalModule('import { v } from "lib"; export const w = v * 2;'), { w: 10 });

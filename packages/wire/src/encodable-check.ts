@@ -24,10 +24,43 @@ const OBJECT = 1;
 const MAP = 2;
 const SET = 3;
 
+/**
+ * What the walk learned about one container, so that a container reachable along several
+ * paths (a DAG) is walked once and only its totals are added at every later place.
+ */
+interface Seen {
+  /** Still on the walk stack: meeting it again means the value contains itself. */
+  open: boolean;
+  /** Items it encodes to, itself included (once closed). */
+  nodes: number;
+  /** Its share of the lower bound on the encoded size (once closed). */
+  minBytes: number;
+  /** Levels of containers, itself included: an array of scalars is 1 (once closed). */
+  height: number;
+}
+
+/**
+ * Containers with fewer children than this are looked up in the memo only once they turn out
+ * to hold a container, and are not remembered if they hold none: walking such a one again
+ * costs no more than looking it up would have, and it cannot be part of a cycle.
+ */
+const MEMO_MIN_LENGTH = 16;
+
 /** One open container on the explicit walk stack. */
 interface Frame {
   kind: number;
   container: object;
+  /**
+   * The container's entry in the walk's memo, made when its first child container is met
+   * (so that a path back to it is seen as a cycle), or at the end for a long container.
+   */
+  seen: Seen | undefined;
+  /** `nodes` before the container. */
+  nodesBefore: number;
+  /** `minBytes` before the container. */
+  bytesBefore: number;
+  /** Tallest child container finished so far (0 when none). */
+  childHeight: number;
   /** Array length, number of own keys, Set size, or twice the Map size. */
   length: number;
   /**
@@ -71,9 +104,14 @@ const UINT8_FIELDS = ['constructor', 'buffer', 'byteLength', 'byteOffset', 'leng
  *
  * The walk is iterative (no recursion), reads properties only through descriptors after
  * ruling out Proxies, and stops early once the value is certainly larger than
- * `limits.maxFrameBytes`. A cycle is reported as such when it hits `maxDepth`. A value
- * reachable twice without a cycle (a DAG) is fine; it is encoded twice and its items
- * count twice toward `maxNodes`.
+ * `limits.maxFrameBytes`. A cycle (a container that is its own ancestor) is refused as
+ * soon as it is met. A value reachable twice without a cycle (a DAG) is fine; it is
+ * encoded twice and its items count twice toward `maxNodes` (and its depth counts at
+ * every place it appears), so the check passes exactly the values the decoder would
+ * take back. Each distinct container is walked once and its totals are remembered, so
+ * the check costs time linear in the distinct containers and items, however many paths
+ * a DAG has: `let n = [1]; for (let i = 0; i < 40; i++) n = [n, n];` (2^40 paths) is
+ * refused for `maxNodes` after a few dozen steps.
  *
  * @param value - the value to check.
  * @param limits - resolved limits.
@@ -87,6 +125,8 @@ export function checkEncodable(value: unknown, limits: Limits, root = '$'): Enco
 /** State of one check; a class so a call allocates one object, not a set of closures. */
 class Walker {
   private readonly stack: Frame[] = [];
+  // the containers that hold a container, and the long ones; created when first needed
+  private seen: Map<object, Seen> | undefined;
   private depth = 0;
   private nodes = 0;
   // a lower bound on the encoded size: one byte per item plus string and byte payloads
@@ -115,9 +155,21 @@ class Walker {
     while (this.depth > 0) {
       const frame = stack[this.depth - 1]!;
       if (frame.index >= frame.length) {
+        const height = frame.childHeight + 1;
+        const seen = frame.seen ?? (frame.length >= MEMO_MIN_LENGTH ? this.remember(frame) : undefined);
+        if (seen !== undefined) {
+          seen.open = false;
+          seen.nodes = this.nodes - frame.nodesBefore;
+          seen.minBytes = this.minBytes - frame.bytesBefore;
+          seen.height = height;
+        }
         // drop references so a pooled frame does not keep the value alive
-        frame.container = frame.keys = frame.iterator = undefined as never;
+        frame.container = frame.keys = frame.iterator = frame.seen = undefined as never;
         this.depth--;
+        if (this.depth > 0) {
+          const parent = stack[this.depth - 1]!;
+          if (parent.childHeight < height) parent.childHeight = height;
+        }
         continue;
       }
       const i = frame.index++;
@@ -168,7 +220,7 @@ class Walker {
 
   /** Classify one value: scalars are checked on the spot, containers are pushed. */
   private visit(v: unknown): void {
-    if (++this.nodes > this.maxNodes) this.fail(`more than maxNodes ${this.maxNodes} items`);
+    if (++this.nodes > this.maxNodes) this.failNodes();
     this.minBytes += 1;
     switch (typeof v) {
       case 'string':
@@ -202,25 +254,20 @@ class Walker {
       if (getPrototypeOf(v) !== Array.prototype) return this.fail('array subclass or foreign-realm array');
       // cbor-x dispatches on .constructor; an own one would misdirect it
       if (hasOwn(v, 'constructor')) return this.fail('array with an own "constructor" property');
-      return this.open(ARRAY, v, v.length, undefined, undefined);
+      return this.enter(ARRAY, v, v.length, undefined);
     }
     const proto: unknown = getPrototypeOf(v);
     if (proto === Object.prototype || proto === null) {
       if (getOwnPropertySymbols(v).length > 0) return this.fail('object with a symbol key');
-      const keys = getOwnPropertyNames(v);
-      this.nodes += keys.length;
-      if (this.nodes > this.maxNodes) return this.fail(`more than maxNodes ${this.maxNodes} items`);
-      return this.open(OBJECT, v, keys.length, keys, undefined);
+      return this.enter(OBJECT, v, 0, getOwnPropertyNames(v));
     }
     if (proto === Map.prototype && isMap(v)) {
       this.noOwnKeys(v, 'Map');
-      const map = v as Map<unknown, unknown>;
-      return this.open(MAP, v, map.size * 2, undefined, mapEntries.call(map));
+      return this.enter(MAP, v, (v as Map<unknown, unknown>).size * 2, undefined);
     }
     if (proto === Set.prototype && isSet(v)) {
       this.noOwnKeys(v, 'Set');
-      const set = v as Set<unknown>;
-      return this.open(SET, v, set.size, undefined, setValues.call(set));
+      return this.enter(SET, v, (v as Set<unknown>).size, undefined);
     }
     if (proto === Date.prototype && isDate(v)) return this.noOwnKeys(v, 'Date');
     if ((proto === Uint8Array.prototype || proto === Buffer.prototype) && isUint8Array(v)) {
@@ -237,19 +284,118 @@ class Walker {
     return this.fail(describeRefused(v));
   }
 
-  private open(kind: number, container: object, length: number, keys: string[] | undefined, iterator: Iterator<unknown> | undefined): void {
-    const { stack, depth } = this;
-    if (depth + 1 > this.maxDepth) {
-      // a cycle always ends up here, so it costs nothing to look for one until then
-      const cycle = stack.slice(0, depth).some((frame) => frame.container === container);
-      this.fail(cycle ? 'cycle (the value contains itself)' : `nesting deeper than maxDepth ${this.maxDepth}`);
+  /**
+   * Start on a container that passed the kind checks (visit() has counted one item and one
+   * byte for it). The memo is consulted here for a long container, and for a short one only
+   * once it turns out to hold a container ({@link settle}): most containers are short and
+   * hold only scalars, and those never touch the memo.
+   */
+  private enter(kind: number, container: object, length: number, keys: string[] | undefined): void {
+    // the enclosing container first: it holds a container, so it must be in the memo
+    if (this.depth > 0 && !this.settle()) return;
+    if (keys !== undefined) length = keys.length;
+    if (length >= MEMO_MIN_LENGTH) {
+      const seen = this.seen?.get(container);
+      if (seen !== undefined) {
+        if (seen.open) return this.fail('cycle (the value contains itself)');
+        this.nodes += seen.nodes - 1;
+        this.minBytes += seen.minBytes - 1;
+        return this.countedAgain(seen);
+      }
     }
+    const before = this.nodes - 1;
+    if (keys !== undefined) {
+      this.nodes += length;
+      if (this.nodes > this.maxNodes) return this.failNodes();
+    }
+    const iterator =
+      kind === MAP ? mapEntries.call(container as Map<unknown, unknown>) : kind === SET ? setValues.call(container as Set<unknown>) : undefined;
+    this.open(kind, container, length, keys, iterator, before);
+  }
+
+  /**
+   * Make sure the innermost open container is in the memo, now that it has turned out to
+   * hold a container. If it was there already, it was opened again without a look-up
+   * (it looked short): still open means the value contains itself; finished means it was
+   * checked in full before, so the partial walk is dropped and its totals count instead.
+   *
+   * @returns false when the innermost container was dropped that way (skip its children).
+   */
+  private settle(): boolean {
+    const frame = this.stack[this.depth - 1]!;
+    if (frame.seen !== undefined) return true;
+    const seen = this.seen?.get(frame.container);
+    if (seen === undefined) {
+      this.remember(frame);
+      return true;
+    }
+    frame.container = frame.keys = frame.iterator = frame.pendingValue = undefined as never;
+    this.depth--;
+    if (seen.open) this.fail('cycle (the value contains itself)');
+    this.nodes = frame.nodesBefore + seen.nodes;
+    this.minBytes = frame.bytesBefore + seen.minBytes;
+    this.countedAgain(seen);
+    return false;
+  }
+
+  /**
+   * A container checked in full before counts again here, as the encoder writes it out
+   * again at this place: its items toward `maxNodes` and its bytes toward `maxFrameBytes`
+   * (both added by the caller), and its height from this depth toward `maxDepth`.
+   */
+  private countedAgain(seen: Seen): void {
+    const { depth } = this;
+    if (depth + seen.height > this.maxDepth) {
+      this.fail(`nesting deeper than maxDepth ${this.maxDepth} (a shared value nested ${seen.height} levels deep, placed at depth ${depth + 1})`);
+    }
+    if (this.nodes > this.maxNodes) this.failNodes();
+    if (depth > 0) {
+      const parent = this.stack[depth - 1]!;
+      if (parent.childHeight < seen.height) parent.childHeight = seen.height;
+    }
+  }
+
+  /** Put an open container into the memo. */
+  private remember(frame: Frame): Seen {
+    const seen: Seen = { open: true, nodes: 0, minBytes: 0, height: 0 };
+    (this.seen ??= new Map()).set(frame.container, seen);
+    frame.seen = seen;
+    return seen;
+  }
+
+  private open(
+    kind: number,
+    container: object,
+    length: number,
+    keys: string[] | undefined,
+    iterator: Iterator<unknown> | undefined,
+    nodesBefore: number,
+  ): void {
+    const { stack, depth } = this;
+    if (depth + 1 > this.maxDepth) this.fail(`nesting deeper than maxDepth ${this.maxDepth}`);
+    const bytesBefore = this.minBytes - 1;
     const frame = stack[depth];
     if (frame === undefined) {
-      stack.push({ kind, container, length, index: 0, keys, iterator, pendingValue: undefined });
+      stack.push({
+        kind,
+        container,
+        seen: undefined,
+        nodesBefore,
+        bytesBefore,
+        childHeight: 0,
+        length,
+        index: 0,
+        keys,
+        iterator,
+        pendingValue: undefined,
+      });
     } else {
       frame.kind = kind;
       frame.container = container;
+      frame.seen = undefined;
+      frame.nodesBefore = nodesBefore;
+      frame.bytesBefore = bytesBefore;
+      frame.childHeight = 0;
       frame.length = length;
       frame.index = 0;
       frame.keys = keys;
@@ -281,6 +427,13 @@ class Walker {
   private noOwnKeys(v: object, what: string): void {
     // cbor-x reads .size, iterators and Date methods through the object; own ones would run
     if (Reflect.ownKeys(v).length > 0) this.fail(`${what} with own properties`);
+  }
+
+  private failNodes(): never {
+    this.fail(
+      `more than maxNodes ${this.maxNodes} items (at least ${this.nodes}; ` +
+        'a shared object or array counts once for every place it appears)',
+    );
   }
 
   private fail(what: string): never {

@@ -24,6 +24,14 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
   // busy-wait on performance.now() ends. A power of two keeps sums exact.
   const TICK_MS = 1 / 128;
   const apply = Reflect.apply;
+  // The host calls runNext() after guest code ran: everything on that path uses built-ins taken
+  // now, so a guest that patches Array.prototype or Map.prototype cannot run code inside it.
+  const ArrayPush = Array.prototype.push;
+  const ArrayPop = Array.prototype.pop;
+  const MapProto = Map.prototype;
+  const MapGet = MapProto.get;
+  const MapSet = MapProto.set;
+  const MapDelete = MapProto.delete;
 
   interface Timer extends QueuedTask {
     due: number;
@@ -49,6 +57,9 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
   let nesting = 0;
   const heap: Timer[] = [];
   const active = new Map<number, Timer>();
+  const activeSet = (id: number, t: Timer) => apply(MapSet, active, [id, t]);
+  const activeGet = (id: number): Timer | undefined => apply(MapGet, active, [id]);
+  const activeDelete = (id: number) => apply(MapDelete, active, [id]);
 
   const before = (a: Timer, b: Timer): boolean => a.due < b.due || (a.due === b.due && a.seq < b.seq);
 
@@ -57,8 +68,13 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
     t.seq = ++seq;
     t.queued = true;
     live++;
+    insert(t);
+  }
+
+  /** Sifts `t` into the heap by (due, seq). */
+  function insert(t: Timer): void {
     let i = heap.length;
-    heap.push(t);
+    apply(ArrayPush, heap, [t]);
     while (i > 0) {
       const parent = (i - 1) >> 1;
       const p = heap[parent]!;
@@ -71,7 +87,7 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
 
   function pop(): Timer | undefined {
     const top = heap[0];
-    const last = heap.pop();
+    const last: Timer | undefined = apply(ArrayPop, heap, []);
     if (top === undefined || last === undefined || heap.length === 0) return top;
     const n = heap.length;
     let i = 0;
@@ -100,9 +116,11 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
       // grow it without bound.
       if (stale > 1024 && stale > heap.length / 2) {
         // A sorted array is a valid heap.
-        const keep = heap.filter((x) => !x.cancelled).sort((a, b) => (before(a, b) ? -1 : 1));
+        // A manual pass and push(): filter() and sort() would look up a species constructor.
+        const keep: Timer[] = [];
+        for (let k = 0; k < heap.length; k++) if (!heap[k]!.cancelled) apply(ArrayPush, keep, [heap[k]]);
         heap.length = 0;
-        for (const x of keep) heap.push(x);
+        for (let k = 0; k < keep.length; k++) insert(keep[k]!);
         stale = 0;
       }
     }
@@ -139,16 +157,16 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
     t.timeout = timeout;
     t.repeat = repeat;
     t.nesting = nesting + 1;
-    active.set(id, t);
+    activeSet(id, t);
     push(t, clamp(timeout, t.nesting));
     return id;
   }
 
   function clearTimer(id: unknown): void {
     const key = (+(id as number)) | 0;
-    const t = active.get(key);
+    const t = activeGet(key);
     if (t === undefined) return;
-    active.delete(key);
+    activeDelete(key);
     cancel(t);
   }
 
@@ -174,11 +192,11 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
     }
     if (t.cancelled) return; // cleared by its own callback
     if (!t.repeat) {
-      active.delete(t.id);
+      activeDelete(t.id);
       return;
     }
     if (t.runs >= MAX_INTERVAL_RUNS) {
-      active.delete(t.id);
+      activeDelete(t.id);
       t.cancelled = true;
       internal.warn(
         `setInterval ${t.id} (every ${t.timeout} ms) was cut off after ${t.runs} runs: ` +

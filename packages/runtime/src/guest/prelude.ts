@@ -7,6 +7,15 @@
  * later patches `Array.prototype`, `Map.prototype.get` or the iterator protocol cannot change
  * what this code does. It returns an internals object that only the host holds a reference to;
  * nothing here is reachable from `globalThis`.
+ *
+ * The rule for every function the host calls once guest code may have run (`defineGlobal`,
+ * `deleteGlobal`, `settleHostCall`, `checkValue`, `namespaceToObject`, `takeOutcome`): no
+ * destructuring, spread, `for…of` or other use of the iterator protocol; no property read that
+ * could reach a getter (own data properties of objects this code made, or descriptors); property
+ * descriptors and lookup tables with a null prototype (a guest can put `get` or `value` on
+ * `Object.prototype`); only the captured built-ins. Two functions run the guest's own code by
+ * design, inside its command and its deadline: `watch` (awaiting a returned promise runs its
+ * `then`) and `describeError` (reading a thrown value's `name`, `message` and `stack`).
  */
 
 /* eslint-disable */
@@ -15,7 +24,14 @@
 export interface PreludeConfig {
   maxBufferBytes: number;
   maxDepth: number;
+  /** The most nodes a value may have to cross, shared objects counted at every place they appear. */
+  maxNodes: number;
   maxConsoleChars: number;
+  /**
+   * Tame code generation at the end of the prelude, before any bootstrap script runs: a library
+   * loaded as a bootstrap that keeps `Function` or `eval` keeps the tamed one.
+   */
+  strictEval: boolean;
 }
 
 // The parameter types are `any`: this function runs in another realm and is checked by tests.
@@ -33,9 +49,11 @@ export function guestPrelude(
   const ReflectApply = Reflect.apply;
   const ReflectConstruct = Reflect.construct;
   const ReflectOwnKeys = Reflect.ownKeys;
+  const ReflectDeleteProperty = Reflect.deleteProperty;
   const ObjectGetPrototypeOf = Object.getPrototypeOf;
   const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
-  const ObjectDefineProperty = Object.defineProperty;
+  // `any`: descriptors here have a null prototype (`__proto__: null`), which its type does not name.
+  const ObjectDefineProperty: any = Object.defineProperty;
   const ObjectFreeze = Object.freeze;
   const ObjectCreate = Object.create;
   const ArrayIsArray = Array.isArray;
@@ -71,7 +89,9 @@ export function guestPrelude(
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
   const RangeErrorCtor = RangeError;
+  // Looked up by a name the host sends: a null prototype, so 'constructor' or 'toString' finds nothing.
   const ErrorConstructors: any = {
+    __proto__: null,
     Error,
     TypeError,
     RangeError,
@@ -94,11 +114,19 @@ export function guestPrelude(
   const collectGarbage: any = gcDescriptor !== undefined && typeof gcDescriptor.value === 'function' ? gcDescriptor.value : undefined;
   if (gcDescriptor !== undefined) {
     if (gcDescriptor.configurable) delete g.gc;
-    else ObjectDefineProperty(g, 'gc', { value: undefined, writable: false });
+    else ObjectDefineProperty(g, 'gc', { __proto__: null, value: undefined, writable: false });
   }
 
   const call = (fn: any, self: any, ...args: any[]): any => ReflectApply(fn, self, args);
   const push = (array: any[], value: any) => call(ArrayPush, array, value);
+  // A data property descriptor with a null prototype: ToPropertyDescriptor reads inherited
+  // fields, so a literal would pick up a `get` the guest put on Object.prototype.
+  const dataProperty = (value: any, enumerable: boolean): any => ({ __proto__: null, value, writable: true, enumerable, configurable: true });
+  // An own data property's value, or undefined: never a getter, never the prototype chain.
+  const ownValue = (object: any, key: any): any => {
+    const desc = ObjectGetOwnPropertyDescriptor(object, key);
+    return desc !== undefined && 'value' in desc ? desc.value : undefined;
+  };
 
   // --- values that may cross the boundary ----------------------------------------------------
   // The host copies a value natively first (isolated-vm's serializer runs no Proxy trap and no
@@ -112,80 +140,104 @@ export function guestPrelude(
     return nameDesc && typeof nameDesc.value === 'string' && nameDesc.value !== '' ? nameDesc.value : 'an unknown class';
   }
 
+  /**
+   * Why `root` cannot cross, or undefined. Linear in the distinct objects: each is walked once
+   * and its node count and height remembered, so a structure shared along 2^40 paths costs what
+   * its 41 arrays cost. Shared objects are accepted, counted at every place they appear (as the
+   * wire writes them out) toward `maxNodes` and `maxDepth`; an object inside itself is a cycle.
+   */
   function checkValue(root: any, rootPath: string): string | undefined {
-    const ancestors = new SafeSet();
-    const walk = (value: any, path: string, depth: number): string | undefined => {
+    const maxDepth = config.maxDepth;
+    const maxNodes = config.maxNodes;
+    // One map for both facts, to keep it to two lookups per object: OPEN while an object is being
+    // walked (meeting it again is a cycle), then its node count and height packed in one number.
+    const OPEN = -1;
+    const HEIGHTS = 128; // > maxDepth + 1
+    const seen = new SafeMap();
+    let problem: string | undefined;
+    let height = 0;
+    const tooMany = (path: string, count: number) =>
+      `${path} is past the limit of ${maxNodes} nodes for one value (at least ${count}, counting a shared object or array once for every place it appears)`;
+    // The nodes `value` counts for (1 for a primitive), or -1 with `problem` set; `height` is
+    // left at the depth of its deepest object below it.
+    const walk = (value: any, path: string, depth: number): number => {
+      height = 0;
       const type = typeof value;
-      if (value === null || type === 'undefined' || type === 'boolean' || type === 'number' || type === 'string' || type === 'bigint') {
-        return undefined;
+      if (value === null || type === 'undefined' || type === 'boolean' || type === 'number' || type === 'string' || type === 'bigint') return 1;
+      if (type === 'function') return ((problem = `${path} is a function`), -1);
+      if (type === 'symbol') return ((problem = `${path} is a symbol`), -1);
+      if (depth > maxDepth) return ((problem = `${path} is nested deeper than ${maxDepth} levels`), -1);
+      const known = call(MapGet, seen, value);
+      if (known === OPEN) return ((problem = `${path} refers back to an enclosing value (a cycle)`), -1);
+      if (known !== undefined) {
+        height = known % HEIGHTS;
+        if (depth + height > maxDepth) return ((problem = `${path} is nested deeper than ${maxDepth} levels`), -1);
+        return (known - height) / HEIGHTS;
       }
-      if (type === 'function') return `${path} is a function`;
-      if (type === 'symbol') return `${path} is a symbol`;
-      if (depth > config.maxDepth) return `${path} is nested deeper than ${config.maxDepth} levels`;
-      if (call(SetHas, ancestors, value)) return `${path} refers back to an enclosing value (a cycle)`;
       const proto = ObjectGetPrototypeOf(value);
-      if (proto === Uint8ArrayPrototype || proto === DatePrototype) return undefined;
-      call(SetAdd, ancestors, value);
-      let problem: string | undefined;
+      if (proto === Uint8ArrayPrototype || proto === DatePrototype) return 1;
+      call(MapSet, seen, value, OPEN);
+      let nodes = 1;
+      let deepest = 0;
+      const child = (v: any, childPath: string, extra: number): boolean => {
+        const n = walk(v, childPath, depth + 1);
+        if (n < 0) return false;
+        if (typeof v === 'object' && v !== null && height + 1 > deepest) deepest = height + 1;
+        nodes += n + extra;
+        if (nodes > maxNodes) {
+          problem = tooMany(path, nodes);
+          return false;
+        }
+        return true;
+      };
       if (ArrayIsArray(value)) {
-        problem = proto === ArrayPrototype ? walkArray(value, path, depth) : `${path} is an instance of ${constructorName(proto)} (an Array subclass)`;
-      } else if (proto === MapPrototype) {
-        problem = ownKeysProblem(value, path);
-        if (problem === undefined) {
-          let index = 0;
+        if (proto !== ArrayPrototype) return ((problem = `${path} is an instance of ${constructorName(proto)} (an Array subclass)`), -1);
+        const length = value.length;
+        // Holes first: a sparse array's first hole ends the loop early, whatever its length.
+        for (let i = 0; i < length; i++) {
+          const desc = ObjectGetOwnPropertyDescriptor(value, i);
+          if (desc === undefined) return ((problem = `${path}[${i}] is a hole (sparse arrays cannot cross)`), -1);
+          if (!('value' in desc)) return ((problem = `${path}[${i}] is an accessor (getter/setter)`), -1);
+          if (!child(desc.value, `${path}[${i}]`, 0)) return -1;
+        }
+        if (ReflectOwnKeys(value).length !== length + 1) return ((problem = `${path} is an array with extra (non-index) properties`), -1);
+      } else if (proto === MapPrototype || proto === SetPrototype) {
+        if (ReflectOwnKeys(value).length !== 0) return ((problem = `${path} has extra own properties`), -1);
+        let index = 0;
+        let ok = true;
+        if (proto === MapPrototype) {
           call(MapForEach, value, (v: any, k: any) => {
-            if (problem === undefined) problem = walk(k, `${path}.<key ${index}>`, depth + 1);
-            if (problem === undefined) problem = walk(v, `${path}.<value ${index}>`, depth + 1);
+            if (ok) ok = child(k, `${path}.<key ${index}>`, 0) && child(v, `${path}.<value ${index}>`, 0);
             index++;
           });
-        }
-      } else if (proto === SetPrototype) {
-        problem = ownKeysProblem(value, path);
-        if (problem === undefined) {
-          let index = 0;
+        } else {
           call(SetForEach, value, (v: any) => {
-            if (problem === undefined) problem = walk(v, `${path}.<element ${index}>`, depth + 1);
+            if (ok) ok = child(v, `${path}.<element ${index}>`, 0);
             index++;
           });
         }
+        if (!ok) return -1;
       } else if (proto === ObjectPrototype || proto === null) {
-        problem = walkObject(value, path, depth);
+        const keys = ReflectOwnKeys(value);
+        for (let i = 0; i < keys.length; i++) {
+          const key: any = keys[i];
+          if (typeof key === 'symbol') return ((problem = `${path} has a symbol-keyed property`), -1);
+          const desc = ObjectGetOwnPropertyDescriptor(value, key)!;
+          const childPath = `${path}.${key}`;
+          if (!('value' in desc)) return ((problem = `${childPath} is an accessor (getter/setter)`), -1);
+          if (!desc.enumerable) return ((problem = `${childPath} is not enumerable`), -1);
+          // The key is a node of its own, as the wire counts it.
+          if (!child(desc.value, childPath, 1)) return -1;
+        }
       } else {
-        problem = `${path} is an instance of ${constructorName(proto)}, not a plain object`;
+        return ((problem = `${path} is an instance of ${constructorName(proto)}, not a plain object`), -1);
       }
-      call(SetDelete, ancestors, value);
-      return problem;
+      call(MapSet, seen, value, nodes * HEIGHTS + deepest);
+      height = deepest;
+      return nodes;
     };
-    const ownKeysProblem = (value: any, path: string): string | undefined =>
-      ReflectOwnKeys(value).length === 0 ? undefined : `${path} has extra own properties`;
-    const walkArray = (value: any[], path: string, depth: number): string | undefined => {
-      const length = value.length;
-      const keys = ReflectOwnKeys(value);
-      for (let i = 0; i < length; i++) {
-        const desc = ObjectGetOwnPropertyDescriptor(value, i);
-        if (desc === undefined) return `${path}[${i}] is a hole (sparse arrays cannot cross)`;
-        if (!('value' in desc)) return `${path}[${i}] is an accessor (getter/setter)`;
-        const problem = walk(desc.value, `${path}[${i}]`, depth + 1);
-        if (problem !== undefined) return problem;
-      }
-      if (keys.length !== length + 1) return `${path} is an array with extra (non-index) properties`;
-      return undefined;
-    };
-    const walkObject = (value: any, path: string, depth: number): string | undefined => {
-      const keys = ReflectOwnKeys(value);
-      for (let i = 0; i < keys.length; i++) {
-        const key: any = keys[i];
-        if (typeof key === 'symbol') return `${path} has a symbol-keyed property`;
-        const desc = ObjectGetOwnPropertyDescriptor(value, key)!;
-        const childPath = `${path}.${key}`;
-        if (!('value' in desc)) return `${childPath} is an accessor (getter/setter)`;
-        if (!desc.enumerable) return `${childPath} is not enumerable`;
-        const problem = walk(desc.value, childPath, depth + 1);
-        if (problem !== undefined) return problem;
-      }
-      return undefined;
-    };
-    return walk(root, rootPath, 0);
+    walk(root, rootPath, 0);
+    return problem;
   }
 
   // --- errors ------------------------------------------------------------------------------
@@ -222,7 +274,7 @@ export function guestPrelude(
     const Ctor = ErrorConstructors[name];
     if (Ctor !== undefined) return new Ctor(message);
     const error = new ErrorCtor(message);
-    ObjectDefineProperty(error, 'name', { value: name, writable: true, enumerable: false, configurable: true });
+    ObjectDefineProperty(error, 'name', dataProperty(name, false));
     return error;
   }
 
@@ -270,7 +322,7 @@ export function guestPrelude(
       call(MapSet, pendingHostCalls, reply[1], { resolve, reject });
       return promise;
     };
-    ObjectDefineProperty(hostFunction, 'name', { value: name });
+    ObjectDefineProperty(hostFunction, 'name', { __proto__: null, value: name });
     return hostFunction;
   }
 
@@ -282,27 +334,35 @@ export function guestPrelude(
     else pending.reject(makeError(errorName, errorMessage));
   }
 
-  function setPath(target: any, path: any[], value: any): void {
-    let node = target;
-    for (let i = 0; i < path.length - 1; i++) node = node[path[i]];
-    ObjectDefineProperty(node, path[path.length - 1], { value, writable: true, enumerable: true, configurable: true });
-  }
-
-  function defineGlobal(name: string, value: any, functions: any[]): void {
-    const root = ObjectCreate(null);
-    root.value = value;
+  // `value` and `functions` are fresh copies from the host: plain data whose properties are all
+  // own, so reading them by index runs nothing the guest defined.
+  function defineGlobal(name: string, value: any, functions: any[]): string | undefined {
+    let root = value;
     for (let i = 0; i < functions.length; i++) {
-      const [path, id, fnName] = functions[i];
-      const full: any[] = ['value'];
-      for (let j = 0; j < path.length; j++) push(full, path[j]);
-      if (path.length === 0) root.value = makeHostFunction(id, fnName);
-      else setPath(root, full, makeHostFunction(id, fnName));
+      const site = ownValue(functions, i);
+      const path = ownValue(site, 0);
+      const fn = makeHostFunction(ownValue(site, 1), ownValue(site, 2));
+      if (path.length === 0) {
+        root = fn;
+        continue;
+      }
+      let node = root;
+      for (let j = 0; j < path.length - 1; j++) node = ownValue(node, ownValue(path, j));
+      ObjectDefineProperty(node, ownValue(path, path.length - 1), dataProperty(fn, true));
     }
-    ObjectDefineProperty(g, name, { value: root.value, writable: true, enumerable: false, configurable: true });
+    const existing = ObjectGetOwnPropertyDescriptor(g, name);
+    if (existing !== undefined && !existing.configurable) return `globalThis.${name} was made non-configurable by guest code`;
+    try {
+      ObjectDefineProperty(g, name, dataProperty(root, false));
+    } catch {
+      return `globalThis.${name} cannot be defined (guest code made the global object non-extensible)`;
+    }
+    return undefined;
   }
 
+  // A property the guest made non-configurable stays; the host has revoked its functions anyway.
   function deleteGlobal(name: string): void {
-    delete g[name];
+    ReflectDeleteProperty(g, name);
   }
 
   // --- promises the host awaits ------------------------------------------------------------
@@ -310,7 +370,9 @@ export function guestPrelude(
 
   /**
    * If `value` is a promise, report its settlement to the host under `id` and return true.
-   * `Promise.prototype.then` refuses a non-promise before touching it, so a Proxy's traps never run.
+   * `Promise.prototype.then` refuses a non-promise before touching it, so a Proxy's traps never
+   * run; on a promise it looks up the species constructor, which may be guest code: the guest's
+   * own result, inside its command and deadline.
    */
   function watch(value: any, id: number): boolean {
     if (value === null || typeof value !== 'object') return false;
@@ -339,7 +401,7 @@ export function guestPrelude(
     const keys = ReflectOwnKeys(namespace);
     for (let i = 0; i < keys.length; i++) {
       const key: any = keys[i];
-      if (typeof key === 'string') ObjectDefineProperty(out, key, { value: namespace[key], writable: true, enumerable: true, configurable: true });
+      if (typeof key === 'string') ObjectDefineProperty(out, key, dataProperty(namespace[key], true));
     }
     return out;
   }
@@ -437,7 +499,7 @@ export function guestPrelude(
     enumerable: true,
     configurable: true,
   });
-  ObjectDefineProperty(g, 'console', { value: consoleObject, writable: true, enumerable: false, configurable: true });
+  ObjectDefineProperty(g, 'console', { __proto__: null, value: consoleObject, writable: true, enumerable: false, configurable: true });
 
   // --- buffer accounting -------------------------------------------------------------------
   // isolated-vm's allocator counts ordinary ArrayBuffers (reported to us as "externally
@@ -486,8 +548,8 @@ export function guestPrelude(
         return result;
       },
     });
-    ObjectDefineProperty(Original.prototype, 'constructor', { value: wrapped, writable: true, enumerable: false, configurable: true });
-    ObjectDefineProperty(g, name, { value: wrapped, writable: true, enumerable: false, configurable: true });
+    ObjectDefineProperty(Original.prototype, 'constructor', { __proto__: null, value: wrapped, writable: true, enumerable: false, configurable: true });
+    ObjectDefineProperty(g, name, { __proto__: null, value: wrapped, writable: true, enumerable: false, configurable: true });
   }
 
   function wrapMethod(proto: any, name: string, wrap: (original: any) => any): void {
@@ -495,9 +557,9 @@ export function guestPrelude(
     if (desc === undefined || typeof desc.value !== 'function') return;
     const original = desc.value;
     const replacement = wrap(original);
-    ObjectDefineProperty(replacement, 'name', { value: name });
-    ObjectDefineProperty(replacement, 'length', { value: original.length });
-    ObjectDefineProperty(proto, name, { value: replacement, writable: true, enumerable: false, configurable: true });
+    ObjectDefineProperty(replacement, 'name', { __proto__: null, value: name });
+    ObjectDefineProperty(replacement, 'length', { __proto__: null, value: original.length });
+    ObjectDefineProperty(proto, name, { __proto__: null, value: replacement, writable: true, enumerable: false, configurable: true });
   }
 
   const isResizableOptions = (args: any[]) => {
@@ -612,11 +674,11 @@ export function guestPrelude(
   }
 
   // --- after the host's bootstrap scripts --------------------------------------------------
-  function finalize(options: { removeGlobals: string[]; strictEval: boolean }): any {
-    for (let i = 0; i < options.removeGlobals.length; i++) delete g[options.removeGlobals[i] as any];
-    if (options.strictEval) tameCodeGeneration();
-    const loop = ObjectGetOwnPropertyDescriptor(g, '__strataEventLoop');
-    return loop && loop.value && typeof loop.value.runNext === 'function' ? loop.value : undefined;
+  // `removeGlobals` is a fresh copy from the host; the event loop hook is frozen by its bootstrap.
+  function finalize(removeGlobals: string[]): any {
+    for (let i = 0; i < removeGlobals.length; i++) ReflectDeleteProperty(g, ownValue(removeGlobals, i));
+    const loop = ownValue(g, '__strataEventLoop');
+    return loop !== null && typeof loop === 'object' && typeof ownValue(loop, 'runNext') === 'function' ? loop : undefined;
   }
 
   // Strict eval: V8's own switch does not reach isolated-vm's isolates, so every way to the
@@ -629,9 +691,9 @@ export function guestPrelude(
       const tamed = function (this: any) {
         return refuse();
       };
-      ObjectDefineProperty(tamed, 'name', { value: name });
-      ObjectDefineProperty(tamed, 'prototype', { value: proto, writable: false, enumerable: false, configurable: false });
-      ObjectDefineProperty(proto, 'constructor', { value: tamed, writable: false, enumerable: false, configurable: false });
+      ObjectDefineProperty(tamed, 'name', { __proto__: null, value: name });
+      ObjectDefineProperty(tamed, 'prototype', { __proto__: null, value: proto, writable: false, enumerable: false, configurable: false });
+      ObjectDefineProperty(proto, 'constructor', { __proto__: null, value: tamed, writable: false, enumerable: false, configurable: false });
       return tamed;
     };
     const tamedFunction = tame(Function.prototype, 'Function');
@@ -641,10 +703,13 @@ export function guestPrelude(
     const tamedEval = function (this: any) {
       return refuse();
     };
-    ObjectDefineProperty(tamedEval, 'name', { value: 'eval' });
-    ObjectDefineProperty(g, 'Function', { value: tamedFunction, writable: false, enumerable: false, configurable: false });
-    ObjectDefineProperty(g, 'eval', { value: tamedEval, writable: false, enumerable: false, configurable: false });
+    ObjectDefineProperty(tamedEval, 'name', { __proto__: null, value: 'eval' });
+    ObjectDefineProperty(g, 'Function', { __proto__: null, value: tamedFunction, writable: false, enumerable: false, configurable: false });
+    ObjectDefineProperty(g, 'eval', { __proto__: null, value: tamedEval, writable: false, enumerable: false, configurable: false });
   }
+
+  // Before any bootstrap script: what a bootstrap captures is already tamed.
+  if (config.strictEval) tameCodeGeneration();
 
   return ObjectFreeze({
     checkValue,
