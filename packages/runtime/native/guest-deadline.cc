@@ -165,32 +165,32 @@ void arm_locked(Slot* slot, double ms) {
   }
 }
 
-napi_value arm(napi_env env, napi_callback_info info) {
+// arm(slot, ms) and resume(slot, ms): the slot, locked by `held`, and `ms`; nullptr (with a JS
+// error thrown) when either is wrong.
+Slot* slot_and_ms(napi_env env, napi_callback_info info, std::unique_lock<std::mutex>& held, double* ms) {
   size_t argc = 2;
   napi_value argv[2];
   if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
-  double ms = -1;
   // At most ~31 years: far beyond any timeout, and small enough for the clock's arithmetic.
-  if (argc < 2 || napi_get_value_double(env, argv[1], &ms) != napi_ok || !(ms >= 0 && ms <= 1e12)) {
-    return fail(env, "strata_deadline: arm(slot, ms) needs ms from 0 to 1e12");
+  if (argc < 2 || napi_get_value_double(env, argv[1], ms) != napi_ok || !(*ms >= 0 && *ms <= 1e12)) {
+    fail(env, "strata_deadline: (slot, ms) needs ms from 0 to 1e12");
+    return nullptr;
   }
+  return slot_argument(env, argv, argc, held);
+}
+
+napi_value arm(napi_env env, napi_callback_info info) {
   std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
-  Slot* slot = slot_argument(env, argv, argc, held);
-  if (slot == nullptr) return nullptr;
-  arm_locked(slot, ms);
+  double ms = -1;
+  Slot* slot = slot_and_ms(env, info, held, &ms);
+  if (slot != nullptr) arm_locked(slot, ms);
   return nullptr;
 }
 
 napi_value resume(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
-  double ms = -1;
-  if (argc < 2 || napi_get_value_double(env, argv[1], &ms) != napi_ok || !(ms >= 0 && ms <= 1e12)) {
-    return fail(env, "strata_deadline: resume(slot, ms) needs ms from 0 to 1e12");
-  }
   std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
-  Slot* slot = slot_argument(env, argv, argc, held);
+  double ms = -1;
+  Slot* slot = slot_and_ms(env, info, held, &ms);
   if (slot == nullptr) return nullptr;
   // No guest JavaScript ran since it fired: the host function did, so the termination is cleared.
   if (slot->fired) slot->isolate->CancelTerminateExecution();
