@@ -135,3 +135,23 @@ test('compose: a default layer appears once, whatever names it (no row doubles o
     for (const d of LINUX) if (!givenTwice.has(d.name)) t.true(names.filter((n) => n === d.name).length <= 1, `${row.label}: ${d.name}`);
   }
 });
+
+test('compose: under replaceDefaultLayers, landlock before emptyroot is a configuration error naming the fix; other orders are the user\'s', (t) => {
+  const composed = composeLayers({
+    platform: 'linux',
+    defaults: LINUX,
+    given: ['landlock', 'seccomp', 'emptyroot'].map(given),
+    replaceDefaultLayers: true,
+    optedOut: [],
+    sandbox: 'require',
+  });
+  t.is(composed.decision, 'invalid');
+  if (composed.decision !== 'invalid') return;
+  t.is(composed.layer, 'landlock');
+  t.regex(composed.reason, /comes before emptyroot in layers, and emptyroot must come first: the empty root's launch link/);
+  // seccomp before landlock, or another layer between them: the user's order stands.
+  for (const order of [['emptyroot', 'seccomp', 'landlock'], ['emptyroot', 'clock', 'landlock', 'seccomp'], ['seccomp', 'emptyroot', 'landlock']]) {
+    const ordered = composeLayers({ platform: 'linux', defaults: LINUX, given: order.map(given), replaceDefaultLayers: true, optedOut: [], sandbox: 'require' });
+    t.is(ordered.decision, 'proceed', order.join(', '));
+  }
+});

@@ -7,7 +7,7 @@ import { ConsoleHub } from '../console-hub.js';
 import { splitFunctions } from '../bound-functions.js';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
 import { describeHostError, thenableOf } from '../host-errors.js';
-import { HeapLimitExceeded, InvalidOption, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
+import { HeapLimitExceeded, InvalidOption, LayerConfigError, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
 import type { ExecutionResult } from '../execution-result.js';
 import { execute } from '../execution-result.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver } from '../module-registry.js';
@@ -151,6 +151,7 @@ export class IsolatedRuntime implements AsyncDisposable {
     // This platform's default layers with `layers` merged in, by name; `require` refuses a list
     // without its OS sandbox or a default layer not opted out by name, `auto` warns naming them.
     const selection = await selectLayers(resolved);
+    if (selection.decision === 'invalid') throw new LayerConfigError(selection.layer, selection.reason);
     if (selection.decision === 'refuse') throw new SandboxUnavailable(selection.reason);
     for (const warning of selection.warnings) warnOnce(warning);
     // The parent's half of the layer pipeline: probe (cached), plan, refuse before any worker exists.

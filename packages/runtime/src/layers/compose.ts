@@ -42,12 +42,18 @@ export interface CompositionInput {
 /** The layers to plan, in order, with what `'auto'` warns about; or why `'require'` cannot be met. */
 export type LayerComposition =
   | { readonly decision: 'proceed'; readonly layers: readonly LayerDescriptor[]; readonly missing: readonly string[]; readonly warnings: readonly string[] }
-  | { readonly decision: 'refuse'; readonly missing: readonly string[]; readonly reason: string };
+  | { readonly decision: 'refuse'; readonly missing: readonly string[]; readonly reason: string }
+  /** A list that cannot work whatever the platform: default layers out of the platform's order. */
+  | { readonly decision: 'invalid'; readonly layer: string; readonly reason: string };
 
 const requirementOf = (descriptor: LayerDescriptor, sandbox: SandboxMode): LayerRequirement =>
   descriptor.requirement ?? (sandbox === 'require' ? 'require' : sandbox === 'auto' ? 'auto' : 'off');
 
 const packageOf = (layer: PlatformLayer) => layer.module.replace(/\/layer$/, '');
+
+// Default layers whose relative order matters, whatever else is between them.
+const MUST_PRECEDE: readonly (readonly [string, string])[] = [['emptyroot', 'landlock']];
+const MUST_PRECEDE_WHY = "the empty root's launch link writes the worker's uid maps, which Landlock's link would refuse (EACCES on /proc/self/setgroups)";
 
 /**
  * Merges `given` into the platform's default layers and decides, without side effects, whether
@@ -84,6 +90,15 @@ export function composeLayers(input: CompositionInput): LayerComposition {
     const placed = new Set(named.values());
     const kept = defaults.filter((d) => !optedOut.has(d.name) && (named.has(d.name) || d.installed));
     layers = [...kept.map((d) => named.get(d.name) ?? { name: d.name, descriptor: { module: d.module } }), ...given.filter((g) => !placed.has(g))];
+  }
+
+  // Under replaceDefaultLayers the user orders the list, but some defaults must keep their order.
+  for (const [first, second] of MUST_PRECEDE) {
+    const a = layers.findIndex((l) => l.name === first);
+    const b = layers.findIndex((l) => l.name === second);
+    if (a >= 0 && b >= 0 && b < a) {
+      return { decision: 'invalid', layer: second, reason: `comes before ${first} in layers, and ${first} must come first: ${MUST_PRECEDE_WHY}` };
+    }
   }
 
   const missing: string[] = [];
