@@ -1,4 +1,6 @@
+import { types } from 'node:util';
 import { capText, ERROR_TEXT_LIMITS, isExceptionClass, type ErrorPayload } from '@strata/wire';
+import { describeHostError } from './host-errors.js';
 import {
   HeapLimitExceeded,
   InvalidOption,
@@ -25,6 +27,7 @@ const BY_NAME: Readonly<Record<string, (message: string) => StrataError>> = {
 
 /** An error as the wire carries it: a class from the closed set and capped text. */
 export function toErrorPayload(error: unknown): ErrorPayload {
+  if (types.isProxy(error)) return { class: 'StrataError', name: 'StrataError', message: 'a Proxy was thrown' };
   if (error instanceof JsError) {
     const message = error.message.startsWith(`${error.guestName}: `) ? error.message.slice(error.guestName.length + 2) : error.message;
     const payload: ErrorPayload = { class: 'JsError', name: capText(error.guestName, ERROR_TEXT_LIMITS.name), message: capText(message, ERROR_TEXT_LIMITS.message) };
@@ -35,8 +38,8 @@ export function toErrorPayload(error: unknown): ErrorPayload {
     const cls = isExceptionClass(error.name) ? error.name : 'StrataError';
     return { class: cls, name: capText(error.name, ERROR_TEXT_LIMITS.name), message: capText(error.message, ERROR_TEXT_LIMITS.message) };
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return { class: 'StrataError', name: 'StrataError', message: capText(message, ERROR_TEXT_LIMITS.message) };
+  // Anything else, whatever it is (a revoked Proxy, a getter that throws): described, never thrown.
+  return { class: 'StrataError', name: 'StrataError', message: capText(describeHostError(error, false).message, ERROR_TEXT_LIMITS.message) };
 }
 
 /**

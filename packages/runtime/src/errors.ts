@@ -86,8 +86,8 @@ export class ResultTooLarge extends StrataError {
 
 /** An `import` named a specifier the host did not register (or its resolver/loader refused). */
 export class ModuleNotFound extends StrataError {
-  constructor(message: string) {
-    super(message, { code: 'ERR_STRATA_MODULE_NOT_FOUND' });
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { code: 'ERR_STRATA_MODULE_NOT_FOUND', ...(options?.cause === undefined ? {} : { cause: options.cause }) });
   }
 }
 

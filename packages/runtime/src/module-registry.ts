@@ -1,4 +1,5 @@
 import { InvalidOption, ModuleNotFound } from './errors.js';
+import { describeHostError } from './host-errors.js';
 
 /** Maps an import specifier (and the specifier of the importing module) to a canonical specifier, or refuses with `undefined`. */
 export type ModuleResolver = (specifier: string, referrer: string) => string | undefined | null;
@@ -45,14 +46,32 @@ export class ModuleRegistry implements ModuleSource {
   }
 
   async load(request: string, referrer: string): Promise<ResolvedModule> {
-    const specifier = this.#resolver === undefined ? request : this.#resolver(request, referrer);
+    let specifier: unknown;
+    try {
+      specifier = this.#resolver === undefined ? request : this.#resolver(request, referrer);
+    } catch (error) {
+      throw failed('resolver', request, error);
+    }
     if (typeof specifier !== 'string' || specifier === '') {
       throw new ModuleNotFound(`import ${JSON.stringify(request)} from ${JSON.stringify(referrer)} was refused by the module resolver`);
     }
-    const source = this.#static.get(specifier) ?? (this.#loader === undefined ? undefined : await this.#loader(specifier));
+    let source: unknown = this.#static.get(specifier);
+    if (source === undefined && this.#loader !== undefined) {
+      try {
+        source = await this.#loader(specifier);
+      } catch (error) {
+        throw failed('loader', specifier, error);
+      }
+    }
     if (typeof source !== 'string') {
       throw new ModuleNotFound(`import ${JSON.stringify(specifier)} was refused: the host did not register it (addModule, or a module loader)`);
     }
     return { specifier, source };
   }
+}
+
+/** A resolver or loader that threw, whatever it threw (a revoked Proxy included), as ModuleNotFound. */
+function failed(which: 'resolver' | 'loader', specifier: string, error: unknown): ModuleNotFound {
+  const { message } = describeHostError(error, false);
+  return new ModuleNotFound(`import ${JSON.stringify(specifier.slice(0, 200))} failed: the module ${which} threw (${message.slice(0, 500)})`, { cause: error });
 }

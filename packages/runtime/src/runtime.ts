@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { types } from 'node:util';
 import ivm from 'isolated-vm';
 import type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
 import { ConsoleHub } from './console-hub.js';
@@ -596,6 +597,8 @@ export class Runtime implements AsyncDisposable {
 
   /** Maps what isolated-vm throws to Strata's errors. */
   #translate(error: unknown): unknown {
+    // A host callback (a module loader) may have thrown anything; `instanceof` on a Proxy runs its traps.
+    if (types.isProxy(error)) return new StrataError('a host callback threw a Proxy');
     if (error instanceof StrataError) {
       if (error instanceof HeapLimitExceeded) this.#dispose(error);
       return error;

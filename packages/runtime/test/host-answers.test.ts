@@ -206,3 +206,36 @@ test('property: host functions returning or throwing random wire values never cr
     }
   });
 });
+
+for (const [name, make] of Object.entries(HOSTILE)) {
+  test(`a module loader or resolver that throws ${name}: evalModule rejects with ModuleNotFound, nothing escapes`, async (t) => {
+    await both(t, async (rt) => {
+      rt.setModuleLoader(() => {
+        throw make();
+      });
+      const viaLoader = await rt.evalModule("import x from 'lib'; export default x;").catch((e: { code?: string }) => e);
+      t.is((viaLoader as { code?: string }).code, 'ERR_STRATA_MODULE_NOT_FOUND', String(viaLoader));
+      rt.setModuleLoader(async () => {
+        throw make();
+      });
+      const viaAsyncLoader = await rt.evalModule("import x from 'lib2'; export default x;").catch((e: { code?: string }) => e);
+      t.is((viaAsyncLoader as { code?: string }).code, 'ERR_STRATA_MODULE_NOT_FOUND', String(viaAsyncLoader));
+      rt.setModuleResolver(() => {
+        throw make();
+      });
+      const viaResolver = await rt.evalModule("import x from 'lib3'; export default x;").catch((e: { code?: string }) => e);
+      t.is((viaResolver as { code?: string }).code, 'ERR_STRATA_MODULE_NOT_FOUND', String(viaResolver));
+      rt.setModuleResolver(undefined);
+      rt.setModuleLoader(undefined);
+    });
+  });
+}
+
+test('a console listener that throws reaches neither the guest nor the event loop', async (t) => {
+  await both(t, async (rt) => {
+    rt.onConsole(() => {
+      throw revokedProxy();
+    });
+    t.is(await rt.eval('console.log("hi"); 5'), 5);
+  });
+});
