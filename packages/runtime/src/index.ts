@@ -4,6 +4,10 @@
  *
  * @packageDocumentation
  */
+// First: an unsupported Node.js fails with Strata's error, before isolated-vm is loaded.
+import './require-node.js';
+
+export { MIN_NODE_MAJOR, UnsupportedNode } from './node-version.js';
 export { Runtime } from './runtime.js';
 export { IsolatedRuntime, MAX_WORKER_THREADS } from './isolated/isolated-runtime.js';
 export { SandboxPool } from './isolated/sandbox-pool.js';

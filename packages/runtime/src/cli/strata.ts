@@ -6,14 +6,12 @@
  *
  * @module
  */
+import { nodeVersionProblem } from '../node-version.js';
 import { ExitStatus } from './exit-status.js';
 
-const major = Number(process.versions.node.split('.')[0]);
-if (major < 24) {
-  process.stderr.write(
-    `strata: Node.js 24 or later is required (this is ${process.version} at ${process.execPath}); ` +
-      "'npm ci' installs Node 24 into node_modules/.bin: run strata with it, or put it first on PATH\n",
-  );
+const problem = nodeVersionProblem(process.version);
+if (problem !== undefined) {
+  process.stderr.write(`strata: ${problem} (at ${process.execPath})\n`);
   process.exitCode = ExitStatus.strataFailed;
 } else {
   const { main } = await import('./main.js');

@@ -207,7 +207,7 @@ export class IsolatedRuntime implements AsyncDisposable {
     return this.#worker.pid;
   }
 
-  /** `'landlock+seccomp'`, `'seatbelt'` or `'none'` (always `'none'` in this build). */
+  /** The OS sandbox in force: `'landlock+seccomp'` (Linux), `'seatbelt'` (macOS) or `'none'`. */
   get sandbox(): string {
     return this.#report.sandbox;
   }

@@ -5,6 +5,8 @@
  *
  * @packageDocumentation
  */
+// First: an unsupported Node.js fails with Strata's error, before isolated-vm is loaded.
+import '../require-node.js';
 import { SandboxUnavailable, StrataError } from '../errors.js';
 import { IsolatedRuntime } from '../isolated/isolated-runtime.js';
 import type { IsolatedRuntimeOptions, SandboxMode } from '../isolated/isolated-options.js';
