@@ -93,6 +93,15 @@ test('run: a program that throws prints "errorType: message" and the guest frame
   t.notRegex(ran.stderr, /isolated-vm boundary|dist\/src/, 'no host frames');
 });
 
+test('run: --memory below what a worker needs says so, names the smallest value that works here, and that value works', async (t) => {
+  const ran = await strata(['run', fixture('hello.js'), '--memory', '10M']);
+  t.is(ran.code, 2, ran.stderr);
+  const named = /^strata: --memory 10M \(10485760 bytes\) is below what a worker needs to start here: an idle worker uses \d+ MiB\. Use --memory (\d+)M or more/m.exec(ran.stderr);
+  t.truthy(named, ran.stderr);
+  const enough = await strata(['run', fixture('hello.js'), '--memory', `${named![1]}M`]);
+  t.is(enough.code, 0, enough.stderr);
+});
+
 test('run: an endless loop with --timeout 300 ends in RuntimeTimeout; exit 1', async (t) => {
   const ran = await strata(['run', fixture('loops-forever.js'), '--timeout', '300', '--sandbox', 'none']);
   t.is(ran.code, 1);

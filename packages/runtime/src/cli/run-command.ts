@@ -5,10 +5,11 @@
  */
 import { inspect } from 'node:util';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { JsError } from '../errors.js';
+import { JsError, WorkerCrashed } from '../errors.js';
 import { executionResult, type ExecutionResult } from '../execution-result.js';
 import type { IsolatedRuntimeOptions } from '../isolated/isolated-options.js';
 import type { IsolatedRuntime, SandboxReport } from '../isolated/isolated-runtime.js';
+import { sampleProcess } from '../isolated/worker-process.js';
 import type { RunArgs } from './args.js';
 import { ConsoleStream } from './console-stream.js';
 import { ExitStatus, exitStatusForStartError, type ExitStatusCode } from './exit-status.js';
@@ -58,6 +59,8 @@ export async function runCommand(args: RunArgs, io: CliIo): Promise<ExitStatusCo
   try {
     rt = await startRuntime(runtimeOptions(args));
   } catch (error) {
+    const tooSmall = await memoryTooSmall(args, error);
+    if (tooSmall !== undefined) return refuse(args, io, ExitStatus.usage, 'InvalidOption', tooSmall);
     const status = exitStatusForStartError(error);
     return refuse(args, io, status, errorName(error), error instanceof Error ? error.message : String(error));
   }
@@ -189,6 +192,35 @@ function refuse(args: RunArgs, io: CliIo, status: ExitStatusCode, errorType: str
     io.stderr.write("Try 'strata run --help' for the options.\n");
   }
   return status;
+}
+
+const MIB = 1024 * 1024;
+
+/**
+ * When the worker died of `--memory` while starting, the limit is simply below what a worker
+ * needs here: measured on an idle worker started without it, and said with the smallest value
+ * that works (its resident size and a quarter more, in whole MiB). Undefined otherwise.
+ */
+async function memoryTooSmall(args: RunArgs, error: unknown): Promise<string | undefined> {
+  if (args.memory === undefined || !(error instanceof WorkerCrashed) || error.reason !== 'maxMemory') return undefined;
+  let idle: number | undefined;
+  try {
+    const probe = await startRuntime({ ...runtimeOptions(args), maxMemory: undefined });
+    try {
+      await probe.eval('0');
+      idle = sampleProcess(probe.pid)?.rssBytes;
+    } finally {
+      await probe.close();
+    }
+  } catch {
+    return undefined;
+  }
+  if (idle === undefined) return undefined;
+  const smallest = Math.ceil((idle * 1.25) / MIB);
+  return (
+    `--memory ${Math.round(args.memory / MIB)}M (${args.memory} bytes) is below what a worker needs to start here: ` +
+    `an idle worker uses ${Math.ceil(idle / MIB)} MiB. Use --memory ${smallest}M or more (your program's own memory comes on top)`
+  );
 }
 
 function writeJson(io: CliIo, output: RunJsonOutput): void {
