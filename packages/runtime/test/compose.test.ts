@@ -40,8 +40,8 @@ interface Row {
   readonly optedOut?: string[];
   readonly defaults?: DefaultLayerFact[] | undefined;
   readonly platform?: string;
-  /** The composed list when the start goes ahead; `'refuse'` otherwise. */
-  readonly expect: string[] | 'refuse';
+  /** The composed list when the start goes ahead; `'refuse'` (SandboxUnavailable) or `'invalid'` (LayerConfigError) otherwise. */
+  readonly expect: string[] | 'refuse' | 'invalid';
   /** Default layers named as missing (refused under require, warned about under auto). */
   readonly missing?: string[];
   /** Words the refusal or the one warning must contain; `[]`: no warning at all. */
@@ -84,8 +84,10 @@ const table: Row[] = [
   { label: "landlock at 'auto' under require: refused ('auto' could let it go on a platform without it)", sandbox: 'require', layers: ['landlock:auto'], expect: 'refuse', missing: [], says: [/landlock has requirement: 'auto', and it is part of the OS sandbox/] },
   { label: 'seccomp explicitly off under auto: starts, and warns that the OS sandbox is turned down', sandbox: 'auto', layers: ['seccomp:off'], expect: ['emptyroot', 'landlock', 'seccomp:off'], says: [/the OS sandbox is turned down: seccomp has requirement: 'off'/] },
   // a missing package
-  { label: 'landlock not installed, require: refused, saying what to install', sandbox: 'require', defaults: withoutPackage('landlock'), layers: [], expect: 'refuse', missing: ['landlock'], says: [/landlock is not installed \(install @strata\/layer-landlock\)/] },
-  { label: 'landlock not installed, auto: starts without it and warns', sandbox: 'auto', defaults: withoutPackage('landlock'), layers: ['clock'], expect: ['emptyroot', 'seccomp', 'clock'], missing: ['landlock'], says: [/without the default layer landlock: landlock is not installed/] },
+  { label: 'landlock not installed, require: a broken install, naming the package', sandbox: 'require', defaults: withoutPackage('landlock'), layers: [], expect: 'invalid', says: [/its package is not installed: install @strata\/layer-landlock/] },
+  { label: 'landlock not installed, auto: a broken install too, never a silent downgrade', sandbox: 'auto', defaults: withoutPackage('landlock'), layers: ['clock'], expect: 'invalid', says: [/its package is not installed: install @strata\/layer-landlock/] },
+  { label: 'emptyroot not installed but left out by name: starts', sandbox: 'require', defaults: withoutPackage('emptyroot'), optedOut: ['emptyroot'], layers: [], expect: ['landlock', 'seccomp'], says: [] },
+  { label: 'emptyroot not installed, auto: names the package and the opt-out', sandbox: 'auto', defaults: withoutPackage('emptyroot'), layers: [], expect: 'invalid', says: [/install @strata\/layer-emptyroot.*or leave it out by name \(emptyRoot: false\)/] },
   { label: 'landlock not installed, but a layer named landlock given: nothing missing', sandbox: 'require', defaults: withoutPackage('landlock'), layers: ['landlock@file'], expect: ['emptyroot', 'landlock@file', 'seccomp'], says: [] },
   { label: 'landlock not installed, none: nothing required', sandbox: 'none', defaults: withoutPackage('landlock'), layers: [], expect: ['emptyroot', 'seccomp'], missing: ['landlock'], says: [] },
   // other platforms
@@ -106,6 +108,12 @@ for (const row of table) {
       sandbox: row.sandbox,
     };
     const composed = composeLayers(input);
+    if (row.expect === 'invalid') {
+      t.is(composed.decision, 'invalid');
+      if (composed.decision !== 'invalid') return;
+      for (const words of row.says ?? []) t.regex(composed.reason, words);
+      return;
+    }
     if (row.expect === 'refuse') {
       t.is(composed.decision, 'refuse');
       if (composed.decision !== 'refuse') return;

@@ -117,3 +117,17 @@ maybe("sandbox 'none' with replaceDefaultLayers: nothing required, nothing warne
   t.is(rt.sandbox, 'none');
   t.deepEqual(warnings, []);
 });
+
+test('a default layer whose package is not installed is a LayerConfigError naming the package, in auto and require alike', async (t) => {
+  const { spawnSync } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const hook = fileURLToPath(new URL('./fixtures/missing-layer/hide-landlock.js', import.meta.url));
+  const index = new URL('../src/index.js', import.meta.url).href;
+  for (const sandbox of ['auto', 'require']) {
+    const program = `const { IsolatedRuntime } = await import(${JSON.stringify(index)});
+      try { const rt = await IsolatedRuntime.start({ sandbox: '${sandbox}', prewarm: false }); console.log('started', rt.sandbox); await rt.close(); }
+      catch (e) { console.log(e.code + ' ' + e.message); }`;
+    const run = spawnSync(process.execPath, ['--import', hook, '--input-type=module', '-e', program], { encoding: 'utf8', timeout: 60_000 });
+    t.regex(run.stdout, /^ERR_STRATA_LAYER_CONFIG layer landlock: it is one of this platform's default layers and its package is not installed: install @strata\/layer-landlock/, `${sandbox}: ${run.stdout}${run.stderr}`);
+  }
+});

@@ -92,6 +92,22 @@ export function composeLayers(input: CompositionInput): LayerComposition {
     layers = [...kept.map((d) => named.get(d.name) ?? { name: d.name, descriptor: { module: d.module } }), ...given.filter((g) => !placed.has(g))];
   }
 
+  // A default layer whose package is not installed is a broken install (@strata/runtime brings
+  // them), not a limit of the platform: never run without it unless it was left out by name.
+  if (!input.replaceDefaultLayers && input.sandbox !== 'none') {
+    const absent = defaults.find((d) => !d.installed && !optedOut.has(d.name) && !given.some((g) => g.name === d.name));
+    if (absent !== undefined) {
+      return {
+        decision: 'invalid',
+        layer: absent.name,
+        reason:
+          `it is one of this platform's default layers and its package is not installed: install ${packageOf(absent)} ` +
+          `(npm installs it with @strata/runtime unless peer dependencies are skipped)` +
+          (absent.optOut === undefined ? '' : `, or leave it out by name (${absent.optOut})`),
+      };
+    }
+  }
+
   // Under replaceDefaultLayers the user orders the list, but some defaults must keep their order.
   for (const [first, second] of MUST_PRECEDE) {
     const a = layers.findIndex((l) => l.name === first);
