@@ -12,13 +12,13 @@ export function formatValue(value, unit) {
 const escapeCell = (text) => String(text).replaceAll('|', '\\|');
 
 /**
- * The Markdown: Strata's figures against their floors and goals (DESIGN.md §7), then every
+ * The Markdown: Strata's figures against their floors and goals (docs/design.md §7), then every
  * alternative side by side, then what was skipped and why.
  */
 export function renderMarkdown(results) {
   const lines = [];
   lines.push(`Measured ${results.date.slice(0, 10)} on ${results.machine}, Node ${results.node}; medians.`, '');
-  lines.push('| figure | Strata | floor | ratio to floor | goal (DESIGN.md §7) | ratio to goal | met |', '| --- | ---: | ---: | ---: | --- | ---: | :---: |');
+  lines.push('| figure | Strata | floor | ratio to floor | goal (docs/design.md §7) | ratio to goal | met |', '| --- | ---: | ---: | ---: | --- | ---: | :---: |');
   for (const r of results.strata) {
     const ratio = r.floor === undefined ? '—' : `${(r.value / r.floor).toFixed(2)}×`;
     const toGoal = r.goalValue === undefined ? '—' : `${(r.value / r.goalValue).toFixed(2)}×`;

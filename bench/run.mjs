@@ -54,7 +54,7 @@ await compare('guest -> host -> guest call', 1.5, () => context.evalSync('inc(1)
 await rt.close();
 isolate.dispose();
 
-// --- IsolatedRuntime and SandboxPool: the figures of DESIGN.md §7 -------------------------
+// --- IsolatedRuntime and SandboxPool: the figures of docs/design.md §7 -------------------------
 const floorScript = fileURLToPath(new URL('./floor-process.mjs', import.meta.url));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const COLD_RUNS = 15;

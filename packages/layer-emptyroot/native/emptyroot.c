@@ -13,7 +13,7 @@
  *   and picks the staging directory DIR, an existing host directory that holds none of the
  *   bound paths: the new root's tmpfs is mounted there, in the new mount namespace only.
  *
- * A link of Strata's launch chain (DESIGN.md §3). unshare(CLONE_NEWUSER) fails in a
+ * A link of Strata's launch chain (docs/design.md §3). unshare(CLONE_NEWUSER) fails in a
  * multi-threaded process, and Node is multi-threaded before any JavaScript runs, so this happens
  * here, in a plain C program that never starts a thread. Steps, one function each:
  *

@@ -1,7 +1,7 @@
 /**
  * `@strata/layer-emptyroot`: Strata's worker starts in user, mount, network and IPC namespaces of
  * its own, whose root is an empty tmpfs holding read-only binds of exactly the files it needs,
- * with every capability dropped (DESIGN.md §3). An escaped guest finds no host path at all: not
+ * with every capability dropped (docs/design.md §3). An escaped guest finds no host path at all: not
  * even whether one exists.
  *
  * ```ts

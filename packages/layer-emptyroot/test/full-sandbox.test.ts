@@ -1,4 +1,4 @@
-// DESIGN.md §8 under the whole Linux sandbox: the compromised-worker system-call suite of
+// docs/design.md §8 under the whole Linux sandbox: the compromised-worker system-call suite of
 // @strata/layer-seccomp, run in a child launched through the real chain — strata-exec (base
 // hardening, uid 65534 when root) → strata-emptyroot → strata-landlock → strata-no-io-uring → Node,
 // which then applies the seccomp filter itself — and every call checked for its errno.

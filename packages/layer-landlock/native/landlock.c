@@ -7,7 +7,7 @@
  *                                      bitmask, or `unknown:ERRNO` when the kernel cannot say (EINVAL
  *                                      before Linux 6.15)
  *
- * A link of Strata's launch chain (DESIGN.md §3). Landlock before ABI 8 restricts only the calling
+ * A link of Strata's launch chain (docs/design.md §3). Landlock before ABI 8 restricts only the calling
  * thread, and Node is multi-threaded before any JavaScript runs, so the domain is made here, in a
  * plain C program that never starts a thread, and execve() hands it to Node: every thread Node
  * starts inherits it. Steps, one function each:

@@ -1,5 +1,5 @@
 /**
- * `@strata/layer-landlock`: a Landlock domain on Strata's worker (DESIGN.md §3), made before Node
+ * `@strata/layer-landlock`: a Landlock domain on Strata's worker (docs/design.md §3), made before Node
  * starts: reads and executes only beneath the runtime's own files, no writes anywhere, no TCP,
  * abstract unix sockets and signals scoped to the worker. On Landlock ABI ≥ 8 the worker also
  * stacks, once every layer has applied (the layer's `seal`), a domain that denies every

@@ -1,4 +1,4 @@
-// The ABI ≥ 8 stack's place in the worker (DESIGN.md §3: load everything → dumpable → seccomp →
+// The ABI ≥ 8 stack's place in the worker (docs/design.md §3: load everything → dumpable → seccomp →
 // the deny-all Landlock domain → selfTest → report), proved end to end on any Landlock kernel: the
 // real default layers (emptyroot, landlock, seccomp) with the deny-all domain simulated on the
 // worker's main thread only (test/fixtures/simulated-stack-layer.ts; ABI 7 allows it without

@@ -1,6 +1,6 @@
 /**
  * `@strata/layer-seatbelt`: a deny-by-default Seatbelt profile on Strata's worker (macOS,
- * DESIGN.md §2): no file access beyond reading the runtime's own files, no network, no fork or
+ * docs/design.md §2): no file access beyond reading the runtime's own files, no network, no fork or
  * exec, signals only to itself. Applied in the worker with `sandbox_init` by a small native addon;
  * the profile is written by a pure function, {@link seatbeltProfile}. Elsewhere its probe reports
  * it unavailable.

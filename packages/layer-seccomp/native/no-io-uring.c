@@ -8,7 +8,7 @@
  * before any JavaScript runs, and aborts if io_uring_enter later fails. Operations submitted through
  * a ring are not system calls, so seccomp cannot see them. With io_uring_setup answered ENOSYS
  * before Node starts, libuv makes no ring (it falls back to epoll_ctl) and the seccomp layer can
- * then deny io_uring_enter and io_uring_register too. A link of the launch chain (DESIGN.md §3),
+ * then deny io_uring_enter and io_uring_register too. A link of the launch chain (docs/design.md §3),
  * single-threaded like the others. Steps, one function each:
  *
  *   1. parse the arguments (strictly)

@@ -1,5 +1,5 @@
 /**
- * `@strata/layer-seccomp`: a seccomp-bpf filter on every thread of Strata's worker (DESIGN.md §3),
+ * `@strata/layer-seccomp`: a seccomp-bpf filter on every thread of Strata's worker (docs/design.md §3),
  * test-fired in a throwaway child first.
  *
  * ```ts

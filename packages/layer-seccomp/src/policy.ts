@@ -1,5 +1,5 @@
 /**
- * The seccomp policy of DESIGN.md §3, as data: which system calls are denied (by name, with the
+ * The seccomp policy of docs/design.md §3, as data: which system calls are denied (by name, with the
  * errno and a one-line reason each, grouped as the seed groups them), and which are allowed only
  * with certain arguments. {@link compileFilter} turns it into classic BPF for one architecture;
  * the tests check every name against the kernel's tables for x86_64 and aarch64.
@@ -38,7 +38,7 @@ const eperm = (name: string, reason: string, absentOn?: readonly Arch[]): Denied
   Object.freeze(absentOn ? { name, errno: 'EPERM' as const, reason, absentOn } : { name, errno: 'EPERM' as const, reason });
 const X86_ONLY: readonly Arch[] = Object.freeze(['aarch64']);
 
-/** The deny list: the seed's groups plus the additions of DESIGN.md §3 (each one says so). */
+/** The deny list: the seed's groups plus the additions of docs/design.md §3 (each one says so). */
 export const DENY_GROUPS: readonly DenyGroup[] = Object.freeze([
   {
     group: 'new processes and other-process access',

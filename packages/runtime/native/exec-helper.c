@@ -3,7 +3,7 @@
  *
  *   strata-exec [--cpu-seconds N] [--nofile N] [--keep-fds N] [--drop-privileges] -- /abs/path/to/program [arg...]
  *
- * The first link of the launch chain (DESIGN.md §3). A Node process is multi-threaded before any
+ * The first link of the launch chain (docs/design.md §3). A Node process is multi-threaded before any
  * JavaScript runs, so these steps happen here, in a plain C program that never starts a thread:
  * every step covers the whole process, and execve() hands the result to the program.
  * Steps, in order, one function each:

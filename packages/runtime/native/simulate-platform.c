@@ -1,7 +1,7 @@
 /*
  * strata-simulate-platform — for tests only: runs a program on a "platform" that lacks a kernel
  * feature Strata's layers depend on, so that `sandbox: 'auto'` must degrade with a warning and
- * `sandbox: 'require'` must refuse, on any machine (DESIGN.md §8, simulated platforms).
+ * `sandbox: 'require'` must refuse, on any machine (docs/design.md §8, simulated platforms).
  *
  *   strata-simulate-platform [--no-seccomp] [--no-landlock] [--no-userns] -- /abs/program [arg...]
  *

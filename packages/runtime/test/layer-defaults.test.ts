@@ -1,5 +1,5 @@
 // `layers` adds to this platform's default layers, and `sandbox: 'require'` never starts without
-// the OS sandbox (DESIGN.md §2): each configuration that used to drop it silently, attempted for
+// the OS sandbox (docs/design.md §2): each configuration that used to drop it silently, attempted for
 // real. Its own file: process warnings are emitted once per text per process, so the warnings
 // asserted here must not have been emitted by another file's tests first.
 import test from 'ava';

@@ -1,6 +1,6 @@
 /**
  * Which layers a runtime gets: this platform's default layers with `layers` merged in, and
- * whether `sandbox: 'require'` can be met with them (DESIGN.md §2: `'require'` means the
+ * whether `sandbox: 'require'` can be met with them (docs/design.md §2: `'require'` means the
  * platform's OS confinement is in force; no layer list, option or missing package may drop it
  * silently, an explicit, named opt-out may). The decision is {@link composeLayers}, a pure
  * function (table-tested); {@link selectLayers} feeds it the names, which are known only once each

@@ -154,7 +154,7 @@ export interface Layer {
   /**
    * Optional, in the worker: after every layer's `apply` and before any `selfTest`, in layer
    * order. For restrictions that would stop other layers (or the runtime) from loading what they
-   * need, such as a domain denying all file access (DESIGN.md §3: load everything → dumpable →
+   * need, such as a domain denying all file access (docs/design.md §3: load everything → dumpable →
    * seccomp → on Landlock ABI ≥ 8 the deny-all domain → selfTest → report). Nothing the worker
    * does after the seals opens a file.
    */

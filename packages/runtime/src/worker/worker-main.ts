@@ -3,7 +3,7 @@
  * hello, waits for its configuration (a prewarmed spare waits here, holding no data), creates
  * the Runtime, then serves the parent's commands one at a time until the parent closes the
  * pipe. Between configuration and the Runtime: the memory watchdog starts (opening the /proc
- * files it keeps), then the layer pipeline applies, seals and self-tests (DESIGN.md §3). A layer's
+ * files it keeps), then the layer pipeline applies, seals and self-tests (docs/design.md §3). A layer's
  * seal may deny every file open from then on, so everything the worker uses afterwards is
  * imported here, statically, at start: isolated-vm and its addon (through ../runtime.js), the
  * wire's codec, the watchdog's and the deadline's addons. Only layer modules are imported later, before any apply.
