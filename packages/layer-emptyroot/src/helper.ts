@@ -1,15 +1,19 @@
 /**
- * The pre-exec helper `strata-emptyroot` (native/emptyroot.c, built by node-gyp at install into
- * build/Release), its dry run, and what a failed dry run says about the platform.
+ * The pre-exec helper `strata-emptyroot` (native/emptyroot.c: prebuilt in prebuilds/<platform>-<arch>,
+ * else built by node-gyp at install into build/Release), its dry run, and what a failed dry run says about the platform.
  *
  * @module
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { nativeArtifactPath } from '@strata/runtime/native';
 
-/** Where install builds the helper. */
-export const EMPTYROOT_HELPER = fileURLToPath(new URL('../../build/Release/strata-emptyroot', import.meta.url));
+// This file compiles to dist/src/helper.js, two levels below the package root.
+const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The helper: the package's prebuild for this platform and arch, else the source build (where install builds it). */
+export const EMPTYROOT_HELPER = nativeArtifactPath(PACKAGE_ROOT, 'strata-emptyroot');
 
 /** The helper's exit statuses (native/emptyroot.c). */
 export const HELPER_EXIT = Object.freeze({ usage: 120, unshare: 121, maps: 122, root: 123, caps: 124, check: 125, exec: 126 });

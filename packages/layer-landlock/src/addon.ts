@@ -1,5 +1,6 @@
 /**
- * The native addon (native/landlock-addon.c, built by node-gyp at install into build/Release):
+ * The native addon (native/landlock-addon.c: prebuilt in prebuilds/<platform>-<arch>, else built by
+ * node-gyp at install into build/Release):
  * what the worker asks of Landlock in-process.
  *
  * @module
@@ -7,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { nativeArtifactPath } from '@strata/runtime/native';
 
 /** What native/landlock-addon.c exports. */
 export interface LandlockAddon {
@@ -32,8 +34,11 @@ export interface LandlockAddon {
   stackDenyAllThisThread(): number;
 }
 
-/** Where install builds the addon. */
-export const ADDON_PATH = fileURLToPath(new URL('../../build/Release/strata_landlock.node', import.meta.url));
+// This file compiles to dist/src/addon.js, two levels below the package root.
+const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The addon: the package's prebuild for this platform and arch, else the source build (where install builds it). */
+export const ADDON_PATH = nativeArtifactPath(PACKAGE_ROOT, 'strata_landlock.node');
 
 let cached: LandlockAddon | undefined;
 

@@ -1,16 +1,20 @@
 /**
- * The pre-exec helper `strata-landlock` (native/landlock.c, built by node-gyp at install into
- * build/Release), and the ABI and errata it reports.
+ * The pre-exec helper `strata-landlock` (native/landlock.c: prebuilt in prebuilds/<platform>-<arch>,
+ * else built by node-gyp at install into build/Release), and the ABI and errata it reports.
  *
  * @module
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { nativeArtifactPath } from '@strata/runtime/native';
 import { ERRATA_FROM_OLD_HELPER, errataFromKernel, type Errata } from './errata.js';
 
-/** Where install builds the helper. */
-export const LANDLOCK_HELPER = fileURLToPath(new URL('../../build/Release/strata-landlock', import.meta.url));
+// This file compiles to dist/src/helper.js, two levels below the package root.
+const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The helper: the package's prebuild for this platform and arch, else the source build (where install builds it). */
+export const LANDLOCK_HELPER = nativeArtifactPath(PACKAGE_ROOT, 'strata-landlock');
 
 /** The helper's exit statuses (native/landlock.c). */
 export const HELPER_EXIT = Object.freeze({ usage: 120, abi: 121, ruleset: 122, rule: 123, restrict: 124, exec: 126 });

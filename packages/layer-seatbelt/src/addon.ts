@@ -1,11 +1,13 @@
 /**
- * The native addon (native/seatbelt.c, built by node-gyp at install into build/Release; macOS only).
+ * The native addon (native/seatbelt.c; macOS only): prebuilt in prebuilds/<platform>-<arch>, else
+ * built by node-gyp at install into build/Release.
  *
  * @module
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { nativeArtifactPath } from '@strata/runtime/native';
 
 /** What native/seatbelt.c exports. */
 export interface SeatbeltAddon {
@@ -15,8 +17,11 @@ export interface SeatbeltAddon {
   processArgsErrno(pid: number): number;
 }
 
-/** Where install builds the addon. */
-export const ADDON_PATH = fileURLToPath(new URL('../../build/Release/strata_seatbelt.node', import.meta.url));
+// This file compiles to dist/src/addon.js, two levels below the package root.
+const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The addon: the package's prebuild for this platform and arch, else the source build (where install builds it). */
+export const ADDON_PATH = nativeArtifactPath(PACKAGE_ROOT, 'strata_seatbelt.node');
 
 let cached: SeatbeltAddon | undefined;
 

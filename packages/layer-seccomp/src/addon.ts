@@ -1,11 +1,13 @@
 /**
- * The native addon (native/seccomp.c, built by node-gyp at install into build/Release).
+ * The native addon (native/seccomp.c) and the helper strata-no-io-uring: prebuilt in
+ * prebuilds/<platform>-<arch>, else built by node-gyp at install into build/Release.
  *
  * @module
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { nativeArtifactPath } from '@strata/runtime/native';
 
 /** What native/seccomp.c exports. */
 export interface SeccompAddon {
@@ -19,15 +21,18 @@ export interface SeccompAddon {
   rawSyscall(nr: number, ...args: (number | bigint)[]): number;
 }
 
-/** Where install builds the addon. */
-export const ADDON_PATH = fileURLToPath(new URL('../../build/Release/strata_seccomp.node', import.meta.url));
+// This file compiles to dist/src/addon.js, two levels below the package root.
+const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The addon: the package's prebuild for this platform and arch, else the source build (where install builds it). */
+export const ADDON_PATH = nativeArtifactPath(PACKAGE_ROOT, 'strata_seccomp.node');
 
 /**
  * The pre-exec helper `strata-no-io-uring -- /abs/program [arg...]` (native/no-io-uring.c): refuses
  * io_uring_setup (ENOSYS) before Node starts, so libuv makes no io_uring ring and the layer can deny
  * io_uring_enter/register too. For the launch chain.
  */
-export const NO_IO_URING_HELPER = fileURLToPath(new URL('../../build/Release/strata-no-io-uring', import.meta.url));
+export const NO_IO_URING_HELPER = nativeArtifactPath(PACKAGE_ROOT, 'strata-no-io-uring');
 
 let cached: SeccompAddon | undefined;
 

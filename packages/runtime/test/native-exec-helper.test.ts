@@ -135,8 +135,8 @@ function killQuietly(pid: number): void {
 
 const SLEEPER = 'console.log(process.pid); setInterval(() => {}, 1000);';
 
-test('execHelperPath() is the built strata-exec in build/Release', (t) => {
-  t.true(helper.endsWith('/build/Release/strata-exec'));
+test('execHelperPath() is the prebuilt strata-exec for this platform and arch, else the one built in build/Release', (t) => {
+  t.regex(helper, /\/(prebuilds\/linux-[a-z0-9]+(-musl)?|build\/Release)\/strata-exec$/);
   t.true((statSync(helper).mode & 0o111) !== 0);
 });
 
@@ -146,6 +146,7 @@ test('execHelperPath() without a build says how to build it', async (t) => {
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   mkdirSync(join(root, 'dist/src/native'), { recursive: true });
   copyFileSync(fileURLToPath(new URL('../src/native/native-paths.js', import.meta.url)), join(root, 'dist/src/native/native-paths.js'));
+  copyFileSync(fileURLToPath(new URL('../src/native/native-artifact.js', import.meta.url)), join(root, 'dist/src/native/native-artifact.js'));
   const copy = (await import(pathToFileURL(join(root, 'dist/src/native/native-paths.js')).href)) as { execHelperPath(): string };
   const error = t.throws(() => copy.execHelperPath());
   t.regex(error?.message ?? '', /build\/Release\/strata-exec is missing: run `npm ci` \(or `npm rebuild @strata\/runtime`\)/);

@@ -120,6 +120,7 @@ test('loadWatchdog() without a build says how to build it', async (t) => {
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   mkdirSync(join(root, 'dist/src/native'), { recursive: true });
   copyFileSync(fileURLToPath(nativePaths), join(root, 'dist/src/native/native-paths.js'));
+  copyFileSync(fileURLToPath(new URL('../src/native/native-artifact.js', import.meta.url)), join(root, 'dist/src/native/native-artifact.js'));
   const copy = (await import(pathToFileURL(join(root, 'dist/src/native/native-paths.js')).href)) as { loadWatchdog(): unknown };
   const error = t.throws(() => copy.loadWatchdog());
   t.regex(error?.message ?? '', /build\/Release\/strata_watchdog\.node is missing: run `npm ci` \(or `npm rebuild @strata\/runtime`\)/);

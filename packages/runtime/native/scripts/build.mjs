@@ -8,9 +8,14 @@
 // older). The helpers must be built against Node 24's headers, never whatever `nodedir` a user's
 // .npmrc names, and without a download: the headers come from the node-<os>-<cpu> package npm
 // installed beside Node 24 (root optionalDependencies), else from the running Node's prefix.
+//
+// A package that ships a prebuild of every artifact it needs here (prebuilds/<platform>-<arch>/,
+// written by `npm run prebuilds` at the repository root; targets.mjs lists the artifacts) is not
+// built: it needs no compiler then. In the repository there are none unless that script ran.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { prebuildKey, targetsFor } from './targets.mjs';
 
 const MIN_NODE_MAJOR = 24;
 const packageRoot = process.cwd();
@@ -67,6 +72,17 @@ function findNodeGyp() {
 if (process.platform !== 'linux' && process.platform !== 'darwin') {
   // Every binding.gyp here has Linux targets (and @strata/layer-seatbelt a macOS one) only.
   console.log(`${packageName}: its native code is for Linux and macOS only; nothing to build on ${process.platform}.`);
+  process.exit(0);
+}
+
+const needed = targetsFor(packageName, process.platform);
+if (needed?.length === 0) {
+  console.log(`${packageName}: it has no native code for ${process.platform}; nothing to build.`);
+  process.exit(0);
+}
+const prebuilds = join('prebuilds', prebuildKey());
+if (needed?.every((t) => existsSync(join(packageRoot, prebuilds, t.name)))) {
+  console.log(`${packageName}: using the prebuilt native code in ${prebuilds} (${needed.map((t) => t.name).join(', ')}); not building from source.`);
   process.exit(0);
 }
 

@@ -3,10 +3,12 @@
  *
  * @module
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { IsolatedRuntime } from '../isolated/isolated-runtime.js';
 import { missingDefaultLayers } from '../layers/default-layers.js';
+import { artifactCandidates, findNativeArtifact } from '../native/native-artifact.js';
 import type { DoctorArgs } from './args.js';
 import { assess, type DoctorFacts, type DoctorReport } from './doctor-report.js';
 import { ExitStatus, type ExitStatusCode } from './exit-status.js';
@@ -16,8 +18,9 @@ import { startRuntime } from './start-runtime.js';
 import { packageVersion } from './version.js';
 
 // This file compiles to dist/src/cli/doctor-command.js, three levels below the package root, as
-// native-paths.js is: node-gyp builds the helpers into build/Release/ of this package.
-const RELEASE_DIR = fileURLToPath(new URL('../../../build/Release/', import.meta.url));
+// native-paths.js is: the helpers are the package's prebuilds/<platform>-<arch>/, else what
+// node-gyp built into build/Release/ (native/native-artifact.ts).
+const PACKAGE_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** Runs `strata doctor`: prints the report (a table, or JSON) and returns the exit status. */
 export async function doctorCommand(args: DoctorArgs, io: CliIo): Promise<ExitStatusCode> {
@@ -33,13 +36,16 @@ export function exitStatusFor(report: DoctorReport): ExitStatusCode {
 
 /** Starts a worker with `sandbox: 'auto'` and the default layers, asks it `1 + 1`, reads its report, closes it. */
 async function gatherFacts(): Promise<DoctorFacts> {
-  const strataExec = existsSync(`${RELEASE_DIR}strata-exec`);
-  const watchdog = existsSync(`${RELEASE_DIR}strata_watchdog.node`);
+  const strataExecPath = findNativeArtifact(PACKAGE_ROOT, 'strata-exec');
+  const watchdogPath = findNativeArtifact(PACKAGE_ROOT, 'strata_watchdog.node');
+  const strataExec = strataExecPath !== undefined;
+  const watchdog = watchdogPath !== undefined;
+  const directory = dirname(strataExecPath ?? watchdogPath ?? artifactCandidates(PACKAGE_ROOT, 'strata-exec').source);
   const uid = process.getuid?.() ?? null;
   const common = {
     strata: packageVersion(),
     node: { version: process.version, platform: process.platform, arch: process.arch },
-    nativeHelpers: { built: strataExec && watchdog, directory: RELEASE_DIR.replace(/\/$/, ''), strataExec, watchdog },
+    nativeHelpers: { built: strataExec && watchdog, directory, strataExec, watchdog },
   };
   const started = performance.now();
   let rt: IsolatedRuntime | undefined;

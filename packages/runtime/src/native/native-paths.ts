@@ -1,12 +1,13 @@
 /**
- * Where the native helpers live: the C programs node-gyp builds at install into
- * `build/Release/` of this package (see `native/README.md`).
+ * Where the native helpers live: the prebuild this package ships for this platform and arch
+ * (`prebuilds/<platform>-<arch>/`), else what node-gyp built at install into `build/Release/`
+ * (see `native/README.md` and `native-artifact.ts`).
  *
  * @module
  */
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { requireNativeArtifact } from './native-artifact.js';
 
 /**
  * The memory watchdog addon (`strata_watchdog.node`): one native thread that ends the process when
@@ -32,21 +33,14 @@ export interface MemoryWatchdog {
 }
 
 // This file compiles to dist/src/native/native-paths.js: three levels below the package root.
-const releaseDir = fileURLToPath(new URL('../../../build/Release/', import.meta.url));
+const packageRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const requireAddon = createRequire(import.meta.url);
 
 function builtArtifact(name: string, platforms: readonly NodeJS.Platform[] = ['linux']): string {
   if (!platforms.includes(process.platform)) {
     throw new Error(`${name} is built for ${platforms.join(' and ')} only: Strata's native helpers are not built on ${process.platform}.`);
   }
-  const path = releaseDir + name;
-  if (!existsSync(path)) {
-    throw new Error(
-      `${path} is missing: run \`npm ci\` (or \`npm rebuild @strata/runtime\`) to build the native helpers; ` +
-        'building them needs python3, make and a C compiler.',
-    );
-  }
-  return path;
+  return requireNativeArtifact(packageRoot, name, '@strata/runtime');
 }
 
 /**

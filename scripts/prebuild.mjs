@@ -1,0 +1,78 @@
+// `npm run prebuilds`: compiles every package's native code for linux-x64 and linux-arm64 into its
+// prebuilds/<platform>-<arch>/, which `npm pack` ships and `npm install` then uses instead of
+// node-gyp (packages/runtime/native/scripts/build.mjs). Plain gcc/g++, no node-gyp, so the other
+// arch is a cross-compile: Debian's gcc-aarch64-linux-gnu and g++-aarch64-linux-gnu on x64
+// (gcc-x86-64-linux-gnu and g++-x86-64-linux-gnu on arm64). The targets and their flags are in
+// packages/runtime/native/scripts/targets.mjs, mirroring each binding.gyp.
+//
+//   node scripts/prebuild.mjs [--arch x64|arm64]...   (default: both)
+import { spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NATIVE_TARGETS } from '../packages/runtime/native/scripts/targets.mjs';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const TOOLCHAIN = { x64: { prefix: 'x86_64-linux-gnu-', elfMachine: 62 }, arm64: { prefix: 'aarch64-linux-gnu-', elfMachine: 183 } };
+const arches = process.argv.flatMap((a, i, all) => (all[i - 1] === '--arch' ? [a] : []));
+const wanted = arches.length > 0 ? arches : ['x64', 'arm64'];
+
+// Node-API and V8's headers are the same for every arch (the node-linux-<cpu> packages differ only
+// in config.gypi, and not in anything an addon is compiled with): the host's are used for both.
+const headers = [join(root, 'node_modules', `node-linux-${process.arch}`), resolve(dirname(process.execPath), '..')]
+  .map((dir) => join(dir, 'include', 'node'))
+  .find((dir) => existsSync(join(dir, 'node_api.h')) && existsSync(join(dir, 'v8.h')));
+if (!headers) fail(`no Node headers (include/node) in node_modules/node-linux-${process.arch} nor beside ${process.execPath}: run \`npm ci\``);
+
+// What node-gyp's common.gypi gives every target, then each kind's own flags (binding.gyp).
+const COMMON = ['-O2', '-fno-omit-frame-pointer', '-pthread', '-D_FILE_OFFSET_BITS=64', '-D_LARGEFILE_SOURCE'];
+const C = ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'];
+const NODE = (t) => ['-fPIC', '-shared', `-I${headers}`, '-DBUILDING_NODE_EXTENSION', `-DNODE_GYP_MODULE_NAME=${t.name.replace(/\.node$/, '')}`];
+const CXX = ['-std=gnu++20', '-fno-rtti', '-fno-exceptions', '-fno-strict-aliasing', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Werror'];
+const V8 = ['-DUSING_V8_SHARED=1', '-DUSING_UV_SHARED=1', '-DV8_DEPRECATION_WARNINGS=1', '-DV8_ENABLE_WEBASSEMBLY', '-D_GLIBCXX_USE_CXX11_ABI=1'];
+
+function fail(message) {
+  console.error(`prebuild: ${message}`);
+  process.exit(1);
+}
+
+function flagsFor(target) {
+  const relro = target.relro ? ['-Wl,-z,relro,-z,now'] : [];
+  if (target.kind === 'executable') return { compiler: 'gcc', flags: [...COMMON, ...C, ...relro] };
+  if (target.kind === 'addon') return { compiler: 'gcc', flags: [...COMMON, ...C, ...NODE(target), ...relro] };
+  if (target.kind === 'cxx-addon') return { compiler: 'g++', flags: [...COMMON, ...CXX, ...NODE(target), ...V8, ...relro] };
+  fail(`${target.name}: unknown kind ${target.kind}`);
+}
+
+/** e_machine of an ELF file (62 x86-64, 183 AArch64). */
+function elfMachine(path) {
+  const fd = openSync(path, 'r');
+  const head = Buffer.alloc(20);
+  readSync(fd, head, 0, 20, 0);
+  closeSync(fd);
+  return head.readUInt32BE(0) === 0x7f454c46 ? head.readUInt16LE(18) : undefined;
+}
+
+const packages = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces.map((w) => join(root, w));
+for (const arch of wanted) {
+  const toolchain = TOOLCHAIN[arch] ?? fail(`unknown arch ${arch} (x64 or arm64)`);
+  const prefix = arch === process.arch ? '' : toolchain.prefix;
+  for (const dir of packages) {
+    const name = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name;
+    const targets = (NATIVE_TARGETS[name] ?? []).filter((t) => (t.platforms ?? ['linux']).includes('linux'));
+    if (targets.length === 0) continue;
+    const out = join(dir, 'prebuilds', `linux-${arch}`);
+    rmSync(out, { recursive: true, force: true });
+    mkdirSync(out, { recursive: true });
+    for (const target of targets) {
+      const { compiler, flags } = flagsFor(target);
+      const output = join(out, target.name);
+      const args = [...flags, '-o', output, ...target.sources];
+      const result = spawnSync(prefix + compiler, args, { cwd: dir, stdio: 'inherit' });
+      if (result.error) fail(`${prefix + compiler}: ${result.error.message} (Debian: apt-get install -y gcc-${toolchain.prefix.slice(0, -1).replaceAll('_', '-')} g++-${toolchain.prefix.slice(0, -1).replaceAll('_', '-')})`);
+      if (result.status !== 0) fail(`${name}: ${prefix + compiler} ${args.join(' ')} exited with ${result.status ?? result.signal}`);
+      if (elfMachine(output) !== toolchain.elfMachine) fail(`${output} is not an ELF file for ${arch}`);
+      console.log(`prebuild: ${name} ${join('prebuilds', `linux-${arch}`, target.name)}`);
+    }
+  }
+}
