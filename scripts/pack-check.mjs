@@ -1,0 +1,113 @@
+// `npm run pack-check` (also the last step of `npm test`): Strata as an application meets it. It
+// prebuilds the native code for this machine, packs every package, installs @strata/runtime from
+// the tarballs into a fresh application whose PATH has no compiler, python or make (the other
+// tarballs stand in for the registry), and runs a short program there: sandbox 'require' with no
+// layer named must give landlock+seccomp with the empty root; nothing may have been compiled; a
+// layer list without the OS layers must be refused. Prints the tarball and installed sizes.
+import { spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const PACKAGES = ['wire', 'polyfills', 'runtime', 'layer-clock', 'layer-seccomp', 'layer-landlock', 'layer-emptyroot', 'layer-seatbelt'];
+
+function fail(message) {
+  console.error(`pack-check: ${message}`);
+  process.exit(1);
+}
+
+function run(command, args, options = {}) {
+  const result = spawnSync(command, args, { encoding: 'utf8', maxBuffer: 64 << 20, ...options });
+  if (result.error) fail(`${command} ${args.join(' ')}: ${result.error.message}`);
+  if (result.status !== 0) fail(`${command} ${args.join(' ')} exited ${result.status}:\n${result.stdout}\n${result.stderr}`);
+  return result.stdout;
+}
+
+function sizeOf(path) {
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.size;
+  return readdirSync(path).reduce((sum, name) => sum + sizeOf(join(path, name)), 0);
+}
+
+const kib = (bytes) => `${(bytes / 1024).toFixed(0)} KiB`;
+
+if (process.platform !== 'linux') {
+  console.log(`pack-check: skipped, it checks the Linux install (this is ${process.platform})`);
+  process.exit(0);
+}
+
+// A world-readable place: started as root, the worker runs as uid 65534 and must reach the app.
+const work = mkdtempSync(join(tmpdir(), 'strata-pack-check-'));
+chmodSync(work, 0o755);
+const prebuilt = PACKAGES.map((p) => join(root, 'packages', p, 'prebuilds'));
+const cleanUp = () => {
+  rmSync(work, { recursive: true, force: true });
+  // The prebuilds were for the tarballs: left in the packages they would shadow later source builds.
+  for (const dir of prebuilt) rmSync(dir, { recursive: true, force: true });
+};
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => (cleanUp(), process.exit(130)));
+try {
+  // 1. Prebuilds for this machine's arch only: the cross-compiled arm64 set needs Debian's
+  // cross compilers (`npm run prebuilds` builds both and checks them).
+  console.log(`pack-check: prebuilding for linux-${process.arch}`);
+  run(process.execPath, [join(root, 'scripts/prebuild.mjs'), '--arch', process.arch], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+
+  // 2. Pack every package.
+  const tarballs = join(work, 'tarballs');
+  mkdirSync(tarballs);
+  const packed = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', tarballs, ...PACKAGES.flatMap((p) => ['-w', `@strata/${p}`])], { cwd: root }));
+  for (const p of packed) console.log(`pack-check: ${p.filename}: ${kib(p.size)} packed, ${kib(p.unpackedSize)} unpacked, ${p.entryCount} files`);
+
+  // 3. A fresh application, installing from the tarballs, with no compiler on PATH: only node and npm.
+  const app = join(work, 'app');
+  const bin = join(work, 'bin');
+  mkdirSync(app);
+  mkdirSync(bin);
+  symlinkSync(process.execPath, join(bin, 'node'));
+  // npm runs install scripts with sh: a machine without a compiler still has a shell.
+  symlinkSync('/bin/sh', join(bin, 'sh'));
+  const npmCli = process.env.npm_execpath;
+  if (!npmCli || !existsSync(npmCli)) fail('run this through npm (npm run pack-check): it needs npm_execpath');
+  writeFileSync(join(bin, 'npm'), `#!/bin/sh\nexec "${process.execPath}" "${npmCli}" "$@"\n`, { mode: 0o755 });
+  for (const tool of ['gcc', 'cc', 'g++', 'make', 'python3']) {
+    if (spawnSync('sh', ['-c', `command -v ${tool}`], { env: { PATH: bin } }).status === 0) fail(`${tool} is still on the application's PATH`);
+  }
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'pack-check-app', private: true, type: 'module' }, null, 2));
+  // This machine's settings stay (the user's .npmrc, a proxy's CA certificates); npm's own
+  // lifecycle variables and every tool but node and npm go.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(npm_|INIT_CWD$)/i.test(key)));
+  Object.assign(env, { PATH: bin, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' });
+  const local = packed.map((p) => join(tarballs, p.filename));
+  console.log('pack-check: npm install @strata/runtime (and the tarballs standing in for the registry), no compiler on PATH');
+  const install = run(join(bin, 'npm'), ['install', '--no-save', '--foreground-scripts', ...local], { cwd: app, env });
+  chmodSync(app, 0o755);
+
+  // 4. Nothing was compiled: no package has a source build.
+  for (const p of PACKAGES) {
+    const dir = join(app, 'node_modules', '@strata', p);
+    if (existsSync(join(dir, 'build'))) fail(`@strata/${p} was compiled at install (${join(dir, 'build')} exists):\n${install}`);
+  }
+
+  // 5. The ten-line program.
+  const program = `
+    import { IsolatedRuntime } from '@strata/runtime';
+    const out = {};
+    {
+      await using rt = await IsolatedRuntime.start({ sandbox: 'require', timeout: 2_000 });
+      rt.bindFunction('lookup', (sku) => ({ A1: 3.5 })[sku]);
+      Object.assign(out, { value: await rt.eval("lookup('A1') * 2"), sandbox: rt.sandbox, extras: rt.sandboxExtras });
+    }
+    out.withoutOsLayers = await IsolatedRuntime.start({ sandbox: 'require', replaceDefaultLayers: true, layers: [] }).then((rt) => rt.close().then(() => 'started'), (e) => e.code);
+    console.log(JSON.stringify(out));`;
+  writeFileSync(join(app, 'check.mjs'), program);
+  const outcome = JSON.parse(run(join(bin, 'node'), ['check.mjs'], { cwd: app, env }).trim().split('\n').pop());
+  const expected = { value: 7, sandbox: 'landlock+seccomp', extras: ['emptyroot'], withoutOsLayers: 'ERR_STRATA_SANDBOX_UNAVAILABLE' };
+  if (JSON.stringify(outcome) !== JSON.stringify(expected)) fail(`the program printed ${JSON.stringify(outcome)}, expected ${JSON.stringify(expected)}`);
+  console.log(`pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers})`);
+  console.log(`pack-check: installed size ${kib(sizeOf(join(app, 'node_modules')))} (node_modules), of which @strata ${kib(sizeOf(join(app, 'node_modules', '@strata')))}`);
+  console.log('pack-check: ok');
+} finally {
+  cleanUp();
+}
