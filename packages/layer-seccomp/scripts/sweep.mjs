@@ -20,6 +20,7 @@ export const SKIPPED = {
   ppoll: 'blocks forever with a NULL timeout',
   uretprobe: 'the kernel answers a call from outside a uretprobe trampoline with SIGILL',
 };
+import { nativeArtifactPath } from '@strata/runtime/native';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -56,7 +57,7 @@ async function child() {
 }
 
 function parent() {
-  const helper = fileURLToPath(new URL('../build/Release/strata-no-io-uring', import.meta.url));
+  const helper = nativeArtifactPath(fileURLToPath(new URL('..', import.meta.url)), 'strata-no-io-uring');
   const self = fileURLToPath(import.meta.url);
   const noIoUring = process.argv.includes('--no-io-uring');
   const [command, args] = noIoUring ? [helper, ['--', process.execPath, self, '--child']] : [process.execPath, [self, '--child']];

@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
+import { nativeArtifactPath } from '../src/native/native-artifact.js';
 
-const SIMULATE = fileURLToPath(new URL('../../build/Release/strata-simulate-platform', import.meta.url));
+// The prebuild when `npm run prebuilds` made one, else the source build.
+const SIMULATE = nativeArtifactPath(fileURLToPath(new URL('../..', import.meta.url)), 'strata-simulate-platform');
 const PROBE = fileURLToPath(new URL('./fixtures/simulated-platform-probe.js', import.meta.url));
 
 /** Runs the probe script on a simulated platform and returns what it printed. */

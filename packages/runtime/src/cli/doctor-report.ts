@@ -13,7 +13,7 @@ export interface DoctorFacts {
   /** The version of `@strata/runtime`. */
   readonly strata: string;
   readonly node: { readonly version: string; readonly platform: string; readonly arch: string };
-  /** The C helpers built at install (`build/Release`): the exec helper and the memory watchdog. */
+  /** The native helpers, prebuilt (`prebuilds/<platform>-<arch>`) or built at install (`build/Release`): the exec helper and the memory watchdog. */
   readonly nativeHelpers: { readonly built: boolean; readonly directory: string; readonly strataExec: boolean; readonly watchdog: boolean };
   /** Whether this process is root, its uid, and the uid the worker runs as (`null`: unknown). */
   readonly privileges: { readonly root: boolean; readonly uid: number | null; readonly workerUid: number | null };
