@@ -74,6 +74,7 @@ export type {
   SelfTestContext,
 } from './layers/layer.js';
 export { defaultLayers, missingDefaultLayers, PLATFORM_LAYERS } from './layers/default-layers.js';
+export type { PlatformLayer } from './layers/default-layers.js';
 export {
   computeWorkerFiles,
   isBeneath,
