@@ -15,7 +15,7 @@ import {
   CLOCK_RANDOM_ALGORITHM,
 } from './constants.js';
 import { ClockSelfTestFailed } from './errors.js';
-import type { Layer, LayerCapability } from '@strata/runtime';
+import type { Layer, LayerCapability } from '@strata/runtime/layers';
 import { resolveClockOptions, type ResolvedClockOptions } from './options.js';
 
 /** How many of the seed's first `Math.random` values the self-test compares. */

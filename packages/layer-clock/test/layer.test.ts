@@ -1,7 +1,7 @@
 import test from 'ava';
 import { clock, clockBootstrap, ClockOptionError, ClockSelfTestFailed, CLOCK_PROVIDES } from '../src/index.js';
 import clockLayer from '../src/layer.js';
-import type { ApplyContext, Layer, LayerCapability, SelfTestContext } from '@strata/runtime';
+import type { ApplyContext, Layer, LayerCapability, SelfTestContext } from '@strata/runtime/layers';
 import { AT, DISABLE_CODE_GENERATION, freshGuestEvaluator, type GuestOptions } from './helpers/guest.js';
 
 /** Runs `apply` against a fake context and returns what the layer asked for. */

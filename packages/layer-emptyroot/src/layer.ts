@@ -17,7 +17,7 @@
 import { lstatSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { computeWorkerFiles, errnoOf, type ApplyContext, type LaunchContext, type LaunchStep, type Layer, type LayerCapability, type ProbeContext, type SelfTestContext } from '@strata/runtime';
+import { computeWorkerFiles, errnoOf, type ApplyContext, type LaunchContext, type LaunchStep, type Layer, type LayerCapability, type ProbeContext, type SelfTestContext } from '@strata/runtime/layers';
 import { EMPTYROOT_HELPER, dryRun } from './helper.js';
 import { helperArguments, planRoot, type RootPlan } from './root-plan.js';
 

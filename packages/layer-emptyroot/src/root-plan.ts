@@ -7,7 +7,7 @@
  */
 import { lstatSync, readlinkSync } from 'node:fs';
 import { dirname, posix } from 'node:path';
-import { isBeneath, type WorkerFile } from '@strata/runtime';
+import { isBeneath, type WorkerFile } from '@strata/runtime/layers';
 
 /** What the planner may ask of the host's file system. */
 export interface HostFs {

@@ -1,6 +1,6 @@
 // Pure tests: the new root's plan against a fake host file system, and the dry run's verdicts.
 import test from 'ava';
-import type { WorkerFile } from '@strata/runtime';
+import type { WorkerFile } from '@strata/runtime/layers';
 import { classifyDryRun, emptyroot, EMPTYROOT_LAYER_MODULE, helperArguments, planRoot, resolveOnHost, STAGE_CANDIDATES, type HostFs } from '../src/index.js';
 import emptyrootLayer from '../src/layer.js';
 

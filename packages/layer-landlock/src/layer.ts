@@ -21,7 +21,7 @@
 import { readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { connect } from 'node:net';
-import type { ApplyContext, LaunchContext, LaunchStep, Layer, LayerCapability, ProbeContext, SealContext, SelfTestContext } from '@strata/runtime';
+import type { ApplyContext, LaunchContext, LaunchStep, Layer, LayerCapability, ProbeContext, SealContext, SelfTestContext } from '@strata/runtime/layers';
 import { addonUnavailableReason, loadAddon } from './addon.js';
 import { errataFromKernel, type Errata } from './errata.js';
 import { LANDLOCK_HELPER, landlockAbi, type AbiResult } from './helper.js';

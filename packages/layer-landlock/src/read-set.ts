@@ -7,7 +7,7 @@
  */
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { computeWorkerFiles, type WorkerFile } from '@strata/runtime';
+import { computeWorkerFiles, type WorkerFile } from '@strata/runtime/layers';
 
 export {
   isBeneath,
@@ -17,7 +17,7 @@ export {
   parseLoadedObjects,
   parseMaps,
   SYSTEM_WORKER_FILES as SYSTEM_FILES,
-} from '@strata/runtime';
+} from '@strata/runtime/layers';
 
 /** One entry of the read set: a directory (read, list and execute beneath it) or a single file (read and execute). */
 export type ReadEntry = WorkerFile;

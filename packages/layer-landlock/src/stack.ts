@@ -15,7 +15,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { LayerCapability } from '@strata/runtime';
+import type { LayerCapability } from '@strata/runtime/layers';
 import { TEST_FIRE_MARKER } from './test-fire.js';
 
 /** The first Landlock ABI with thread sync (Linux 7.0). */

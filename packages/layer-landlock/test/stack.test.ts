@@ -2,7 +2,7 @@
 // stackDenyAll fired in children only (never in ava's own process: it cannot be undone).
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { planLayers } from '@strata/runtime';
+import { planLayers } from '@strata/runtime/layers';
 import { ADDON_PATH, addonUnavailableReason, loadAddon } from '../src/addon.js';
 import { errataFromKernel } from '../src/errata.js';
 import { LANDLOCK_HELPER, landlockAbi } from '../src/helper.js';

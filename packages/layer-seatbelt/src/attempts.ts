@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { errnoOf, tryConnect } from '@strata/runtime';
+import { errnoOf, tryConnect } from '@strata/runtime/layers';
 import type { SeatbeltAddon } from './addon.js';
 
 /** The error codes Seatbelt answers a denied operation with. */

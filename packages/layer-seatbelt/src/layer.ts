@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { ApplyContext, Layer, LayerCapability, ProbeContext, SelfTestContext } from '@strata/runtime';
+import type { ApplyContext, Layer, LayerCapability, ProbeContext, SelfTestContext } from '@strata/runtime/layers';
 import { addonUnavailableReason, loadAddon } from './addon.js';
 import { tryForbidden } from './attempts.js';
 import { dryRun } from './dry-run.js';

@@ -5,7 +5,7 @@
  * @module
  */
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import { nodeModulesWithRuntime, strataPackages } from '@strata/runtime';
+import { nodeModulesWithRuntime, strataPackages } from '@strata/runtime/layers';
 import { fileURLToPath } from 'node:url';
 import { checkProfilePath, type ReadRule } from './profile.js';
 

@@ -2,7 +2,7 @@
 // profile to ava's process: on macOS the dry runs happen in throwaway children.
 import test from 'ava';
 import { existsSync } from 'node:fs';
-import type { ApplyContext, ProbeContext } from '@strata/runtime';
+import type { ApplyContext, ProbeContext } from '@strata/runtime/layers';
 import { ADDON_PATH, addonUnavailableReason } from '../src/addon.js';
 import { dryRun } from '../src/dry-run.js';
 import { SEATBELT_LAYER_MODULE, seatbelt, seatbeltProfile as exportedProfile } from '../src/index.js';

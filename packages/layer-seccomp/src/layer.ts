@@ -13,7 +13,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { ApplyContext, LaunchContext, LaunchStep, Layer, LayerCapability, ProbeContext, SelfTestContext } from '@strata/runtime';
+import type { ApplyContext, LaunchContext, LaunchStep, Layer, LayerCapability, ProbeContext, SelfTestContext } from '@strata/runtime/layers';
 import { NO_IO_URING_HELPER, addonUnavailableReason, loadAddon } from './addon.js';
 import { archOf, compileFilter, serializeFilter, X32_SYSCALL_BIT, type CompiledFilter } from './compile-filter.js';
 import { CONSTANTS, ERRNO } from './policy.js';

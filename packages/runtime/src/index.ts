@@ -57,39 +57,7 @@ export {
 } from './errors.js';
 export type { StrataErrorCode, CrashReason, LayerHook } from './errors.js';
 export { LayerFailed, LayerConfigError } from './errors.js';
-export type {
-  Layer,
-  LayerCapability,
-  LayerDescriptor,
-  LayerReport,
-  LayerRequirement,
-  LayerOrder,
-  LayerModuleExport,
-  Enforcement,
-  ProbeContext,
-  LaunchContext,
-  LaunchStep,
-  ApplyContext,
-  SealContext,
-  SelfTestContext,
-} from './layers/layer.js';
-export { defaultLayers, missingDefaultLayers, PLATFORM_LAYERS } from './layers/default-layers.js';
-export type { PlatformLayer } from './layers/default-layers.js';
-export {
-  computeWorkerFiles,
-  isBeneath,
-  normalizeWorkerFiles,
-  nodeInstallDir,
-  nodeModulesWithRuntime,
-  opensslConfig,
-  parseLoadedObjects,
-  parseMaps,
-  sharedLibraries,
-  strataPackages,
-  SYSTEM_WORKER_FILES,
-} from './layers/worker-files.js';
-export type { WorkerFile, WorkerFilesInput } from './layers/worker-files.js';
-export { errnoOf, tryConnect } from './layers/attempts.js';
-export { planLayers, enforcementOf } from './layers/plan.js';
-export type { LayerPlan, PlanInput, PlannedLayer } from './layers/plan.js';
-export { LAYER_OPTIONS } from './layers/tokens.js';
+// Layers as an application passes and reads them; what a layer author needs is in
+// `@strata/runtime/layers`.
+export type { LayerDescriptor, LayerReport, LayerRequirement } from './layers/layer.js';
+export { defaultLayers } from './layers/default-layers.js';

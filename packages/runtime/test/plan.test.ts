@@ -1,5 +1,6 @@
 import test from 'ava';
-import { planLayers, type LayerCapability, type LayerRequirement } from '../src/index.js';
+import { type LayerRequirement } from '../src/index.js';
+import { planLayers, type LayerCapability } from '../src/layers/index.js';
 
 const probes: Record<'full' | 'partial' | 'none', LayerCapability> = {
   full: { available: true, provides: ['a', 'b'], missing: [] },
