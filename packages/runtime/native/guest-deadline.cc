@@ -198,12 +198,18 @@ napi_value resume(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
-napi_value disarm(napi_env env, napi_callback_info info) {
+// disarm(slot), cancel(slot) and release(slot): the slot, locked by `held`; nullptr (with a JS
+// error thrown) when it is wrong.
+Slot* slot_only(napi_env env, napi_callback_info info, std::unique_lock<std::mutex>& held) {
   size_t argc = 1;
   napi_value argv[1];
   if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
+  return slot_argument(env, argv, argc, held);
+}
+
+napi_value disarm(napi_env env, napi_callback_info info) {
   std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
-  Slot* slot = slot_argument(env, argv, argc, held);
+  Slot* slot = slot_only(env, info, held);
   if (slot == nullptr) return nullptr;
   const bool fired = slot->fired;
   slot->armed = false;
@@ -215,22 +221,16 @@ napi_value disarm(napi_env env, napi_callback_info info) {
 }
 
 napi_value cancel(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
   std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
-  Slot* slot = slot_argument(env, argv, argc, held);
+  Slot* slot = slot_only(env, info, held);
   if (slot == nullptr) return nullptr;
   slot->isolate->CancelTerminateExecution();
   return nullptr;
 }
 
 napi_value release(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
   std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
-  Slot* slot = slot_argument(env, argv, argc, held);
+  Slot* slot = slot_only(env, info, held);
   if (slot == nullptr) return nullptr;
   *slot = Slot{};
   return nullptr;
