@@ -28,7 +28,7 @@ if (otherArg === '--side') {
     }
     return samples.sort((a, b) => a - b)[4];
   };
-  const rt = await Runtime.create({ bootstrap: WEB_POLYFILLS });
+  const rt = await (Runtime.start ?? Runtime.create).call(Runtime, { bootstrap: WEB_POLYFILLS });
   rt.bindFunction('inc', (x) => x + 1);
   rt.bindFunction('later', async (x) => x + 1);
   const out = {};

@@ -30,7 +30,7 @@ const context = isolate.createContextSync();
 context.global.setSync('inc', new ivm.Callback((x) => x + 1));
 const context2Isolate = new ivm.Isolate({ memoryLimit: 128 });
 const context2 = context2Isolate.createContextSync();
-const rt = await Runtime.create();
+const rt = await Runtime.start();
 rt.bindFunction('inc', (x) => x + 1);
 
 const rows = [];

@@ -5,7 +5,7 @@
  *
  * ```ts
  * import { IsolatedRuntime } from '@strata/runtime';
- * import clock from '@strata/layer-clock';
+ * import { clock } from '@strata/layer-clock';
  *
  * const rt = await IsolatedRuntime.start({ layers: [clock({ at: '2026-01-01T00:00:00Z', seed: 42 })] });
  * ```
@@ -60,7 +60,6 @@ export function clock(options: ClockOptions = {}): ClockLayerDescriptor {
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }
 
-export default clock;
 
 export { clockBootstrap, seededRandom } from './bootstrap.js';
 export { ClockOptionError, ClockSelfTestFailed } from './errors.js';

@@ -2,7 +2,7 @@ import test from 'ava';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { IsolatedRuntime } from '@strata/runtime';
 import { checkLayerConformance, testLayer } from '@strata/runtime/testing';
-import clock from '../src/index.js';
+import { clock } from '../src/index.js';
 
 const PROGRAM = `(async () => {
   const lines = [];

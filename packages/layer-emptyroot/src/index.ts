@@ -44,4 +44,3 @@ export function emptyroot(options: EmptyrootOptions = {}): LayerDescriptor {
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }
 
-export default emptyroot;

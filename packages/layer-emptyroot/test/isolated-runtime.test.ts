@@ -42,13 +42,13 @@ maybe('the layer conforms: probe pure and stable, report JSON, requirement off s
   t.deepEqual(await checkLayerConformance(emptyroot()), []);
 });
 
-maybe('emptyRoot: false leaves it out of the defaults; the worker then shares every namespace', async (t) => {
-  await using rt = await IsolatedRuntime.start({ sandbox: 'require', emptyRoot: false, prewarm: false });
+maybe("omitDefaultLayers: ['emptyroot'] leaves it out of the defaults; the worker then shares every namespace", async (t) => {
+  await using rt = await IsolatedRuntime.start({ sandbox: 'require', omitDefaultLayers: ['emptyroot'], prewarm: false });
   t.deepEqual(rt.report.layers.map((l) => l.name), defaultLayers().map((d) => d.module.replace(/^@strata\/layer-(.*)\/layer$/, '$1')).filter((n) => n !== 'emptyroot'));
   t.deepEqual(rt.sandboxExtras, []);
   t.deepEqual(rt.report.verified!.ownNamespaces, []);
   t.is(rt.sandbox, 'landlock+seccomp');
-  await t.throwsAsync(IsolatedRuntime.start({ emptyRoot: 'no' as never }), { message: /emptyRoot must be true or false/ });
+  await t.throwsAsync(IsolatedRuntime.start({ omitDefaultLayers: ['empty-root'] }), { message: /omitDefaultLayers names default layers/ });
 });
 
 maybe('bindPaths: a directory is bound read-only (and reported); a path that does not exist refuses the start naming it', async (t) => {

@@ -60,4 +60,3 @@ export function landlock(options: LandlockOptions = {}): LayerDescriptor {
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }
 
-export default landlock;

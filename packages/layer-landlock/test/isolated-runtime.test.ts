@@ -75,7 +75,7 @@ maybe("sandbox 'auto' with the Landlock layer alone: full, self-tested; guest co
 
 maybe("sandbox 'require' with Landlock and seccomp: rt.sandbox is 'landlock+seccomp'", async (t) => {
   // The defaults without the empty root (its named opt-out): Landlock and seccomp.
-  const rt = await IsolatedRuntime.start({ sandbox: 'require', emptyRoot: false, layers: [descriptor(), seccomp()], bootstrap: WEB_POLYFILLS });
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', omitDefaultLayers: ['emptyroot'], layers: [descriptor(), seccomp()], bootstrap: WEB_POLYFILLS });
   try {
     t.is(rt.sandbox, 'landlock+seccomp');
     const entry = landlockEntry(t, rt);
@@ -92,7 +92,7 @@ maybe("sandbox 'require' with Landlock and seccomp: rt.sandbox is 'landlock+secc
 });
 
 maybe("stackAfterLoad: false is reported as off, in the probe and in the worker", async (t) => {
-  const rt = await IsolatedRuntime.start({ sandbox: 'require', emptyRoot: false, layers: [descriptor({ stackAfterLoad: false })] });
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', omitDefaultLayers: ['emptyroot'], layers: [descriptor({ stackAfterLoad: false })] });
   try {
     const entry = landlockEntry(t, rt);
     t.is(entry.capability.detail!.stackAfterLoad, 'off (stackAfterLoad: false)');
@@ -109,7 +109,7 @@ maybe("stackAfterLoad: false is reported as off, in the probe and in the worker"
 maybe('readPaths are counted in the report; a relative one is refused', async (t) => {
   const extra = mkdtempSync(join(realpathSync(tmpdir()), 'strata-landlock-extra-'));
   // Without the empty root: under it, `extra` would also need emptyroot({ bindPaths }).
-  const rt = await IsolatedRuntime.start({ sandbox: 'require', emptyRoot: false, layers: [descriptor({ readPaths: [extra] })] });
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', omitDefaultLayers: ['emptyroot'], layers: [descriptor({ readPaths: [extra] })] });
   try {
     t.is(landlockEntry(t, rt).detail.readPaths, 1);
   } finally {
@@ -121,7 +121,7 @@ maybe('readPaths are counted in the report; a relative one is refused', async (t
 
 maybe('seccomp before Landlock: still full and self-tested; the addon still tells the ABI and errata (no exec needed)', async (t) => {
   // The whole list, in this order (merged into the defaults, they would keep the platform's order).
-  const rt = await IsolatedRuntime.start({ sandbox: 'require', emptyRoot: false, replaceDefaultLayers: true, layers: [seccomp(), descriptor()] });
+  const rt = await IsolatedRuntime.start({ sandbox: 'require', omitDefaultLayers: ['emptyroot'], replaceDefaultLayers: true, layers: [seccomp(), descriptor()] });
   t.deepEqual(rt.report.layers.map((l) => l.name), ['seccomp', 'landlock']);
   try {
     t.is(rt.sandbox, 'landlock+seccomp');

@@ -61,4 +61,3 @@ export function seatbelt(options: SeatbeltOptions = {}): LayerDescriptor {
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }
 
-export default seatbelt;

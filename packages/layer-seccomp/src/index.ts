@@ -39,4 +39,3 @@ export function seccomp(options: SeccompOptions = {}): LayerDescriptor {
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }
 
-export default seccomp;

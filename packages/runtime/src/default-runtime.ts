@@ -7,7 +7,7 @@ import type { ModuleLoader, ModuleResolver } from './module-registry.js';
 import { resolveRuntimeOptions, type RuntimeOptions } from './options.js';
 import { Runtime, type EvalModuleOptions, type EvalOptions, type HostFunction } from './runtime.js';
 
-/** Options of {@link configureDefaultRuntime}: `isolated: true` and the options of `IsolatedRuntime.start`, or the options of `Runtime.create`. */
+/** Options of {@link configureDefaultRuntime}: `isolated: true` and the options of `IsolatedRuntime.start`, or the options of `Runtime.start`. */
 export type DefaultRuntimeOptions = ({ isolated: true } & IsolatedRuntimeOptions) | ({ isolated?: false } & RuntimeOptions);
 
 type AnyRuntime = Runtime | IsolatedRuntime;
@@ -61,7 +61,7 @@ async function runtimeOf(current: Slot): Promise<AnyRuntime> {
   if (existing !== undefined && !existing.closed && current.generation === configuration.generation) return existing;
   if (existing !== undefined && !existing.closed) await existing.close();
   const { isolated, options, generation } = configuration;
-  const created: Promise<AnyRuntime> = isolated ? IsolatedRuntime.start(options as IsolatedRuntimeOptions) : Runtime.create(options as RuntimeOptions);
+  const created: Promise<AnyRuntime> = isolated ? IsolatedRuntime.start(options as IsolatedRuntimeOptions) : Runtime.start(options as RuntimeOptions);
   current.runtime = created;
   current.generation = generation;
   const rt = await created;

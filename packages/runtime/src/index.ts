@@ -1,6 +1,8 @@
 /**
- * `@strata/runtime`: the engine (`Runtime`, an isolate in this process) and, in later
- * releases, the isolated, sandboxed worker built on it.
+ * `@strata/runtime`: the engine (`Runtime`, an isolate in this process), the isolated, sandboxed
+ * worker built on it (`IsolatedRuntime`, `SandboxPool`), their options, results and errors. What a
+ * layer author needs is in `@strata/runtime/layers`, test helpers in `@strata/runtime/testing`;
+ * nothing else is public.
  *
  * @packageDocumentation
  */
@@ -9,15 +11,13 @@ import './require-node.js';
 
 export { MIN_NODE_MAJOR, UnsupportedNode } from './node-version.js';
 export { Runtime } from './runtime.js';
-export { IsolatedRuntime, MAX_WORKER_THREADS } from './isolated/isolated-runtime.js';
+export { IsolatedRuntime } from './isolated/isolated-runtime.js';
 export { SandboxPool } from './isolated/sandbox-pool.js';
 export type { SandboxPoolOptions, CheckoutOptions, PoolStats } from './isolated/sandbox-pool.js';
-export { CrashLedger, DEFAULT_CRASH_BUDGET } from './isolated/crash-budget.js';
-export type { CrashBudgetOptions, BudgetVerdict } from './isolated/crash-budget.js';
+export type { CrashBudgetOptions } from './isolated/crash-budget.js';
 export type { SandboxReport } from './isolated/isolated-runtime.js';
 export type { OutsideView } from './isolated/verify-worker.js';
-export { resolveIsolatedOptions, SESSION_OPTIONS } from './isolated/isolated-options.js';
-export type { IsolatedRuntimeOptions, ResolvedIsolatedOptions, SandboxMode } from './isolated/isolated-options.js';
+export type { IsolatedRuntimeOptions, SandboxMode } from './isolated/isolated-options.js';
 export {
   configureDefaultRuntime,
   eval,
@@ -33,13 +33,10 @@ export {
 export type { DefaultRuntimeOptions } from './default-runtime.js';
 export type { HostFunction, EvalOptions, EvalModuleOptions } from './runtime.js';
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
-export { DEFAULT_RUNTIME_OPTIONS, resolveRuntimeOptions } from './options.js';
-export type { RuntimeOptions, ResolvedRuntimeOptions, OptionalGlobal } from './options.js';
-export { ConsoleCapture, TRUNCATED_MARKER } from './console-capture.js';
-export type { ConsoleEntry } from './console-capture.js';
+export type { RuntimeOptions, OptionalGlobal } from './options.js';
+export type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
 export type { ExecutionResult } from './execution-result.js';
 export type { Transferable } from './values.js';
-export { assertTransferable, MAX_VALUE_NODES } from './values.js';
 export {
   StrataError,
   JsError,

@@ -5,7 +5,7 @@ export type OptionalGlobal = 'SharedArrayBuffer' | 'Atomics' | 'WeakRef' | 'Fina
 
 const OPTIONAL_GLOBALS: readonly OptionalGlobal[] = ['SharedArrayBuffer', 'Atomics', 'WeakRef', 'FinalizationRegistry'];
 
-/** Options of {@link Runtime.create}. Times are in milliseconds and sizes in bytes. */
+/** Options of {@link Runtime.start}. Times are in milliseconds and sizes in bytes. */
 export interface RuntimeOptions {
   /**
    * Soft limit on the guest's time per command (script, microtasks and timers it drives).

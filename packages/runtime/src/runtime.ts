@@ -124,7 +124,7 @@ const HOST_OPERATION_MS = 5_000;
  * sandboxed worker process.
  *
  * ```ts
- * await using rt = await Runtime.create({ timeout: 1_000 });
+ * await using rt = await Runtime.start({ timeout: 1_000 });
  * rt.bindFunction('lookup', (sku: string) => ({ A1: 3.5 })[sku]);
  * await rt.eval("lookup('A1') * 2"); // 7
  * ```
@@ -226,7 +226,7 @@ export class Runtime implements AsyncDisposable {
    *
    * @throws {@link InvalidOption} for a bad option; {@link JsError} if a bootstrap script throws.
    */
-  static async create(options?: RuntimeOptions): Promise<Runtime> {
+  static async start(options?: RuntimeOptions): Promise<Runtime> {
     const resolved = resolveRuntimeOptions(options);
     const runtime = new Runtime(resolved);
     try {
@@ -239,7 +239,7 @@ export class Runtime implements AsyncDisposable {
       const removeGlobals = (['SharedArrayBuffer', 'Atomics', 'WeakRef', 'FinalizationRegistry'] as const).filter(
         (name) => !resolved.allowGlobals.includes(name),
       );
-      const loop = runtime.#enterBounded('Runtime.create', () =>
+      const loop = runtime.#enterBounded('Runtime.start', () =>
         runtime.#internals.finalize.applySync(undefined, [new ivm.ExternalCopy(removeGlobals).copyInto()], { result: { reference: true } }),
       ) as ivm.Reference;
       runtime.#eventLoop = loop.typeof === 'object' ? loop : undefined;
@@ -410,7 +410,7 @@ export class Runtime implements AsyncDisposable {
     this.#dispose(undefined);
   }
 
-  /** `await using rt = await Runtime.create()` closes it at the end of the scope. */
+  /** `await using rt = await Runtime.start()` closes it at the end of the scope. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }

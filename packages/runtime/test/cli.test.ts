@@ -85,7 +85,7 @@ test('run: a program that logs and returns a value prints its console, then its 
 });
 
 test('run: a program that throws prints "errorType: message" and the guest frames on stderr; exit 1', async (t) => {
-  const ran = await strata(['run', fixture('throws.js'), '--sandbox', 'none']);
+  const ran = await strata(['run', fixture('throws.js'), '--sandbox', 'off']);
   t.is(ran.code, 1);
   t.is(ran.stdout, 'checking\n');
   t.is(ran.stderr.split('\n')[0], 'RangeError: bad quantity: 0');
@@ -103,7 +103,7 @@ test('run: --memory below what a worker needs says so, names the smallest value 
 });
 
 test('run: an endless loop with --timeout 300 ends in RuntimeTimeout; exit 1', async (t) => {
-  const ran = await strata(['run', fixture('loops-forever.js'), '--timeout', '300', '--sandbox', 'none']);
+  const ran = await strata(['run', fixture('loops-forever.js'), '--timeout', '300', '--sandbox', 'off']);
   t.is(ran.code, 1);
   t.is(ran.stdout, 'looping\n');
   t.regex(ran.stderr, /^RuntimeTimeout: /m);
@@ -112,7 +112,7 @@ test('run: an endless loop with --timeout 300 ends in RuntimeTimeout; exit 1', a
 });
 
 test('run: a V8 abort (new Array(2 ** 32 - 1).fill(0)) with --timeout 1000 is contained: WorkerCrashed or RuntimeTimeout; exit 1', async (t) => {
-  const ran = await strata(['run', fixture('aborts-v8.js'), '--timeout', '1000', '--sandbox', 'none']);
+  const ran = await strata(['run', fixture('aborts-v8.js'), '--timeout', '1000', '--sandbox', 'off']);
   t.is(ran.code, 1);
   t.regex(ran.stderr, /^(WorkerCrashed|RuntimeTimeout): /m);
   t.true(ran.ms < 30_000, `took ${ran.ms} ms`);
@@ -134,7 +134,7 @@ test('run --json: one JSON object on stdout, console collected into it, nothing 
 });
 
 test('run --json: values JSON cannot express are tagged, and decode back exactly', async (t) => {
-  const ran = await strata(['run', fixture('values.js'), '--json', '--sandbox', 'none']);
+  const ran = await strata(['run', fixture('values.js'), '--json', '--sandbox', 'off']);
   t.is(ran.code, 0, ran.stderr);
   const out = JSON.parse(ran.stdout) as RunJsonOutput;
   t.like(out.result as object, {
@@ -160,7 +160,7 @@ test('run --json: values JSON cannot express are tagged, and decode back exactly
 });
 
 test('run --json: a failure has status, error, errorType and the guest stack; result null; exit 1', async (t) => {
-  const ran = await strata(['run', fixture('throws.js'), '--json', '--sandbox', 'none']);
+  const ran = await strata(['run', fixture('throws.js'), '--json', '--sandbox', 'off']);
   t.is(ran.code, 1);
   t.is(ran.stderr, '');
   const out = JSON.parse(ran.stdout) as RunJsonOutput;
@@ -211,7 +211,7 @@ test('run: a missing file is exit 2 with the path and the reason', async (t) => 
 });
 
 test('run: top-level await is a SyntaxError with a hint to wrap the program; exit 1', async (t) => {
-  const ran = await strata(['run', fixture('top-level-await.js'), '--sandbox', 'none']);
+  const ran = await strata(['run', fixture('top-level-await.js'), '--sandbox', 'off']);
   t.is(ran.code, 1);
   t.regex(ran.stderr, /^SyntaxError: await is only valid/m);
   t.regex(ran.stderr, /wrap the program in \(async \(\) => \{ \.\.\. \}\)\(\)/);
@@ -219,8 +219,8 @@ test('run: top-level await is a SyntaxError with a hint to wrap the program; exi
 
 test('run: long output streams in full; --json keeps the capped capture and says it was truncated', async (t) => {
   const [streamed, json] = await Promise.all([
-    strata(['run', fixture('many-lines.js'), '--sandbox', 'none']),
-    strata(['run', fixture('many-lines.js'), '--sandbox', 'none', '--json']),
+    strata(['run', fixture('many-lines.js'), '--sandbox', 'off']),
+    strata(['run', fixture('many-lines.js'), '--sandbox', 'off', '--json']),
   ]);
   t.is(streamed.code, 0);
   const lines = streamed.stdout.split('\n');
@@ -234,8 +234,8 @@ test('run: long output streams in full; --json keeps the capped capture and says
 
 test('run: web polyfills are on by default and off with --no-polyfills; Node and network APIs are never there', async (t) => {
   const [on, off] = await Promise.all([
-    strata(['run', fixture('globals.js'), '--sandbox', 'none']),
-    strata(['run', fixture('globals.js'), '--sandbox', 'none', '--no-polyfills']),
+    strata(['run', fixture('globals.js'), '--sandbox', 'off']),
+    strata(['run', fixture('globals.js'), '--sandbox', 'off', '--no-polyfills']),
   ]);
   t.is(on.stdout, 'function function undefined undefined undefined\n');
   t.is(off.stdout, 'undefined undefined undefined undefined undefined\n');
@@ -285,7 +285,7 @@ test('the built bin starts with its shebang', (t) => {
 
 // Serial: it counts this process's children, and the tests above spawn theirs concurrently.
 test.serial('start deadline: a worker that does not start in time is a WorkerCrashed (start), and is closed when it does start', async (t) => {
-  const error = await t.throwsAsync(startRuntime({ sandbox: 'none' }, 1), { instanceOf: WorkerCrashed, message: /did not start within 1 ms/ });
+  const error = await t.throwsAsync(startRuntime({ sandbox: 'off' }, 1), { instanceOf: WorkerCrashed, message: /did not start within 1 ms/ });
   t.is(error?.reason, 'start');
   // The late worker still starts (seconds on a loaded machine) and is then closed: up to 30 s.
   let children = childPids();
@@ -322,7 +322,7 @@ const invalid: [string[], RegExp][] = [
   [['run'], /run needs the FILE/],
   [['run', 'a.js', 'b.js'], /run takes one FILE/],
   [['run', 'p.js', '--bogus'], /unknown option '--bogus'/],
-  [['run', 'p.js', '--sandbox', 'maybe'], /--sandbox must be require, auto or none/],
+  [['run', 'p.js', '--sandbox', 'maybe'], /--sandbox must be require, auto or off/],
   [['run', 'p.js', '--sandbox'], /argument missing/],
   [['run', 'p.js', '--timeout', '0'], /--timeout must be a positive whole number/],
   [['run', 'p.js', '--timeout', '1.5'], /--timeout must be a positive whole number/],

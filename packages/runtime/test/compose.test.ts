@@ -38,7 +38,7 @@ interface Row {
   readonly sandbox: SandboxMode;
   readonly layers: string[];
   readonly replace?: boolean;
-  readonly optedOut?: string[];
+  readonly omitDefaultLayers?: string[];
   readonly defaults?: DefaultLayerFact[] | undefined;
   readonly platform?: string;
   /** The composed list when the start goes ahead; `'refuse'` (SandboxUnavailable) or `'invalid'` (LayerConfigError) otherwise. */
@@ -67,18 +67,21 @@ const table: Row[] = [
   { label: 'a layer placed between defaults needs replaceDefaultLayers to stay there', sandbox: 'require', layers: ['emptyroot', 'landlock', 'x', 'seccomp'], expect: ['emptyroot', 'landlock', 'seccomp', 'x'] },
   { label: 'the same layer twice is left for the plan to refuse (LayerConfigError), not merged away', sandbox: 'require', layers: ['landlock', 'landlock*'], expect: ['emptyroot', 'landlock', 'seccomp', 'landlock*'] },
   // replaceDefaultLayers: the list is the whole list
-  { label: 'replace, require, clock alone: refused naming every default and what to do', sandbox: 'require', replace: true, layers: ['clock'], expect: 'refuse', missing: ['emptyroot', 'landlock', 'seccomp'], says: [/landlock is not in layers, which replaceDefaultLayers: true makes the whole list \(add landlock\(\) from @strata\/layer-landlock\)/, /seccomp is not in layers/, /emptyroot is not in layers/, /by name .*emptyroot \(emptyRoot: false\)/, /sandbox: 'auto' to start without them/] },
+  { label: 'replace, require, clock alone: refused naming every default and what to do', sandbox: 'require', replace: true, layers: ['clock'], expect: 'refuse', missing: ['emptyroot', 'landlock', 'seccomp'], says: [/landlock is not in layers, which replaceDefaultLayers: true makes the whole list \(add landlock\(\) from @strata\/layer-landlock\)/, /seccomp is not in layers/, /emptyroot is not in layers/, /by name .*emptyroot \(omitDefaultLayers: \['emptyroot'\]\)/, /sandbox: 'auto' to start without them/] },
   { label: 'replace, auto, clock alone: starts, one warning naming every default', sandbox: 'auto', replace: true, layers: ['clock'], expect: ['clock'], missing: ['emptyroot', 'landlock', 'seccomp'], says: [/without the default layers emptyroot, landlock, seccomp/] },
-  { label: 'replace, none: nothing required, nothing warned', sandbox: 'none', replace: true, layers: ['clock'], expect: ['clock'], missing: ['emptyroot', 'landlock', 'seccomp'], says: [] },
+  { label: 'replace, off: nothing required, nothing warned', sandbox: 'off', replace: true, layers: ['clock'], expect: ['clock'], missing: ['emptyroot', 'landlock', 'seccomp'], says: [] },
   { label: 'replace, require, all three and one between: exactly as given', sandbox: 'require', replace: true, layers: ['emptyroot', 'landlock', 'x', 'seccomp'], expect: ['emptyroot', 'landlock', 'x', 'seccomp'], says: [] },
   { label: 'replace, require, nothing: refused', sandbox: 'require', replace: true, layers: [], expect: 'refuse', missing: ['emptyroot', 'landlock', 'seccomp'] },
-  { label: 'replace, require, landlock+seccomp without the opt-out: refused naming emptyroot alone', sandbox: 'require', replace: true, layers: ['landlock', 'seccomp'], expect: 'refuse', missing: ['emptyroot'], says: [/emptyroot is not in layers/, /emptyRoot: false/, /without it \(with a warning naming it\)/] },
+  { label: 'replace, require, landlock+seccomp without the opt-out: refused naming emptyroot alone', sandbox: 'require', replace: true, layers: ['landlock', 'seccomp'], expect: 'refuse', missing: ['emptyroot'], says: [/emptyroot is not in layers/, /omitDefaultLayers: \['emptyroot'\]/, /without it \(with a warning naming it\)/] },
   // the named opt-out
-  { label: 'emptyRoot: false, require: the defaults without it', sandbox: 'require', optedOut: ['emptyroot'], layers: [], expect: ['landlock', 'seccomp'], says: [] },
-  { label: 'emptyRoot: false wins over an emptyroot in layers', sandbox: 'require', optedOut: ['emptyroot'], layers: ['emptyroot', 'clock'], expect: ['landlock', 'seccomp', 'clock'], says: [] },
-  { label: 'emptyRoot: false with replace and seccomp+landlock: starts, in the user order', sandbox: 'require', optedOut: ['emptyroot'], replace: true, layers: ['seccomp', 'landlock'], expect: ['seccomp', 'landlock'], says: [] },
-  { label: 'emptyRoot: false does not excuse seccomp', sandbox: 'require', optedOut: ['emptyroot'], replace: true, layers: ['landlock'], expect: 'refuse', missing: ['seccomp'], says: [/seccomp is not in layers/] },
-  { label: 'emptyRoot: false, auto: no warning about it', sandbox: 'auto', optedOut: ['emptyroot'], layers: [], expect: ['landlock', 'seccomp'], says: [] },
+  { label: "omitDefaultLayers: ['emptyroot'], require: the defaults without it", sandbox: 'require', omitDefaultLayers: ['emptyroot'], layers: [], expect: ['landlock', 'seccomp'], says: [] },
+  { label: "omitDefaultLayers: ['emptyroot'] wins over an emptyroot in layers", sandbox: 'require', omitDefaultLayers: ['emptyroot'], layers: ['emptyroot', 'clock'], expect: ['landlock', 'seccomp', 'clock'], says: [] },
+  { label: "omitDefaultLayers: ['emptyroot'] with replace and seccomp+landlock: starts, in the user order", sandbox: 'require', omitDefaultLayers: ['emptyroot'], replace: true, layers: ['seccomp', 'landlock'], expect: ['seccomp', 'landlock'], says: [] },
+  { label: "omitDefaultLayers: ['emptyroot'] does not excuse seccomp", sandbox: 'require', omitDefaultLayers: ['emptyroot'], replace: true, layers: ['landlock'], expect: 'refuse', missing: ['seccomp'], says: [/seccomp is not in layers/] },
+  { label: "omitDefaultLayers: ['emptyroot'], auto: no warning about it", sandbox: 'auto', omitDefaultLayers: ['emptyroot'], layers: [], expect: ['landlock', 'seccomp'], says: [] },
+  { label: "omitDefaultLayers: ['seccomp'], require: refused, it is part of the OS sandbox", sandbox: 'require', omitDefaultLayers: ['seccomp'], layers: [], expect: 'refuse', missing: [], says: [/seccomp is left out by omitDefaultLayers, and it is part of the OS sandbox/, /sandbox: 'auto' to start without it/] },
+  { label: "omitDefaultLayers: ['landlock'], auto: left out as asked, without a warning", sandbox: 'auto', omitDefaultLayers: ['landlock'], layers: ['landlock'], expect: ['emptyroot', 'seccomp'], says: [] },
+  { label: "omitDefaultLayers: ['seatbelt'] on Linux: another platform's layer, nothing changes", sandbox: 'require', omitDefaultLayers: ['seatbelt'], layers: [], expect: ['emptyroot', 'landlock', 'seccomp'], says: [] },
   // per-layer requirements
   { label: "the OS sandbox turned off by a layer's own requirement: refused under require", sandbox: 'require', layers: ['landlock:off'], expect: 'refuse', missing: [], says: [/landlock has requirement: 'off', and it is part of the OS sandbox/] },
   { label: "emptyroot turned off by its own requirement is a named opt-out", sandbox: 'require', layers: ['emptyroot:off'], expect: ['emptyroot:off', 'landlock', 'seccomp'], says: [] },
@@ -87,10 +90,10 @@ const table: Row[] = [
   // a missing package
   { label: 'landlock not installed, require: a broken install, naming the package', sandbox: 'require', defaults: withoutPackage('landlock'), layers: [], expect: 'invalid', says: [/its package is not installed: install @strata\/layer-landlock/] },
   { label: 'landlock not installed, auto: a broken install too, never a silent downgrade', sandbox: 'auto', defaults: withoutPackage('landlock'), layers: ['clock'], expect: 'invalid', says: [/its package is not installed: install @strata\/layer-landlock/] },
-  { label: 'emptyroot not installed but left out by name: starts', sandbox: 'require', defaults: withoutPackage('emptyroot'), optedOut: ['emptyroot'], layers: [], expect: ['landlock', 'seccomp'], says: [] },
-  { label: 'emptyroot not installed, auto: names the package and the opt-out', sandbox: 'auto', defaults: withoutPackage('emptyroot'), layers: [], expect: 'invalid', says: [/install @strata\/layer-emptyroot.*or leave it out by name \(emptyRoot: false\)/] },
+  { label: 'emptyroot not installed but left out by name: starts', sandbox: 'require', defaults: withoutPackage('emptyroot'), omitDefaultLayers: ['emptyroot'], layers: [], expect: ['landlock', 'seccomp'], says: [] },
+  { label: 'emptyroot not installed, auto: names the package and the opt-out', sandbox: 'auto', defaults: withoutPackage('emptyroot'), layers: [], expect: 'invalid', says: [/install @strata\/layer-emptyroot.*or leave it out by name \(omitDefaultLayers: \['emptyroot'\]\)/] },
   { label: 'landlock not installed, but a layer named landlock given: nothing missing', sandbox: 'require', defaults: withoutPackage('landlock'), layers: ['landlock@file'], expect: ['emptyroot', 'landlock@file', 'seccomp'], says: [] },
-  { label: 'landlock not installed, none: nothing required', sandbox: 'none', defaults: withoutPackage('landlock'), layers: [], expect: ['emptyroot', 'seccomp'], missing: ['landlock'], says: [] },
+  { label: 'landlock not installed, off: nothing required', sandbox: 'off', defaults: withoutPackage('landlock'), layers: [], expect: ['emptyroot', 'seccomp'], missing: ['landlock'], says: [] },
   // other platforms
   { label: 'macOS: seatbelt by default', sandbox: 'require', platform: 'darwin', defaults: DARWIN, layers: ['clock'], expect: ['seatbelt', 'clock'], says: [] },
   { label: 'macOS, replace without seatbelt: refused naming seatbelt', sandbox: 'require', platform: 'darwin', defaults: DARWIN, replace: true, layers: ['clock'], expect: 'refuse', missing: ['seatbelt'], says: [/seatbelt is not in layers/] },
@@ -105,7 +108,7 @@ for (const row of table) {
       defaults: 'defaults' in row ? row.defaults : LINUX,
       given: row.layers.map(given),
       replaceDefaultLayers: row.replace ?? false,
-      optedOut: row.optedOut ?? [],
+      omitDefaultLayers: row.omitDefaultLayers ?? [],
       sandbox: row.sandbox,
     };
     const composed = composeLayers(input);
@@ -137,7 +140,7 @@ for (const row of table) {
 
 test('compose: a default layer appears once, whatever names it (no row doubles one)', (t) => {
   for (const row of table) {
-    const composed = composeLayers({ platform: 'linux', defaults: LINUX, given: row.layers.map(given), replaceDefaultLayers: row.replace ?? false, optedOut: row.optedOut ?? [], sandbox: 'none' });
+    const composed = composeLayers({ platform: 'linux', defaults: LINUX, given: row.layers.map(given), replaceDefaultLayers: row.replace ?? false, omitDefaultLayers: row.omitDefaultLayers ?? [], sandbox: 'off' });
     if (composed.decision !== 'proceed') continue;
     const names = short(composed.layers).map((s) => s.replace(/[*:].*$|@file$/, ''));
     const givenTwice = new Set(row.layers.map((l) => l.replace(/[*:].*$|@file$/, '')).filter((n, i, all) => all.indexOf(n) !== i));
@@ -151,7 +154,7 @@ test('compose: under replaceDefaultLayers, landlock before emptyroot is a config
     defaults: LINUX,
     given: ['landlock', 'seccomp', 'emptyroot'].map(given),
     replaceDefaultLayers: true,
-    optedOut: [],
+    omitDefaultLayers: [],
     sandbox: 'require',
   });
   t.is(composed.decision, 'invalid');
@@ -160,7 +163,7 @@ test('compose: under replaceDefaultLayers, landlock before emptyroot is a config
   t.regex(composed.reason, /comes before emptyroot in layers, and emptyroot must come first: the empty root's launch link/);
   // seccomp before landlock, or another layer between them: the user's order stands.
   for (const order of [['emptyroot', 'seccomp', 'landlock'], ['emptyroot', 'clock', 'landlock', 'seccomp'], ['seccomp', 'emptyroot', 'landlock']]) {
-    const ordered = composeLayers({ platform: 'linux', defaults: LINUX, given: order.map(given), replaceDefaultLayers: true, optedOut: [], sandbox: 'require' });
+    const ordered = composeLayers({ platform: 'linux', defaults: LINUX, given: order.map(given), replaceDefaultLayers: true, omitDefaultLayers: [], sandbox: 'require' });
     t.is(ordered.decision, 'proceed', order.join(', '));
   }
 });

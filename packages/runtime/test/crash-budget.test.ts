@@ -1,5 +1,5 @@
 import test from 'ava';
-import { CrashLedger, DEFAULT_CRASH_BUDGET } from '../src/index.js';
+import { CrashLedger, DEFAULT_CRASH_BUDGET } from '../src/isolated/crash-budget.js';
 
 test('the default budget is three crashes a minute', (t) => {
   t.deepEqual(DEFAULT_CRASH_BUDGET, { crashes: 3, windowMs: 60_000 });

@@ -73,7 +73,7 @@ test('commands run one at a time, in order', async (t) => {
 });
 
 test('close is idempotent and later calls fail with RuntimeClosed', async (t) => {
-  const rt = await Runtime.create();
+  const rt = await Runtime.start();
   await rt.close();
   await rt.close();
   t.true(rt.closed);
@@ -85,7 +85,7 @@ test('close is idempotent and later calls fail with RuntimeClosed', async (t) =>
 test('await using closes the runtime at the end of the scope', async (t) => {
   let escaped: Runtime | undefined;
   {
-    await using rt = await Runtime.create();
+    await using rt = await Runtime.start();
     escaped = rt;
     t.is(await rt.eval('1'), 1);
   }
@@ -100,7 +100,7 @@ test('eval refuses code that is not a string', async (t) => {
 test('a bootstrap script runs before guest code; a throwing one fails create', async (t) => {
   const rt = await runtimeFor(t, { bootstrap: ['globalThis.greeting = "hi"', 'globalThis.twice = greeting + greeting'] });
   t.is(await rt.eval('twice'), 'hihi');
-  await t.throwsAsync(Runtime.create({ bootstrap: 'throw new Error("bad bootstrap")' }), { instanceOf: JsError, message: /bad bootstrap/ });
+  await t.throwsAsync(Runtime.start({ bootstrap: 'throw new Error("bad bootstrap")' }), { instanceOf: JsError, message: /bad bootstrap/ });
 });
 
 test('the guest global scope holds no host capability', async (t) => {

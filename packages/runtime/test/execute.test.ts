@@ -46,7 +46,7 @@ test('execute on a heap blow-up reports HeapLimitExceeded and the runtime is clo
 });
 
 test('execute on a closed runtime reports RuntimeClosed', async (t) => {
-  const rt = await Runtime.create();
+  const rt = await Runtime.start();
   await rt.close();
   const result = await rt.execute('1');
   t.is(result.status, 'error');

@@ -95,7 +95,7 @@ const EXPECTED = [
 ];
 
 const RUNTIMES = {
-  Runtime: () => Runtime.create({ bootstrap: WEB_POLYFILLS, timeout: 10_000 }),
+  Runtime: () => Runtime.start({ bootstrap: WEB_POLYFILLS, timeout: 10_000 }),
   IsolatedRuntime: () => IsolatedRuntime.start({ bootstrap: WEB_POLYFILLS, timeout: 10_000 }),
 };
 
@@ -111,7 +111,7 @@ for (const [kind, start] of Object.entries(RUNTIMES)) {
 }
 
 test('Runtime: binding over a global the guest made non-configurable is a clear InvalidOption', async (t) => {
-  await using rt = await Runtime.create();
+  await using rt = await Runtime.start();
   await rt.eval("Object.defineProperty(globalThis, 'tool', { value: 1, configurable: false }); 0");
   t.throws(() => rt.bindFunction('tool', () => 2), { message: /globalThis\.tool was made non-configurable by guest code/ });
   rt.bindFunction('other', () => 3);

@@ -20,7 +20,7 @@ async function both(t: ExecutionContext, body: (rt: AnyRuntime, kind: string) =>
     // Not a test of timeouts: generous ones. The file's tests run at once (some with 50 MB answers)
     // and the parent's requestTimeout is wall-clock, so a busy process and a loaded machine are
     // charged to every command in flight: 5 s (7 s hard) failed beside a CPU burner.
-    const rt: AnyRuntime = kind === 'Runtime' ? await Runtime.create({ timeout: 30_000 }) : await IsolatedRuntime.start({ timeout: 30_000 });
+    const rt: AnyRuntime = kind === 'Runtime' ? await Runtime.start({ timeout: 30_000 }) : await IsolatedRuntime.start({ timeout: 30_000 });
     try {
       await body(rt, kind);
       t.is(await rt.eval('1 + 1'), 2, `${kind} is still usable`);

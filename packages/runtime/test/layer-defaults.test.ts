@@ -3,7 +3,7 @@
 // real. Its own file: process warnings are emitted once per text per process, so the warnings
 // asserted here must not have been emitted by another file's tests first.
 import test from 'ava';
-import { IsolatedRuntime, SandboxPool, SandboxUnavailable, type LayerDescriptor } from '../src/index.js';
+import { InvalidOption, IsolatedRuntime, SandboxPool, SandboxUnavailable, type LayerDescriptor } from '../src/index.js';
 import { checkNoLeaks, childPids } from './helpers/leaks.js';
 
 checkNoLeaks(test);
@@ -62,7 +62,7 @@ maybe('replaceDefaultLayers with only the clock, require: refused before any wor
   const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', prewarm: false, replaceDefaultLayers: true, layers: [clock] }), { instanceOf: SandboxUnavailable });
   t.is(error?.code, 'ERR_STRATA_SANDBOX_UNAVAILABLE');
   for (const name of ['landlock', 'seccomp', 'emptyroot']) t.regex(error!.message, new RegExp(`${name} is not in layers, which replaceDefaultLayers: true makes the whole list \\(add ${name}\\(\\) from @strata/layer-${name}\\)`));
-  t.regex(error!.message, /emptyroot \(emptyRoot: false\)/);
+  t.regex(error!.message, /emptyroot \(omitDefaultLayers: \['emptyroot'\]\)/);
   t.regex(error!.message, /sandbox: 'auto'/);
   t.is(childPids().length, before, 'no worker was started');
   // the pool is the same construction: refused in its start()
@@ -90,17 +90,34 @@ maybe("replaceDefaultLayers with all three defaults, require: starts with the OS
   t.deepEqual(rt.sandboxExtras, ['emptyroot']);
 });
 
-maybe('emptyRoot: false with require: the named opt-out starts without the empty root, without a refusal or a warning', async (t) => {
-  const { value: rt, warnings } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'require', prewarm: false, emptyRoot: false, layers: [clock] }));
+maybe("omitDefaultLayers: ['emptyroot'] with require: the named opt-out starts without the empty root, without a refusal or a warning", async (t) => {
+  const { value: rt, warnings } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'require', prewarm: false, omitDefaultLayers: ['emptyroot'], layers: [clock] }));
   await using _ = rt;
   t.deepEqual(names(rt), ['landlock', 'seccomp', 'clock']);
   t.is(rt.sandbox, 'landlock+seccomp');
   t.deepEqual(rt.sandboxExtras, []);
   t.deepEqual(warnings, []);
   // replaceDefaultLayers with the opt-out: landlock and seccomp are then the whole requirement
-  await using alone = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, emptyRoot: false, replaceDefaultLayers: true, layers: [seccomp, landlock] });
+  await using alone = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, omitDefaultLayers: ['emptyroot'], replaceDefaultLayers: true, layers: [seccomp, landlock] });
   t.deepEqual(names(alone), ['seccomp', 'landlock']);
   t.is(alone.sandbox, 'landlock+seccomp');
+});
+
+maybe("omitDefaultLayers of a layer of the OS sandbox: refused under require before any worker starts; under auto left out as asked", async (t) => {
+  const before = childPids().length;
+  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', prewarm: false, omitDefaultLayers: ['seccomp'] }), { instanceOf: SandboxUnavailable, message: /seccomp is left out by omitDefaultLayers, and it is part of the OS sandbox/ });
+  t.is(childPids().length, before, 'no worker was started');
+  const { value: rt, warnings } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, omitDefaultLayers: ['seccomp'] }));
+  await using _ = rt;
+  t.deepEqual(names(rt), ['emptyroot', 'landlock']);
+  t.is(rt.sandbox, 'none', 'the OS sandbox is not whole without seccomp, and the report says so');
+  t.deepEqual(warnings, []);
+});
+
+test('omitDefaultLayers takes names of default layers only', async (t) => {
+  await t.throwsAsync(IsolatedRuntime.start({ omitDefaultLayers: ['clock'] }), { instanceOf: InvalidOption, message: /omitDefaultLayers names default layers \(emptyroot, landlock, seccomp, seatbelt\); "clock" is not one/ });
+  await t.throwsAsync(IsolatedRuntime.start({ omitDefaultLayers: 'emptyroot' as never }), { instanceOf: InvalidOption, message: /omitDefaultLayers must be an array/ });
+  await t.throwsAsync(IsolatedRuntime.start({ emptyRoot: false } as never), { instanceOf: InvalidOption, message: /emptyRoot/ });
 });
 
 maybe("require never starts with the OS sandbox turned off by a layer's own requirement; the empty root's own 'off' is a named opt-out", async (t) => {
@@ -112,7 +129,7 @@ maybe("require never starts with the OS sandbox turned off by a layer's own requ
 });
 
 maybe("sandbox 'none' with replaceDefaultLayers: nothing required, nothing warned", async (t) => {
-  const { value: rt, warnings } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'none', prewarm: false, replaceDefaultLayers: true, layers: [clock] }));
+  const { value: rt, warnings } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'off', prewarm: false, replaceDefaultLayers: true, layers: [clock] }));
   await using _ = rt;
   t.is(rt.sandbox, 'none');
   t.deepEqual(warnings, []);

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { HeapLimitExceeded, ResultTooLarge, RuntimeTimeout, TRUNCATED_MARKER } from '../src/index.js';
+import { HeapLimitExceeded, ResultTooLarge, RuntimeTimeout } from '../src/index.js';
+import { TRUNCATED_MARKER } from '../src/console-capture.js';
 import { runtimeFor } from './helpers/runtime.js';
 
 test('timeout stops a busy loop with RuntimeTimeout; the runtime stays usable', async (t) => {

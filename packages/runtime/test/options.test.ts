@@ -1,5 +1,6 @@
 import test from 'ava';
-import { DEFAULT_RUNTIME_OPTIONS, InvalidOption, Runtime, resolveRuntimeOptions } from '../src/index.js';
+import { InvalidOption, Runtime } from '../src/index.js';
+import { DEFAULT_RUNTIME_OPTIONS, resolveRuntimeOptions } from '../src/options.js';
 
 test('defaults are filled in and frozen', (t) => {
   const resolved = resolveRuntimeOptions();
@@ -34,14 +35,14 @@ const bad: [string, unknown][] = [
 ];
 for (const [key, value] of bad) {
   test(`option ${key}=${String(value)} is refused with a clear error`, async (t) => {
-    const error = await t.throwsAsync(Runtime.create({ [key]: value } as never), { instanceOf: InvalidOption });
+    const error = await t.throwsAsync(Runtime.start({ [key]: value } as never), { instanceOf: InvalidOption });
     t.is(error?.code, 'ERR_STRATA_INVALID_OPTION');
     t.regex(error?.message ?? '', new RegExp(key === 'timout' ? 'unknown option "timout"' : key));
   });
 }
 
 test('options must be an object', async (t) => {
-  await t.throwsAsync(Runtime.create('fast' as never), { instanceOf: InvalidOption, message: /options must be an object/ });
+  await t.throwsAsync(Runtime.start('fast' as never), { instanceOf: InvalidOption, message: /options must be an object/ });
 });
 
 test('timeout accepts Infinity', (t) => {

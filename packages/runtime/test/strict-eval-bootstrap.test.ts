@@ -37,7 +37,7 @@ const CAPTURING_LIBRARY = `
 const ROUTES = ['direct', 'indirect', 'descriptor', 'make', 'construct', 'reflect', 'prototype', 'asyncFunction', 'generator', 'asyncGenerator'];
 
 const RUNTIMES = {
-  Runtime: (bootstrap: string[], strictEval: boolean) => Runtime.create({ bootstrap, strictEval }),
+  Runtime: (bootstrap: string[], strictEval: boolean) => Runtime.start({ bootstrap, strictEval }),
   IsolatedRuntime: (bootstrap: string[], strictEval: boolean) => IsolatedRuntime.start({ bootstrap, strictEval }),
 };
 

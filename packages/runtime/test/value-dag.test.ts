@@ -7,7 +7,7 @@ import { IsolatedRuntime, Runtime, ValueNotTransferable } from '../src/index.js'
 const DAG = 'let n = [1]; for (let i = 0; i < 40; i++) n = [n, n]; n';
 
 const RUNTIMES = {
-  Runtime: () => Runtime.create({ timeout: 5_000 }),
+  Runtime: () => Runtime.start({ timeout: 5_000 }),
   IsolatedRuntime: () => IsolatedRuntime.start({ timeout: 5_000 }),
 };
 

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { ValueNotTransferable, assertTransferable } from '../src/index.js';
+import { ValueNotTransferable } from '../src/index.js';
+import { assertTransferable } from '../src/values.js';
 import { runtimeFor } from './helpers/runtime.js';
 
 test('every transferable kind crosses out of the guest', async (t) => {

@@ -53,7 +53,7 @@ export interface VersionArgs {
 /** What the command line asks for. */
 export type CliArgs = RunArgs | DoctorArgs | HelpArgs | VersionArgs;
 
-const SANDBOX_MODES: readonly SandboxMode[] = ['require', 'auto', 'none'];
+const SANDBOX_MODES: readonly SandboxMode[] = ['require', 'auto', 'off'];
 
 /**
  * Parses `argv` (without `node` and the script path).
@@ -96,7 +96,7 @@ function parseRun(argv: readonly string[]): RunArgs | HelpArgs {
   if (positionals.length > 1) throw new UsageError(`run takes one FILE (got ${positionals.map(quote).join(', ')})`, 'run');
   const sandbox = (values['sandbox'] ?? 'auto') as string;
   if (!(SANDBOX_MODES as readonly string[]).includes(sandbox)) {
-    throw new UsageError(`--sandbox must be require, auto or none (got ${quote(sandbox)})`, 'run');
+    throw new UsageError(`--sandbox must be require, auto or off (got ${quote(sandbox)})`, 'run');
   }
   return {
     command: 'run',

@@ -1,10 +1,11 @@
 import { InvalidOption } from '../errors.js';
 import type { LayerDescriptor } from '../layers/layer.js';
+import { DEFAULT_LAYER_NAMES } from '../layers/default-layers.js';
 import { assertTransferable } from '../values.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from '../options.js';
 
 /** How much OS protection `IsolatedRuntime.start` insists on. */
-export type SandboxMode = 'require' | 'auto' | 'none';
+export type SandboxMode = 'require' | 'auto' | 'off';
 
 /**
  * Options of `IsolatedRuntime.start`: every {@link RuntimeOptions} (they configure the
@@ -14,9 +15,9 @@ export type SandboxMode = 'require' | 'auto' | 'none';
 export interface IsolatedRuntimeOptions extends RuntimeOptions {
   /**
    * `'require'` refuses to start unless this platform's OS sandbox and every default layer are in
-   * force (an explicit, named opt-out such as `emptyRoot: false` excepted); `'auto'` runs with what
+   * force (a default layer left out by name in `omitDefaultLayers` excepted); `'auto'` runs with what
    * the platform and the layers give and warns (`STRATA_SANDBOX_DEGRADED`) naming what is missing;
-   * `'none'` skips every layer that does not insist. Default `'auto'`.
+   * `'off'` skips every layer that does not insist. Default `'auto'`.
    */
   sandbox?: SandboxMode;
   /** Hard wall-clock limit per command; the worker is SIGKILLed past it (`RuntimeTimeout`). Time in host functions is not charged. Default: `timeout` + `timeoutGrace`, or 60 s when `timeout` is `Infinity`; `null` removes it. */
@@ -59,17 +60,20 @@ export interface IsolatedRuntimeOptions extends RuntimeOptions {
   /**
    * `true`: `layers` is the complete list, without this platform's default layers.
    * `sandbox: 'require'` then refuses unless the list still has every default layer not left out
-   * by name (`emptyRoot: false`), naming each one missing; `'auto'` starts and warns naming them.
+   * by name (`omitDefaultLayers`), naming each one missing; `'auto'` starts and warns naming them.
    * Default `false`.
    */
   replaceDefaultLayers?: boolean;
   /**
-   * `false` leaves out the empty root (`@strata/layer-emptyroot`) by name, wherever it would come
-   * from, where user namespaces are not wanted; an escaped guest can then learn which host paths
-   * exist and stat them. It is the named opt-out `sandbox: 'require'` accepts. Default `true`: the
-   * layers keep it when they have it.
+   * Default layers to leave out, by name (`['emptyroot']`), wherever they would come from: the
+   * platform's defaults or `layers`. Names of another platform's default layers are accepted and
+   * do nothing here, so one configuration serves every platform. The empty root is the one
+   * `sandbox: 'require'` lets you leave out (where user namespaces are not wanted; an escaped
+   * guest can then learn which host paths exist and stat them); leaving out a layer of the OS
+   * sandbox itself (`landlock`, `seccomp`, `seatbelt`) is refused under `'require'` and, under
+   * `'auto'`, starts without it, as asked. Default `[]`.
    */
-  emptyRoot?: boolean;
+  omitDefaultLayers?: readonly string[];
   /** Freezes the guest's clock at this instant (adds `@strata/layer-clock`, required). */
   clock?: Date | number | string;
   /** Seeds the guest's `Math.random` (adds `@strata/layer-clock`, required). */
@@ -98,8 +102,8 @@ export interface ResolvedIsolatedOptions {
   readonly layers: readonly LayerDescriptor[];
   /** `layers` is the whole list. */
   readonly replaceDefaultLayers: boolean;
-  /** Default layers left out by a named option: `['emptyroot']` for `emptyRoot: false`. */
-  readonly optedOut: readonly string[];
+  /** Default layers left out by name. */
+  readonly omitDefaultLayers: readonly string[];
 }
 
 const GiB = 1024 * 1024 * 1024;
@@ -118,7 +122,7 @@ const ISOLATED_KEYS = [
   'prewarm',
   'layers',
   'replaceDefaultLayers',
-  'emptyRoot',
+  'omitDefaultLayers',
   'clock',
   'randomSeed',
 ] as const;
@@ -161,8 +165,8 @@ export function resolveIsolatedOptions(options: IsolatedRuntimeOptions = {}): Re
   }
   const runtime = resolveRuntimeOptions(runtimeOnly as RuntimeOptions);
   const sandbox = options.sandbox ?? 'auto';
-  if (sandbox !== 'require' && sandbox !== 'auto' && sandbox !== 'none') {
-    throw new InvalidOption(`sandbox must be 'require', 'auto' or 'none' (got ${String(sandbox)})`);
+  if (sandbox !== 'require' && sandbox !== 'auto' && sandbox !== 'off') {
+    throw new InvalidOption(`sandbox must be 'require', 'auto' or 'off' (got ${String(sandbox)})`);
   }
   const grace = limit('timeoutGrace', options.timeoutGrace, 2_000) ?? 0;
   const requestDefault = runtime.timeout === Infinity ? 60_000 : runtime.timeout + grace;
@@ -179,7 +183,7 @@ export function resolveIsolatedOptions(options: IsolatedRuntimeOptions = {}): Re
     sandbox,
     layers: Object.freeze(layers),
     replaceDefaultLayers: options.replaceDefaultLayers === true,
-    optedOut: Object.freeze(options.emptyRoot === false ? ['emptyroot'] : []),
+    omitDefaultLayers: resolveOmitted(options.omitDefaultLayers),
     requestTimeout: limit('requestTimeout', options.requestTimeout, requestDefault),
     maxMemory,
     maxHostCalls: limit('maxHostCalls', options.maxHostCalls, 100_000),
@@ -194,13 +198,25 @@ export function resolveIsolatedOptions(options: IsolatedRuntimeOptions = {}): Re
 }
 
 
+/** `omitDefaultLayers`, checked: names of default layers (of any platform). */
+function resolveOmitted(omit: readonly string[] | undefined): readonly string[] {
+  if (omit === undefined) return Object.freeze([]);
+  const known = DEFAULT_LAYER_NAMES.join(', ');
+  if (!Array.isArray(omit)) throw new InvalidOption(`omitDefaultLayers must be an array of default layer names (${known})`);
+  for (const name of omit) {
+    if (typeof name !== 'string' || !DEFAULT_LAYER_NAMES.includes(name)) {
+      throw new InvalidOption(`omitDefaultLayers names default layers (${known}); ${JSON.stringify(name) ?? String(name)} is not one (a layer you add yourself is left out by not adding it)`);
+    }
+  }
+  return Object.freeze([...new Set(omit)]);
+}
+
 function invalidStart(): never {
   throw new InvalidOption('startTimeout must be a positive integer: a start is always bounded');
 }
 
 /** The given layer descriptors, checked: serialisable, a module to import, a known requirement. */
 function resolveLayers(options: IsolatedRuntimeOptions): LayerDescriptor[] {
-  if (options.emptyRoot !== undefined && typeof options.emptyRoot !== 'boolean') throw new InvalidOption(`emptyRoot must be true or false (got ${String(options.emptyRoot)})`);
   if (options.replaceDefaultLayers !== undefined && typeof options.replaceDefaultLayers !== 'boolean') {
     throw new InvalidOption(`replaceDefaultLayers must be true or false (got ${String(options.replaceDefaultLayers)})`);
   }

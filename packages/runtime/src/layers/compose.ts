@@ -34,8 +34,8 @@ export interface CompositionInput {
   readonly given: readonly NamedDescriptor[];
   /** `replaceDefaultLayers: true`: `given` is the whole list. */
   readonly replaceDefaultLayers: boolean;
-  /** Default layers left out by a named option (`emptyRoot: false` → `'emptyroot'`). */
-  readonly optedOut: readonly string[];
+  /** Default layers left out by name (`omitDefaultLayers`). */
+  readonly omitDefaultLayers: readonly string[];
   readonly sandbox: SandboxMode;
 }
 
@@ -48,6 +48,8 @@ export type LayerComposition =
 
 const requirementOf = (descriptor: LayerDescriptor, sandbox: SandboxMode): LayerRequirement =>
   descriptor.requirement ?? (sandbox === 'require' ? 'require' : sandbox === 'auto' ? 'auto' : 'off');
+
+const omitting = (name: string) => `omitDefaultLayers: ['${name}']`;
 
 const packageOf = (layer: PlatformLayer) => layer.module.replace(/\/layer$/, '');
 
@@ -65,14 +67,16 @@ const MUST_PRECEDE_WHY = "the empty root's launch link writes the worker's uid m
  *   the defaults keep their order whatever order the user names them in, since it matters (the
  *   empty root's launch link must come before Landlock's). The same name given twice stays twice,
  *   for the plan to refuse. `replaceDefaultLayers: true` makes `given` the whole list, in the
- *   user's order. A layer opted out by name (`emptyRoot: false`) is left out wherever it is named.
+ *   user's order. A layer left out by name (`omitDefaultLayers`) is left out wherever it is named.
  * - **`'require'`** refuses, naming each and what to do, when a default layer is not in the list
  *   (not installed, or left out by `replaceDefaultLayers`) and was not opted out by name; when a
  *   layer of the OS sandbox (`confines`) is in the list with a requirement below `'require'`
  *   (`'auto'` could let it go on a platform without it, `'off'` turns it off); and
  *   when Strata has no OS sandbox for the platform at all.
+ *   A layer of the OS sandbox left out by name (`omitDefaultLayers`) is refused too.
  * - **`'auto'`** starts and warns naming each default layer not in the list without a named
- *   opt-out (and when the platform has no OS sandbox). **`'none'`** requires and warns nothing.
+ *   opt-out (and when the platform has no OS sandbox); what was left out by name it leaves out
+ *   without a warning, as asked. **`'off'`** requires and warns nothing.
  *
  * Only the configuration is judged here; what the platform can provide is the probes' and
  * {@link planLayers}'s part.
@@ -80,7 +84,7 @@ const MUST_PRECEDE_WHY = "the empty root's launch link writes the worker's uid m
 export function composeLayers(input: CompositionInput): LayerComposition {
   const defaults = input.defaults ?? [];
   const defaultNames = defaults.map((d) => d.name);
-  const optedOut = new Set(input.optedOut);
+  const optedOut = new Set(input.omitDefaultLayers);
   const given = input.given.filter((g) => !optedOut.has(g.name));
   let layers: NamedDescriptor[] = given;
   if (!input.replaceDefaultLayers) {
@@ -94,7 +98,7 @@ export function composeLayers(input: CompositionInput): LayerComposition {
 
   // A default layer whose package is not installed is a broken install (@strata/runtime brings
   // them), not a limit of the platform: never run without it unless it was left out by name.
-  if (!input.replaceDefaultLayers && input.sandbox !== 'none') {
+  if (!input.replaceDefaultLayers && input.sandbox !== 'off') {
     const absent = defaults.find((d) => !d.installed && !optedOut.has(d.name) && !given.some((g) => g.name === d.name));
     if (absent !== undefined) {
       return {
@@ -103,7 +107,7 @@ export function composeLayers(input: CompositionInput): LayerComposition {
         reason:
           `it is one of this platform's default layers and its package is not installed: install ${packageOf(absent)} ` +
           `(npm installs it with @strata/runtime unless peer dependencies are skipped)` +
-          (absent.optOut === undefined ? '' : `, or leave it out by name (${absent.optOut})`),
+          (absent.confines ? '' : `, or leave it out by name (${omitting(absent.name)})`),
       };
     }
   }
@@ -121,13 +125,18 @@ export function composeLayers(input: CompositionInput): LayerComposition {
   const reasons: string[] = [];
   const optOuts: string[] = [];
   const turnedOff: string[] = [];
+  const omittedSandbox: string[] = [];
   if (input.defaults === undefined || !defaults.some((d) => d.confines)) reasons.push(`Strata has no OS sandbox layer for ${input.platform}`);
   for (const d of defaults) {
-    if (optedOut.has(d.name)) continue;
+    if (optedOut.has(d.name)) {
+      // A named opt-out of the OS sandbox itself cannot meet 'require'; under 'auto' it is what was asked.
+      if (d.confines) omittedSandbox.push(`${d.name} is left out by omitDefaultLayers, and it is part of the OS sandbox`);
+      continue;
+    }
     const entry = layers.find((l) => l.name === d.name);
     if (entry === undefined) {
       missing.push(d.name);
-      if (d.optOut !== undefined) optOuts.push(`${d.name} (${d.optOut})`);
+      if (!d.confines) optOuts.push(`${d.name} (${omitting(d.name)})`);
       reasons.push(
         input.replaceDefaultLayers
           ? `${d.name} is not in layers, which replaceDefaultLayers: true makes the whole list (add ${d.name}() from ${packageOf(d)}${d.installed ? '' : ', once it is installed'})`
@@ -141,14 +150,14 @@ export function composeLayers(input: CompositionInput): LayerComposition {
       }
     }
   }
-  if (input.sandbox === 'none') return { decision: 'proceed', layers: layers.map((l) => l.descriptor), missing, warnings: [] };
-  if (input.sandbox === 'require' && reasons.length + turnedOff.length > 0) {
-    const them = missing.length + turnedOff.length > 1 ? 'them' : 'it';
+  if (input.sandbox === 'off') return { decision: 'proceed', layers: layers.map((l) => l.descriptor), missing, warnings: [] };
+  if (input.sandbox === 'require' && reasons.length + turnedOff.length + omittedSandbox.length > 0) {
+    const them = missing.length + turnedOff.length + omittedSandbox.length > 1 ? 'them' : 'it';
     return {
       decision: 'refuse',
       missing,
       reason:
-        `sandbox: 'require' needs this platform's OS sandbox and default layers, and cannot be met: ${[...reasons, ...turnedOff].join('; ')}. ` +
+        `sandbox: 'require' needs this platform's OS sandbox and default layers, and cannot be met: ${[...reasons, ...omittedSandbox, ...turnedOff].join('; ')}. ` +
         (optOuts.length > 0 ? `Leave out by name what you mean to run without: ${optOuts.join(', ')}. ` : '') +
         `Or use sandbox: 'auto' to start without ${them} (with a warning naming ${them}), knowing that a V8 escape would then get more of the worker's authority.`,
     };
@@ -162,7 +171,7 @@ export function composeLayers(input: CompositionInput): LayerComposition {
 export interface LayerSelection {
   readonly layers: readonly LayerDescriptor[];
   readonly replaceDefaultLayers: boolean;
-  readonly optedOut: readonly string[];
+  readonly omitDefaultLayers: readonly string[];
   readonly sandbox: SandboxMode;
 }
 
@@ -175,5 +184,5 @@ export async function selectLayers(selection: LayerSelection, platform: NodeJS.P
   const given: NamedDescriptor[] = [];
   for (const descriptor of selection.layers) given.push({ name: (await loadLayer(descriptor)).name, descriptor });
   const defaults = PLATFORM_LAYERS[platform]?.map((d) => ({ ...d, installed: installed(d.module) }));
-  return composeLayers({ platform, defaults, given, replaceDefaultLayers: selection.replaceDefaultLayers, optedOut: selection.optedOut, sandbox: selection.sandbox });
+  return composeLayers({ platform, defaults, given, replaceDefaultLayers: selection.replaceDefaultLayers, omitDefaultLayers: selection.omitDefaultLayers, sandbox: selection.sandbox });
 }

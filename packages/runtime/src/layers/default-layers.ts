@@ -11,19 +11,20 @@ export interface PlatformLayer {
    * Seatbelt on macOS): `sandbox: 'require'` never starts without it.
    */
   readonly confines: boolean;
-  /** The option that leaves it out by name, where there is one (`emptyRoot: false`). */
-  readonly optOut?: string;
 }
 
 /** The OS layers each platform has by default, in order, by name, with the module that provides each. */
 export const PLATFORM_LAYERS: Readonly<Partial<Record<NodeJS.Platform, readonly PlatformLayer[]>>> = Object.freeze({
   linux: Object.freeze([
-    Object.freeze({ name: 'emptyroot', module: '@strata/layer-emptyroot/layer', confines: false, optOut: 'emptyRoot: false' }),
+    Object.freeze({ name: 'emptyroot', module: '@strata/layer-emptyroot/layer', confines: false }),
     Object.freeze({ name: 'landlock', module: '@strata/layer-landlock/layer', confines: true }),
     Object.freeze({ name: 'seccomp', module: '@strata/layer-seccomp/layer', confines: true }),
   ]),
   darwin: Object.freeze([Object.freeze({ name: 'seatbelt', module: '@strata/layer-seatbelt/layer', confines: true })]),
 });
+
+/** The names of every platform's default layers: what `omitDefaultLayers` accepts. */
+export const DEFAULT_LAYER_NAMES: readonly string[] = Object.freeze([...new Set(Object.values(PLATFORM_LAYERS).flatMap((layers) => (layers ?? []).map((l) => l.name)))]);
 
 /** Whether a layer module can be imported from here (its package is installed). */
 export function installed(module: string): boolean {

@@ -130,16 +130,16 @@ export async function checkLayerConformance(descriptor: LayerDescriptor, runtime
 
 /**
  * A worker with exactly this layer, at this requirement: the platform's default layers are not
- * added (`replaceDefaultLayers`), and `sandbox: 'none'` so that nothing else is required of the
+ * added (`replaceDefaultLayers`), and `sandbox: 'off'` so that nothing else is required of the
  * worker and no warning names the defaults it leaves out on purpose. The layer itself is held to
  * `requirement` as under any sandbox mode (a `'require'` gap refuses; an `'auto'` one warns).
  */
 function startAlone(descriptor: LayerDescriptor, requirement: LayerRequirement, runtime: IsolatedRuntimeOptions = {}): Promise<IsolatedRuntime> {
-  return IsolatedRuntime.start({ prewarm: false, ...runtime, sandbox: 'none', replaceDefaultLayers: true, layers: [{ ...descriptor, requirement }] });
+  return IsolatedRuntime.start({ prewarm: false, ...runtime, sandbox: 'off', replaceDefaultLayers: true, layers: [{ ...descriptor, requirement }] });
 }
 
 /** The requirement a sandbox mode gives a layer without one of its own. */
-const requirementFor = (sandbox: SandboxMode): LayerRequirement => (sandbox === 'none' ? 'off' : sandbox);
+const requirementFor = (sandbox: SandboxMode): LayerRequirement => sandbox;
 
 /**
  * What every layer must leave working, tried on a runtime the layer is in force in: eval, sync

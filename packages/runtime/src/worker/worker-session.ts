@@ -79,7 +79,7 @@ export class WorkerSession {
     const pipeline = await applyPipeline(layerSteps ?? [], {
       platform: process.platform,
       evalInGuest: async (code, extra) => {
-        const probe = await RuntimeClass.create({ ...runtimeOptions, bootstrap: [...bootstrap, ...extra] });
+        const probe = await RuntimeClass.start({ ...runtimeOptions, bootstrap: [...bootstrap, ...extra] });
         try {
           return await probe.eval(code);
         } finally {
@@ -87,7 +87,7 @@ export class WorkerSession {
         }
       },
     });
-    const runtime = await RuntimeClass.create({ ...runtimeOptions, bootstrap: [...bootstrap, ...pipeline.contextBootstraps] });
+    const runtime = await RuntimeClass.start({ ...runtimeOptions, bootstrap: [...bootstrap, ...pipeline.contextBootstraps] });
     return new WorkerSession(channel, runtime, watchdog, cpuSecondsPerCommand, pipeline);
   }
 

@@ -1,0 +1,80 @@
+// The main entry is a deliberate list: what an application uses. Adding a name here is a decision
+// (it becomes API); an internal that leaks into the entry fails this test.
+import test from 'ava';
+import { readFileSync } from 'node:fs';
+
+const MAIN = [
+  // engines
+  'Runtime',
+  'IsolatedRuntime',
+  'SandboxPool',
+  // the default runtime (module-level functions)
+  'configureDefaultRuntime',
+  'eval',
+  'execute',
+  'evalModule',
+  'bindFunction',
+  'bindObject',
+  'addModule',
+  'setModuleResolver',
+  'setModuleLoader',
+  'closeDefaultRuntime',
+  // layers as an application passes them
+  'defaultLayers',
+  // the Node.js this needs
+  'MIN_NODE_MAJOR',
+  'UnsupportedNode',
+  // errors
+  'StrataError',
+  'JsError',
+  'RuntimeTimeout',
+  'HeapLimitExceeded',
+  'ValueNotTransferable',
+  'ResultTooLarge',
+  'ModuleNotFound',
+  'RuntimeClosed',
+  'InvalidOption',
+  'PromiseNeverSettled',
+  'WorkerCrashed',
+  'SandboxUnavailable',
+  'CrashBudgetExceeded',
+  'LayerFailed',
+  'LayerConfigError',
+].sort();
+
+test('the main entry exports exactly what an application uses', async (t) => {
+  const main = await import('@strata/runtime');
+  t.deepEqual(Object.keys(main).sort(), MAIN);
+});
+
+test('the layer-author API is in @strata/runtime/layers, and the test helpers in @strata/runtime/testing', async (t) => {
+  const layers = await import('@strata/runtime/layers');
+  for (const name of ['defaultLayers', 'PLATFORM_LAYERS', 'planLayers', 'LayerFailed', 'LayerConfigError', 'LAYER_OPTIONS']) t.true(name in layers, name);
+  const testing = await import('@strata/runtime/testing');
+  t.deepEqual(Object.keys(testing).sort(), ['checkGuestStillWorks', 'checkLayerConformance', 'testLayer']);
+});
+
+test('every layer package builds its descriptor with a named factory, and none has a default export', async (t) => {
+  for (const name of ['clock', 'emptyroot', 'landlock', 'seatbelt', 'seccomp']) {
+    const entry = (await import(`@strata/layer-${name}`)) as Record<string, unknown>;
+    t.false('default' in entry, `@strata/layer-${name} has a default export`);
+    const factory = entry[name];
+    t.is(typeof factory, 'function', `@strata/layer-${name} exports ${name}()`);
+    const descriptor = (factory as () => { module: string })();
+    t.is(descriptor.module, `@strata/layer-${name}/layer`);
+  }
+});
+
+test('the one spelling of the sandbox modes is the layer requirements', async (t) => {
+  const { IsolatedRuntime, InvalidOption } = await import('@strata/runtime');
+  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'none' as never }), { instanceOf: InvalidOption, message: /sandbox must be 'require', 'auto' or 'off'/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: '@strata/layer-clock/layer', requirement: 'none' as never }] }), {
+    instanceOf: InvalidOption,
+    message: /requirement must be 'require', 'auto' or 'off'/,
+  });
+});
+
+test('the package exports no deep paths beyond its entries', (t) => {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, unknown> };
+  t.deepEqual(Object.keys(manifest.exports).sort(), ['.', './layers', './native', './native-build', './package.json', './testing']);
+});
