@@ -60,17 +60,6 @@ export function clock(options: ClockOptions = {}): ClockLayerDescriptor {
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }
 
-
 export { clockBootstrap, seededRandom } from './bootstrap.js';
 export { ClockOptionError, ClockSelfTestFailed } from './errors.js';
-export type { ResolvedClockOptions } from './options.js';
-export {
-  CLOCK_LAYER_MODULE,
-  CLOCK_LAYER_NAME,
-  CLOCK_LAYER_VERSION,
-  CLOCK_PROVIDES,
-  CLOCK_RANDOM_ALGORITHM,
-  DEFAULT_CLOCK_AT,
-  DEFAULT_CLOCK_SEED,
-  MAX_CLOCK_SEED,
-} from './constants.js';
+export { CLOCK_LAYER_MODULE, DEFAULT_CLOCK_AT, DEFAULT_CLOCK_SEED } from './constants.js';

@@ -26,7 +26,7 @@ const SELF_TEST_RANDOM_VALUES = 8;
  * ISO 8601 string with a zone, and an unsigned 32-bit integer; both optional).
  *
  * - `probe`: available on every platform (it is JavaScript inside the isolate); provides
- *   {@link CLOCK_PROVIDES}, misses nothing.
+ *   `frozen-date`, `frozen-intl-date`, `frozen-temporal-now` and `seeded-random`, misses nothing.
  * - `apply`: adds {@link clockBootstrap} to every context; reports `{ at, seed, random }`.
  * - `selfTest`: from inside a guest, tries every route to the real time, to an unfrozen
  *   `Date` constructor and to unseeded randomness; throws {@link ClockSelfTestFailed} naming

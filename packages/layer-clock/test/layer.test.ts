@@ -1,5 +1,6 @@
 import test from 'ava';
-import { clock, clockBootstrap, ClockOptionError, ClockSelfTestFailed, CLOCK_PROVIDES } from '../src/index.js';
+import { CLOCK_PROVIDES } from '../src/constants.js';
+import { clock, clockBootstrap, ClockOptionError, ClockSelfTestFailed } from '../src/index.js';
 import clockLayer from '../src/layer.js';
 import type { ApplyContext, Layer, LayerCapability, SelfTestContext } from '@strata/runtime/layers';
 import { AT, DISABLE_CODE_GENERATION, freshGuestEvaluator, type GuestOptions } from './helpers/guest.js';

@@ -1,15 +1,7 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
-import {
-  CLOCK_LAYER_MODULE,
-  CLOCK_LAYER_VERSION,
-  clock,
-  clockBootstrap,
-  ClockOptionError,
-  DEFAULT_CLOCK_AT,
-  DEFAULT_CLOCK_SEED,
-  seededRandom,
-} from '../src/index.js';
+import { CLOCK_LAYER_VERSION } from '../src/constants.js';
+import { CLOCK_LAYER_MODULE, clock, clockBootstrap, ClockOptionError, DEFAULT_CLOCK_AT, DEFAULT_CLOCK_SEED, seededRandom } from '../src/index.js';
 
 test('clock() names the layer module with normalised, JSON-serialisable options', (t) => {
   const descriptor = clock({ at: '2026-03-04T05:06:07.089Z', seed: 42 });
@@ -97,6 +89,19 @@ test('clockBootstrap() and seededRandom() validate too', (t) => {
   t.throws(() => clockBootstrap({ seed: -1 }), { instanceOf: ClockOptionError, message: /^clockBootstrap\(\): option "seed"/ });
   t.throws(() => clockBootstrap({ requirement: 'off' } as never), { instanceOf: ClockOptionError, message: /unknown option "requirement"/ });
   t.throws(() => seededRandom(2 ** 32), { instanceOf: ClockOptionError, message: /^seededRandom\(\): option "seed"/ });
+});
+
+test('the main entry exports what an application or a user configuring the layer needs, nothing internal', async (t) => {
+  t.deepEqual(Object.keys(await import('../src/index.js')).sort(), [
+    'CLOCK_LAYER_MODULE',
+    'ClockOptionError',
+    'ClockSelfTestFailed',
+    'DEFAULT_CLOCK_AT',
+    'DEFAULT_CLOCK_SEED',
+    'clock',
+    'clockBootstrap',
+    'seededRandom',
+  ]);
 });
 
 test("the layer's version is the package's", (t) => {

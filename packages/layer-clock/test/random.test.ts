@@ -1,5 +1,6 @@
 import test from 'ava';
-import { MAX_CLOCK_SEED, seededRandom } from '../src/index.js';
+import { MAX_CLOCK_SEED } from '../src/constants.js';
+import { seededRandom } from '../src/index.js';
 import { createGuest } from './helpers/guest.js';
 
 /**

@@ -17,10 +17,6 @@
 import type { LayerDescriptor, LayerRequirement } from '@strata/runtime';
 import { checkBindPaths } from './layer.js';
 
-export { EMPTYROOT_HELPER, HELPER_EXIT, classifyDryRun, dryRun, type DryRunResult, type UsernsVerdict } from './helper.js';
-export { planRoot, resolveOnHost, helperArguments, HOST_FS, STAGE_CANDIDATES, type HostFs, type Link, type RootOp, type RootPlan } from './root-plan.js';
-export { NAMESPACES, PROVIDES, checkBindPaths, rootPlanFor } from './layer.js';
-
 /** The module the worker imports. */
 export const EMPTYROOT_LAYER_MODULE = '@strata/layer-emptyroot/layer';
 

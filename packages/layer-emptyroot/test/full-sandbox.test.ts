@@ -5,14 +5,19 @@
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { computeReadSet, helperArguments as landlockArguments, LANDLOCK_HELPER } from '@strata/layer-landlock';
-import { NO_IO_URING_HELPER } from '@strata/layer-seccomp';
-import { EMPTYROOT_HELPER, helperArguments, rootPlanFor } from '../src/index.js';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { EMPTYROOT_HELPER } from '../src/helper.js';
+import { rootPlanFor } from '../src/layer.js';
+import { helperArguments } from '../src/root-plan.js';
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
 const maybe = linux ? test : test.skip;
 const packageDir = (name: string) => dirname(fileURLToPath(import.meta.resolve(`${name}/package.json`)));
+/** A compiled module of another layer package, by file: its internals are not in its main entry. */
+const internalModule = async <T>(name: string, module: string): Promise<T> => (await import(pathToFileURL(join(packageDir(name), 'dist', 'src', module)).href)) as T;
+const { computeReadSet, helperArguments: landlockArguments } = await internalModule<typeof import('../../layer-landlock/src/read-set.js')>('@strata/layer-landlock', 'read-set.js');
+const { LANDLOCK_HELPER } = await internalModule<typeof import('../../layer-landlock/src/helper.js')>('@strata/layer-landlock', 'helper.js');
+const { NO_IO_URING_HELPER } = await internalModule<typeof import('../../layer-seccomp/src/addon.js')>('@strata/layer-seccomp', 'addon.js');
 const STRATA_EXEC = join(packageDir('@strata/runtime'), 'build', 'Release', 'strata-exec');
 const SUITE = join(packageDir('@strata/layer-seccomp'), 'dist', 'test', 'fixtures', 'compromised-worker.js');
 

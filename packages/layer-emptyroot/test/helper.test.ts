@@ -6,7 +6,9 @@ import { createServer, type Server } from 'node:net';
 import { readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { dryRun, EMPTYROOT_HELPER, helperArguments, HELPER_EXIT, rootPlanFor } from '../src/index.js';
+import { dryRun, EMPTYROOT_HELPER, HELPER_EXIT } from '../src/helper.js';
+import { rootPlanFor } from '../src/layer.js';
+import { helperArguments } from '../src/root-plan.js';
 
 const linux = process.platform === 'linux';
 const maybe = linux ? test : test.skip;

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { IsolatedRuntime, SandboxUnavailable, defaultLayers } from '@strata/runtime';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { checkGuestStillWorks, checkLayerConformance } from '@strata/runtime/testing';
-import { emptyroot, NAMESPACES } from '../src/index.js';
+import { emptyroot } from '../src/index.js';
+import { NAMESPACES } from '../src/layer.js';
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
 const maybe = linux ? test.serial : test.skip;

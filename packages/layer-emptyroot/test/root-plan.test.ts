@@ -1,7 +1,9 @@
 // Pure tests: the new root's plan against a fake host file system, and the dry run's verdicts.
 import test from 'ava';
 import type { WorkerFile } from '@strata/runtime/layers';
-import { classifyDryRun, emptyroot, EMPTYROOT_LAYER_MODULE, helperArguments, planRoot, resolveOnHost, STAGE_CANDIDATES, type HostFs } from '../src/index.js';
+import { classifyDryRun } from '../src/helper.js';
+import { emptyroot, EMPTYROOT_LAYER_MODULE } from '../src/index.js';
+import { helperArguments, planRoot, resolveOnHost, STAGE_CANDIDATES, type HostFs } from '../src/root-plan.js';
 import emptyrootLayer from '../src/layer.js';
 
 /** A host as a table: a path's kind, or a symlink's target (a string starting with '->'). */

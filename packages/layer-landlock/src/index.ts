@@ -18,12 +18,6 @@ import type { LayerDescriptor, LayerRequirement } from '@strata/runtime';
 import { checkReadPaths } from './read-set.js';
 import { checkStackAfterLoad } from './stack.js';
 
-export { LANDLOCK_HELPER, HELPER_EXIT, landlockAbi, parsePrintAbi, type AbiResult } from './helper.js';
-export { errataFromKernel, type Errata } from './errata.js';
-export { computeReadSet, helperArguments, normalizeReadSet, parseLoadedObjects, parseMaps, nodeInstallDir, nodeModulesWithRuntime, SYSTEM_FILES, type ReadEntry, type ReadSetInput } from './read-set.js';
-export { handledRights, capabilityWords, FS_RIGHTS_BY_ABI, LATEST_KNOWN_ABI } from './rights.js';
-export { planStack, sealStackDecision, STACK_MIN_ABI, STACK_WORD, STACKED, type StackPlan, type WorkerStack } from './stack.js';
-
 /** The module the worker imports. */
 export const LANDLOCK_LAYER_MODULE = '@strata/layer-landlock/layer';
 

@@ -2,8 +2,8 @@
  * `@strata/layer-seatbelt`: a deny-by-default Seatbelt profile on Strata's worker (macOS,
  * docs/design.md §2): no file access beyond reading the runtime's own files, no network, no fork or
  * exec, signals only to itself. Applied in the worker with `sandbox_init` by a small native addon;
- * the profile is written by a pure function, {@link seatbeltProfile}. Elsewhere its probe reports
- * it unavailable.
+ * the profile is written by a pure function of the package (`seatbeltProfile`, described in the
+ * README; it is not part of this entry). Elsewhere its probe reports it unavailable.
  *
  * ```ts
  * import { IsolatedRuntime } from '@strata/runtime';
@@ -17,25 +17,6 @@
  */
 import type { LayerDescriptor, LayerRequirement } from '@strata/runtime';
 import { checkReadPaths } from './read-set.js';
-
-export {
-  seatbeltProfile,
-  profileRules,
-  normalizeReads,
-  checkProfile,
-  checkProfilePath,
-  parseSbpl,
-  SYSCTL_NAMES,
-  ALLOWED_OPERATIONS,
-  FORBIDDEN_OPERATIONS,
-  type ProfileInput,
-  type ProfileRule,
-  type ProfileFilter,
-  type ReadRule,
-  type SysctlName,
-  type SbplForm,
-} from './profile.js';
-export { computeReadRules, checkReadPaths, nodeModulesWithRuntime, strataPackages, type ReadEntry, type ReadSetInput } from './read-set.js';
 
 /** The module the worker imports. */
 export const SEATBELT_LAYER_MODULE = '@strata/layer-seatbelt/layer';

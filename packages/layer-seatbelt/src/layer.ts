@@ -27,7 +27,11 @@ const OPTIONS = new Set(['readPaths']);
 /** What the layer enforces where it is available, in short stable words. */
 export const PROVIDES: readonly string[] = Object.freeze(['fs-deny', 'net-deny', 'exec-deny', 'signal-self', 'process-info-self']);
 
-/** The worker's profile, as {@link profileFor} computes it. */
+/**
+ * The worker's profile, as {@link profileFor} computes it.
+ *
+ * @internal
+ */
 export interface WorkerProfile {
   /** What it lets the worker read, and why. */
   readonly reads: readonly ReadEntry[];
@@ -37,7 +41,11 @@ export interface WorkerProfile {
   readonly sha256: string;
 }
 
-/** The worker's profile for these options: its read set and its SBPL text, checked by `checkProfile`. Throws if a readPaths entry does not exist. */
+/**
+ * The worker's profile for these options: its read set and its SBPL text, checked by `checkProfile`. Throws if a readPaths entry does not exist.
+ *
+ * @internal
+ */
 export function profileFor(options: Readonly<Record<string, unknown>>): WorkerProfile {
   const reads = computeReadRules({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: checkReadPaths(options.readPaths, '@strata/layer-seatbelt') });
   const profile = seatbeltProfile({ reads });

@@ -5,9 +5,9 @@ import { existsSync } from 'node:fs';
 import type { ApplyContext, ProbeContext } from '@strata/runtime/layers';
 import { ADDON_PATH, addonUnavailableReason } from '../src/addon.js';
 import { dryRun } from '../src/dry-run.js';
-import { SEATBELT_LAYER_MODULE, seatbelt, seatbeltProfile as exportedProfile } from '../src/index.js';
+import { SEATBELT_LAYER_MODULE, seatbelt } from '../src/index.js';
 import seatbeltLayer, { PROVIDES, profileFor } from '../src/layer.js';
-import { checkProfile, seatbeltProfile } from '../src/profile.js';
+import { checkProfile } from '../src/profile.js';
 import { offMac, onMac, when } from './when.js';
 
 
@@ -15,7 +15,6 @@ const probeContext = (platform: NodeJS.Platform, options: Record<string, unknown
 
 test('seatbelt() names the layer module, checks its options and passes the requirement through', (t) => {
   t.is(SEATBELT_LAYER_MODULE, '@strata/layer-seatbelt/layer');
-  t.is(exportedProfile, seatbeltProfile);
   t.deepEqual(seatbelt(), { module: SEATBELT_LAYER_MODULE, options: {} });
   t.deepEqual(seatbelt({ requirement: 'require', readPaths: ['/srv'] }), { module: SEATBELT_LAYER_MODULE, options: { readPaths: ['/srv'] }, requirement: 'require' });
   t.deepEqual(seatbelt({ requirement: 'off' }), { module: SEATBELT_LAYER_MODULE, options: {}, requirement: 'off' });
@@ -26,6 +25,10 @@ test('seatbelt() names the layer module, checks its options and passes the requi
   t.throws(() => seatbelt({ readPaths: ['/a"b'] }), { instanceOf: TypeError, message: /double quote/ });
   t.throws(() => seatbelt({ readPaths: '/srv' as never }), { instanceOf: TypeError, message: /array of strings/ });
   t.throws(() => seatbelt(null as never), { instanceOf: TypeError });
+});
+
+test('the main entry exports the factory and its module name, nothing internal', async (t) => {
+  t.deepEqual(Object.keys(await import('../src/index.js')).sort(), ['SEATBELT_LAYER_MODULE', 'seatbelt']);
 });
 
 test('the layer factory: name, version, hooks; unknown options and bad readPaths are refused', (t) => {

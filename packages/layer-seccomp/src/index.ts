@@ -13,12 +13,6 @@
  */
 import type { LayerDescriptor, LayerRequirement } from '@strata/runtime';
 
-export { compileFilter, serializeFilter, archOf, AUDIT_ARCH, SECCOMP_RET, X32_SYSCALL_BIT, type BpfInstruction, type CompiledFilter, type CompileOptions } from './compile-filter.js';
-export { DENY_GROUPS, ENOSYS_CALLS, ARG_RULES, CONSTANTS, ERRNO, type DeniedCall, type DenyGroup, type ArgRule, type ArgCondition, type RuleValue } from './policy.js';
-export { SYSCALLS, HIGHEST_REVIEWED, type Arch, type SyscallNumbers } from './syscall-table.js';
-export { NO_IO_URING_HELPER } from './addon.js';
-export { threadStatus, type ThreadSeccompStatus } from './status.js';
-
 /** The module the worker imports. */
 export const SECCOMP_LAYER_MODULE = '@strata/layer-seccomp/layer';
 

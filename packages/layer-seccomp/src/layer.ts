@@ -91,7 +91,11 @@ function apply(context: ApplyContext): void {
 }
 
 /** One attempt: a call and the errno the filter must answer. */
-/** One call the self-test fires: what it is, its number and arguments, and the answer expected. */
+/**
+ * One call the self-test fires: what it is, its number and arguments, and the answer expected.
+ *
+ * @internal
+ */
 export interface Attempt {
   readonly what: string;
   readonly nr: number;
@@ -99,7 +103,11 @@ export interface Attempt {
   readonly expect: number;
 }
 
-/** What the self-test fires: each must come back -EPERM (or -ENOSYS). Arguments are chosen so that, were a call let through, the kernel would refuse it (EINVAL, EFAULT) rather than act. */
+/**
+ * What the self-test fires: each must come back -EPERM (or -ENOSYS). Arguments are chosen so that, were a call let through, the kernel would refuse it (EINVAL, EFAULT) rather than act.
+ *
+ * @internal
+ */
 export function selfTestAttempts(arch: Arch, parentPid: number): Attempt[] {
   const nr = (name: string) => syscallNumber(name, arch)!;
   const C = CONSTANTS;
