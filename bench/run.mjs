@@ -1,6 +1,6 @@
 // npm run bench: Strata's overheads measured side by side with the floor they stand on, in one
 // run, as ratios. Medians of batches, after a warm-up; never used as test assertions.
-import { writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, writeFileSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import ivm from 'isolated-vm';
 import { spawn, spawnSync } from 'node:child_process';
@@ -96,6 +96,24 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   rows.push({ name: 'cold IsolatedRuntime.start (require, default layers) + first 1+1 (vs node + isolated-vm + isolate + eval)', rawUs: f, strataUs: c, ratio: c / f, goal: 1.3 });
   strata.push({ figure: 'cold IsolatedRuntime.start (all default layers, require) + first 1+1', value: c, unit: 'µs', floor: f, floorName: 'node + isolated-vm + isolate + eval, a process', goal: '≤ 1.3× the floor', met: c / f <= 1.3 });
   cell(FIG.cold, 'µs', 'Strata (cold)', c);
+}
+// A parent on Node 22 (hosts/node22) against one on Node 24, each in its own process running the
+// same loop: the worker is the same Node 24, so this is what the older parent costs, if anything.
+{
+  const node22 = fileURLToPath(new URL(`../hosts/node22/node_modules/node-${process.platform}-${process.arch}/bin/node`, import.meta.url));
+  const script = fileURLToPath(new URL('./parent-start.mjs', import.meta.url));
+  const measureOn = (node) => {
+    const ran = spawnSync(node, [script, String(COLD_RUNS)], { encoding: 'utf8', cwd: fileURLToPath(new URL('.', import.meta.url)) });
+    return ran.status === 0 ? JSON.parse(ran.stdout.trim().split('\n').pop()) : undefined;
+  };
+  const on24 = measureOn(process.execPath);
+  const on22 = existsSync(node22) ? measureOn(node22) : undefined;
+  if (on24 === undefined || on22 === undefined) {
+    console.error('(the Node 22 parent is not measured: run `npm ci --prefix hosts/node22`)');
+  } else {
+    rows.push({ name: `import @strata/runtime, parent on Node 22 (vs Node 24)`, rawUs: on24.importMs * 1000, strataUs: on22.importMs * 1000, ratio: on22.importMs / on24.importMs, goal: undefined, absoluteGoalUs: Infinity, unit: 'µs' });
+    rows.push({ name: `cold IsolatedRuntime.start (require) + first 1+1, parent on Node 22 (vs Node 24)`, rawUs: on24.startMs * 1000, strataUs: on22.startMs * 1000, ratio: on22.startMs / on24.startMs, goal: undefined, absoluteGoalUs: Infinity, unit: 'µs' });
+  }
 }
 // The price of each layer: cold starts with each switched on and off (probes are cached per process,
 // as in any long-running host, so the first start of each configuration is a warm-up).

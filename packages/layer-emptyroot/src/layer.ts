@@ -45,13 +45,17 @@ export function checkBindPaths(value: unknown): string[] {
   return [...(value as string[])];
 }
 
-/** The new root for these options: exactly the files the worker needs, plus the layers' own directories and `bindPaths`. */
-export function rootPlanFor(options: Readonly<Record<string, unknown>>, layerPaths: readonly string[] = []): RootPlan {
+/**
+ * The new root for these options: exactly the files the worker (on `workerNode`) needs, plus the layers' own directories and `bindPaths`.
+ *
+ * @internal
+ */
+export function rootPlanFor(options: Readonly<Record<string, unknown>>, layerPaths: readonly string[] = [], workerNode: string = process.execPath): RootPlan {
   const extra = [
     ...layerPaths.map((path) => ({ path, why: 'a layer loaded from this directory' })),
     ...checkBindPaths(options.bindPaths).map((path) => ({ path, why: 'the layer option bindPaths' })),
   ];
-  return planRoot(computeWorkerFiles({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra }));
+  return planRoot(computeWorkerFiles({ execPath: workerNode, packageRoot: PACKAGE_ROOT, extra }));
 }
 
 function probe(context: ProbeContext): LayerCapability {
@@ -70,7 +74,7 @@ function probe(context: ProbeContext): LayerCapability {
 
 function launch(context: LaunchContext): LaunchStep | undefined {
   if (context.platform !== 'linux') return undefined;
-  const plan = rootPlanFor(context.options, context.layerPaths);
+  const plan = rootPlanFor(context.options, context.layerPaths, context.workerNode);
   const bound = plan.ops.filter((o) => o.op === 'bind-dir' || o.op === 'bind-file').map((o) => o.path);
   const symlinks = plan.ops.filter((o) => o.op === 'symlink').map((o) => o.path);
   return { program: EMPTYROOT_HELPER, args: helperArguments(plan), report: { namespaces: [...NAMESPACES], bound, symlinks } };

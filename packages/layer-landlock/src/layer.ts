@@ -45,7 +45,11 @@ function stackPlanFor(abi: number, options: Readonly<Record<string, unknown>>): 
   return planStack(abi, checkStackAfterLoad(options.stackAfterLoad), () => addonUnavailableReason() ?? stackTestFire());
 }
 
-/** The capability on `abi` with this stacking verdict (pure: the probe's answer, table-tested). */
+/**
+ * The capability on `abi` with this stacking verdict (pure: the probe's answer, table-tested).
+ *
+ * @internal
+ */
 export function capabilityFor(abi: number, errata: Errata, stack: StackPlan): LayerCapability {
   const words = capabilityWords(abi);
   return {
@@ -65,7 +69,7 @@ function probe(context: ProbeContext): LayerCapability {
 
 function launch(context: LaunchContext): LaunchStep | undefined {
   if (context.platform !== 'linux') return undefined;
-  const readSet = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: [...context.layerPaths, ...checkReadPaths(context.options.readPaths)] });
+  const readSet = computeReadSet({ execPath: context.workerNode, packageRoot: PACKAGE_ROOT, extra: [...context.layerPaths, ...checkReadPaths(context.options.readPaths)] });
   return { program: LANDLOCK_HELPER, args: helperArguments(readSet) };
 }
 

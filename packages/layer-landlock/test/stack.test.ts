@@ -75,7 +75,7 @@ test('the layer stacks in seal, not in apply: its launch link carries no stack f
   const layer = landlockLayer({});
   t.is(typeof layer.seal, 'function');
   if (!linux) return;
-  const step = (await layer.launch!({ platform: 'linux', arch: process.arch, options: {}, layerPaths: [] }))!;
+  const step = (await layer.launch!({ platform: 'linux', arch: process.arch, options: {}, layerPaths: [], workerNode: process.execPath }))!;
   t.deepEqual(step.args?.filter((a) => !a.startsWith('/')).filter((a) => a !== '--read' && a !== '--read-file'), [], 'only --read and --read-file, with their paths');
 });
 

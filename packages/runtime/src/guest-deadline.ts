@@ -11,7 +11,7 @@
  *
  * @module
  */
-import ivm from 'isolated-vm';
+import { loadEngine, type IsolatedVm } from './engine.js';
 import { deadlineAddonPath, loadDeadlineAddon } from './native/native-paths.js';
 
 interface DeadlineAddon {
@@ -22,7 +22,7 @@ interface DeadlineAddon {
   release(slot: number): void;
 }
 
-let loaded: { readonly addon: DeadlineAddon; readonly module: ivm.NativeModule } | undefined;
+let loaded: { readonly addon: DeadlineAddon; readonly module: IsolatedVm.NativeModule } | undefined;
 
 /**
  * Loads the addon's two halves once per process: the Node-API half, and isolated-vm's handle for
@@ -32,7 +32,7 @@ let loaded: { readonly addon: DeadlineAddon; readonly module: ivm.NativeModule }
 export function loadGuestDeadline(): void {
   if (loaded !== undefined) return;
   const addon = loadDeadlineAddon() as DeadlineAddon;
-  loaded = { addon, module: new ivm.NativeModule(deadlineAddonPath()) };
+  loaded = { addon, module: new (loadEngine().NativeModule)(deadlineAddonPath()) };
 }
 
 /** One isolate's deadline. Arm it around every entry into the isolate; release it before disposing the isolate. */
@@ -47,7 +47,7 @@ export class GuestDeadline {
   }
 
   /** Registers the isolate of `context` with the watcher. */
-  static attach(context: ivm.Context): GuestDeadline {
+  static attach(context: IsolatedVm.Context): GuestDeadline {
     loadGuestDeadline();
     const exports = loaded!.module.createSync(context);
     try {

@@ -9,7 +9,7 @@
 // First: an unsupported Node.js fails with Strata's error, before isolated-vm is loaded.
 import './require-node.js';
 
-export { MIN_NODE_MAJOR, UnsupportedNode } from './node-version.js';
+export { ENGINE_NODE_MAJOR, MIN_NODE_MAJOR, UnsupportedNode } from './node-version.js';
 export { Runtime } from './runtime.js';
 export { IsolatedRuntime } from './isolated/isolated-runtime.js';
 export { SandboxPool } from './isolated/sandbox-pool.js';
@@ -33,7 +33,7 @@ export {
 export type { DefaultRuntimeOptions } from './default-runtime.js';
 export type { HostFunction, EvalOptions, EvalModuleOptions } from './runtime.js';
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
-export type { RuntimeOptions, OptionalGlobal } from './options.js';
+export type { RuntimeOptions, ResolvedRuntimeOptions, OptionalGlobal } from './options.js';
 export type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
 export type { ExecutionResult } from './execution-result.js';
 export type { Transferable } from './values.js';

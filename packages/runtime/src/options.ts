@@ -36,7 +36,7 @@ export interface RuntimeOptions {
   redactHostErrors?: boolean;
 }
 
-/** {@link RuntimeOptions} with every default filled in. */
+/** {@link RuntimeOptions} with every default filled in, as `Runtime.options` gives them. */
 export interface ResolvedRuntimeOptions {
   timeout: number;
   maxHeapSize: number;

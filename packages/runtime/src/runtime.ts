@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { types } from 'node:util';
-import ivm from 'isolated-vm';
+import { loadEngine, type IsolatedVm } from './engine.js';
 import type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
 import { ConsoleHub } from './console-hub.js';
 import { splitFunctions } from './bound-functions.js';
@@ -26,6 +26,10 @@ import { assertTransferable, MAX_VALUE_NODES } from './values.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ModuleSource } from './module-registry.js';
 
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
+
+// isolated-vm, set by Runtime.start before the first Runtime exists (it is loaded on first use:
+// engine.ts); every `new ivm.…` below runs in a Runtime's methods.
+let ivm: typeof IsolatedVm;
 
 /** @internal How a worker points its runtime's imports at the parent. */
 export const kModuleSource = Symbol('strata.moduleSource');
@@ -131,25 +135,25 @@ const HOST_OPERATION_MS = 5_000;
  */
 export class Runtime implements AsyncDisposable {
   readonly #options: ResolvedRuntimeOptions;
-  readonly #isolate: ivm.Isolate;
-  readonly #context: ivm.Context;
+  readonly #isolate: IsolatedVm.Isolate;
+  readonly #context: IsolatedVm.Context;
   readonly #internals: {
-    checkValue: ivm.Reference;
-    namespaceToObject: ivm.Reference;
-    argumentHolder: ivm.Reference;
-    describeError: ivm.Reference;
-    defineGlobal: ivm.Reference;
-    deleteGlobal: ivm.Reference;
-    settleHostCall: ivm.Reference;
-    watch: ivm.Reference;
-    takeOutcome: ivm.Reference;
-    finalize: ivm.Reference;
+    checkValue: IsolatedVm.Reference;
+    namespaceToObject: IsolatedVm.Reference;
+    argumentHolder: IsolatedVm.Reference;
+    describeError: IsolatedVm.Reference;
+    defineGlobal: IsolatedVm.Reference;
+    deleteGlobal: IsolatedVm.Reference;
+    settleHostCall: IsolatedVm.Reference;
+    watch: IsolatedVm.Reference;
+    takeOutcome: IsolatedVm.Reference;
+    finalize: IsolatedVm.Reference;
   };
   readonly #deadline: GuestDeadline;
   // The budget of the entry in progress, so that a host function can stop the guest's clock.
   #activeBudget: GuestBudget | undefined;
-  #eventLoop: ivm.Reference | undefined;
-  #runNext: ivm.Reference | undefined;
+  #eventLoop: IsolatedVm.Reference | undefined;
+  #runNext: IsolatedVm.Reference | undefined;
   readonly #functions = new Map<number, BoundFunction>();
   readonly #globals = new Map<string, number[]>();
   readonly #console: ConsoleHub;
@@ -165,8 +169,8 @@ export class Runtime implements AsyncDisposable {
   #closeReason: StrataError | undefined;
   readonly #modules = new ModuleRegistry();
   #moduleSource: ModuleSource = this.#modules;
-  readonly #compiledModules = new Map<string, Promise<ivm.Module>>();
-  readonly #moduleSpecifiers = new WeakMap<ivm.Module, string>();
+  readonly #compiledModules = new Map<string, Promise<IsolatedVm.Module>>();
+  readonly #moduleSpecifiers = new WeakMap<IsolatedVm.Module, string>();
 
   private constructor(options: ResolvedRuntimeOptions) {
     this.#options = options;
@@ -181,7 +185,7 @@ export class Runtime implements AsyncDisposable {
       deadline = GuestDeadline.attach(this.#context);
       this.#deadline = deadline;
       const prelude = this.#isolate.compileScriptSync(`(${guestPrelude.toString()})`, { filename: 'strata:prelude' });
-      const preludeFn = prelude.runSync(this.#context, { reference: true }) as ivm.Reference;
+      const preludeFn = prelude.runSync(this.#context, { reference: true }) as IsolatedVm.Reference;
       const internals = preludeFn.applySync(
         undefined,
         [
@@ -198,8 +202,8 @@ export class Runtime implements AsyncDisposable {
           }).copyInto(),
         ],
         { result: { reference: true } },
-      ) as ivm.Reference;
-      const get = (name: string) => internals.getSync(name, { reference: true }) as ivm.Reference;
+      ) as IsolatedVm.Reference;
+      const get = (name: string) => internals.getSync(name, { reference: true }) as IsolatedVm.Reference;
       this.#internals = {
         checkValue: get('checkValue'),
         namespaceToObject: get('namespaceToObject'),
@@ -227,6 +231,7 @@ export class Runtime implements AsyncDisposable {
    * @throws {@link InvalidOption} for a bad option; {@link JsError} if a bootstrap script throws.
    */
   static async start(options?: RuntimeOptions): Promise<Runtime> {
+    ivm = loadEngine();
     const resolved = resolveRuntimeOptions(options);
     const runtime = new Runtime(resolved);
     try {
@@ -241,9 +246,9 @@ export class Runtime implements AsyncDisposable {
       );
       const loop = runtime.#enterBounded('Runtime.start', () =>
         runtime.#internals.finalize.applySync(undefined, [new ivm.ExternalCopy(removeGlobals).copyInto()], { result: { reference: true } }),
-      ) as ivm.Reference;
+      ) as IsolatedVm.Reference;
       runtime.#eventLoop = loop.typeof === 'object' ? loop : undefined;
-      runtime.#runNext = runtime.#eventLoop?.getSync('runNext', { reference: true }) as ivm.Reference | undefined;
+      runtime.#runNext = runtime.#eventLoop?.getSync('runNext', { reference: true }) as IsolatedVm.Reference | undefined;
     } catch (error) {
       runtime.#dispose(undefined);
       throw error;
@@ -272,7 +277,7 @@ export class Runtime implements AsyncDisposable {
     if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
     return this.#command(async (budget) => {
       const filename = options.filename ?? '<eval>';
-      const completion = this.#enter(budget, () => this.#context.evalSync(code, { reference: true, filename })) as ivm.Reference;
+      const completion = this.#enter(budget, () => this.#context.evalSync(code, { reference: true, filename })) as IsolatedVm.Reference;
       return this.#settle(completion, budget);
     });
   }
@@ -374,10 +379,10 @@ export class Runtime implements AsyncDisposable {
       await wrapper.instantiate(this.#context, () => module);
       this.#enter(budget, () => wrapper.evaluateSync());
       const wrapperNamespace = wrapper.namespace;
-      let namespace: ivm.Reference | undefined;
+      let namespace: IsolatedVm.Reference | undefined;
       const finished = () => {
         try {
-          namespace = wrapperNamespace.getSync('namespace', { reference: true }) as ivm.Reference;
+          namespace = wrapperNamespace.getSync('namespace', { reference: true }) as IsolatedVm.Reference;
           return true;
         } catch {
           return false;
@@ -386,7 +391,7 @@ export class Runtime implements AsyncDisposable {
       await this.#drive(finished, budget, "the module's top-level await (or it threw after its first await, which isolated-vm cannot report)");
       const exportsObject = this.#enter(budget, () =>
         this.#internals.namespaceToObject.applySync(undefined, [namespace!.derefInto()], { result: { reference: true } }),
-      ) as ivm.Reference;
+      ) as IsolatedVm.Reference;
       return this.#export(exportsObject, budget) as Record<string, unknown>;
     });
   }
@@ -495,7 +500,7 @@ export class Runtime implements AsyncDisposable {
     }
   }
 
-  #compile(code: string, filename: string): ivm.Script {
+  #compile(code: string, filename: string): IsolatedVm.Script {
     return this.#isolate.compileScriptSync(code, { filename });
   }
 
@@ -503,7 +508,7 @@ export class Runtime implements AsyncDisposable {
    * Turns a completion value into the command's result: a promise is awaited (driving host
    * calls and virtual timers meanwhile), anything else is exported.
    */
-  #settle(completion: ivm.Reference, budget: GuestBudget): unknown {
+  #settle(completion: IsolatedVm.Reference, budget: GuestBudget): unknown {
     if (completion.typeof !== 'object') return this.#export(completion, budget);
     // Copy first: the serializer refuses Proxies without running a trap, so the checks after it
     // never meet one. What it cannot copy may be a promise, which is awaited instead.
@@ -525,7 +530,7 @@ export class Runtime implements AsyncDisposable {
     await this.#drive(() => this.#settled.has(id), budget, 'the promise');
     const ok = this.#settled.get(id)!;
     this.#settled.delete(id);
-    const outcome = this.#enter(budget, () => this.#internals.takeOutcome.applySync(undefined, [id], { result: { reference: true } })) as ivm.Reference;
+    const outcome = this.#enter(budget, () => this.#internals.takeOutcome.applySync(undefined, [id], { result: { reference: true } })) as IsolatedVm.Reference;
     if (ok) return this.#export(outcome, budget);
     throw this.#guestError(outcome, budget);
   }
@@ -556,7 +561,7 @@ export class Runtime implements AsyncDisposable {
   }
 
   /** Copies a guest value out, refusing anything outside the transferable set. */
-  #export(reference: ivm.Reference, budget: GuestBudget): unknown {
+  #export(reference: IsolatedVm.Reference, budget: GuestBudget): unknown {
     const type = reference.typeof;
     if (type === 'function') throw new ValueNotTransferable('the value is a function; only data can cross');
     if (type === 'symbol') throw new ValueNotTransferable('the value is a symbol');
@@ -573,7 +578,7 @@ export class Runtime implements AsyncDisposable {
    * Refuses what the copy silently changed (class instances lose their class, holes become
    * undefined…) by walking the original's descriptors, then enforces `maxResultBytes`.
    */
-  #checked(reference: ivm.Reference, value: unknown, budget: GuestBudget): unknown {
+  #checked(reference: IsolatedVm.Reference, value: unknown, budget: GuestBudget): unknown {
     if (value !== null && typeof value === 'object') {
       const problem = this.#enter(budget, () =>
         this.#internals.checkValue.applySync(undefined, [reference.derefInto(), '$']),
@@ -588,7 +593,7 @@ export class Runtime implements AsyncDisposable {
     return value;
   }
 
-  #guestError(thrown: ivm.Reference, budget: GuestBudget): JsError {
+  #guestError(thrown: IsolatedVm.Reference, budget: GuestBudget): JsError {
     const [name, message, stack] = this.#enter(budget, () =>
       this.#internals.describeError.applySync(undefined, [thrown.derefInto()], { result: { copy: true } }),
     ) as [string, string, string | undefined];
@@ -663,7 +668,7 @@ export class Runtime implements AsyncDisposable {
     if (entry === undefined || entry.revoked) return [1, 'Error', `host function ${entry?.name ?? '#' + id} was revoked`];
     let args = passed;
     if (viaHolder) {
-      const held = this.#internals.argumentHolder.getSync('args', { reference: true }) as ivm.Reference;
+      const held = this.#internals.argumentHolder.getSync('args', { reference: true }) as IsolatedVm.Reference;
       try {
         args = held.copySync() as unknown[];
       } catch (error) {
@@ -743,13 +748,13 @@ export class Runtime implements AsyncDisposable {
 
   // --- modules -------------------------------------------------------------------------------
 
-  #compileModule(source: string, specifier: string): ivm.Module {
+  #compileModule(source: string, specifier: string): IsolatedVm.Module {
     const module = this.#isolate.compileModuleSync(source, { filename: specifier });
     this.#moduleSpecifiers.set(module, specifier);
     return module;
   }
 
-  async #resolveImport(request: string, referrer: string): Promise<ivm.Module> {
+  async #resolveImport(request: string, referrer: string): Promise<IsolatedVm.Module> {
     const { specifier, source } = await this.#moduleSource.load(request, referrer);
     let compiled = this.#compiledModules.get(specifier);
     if (compiled === undefined) {

@@ -442,7 +442,7 @@ function layer(name: string, overrides: Partial<LayerReport> = {}): LayerReport 
 }
 
 function facts(sandbox: string, layers: LayerReport[], overrides: Partial<DoctorFacts> = {}): DoctorFacts {
-  const report: SandboxReport = { sandbox, sandboxExtras: [], layers: layers as never, base: { jitless: true, strictEval: false, flags: ['--jitless'], privilegesDropped: false } };
+  const report: SandboxReport = { sandbox, sandboxExtras: [], layers: layers as never, base: { jitless: true, strictEval: false, flags: ['--jitless'], privilegesDropped: false, workerNode: '/opt/node/bin/node' } };
   return {
     strata: '0.1.0',
     node: { version: 'v24.0.0', platform: 'linux', arch: 'x64' },
@@ -526,7 +526,7 @@ test('doctor verdict: a default layer that is not available makes the machine de
     worker: { pid: 1, startMs: 1 },
     sandbox: 'landlock+seccomp',
     sandboxExtras: [],
-    report: { sandbox: 'landlock+seccomp', sandboxExtras: [], layers: [layer('landlock'), layer('seccomp')], base: { jitless: true, strictEval: false, flags: [], privilegesDropped: true } },
+    report: { sandbox: 'landlock+seccomp', sandboxExtras: [], layers: [layer('landlock'), layer('seccomp')], base: { jitless: true, strictEval: false, flags: [], privilegesDropped: true, workerNode: '/opt/node/bin/node' } },
     error: null,
   };
   t.is(assess(facts).status, 'ok');

@@ -23,6 +23,7 @@ const MAIN = [
   'defaultLayers',
   // the Node.js this needs
   'MIN_NODE_MAJOR',
+  'ENGINE_NODE_MAJOR',
   'UnsupportedNode',
   // errors
   'StrataError',

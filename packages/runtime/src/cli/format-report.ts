@@ -24,6 +24,7 @@ export function formatDoctorReport(report: DoctorReport): string {
         ? 'unknown (no worker)'
         : `jitless ${yesNo(base.jitless)}, privileges dropped ${yesNo(base.privilegesDropped)}, strict eval ${yesNo(base.strictEval)}`,
     ],
+    ['worker node', base === undefined ? '-' : base.workerNode],
     ['worker flags', base === undefined ? '-' : base.flags.join(' ') || '-'],
     ['sandbox', report.sandbox ?? 'unknown (no worker)'],
     ['sandbox extras', report.sandboxExtras === null ? '-' : report.sandboxExtras.join(', ') || 'none'],

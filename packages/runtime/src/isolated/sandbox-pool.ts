@@ -20,10 +20,17 @@ export interface SandboxPoolOptions extends Omit<IsolatedRuntimeOptions, 'prewar
 }
 
 /** What may change per checkout: the limits only the parent enforces, and who the run is for. */
-export type CheckoutOptions = Pick<IsolatedRuntimeOptions, (typeof SESSION_OPTIONS)[number]> & {
+export type CheckoutOptions = Pick<
+  IsolatedRuntimeOptions,
+  'requestTimeout' | 'timeoutGrace' | 'maxHostCalls' | 'maxHostWait' | 'maxInflightHostCalls' | 'writeStallTimeout' | 'redactHostErrors'
+> & {
   /** Whose run this is: crashes are counted per tenant against the pool's crash budget. */
   tenant?: string;
 };
+
+// The checkout keys above and the session options the pool accepts are one list.
+const sameKeys: [keyof CheckoutOptions] extends [(typeof SESSION_OPTIONS)[number] | 'tenant'] ? ((typeof SESSION_OPTIONS)[number] extends keyof CheckoutOptions ? true : never) : never = true;
+void sameKeys;
 
 /** A pool's counters. */
 export interface PoolStats {
@@ -90,7 +97,7 @@ function checkBudget(value: unknown): CrashBudgetOptions | undefined {
  *   (`maxConcurrentStarts` at a time), a failed one retried with a backoff and shown in
  *   `stats().lastError`.
  * - **Options split in two**: what the worker receives is fixed per pool; what only the parent
- *   enforces ({@link SESSION_OPTIONS}) may be set per checkout.
+ *   enforces (the keys of {@link CheckoutOptions} but `tenant`) may be set per checkout.
  * - **A crash budget per tenant**: past it, that tenant's checkouts are refused
  *   ({@link CrashBudgetExceeded}); other tenants are unaffected.
  *

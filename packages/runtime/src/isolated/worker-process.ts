@@ -7,7 +7,7 @@ import { WorkerCrashed, type StrataError } from '../errors.js';
 import type { LaunchStep } from '../layers/layer.js';
 import { execHelperPath } from '../native/native-paths.js';
 
-import { WATCHDOG_EXIT_CODE } from '../worker/worker-session.js';
+import { WATCHDOG_EXIT_CODE } from '../native/native-paths.js';
 
 import { WORKER_FRAME_LIMITS } from '../channel-limits.js';
 
@@ -15,6 +15,8 @@ export { WORKER_FRAME_LIMITS } from '../channel-limits.js';
 
 /** How to start one worker; a spare started from the same plan can be handed out. */
 export interface LaunchPlan {
+  /** The Node.js executable the worker runs (`resolveWorkerNode`). */
+  readonly workerNode: string;
   /** Node options and V8 flags, in order, before the entry script. */
   readonly nodeArgs: readonly string[];
   /** The exec helper's `--cpu-seconds`, or undefined for none. */
@@ -30,7 +32,7 @@ export const WORKER_ENTRY = fileURLToPath(new URL('../worker/worker-main.js', im
 
 /** A plan's identity, for matching a prewarmed spare. */
 export function planKey(plan: LaunchPlan): string {
-  return JSON.stringify([plan.nodeArgs, plan.cpuSeconds, plan.entry, plan.launch]);
+  return JSON.stringify([plan.workerNode, plan.nodeArgs, plan.cpuSeconds, plan.entry, plan.launch]);
 }
 
 /** The exec helper's command line: base hardening, then Node with the worker entry. */
@@ -41,7 +43,7 @@ export function launchArguments(plan: LaunchPlan): string[] {
   args.push('--keep-fds', '5', '--drop-privileges', '--');
   // Each link runs `program ...args -- next...` and execs the rest of the chain.
   for (const step of plan.launch) args.push(step.program, ...(step.args ?? []), '--');
-  args.push(process.execPath, ...plan.nodeArgs, plan.entry);
+  args.push(plan.workerNode, ...plan.nodeArgs, plan.entry);
   return args;
 }
 

@@ -57,6 +57,12 @@ export interface LaunchContext {
    * the module's own directory. Layers that confine the file system grant or bind these.
    */
   readonly layerPaths: readonly string[];
+  /**
+   * The Node.js executable the worker runs (an absolute path; `IsolatedRuntime`'s `workerNode`,
+   * this process's own Node by default): layers that confine the file system grant or bind its
+   * files, not `process.execPath`'s, which may be another Node.
+   */
+  readonly workerNode: string;
 }
 
 /**

@@ -37,6 +37,8 @@ export interface LayerPlanResult {
 export interface ProbeHost {
   readonly platform: NodeJS.Platform;
   readonly arch: string;
+  /** The Node.js executable the worker will run, for `launch` hooks. */
+  readonly workerNode: string;
 }
 
 /** What the worker's half needs: how to try guest code in a throwaway isolate. */
@@ -102,7 +104,7 @@ export async function planPipeline(descriptors: readonly LayerDescriptor[], defa
   for (const [i, { layer, descriptor }] of ordered.entries()) {
     if (!steps[i]!.apply || layer.launch === undefined) continue;
     const options = Object.freeze({ ...(descriptor.options ?? {}) });
-    const step = await hook(layer.name, 'launch', () => layer.launch!({ platform: host.platform, arch: host.arch, options, layerPaths }));
+    const step = await hook(layer.name, 'launch', () => layer.launch!({ platform: host.platform, arch: host.arch, options, layerPaths, workerNode: host.workerNode }));
     if (step === undefined) continue;
     const checked = checkLaunchStep(layer.name, step);
     launch.push(Object.freeze({ program: checked.program, args: checked.args }));

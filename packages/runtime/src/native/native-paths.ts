@@ -9,6 +9,9 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { requireNativeArtifact } from './native-artifact.js';
 
+/** The exit status of the memory watchdog; the parent reports it as WorkerCrashed('maxMemory'). */
+export const WATCHDOG_EXIT_CODE = 57;
+
 /**
  * The memory watchdog addon (`strata_watchdog.node`): one native thread that ends the process when
  * its resident memory goes over a limit, even while JavaScript runs synchronously.

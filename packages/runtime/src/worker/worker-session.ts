@@ -3,13 +3,11 @@ import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
 import { HeapLimitExceeded, ModuleNotFound, StrataError } from '../errors.js';
 import { applyPipeline, type PipelineResult, type PlannedStep } from '../layers/pipeline.js';
 import type { ResolvedModule } from '../module-registry.js';
-import type { MemoryWatchdog } from '../native/native-paths.js';
+import { WATCHDOG_EXIT_CODE, type MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
 import { kModuleSource, type Runtime } from '../runtime.js';
 import type { ParentChannel } from './parent-channel.js';
 
-/** The exit status of the memory watchdog; the parent reports it as WorkerCrashed('maxMemory'). */
-export const WATCHDOG_EXIT_CODE = 57;
 
 /** The part of a bound global that is a host function: where it sits and the name the parent knows it by. */
 type FunctionSite = [path: string[], label: string];
