@@ -2,7 +2,7 @@ import test from 'ava';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { IsolatedRuntime } from '@strata/runtime';
 import { checkLayerConformance, testLayer } from '@strata/runtime/testing';
-import { clock } from '../src/index.js';
+import { clock, seededRandom } from '../src/index.js';
 
 const PROGRAM = `(async () => {
   const lines = [];
@@ -17,7 +17,7 @@ const PROGRAM = `(async () => {
 })()`;
 
 async function runOnce(): Promise<{ stdout: string; result: unknown; layers: unknown }> {
-  await using rt = await IsolatedRuntime.start({ clock: '2026-03-04T05:06:07Z', randomSeed: 42, bootstrap: WEB_POLYFILLS, prewarm: false });
+  await using rt = await IsolatedRuntime.start({ clock: { at: '2026-03-04T05:06:07Z', seed: 42 }, bootstrap: WEB_POLYFILLS, prewarm: false });
   const run = await rt.execute(PROGRAM);
   return { stdout: run.stdout, result: run.result, layers: rt.report.layers };
 }
@@ -31,7 +31,7 @@ test('two fresh workers with the same clock and seed print byte-identical output
   t.regex(a.stdout, /Date\.now\(\) still 1772600767000/);
 });
 
-test('the clock and randomSeed options add the clock layer, required, and it reports itself', async (t) => {
+test('the clock option adds the clock layer, required, and it reports itself', async (t) => {
   const { layers } = await runOnce();
   const entry = (layers as { name: string }[]).find((l) => l.name === 'clock') as Record<string, unknown>;
   t.is(entry['requirement'], 'require');
@@ -41,8 +41,8 @@ test('the clock and randomSeed options add the clock layer, required, and it rep
 });
 
 test('a different seed gives a different sequence', async (t) => {
-  await using a = await IsolatedRuntime.start({ randomSeed: 1, prewarm: false });
-  await using b = await IsolatedRuntime.start({ randomSeed: 2, prewarm: false });
+  await using a = await IsolatedRuntime.start({ clock: { seed: 1 }, prewarm: false });
+  await using b = await IsolatedRuntime.start({ clock: { seed: 2 }, prewarm: false });
   t.notDeepEqual(await a.eval('[Math.random(), Math.random()]'), await b.eval('[Math.random(), Math.random()]'));
 });
 
@@ -63,4 +63,20 @@ test('the clock layer keeps its promises (testLayer must-deny / must-allow)', as
 
 test('the clock layer passes the conformance check every layer must pass', async (t) => {
   t.deepEqual(await checkLayerConformance(clock({ at: 0, seed: 7 })), []);
+});
+
+test('the clock option takes the options of clock(), { at, seed }, and nothing else', async (t) => {
+  const refused = async (options: object, message: RegExp) =>
+    t.throwsAsync(IsolatedRuntime.start({ prewarm: false, ...options } as never), { code: 'ERR_STRATA_INVALID_OPTION', message });
+  await refused({ clock: new Date(0) }, /clock must be an object \{ at\?, seed\? \} \(got a Date: write clock: \{ at: date \}\)/);
+  await refused({ clock: '2026-01-01' }, /clock must be an object/);
+  await refused({ clock: { at: 'not a date' } }, /clock\.at must be a Date, an epoch in milliseconds or a date string/);
+  await refused({ clock: { seed: -1 } }, /clock\.seed must be an integer from 0 to 4294967295/);
+  await refused({ clock: { seed: 1.5 } }, /clock\.seed must be an integer/);
+  await refused({ clock: { randomSeed: 1 } }, /clock has unknown fields: randomSeed \(it takes at and seed\)/);
+  await refused({ randomSeed: 1 }, /unknown option "randomSeed"/);
+  await refused({ clock: {}, layers: [clock()] }, /clock and a clock layer in layers: give one of them/);
+  // clock: {} is both defaults
+  await using rt = await IsolatedRuntime.start({ clock: {}, prewarm: false });
+  t.deepEqual(await rt.eval('[Date.now(), Math.random() === ' + String(seededRandom(0)()) + ']'), [Date.UTC(2026, 0, 1), true]);
 });

@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   process.removeAllListeners('warning'); // the demo prints its own account of the sandbox below
   // A frozen clock and a seeded Math.random (@strata/layer-clock): same program, same output.
   // sandbox: 'require': the worker starts only if every default OS layer is fully in force here.
-  const options = { sandbox: 'require', timeout: 2_000, bootstrap: WEB_POLYFILLS, strictEval: true, clock: '2026-01-01T00:00:00Z', randomSeed: 7 } as const;
+  const options = { sandbox: 'require', timeout: 2_000, bootstrap: WEB_POLYFILLS, strictEval: true, clock: { at: '2026-01-01T00:00:00Z', seed: 7 } } as const;
   await using rt = await IsolatedRuntime.start(options);
   rt.bindFunction('lookup', (sku: string) => ({ A1: 3.5 })[sku]);
   console.log(`worker pid ${rt.pid} (this process is ${process.pid})\n`);

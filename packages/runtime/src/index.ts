@@ -17,7 +17,7 @@ export type { SandboxPoolOptions, CheckoutOptions, PoolStats } from './isolated/
 export type { CrashBudgetOptions } from './isolated/crash-budget.js';
 export type { SandboxReport } from './isolated/isolated-runtime.js';
 export type { OutsideView } from './isolated/verify-worker.js';
-export type { IsolatedRuntimeOptions, SandboxMode } from './isolated/isolated-options.js';
+export type { FrozenClock, IsolatedRuntimeOptions, SandboxMode } from './isolated/isolated-options.js';
 export {
   configureDefaultRuntime,
   eval,

@@ -39,7 +39,7 @@ const PINNED: Record<string, string> = {
 };
 
 /** The guest's clock and Math.random are frozen, so a run is reproducible. */
-const FROZEN = { clock: '2026-01-01T00:00:00Z', randomSeed: 7 } as const;
+const FROZEN = { clock: { at: '2026-01-01T00:00:00Z', seed: 7 } } as const;
 
 // A worker process each; more at once than there are cores only slows every one of them.
 let running = 0;

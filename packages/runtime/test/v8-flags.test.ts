@@ -211,7 +211,7 @@ const ON_SHIPPING = /not shipped.*--no-js-shipping, --no-harmony-shipping and --
 const INTERNALS = /V8 internals within the guest's reach.*remove it/;
 const DIAGNOSTICS = /diagnostic output.*debug with the in-process Runtime instead/;
 const TEST_MODE = /a V8 test, debug or fuzzing mode.*remove it/;
-const SEED = /it fixes a seed V8 randomises with, or makes V8 predictable, so that every worker is the same: .*hash flooding.*\(ASLR\); remove it\. For a reproducible Math\.random, use the `randomSeed` option/;
+const SEED = /it fixes a seed V8 randomises with, or makes V8 predictable, so that every worker is the same: .*hash flooding.*\(ASLR\); remove it\. For a reproducible Math\.random, use the `clock: \{ seed \}` option/;
 const HEAP = /`maxHeapSize` \(guest heap\) and `maxMemory` \(worker process\) options.*use those options instead/;
 
 const refused: [input: string, message: RegExp, strictEval?: boolean][] = [
@@ -528,7 +528,7 @@ test.serial('IsolatedRuntime.start({ v8Flags: ["--random-seed=1"] }) rejects wit
   t.deepEqual(childPids(), [], 'no worker and no prewarmed spare was started');
 });
 
-test('two default workers draw different Math.random() sequences; the randomSeed option (the suggested alternative) makes them the same', async (t) => {
+test('two default workers draw different Math.random() sequences; clock: { seed } (the suggested alternative) makes them the same', async (t) => {
   const draw = 'Array.from({ length: 4 }, () => Math.random())';
   {
     await using a = await IsolatedRuntime.start({ prewarm: false });
@@ -537,8 +537,8 @@ test('two default workers draw different Math.random() sequences; the randomSeed
     const [fromA, fromB] = (await Promise.all([a.eval(draw), b.eval(draw)])) as [number[], number[]];
     t.is(new Set([...fromA, ...fromB]).size, 8, JSON.stringify({ fromA, fromB }));
   }
-  await using c = await IsolatedRuntime.start({ prewarm: false, randomSeed: 1 });
-  await using d = await IsolatedRuntime.start({ prewarm: false, randomSeed: 1 });
+  await using c = await IsolatedRuntime.start({ prewarm: false, clock: { seed: 1 } });
+  await using d = await IsolatedRuntime.start({ prewarm: false, clock: { seed: 1 } });
   t.deepEqual(await c.eval(draw), await d.eval(draw));
 });
 

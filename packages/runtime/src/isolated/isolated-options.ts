@@ -81,10 +81,21 @@ export interface IsolatedRuntimeOptions extends RuntimeOptions {
    * `@strata/runtime`. Layers that confine the file system grant or bind this Node's files.
    */
   workerNode?: string;
-  /** Freezes the guest's clock at this instant (adds `@strata/layer-clock`, required). */
-  clock?: Date | number | string;
-  /** Seeds the guest's `Math.random` (adds `@strata/layer-clock`, required). */
-  randomSeed?: number;
+  /**
+   * A frozen clock and a seeded `Math.random` in the guest: adds `@strata/layer-clock`, required,
+   * with these options, the same the layer's `clock()` factory takes. `at` is the instant (a
+   * `Date`, epoch milliseconds or a date string; default 2026-01-01T00:00:00Z), `seed` the seed
+   * of `Math.random` (an integer from 0 to 2^32 - 1; default 0). `clock: {}` takes both defaults.
+   */
+  clock?: FrozenClock;
+}
+
+/** The options of the frozen-clock layer, as `clock` takes them. */
+export interface FrozenClock {
+  /** The instant the guest's clock shows. */
+  at?: Date | number | string;
+  /** The seed of the guest's `Math.random`. */
+  seed?: number;
 }
 
 /** {@link IsolatedRuntimeOptions} with every default filled in; `undefined` limits are off. */
@@ -102,7 +113,7 @@ export interface ResolvedIsolatedOptions {
   readonly v8Flags: readonly string[];
   readonly prewarm: boolean;
   /**
-   * The layers given (`layers`, checked), plus the clock layer when `clock`/`randomSeed` are set.
+   * The layers given (`layers`, checked), plus the clock layer when `clock` is set.
    * This platform's default layers are merged in when the runtime starts (by name, known once each
    * module is loaded: `selectLayers`), unless `replaceDefaultLayers`.
    */
@@ -134,7 +145,6 @@ const ISOLATED_KEYS = [
   'omitDefaultLayers',
   'workerNode',
   'clock',
-  'randomSeed',
 ] as const;
 
 /** The module of the frozen-clock layer; resolved in the worker, so @strata/runtime does not depend on it. */
@@ -252,22 +262,31 @@ function resolveLayers(options: IsolatedRuntimeOptions): LayerDescriptor[] {
     }
     return Object.freeze({ module, options: Object.freeze({ ...(layerOptions ?? {}) }), ...(requirement === undefined ? {} : { requirement }) });
   });
-  if (options.clock !== undefined || options.randomSeed !== undefined) {
-    if (layers.some((l) => l.module === CLOCK_LAYER_MODULE)) throw new InvalidOption('clock/randomSeed and a clock layer in layers: give one of them');
-    const clockOptions: Record<string, unknown> = {};
-    if (options.clock !== undefined) {
-      const at = options.clock instanceof Date ? options.clock.getTime() : typeof options.clock === 'string' ? Date.parse(options.clock) : options.clock;
-      if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidOption(`clock must be a Date, an epoch in milliseconds or a date string (got ${String(options.clock)})`);
-      clockOptions['at'] = at;
-    }
-    if (options.randomSeed !== undefined) {
-      if (!Number.isInteger(options.randomSeed) || options.randomSeed < 0 || options.randomSeed > 0xffff_ffff) {
-        throw new InvalidOption(`randomSeed must be an integer from 0 to 4294967295 (got ${String(options.randomSeed)})`);
-      }
-      clockOptions['seed'] = options.randomSeed;
-    }
-    // Asked for by name: never silently skipped, whatever the sandbox mode.
-    layers.push(Object.freeze({ module: CLOCK_LAYER_MODULE, options: Object.freeze(clockOptions), requirement: 'require' as const }));
+  if (options.clock !== undefined) {
+    if (layers.some((l) => l.module === CLOCK_LAYER_MODULE)) throw new InvalidOption('clock and a clock layer in layers: give one of them');
+    layers.push(clockLayer(options.clock));
   }
   return layers;
+}
+
+/** The clock layer of `clock`, required: asked for by name, never silently skipped, whatever the sandbox mode. */
+function clockLayer(clock: FrozenClock): Readonly<{ module: string; options: Readonly<Record<string, unknown>>; requirement: 'require' }> {
+  if (clock === null || typeof clock !== 'object' || Array.isArray(clock) || clock instanceof Date) {
+    throw new InvalidOption(`clock must be an object { at?, seed? } (got ${clock instanceof Date ? 'a Date: write clock: { at: date }' : String(clock)})`);
+  }
+  const unknown = Object.keys(clock).filter((key) => key !== 'at' && key !== 'seed');
+  if (unknown.length > 0) throw new InvalidOption(`clock has unknown fields: ${unknown.join(', ')} (it takes at and seed)`);
+  const clockOptions: Record<string, unknown> = {};
+  if (clock.at !== undefined) {
+    const at = clock.at instanceof Date ? clock.at.getTime() : typeof clock.at === 'string' ? Date.parse(clock.at) : clock.at;
+    if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidOption(`clock.at must be a Date, an epoch in milliseconds or a date string (got ${String(clock.at)})`);
+    clockOptions['at'] = at;
+  }
+  if (clock.seed !== undefined) {
+    if (!Number.isInteger(clock.seed) || clock.seed < 0 || clock.seed > 0xffff_ffff) {
+      throw new InvalidOption(`clock.seed must be an integer from 0 to 4294967295 (got ${String(clock.seed)})`);
+    }
+    clockOptions['seed'] = clock.seed;
+  }
+  return Object.freeze({ module: CLOCK_LAYER_MODULE, options: Object.freeze(clockOptions), requirement: 'require' as const });
 }

@@ -88,7 +88,7 @@ const FIXES_RANDOMNESS =
   'it fixes a seed V8 randomises with, or makes V8 predictable, so that every worker is the same: ' +
   '--random-seed and --predictable fix the generator behind Math.random and the hash seed of strings and property keys, and the addresses V8 maps memory at; ' +
   '--hash-seed and --no-rehash-snapshot fix the hash seed. A guest could then predict Math.random(), precompute hash collisions (hash flooding) ' +
-  "and know where V8's memory is (ASLR); remove it. For a reproducible Math.random, use the `randomSeed` option, which adds the clock layer " +
+  "and know where V8's memory is (ASLR); remove it. For a reproducible Math.random, use the `clock: { seed }` option, which adds the clock layer " +
   "(it also freezes the guest's clock): it seeds the guest's Math.random only, not V8's hashing or memory layout";
 
 /**

@@ -30,7 +30,7 @@ export interface CompositionInput {
   readonly platform: string;
   /** This platform's default layers in their order ({@link PLATFORM_LAYERS}); `undefined` when Strata has no OS layers for it. */
   readonly defaults: readonly DefaultLayerFact[] | undefined;
-  /** The layers given (`layers`, then the clock layer of `clock`/`randomSeed`), in the user's order, named. */
+  /** The layers given (`layers`, then the clock layer of `clock`), in the user's order, named. */
   readonly given: readonly NamedDescriptor[];
   /** `replaceDefaultLayers: true`: `given` is the whole list. */
   readonly replaceDefaultLayers: boolean;
