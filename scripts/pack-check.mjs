@@ -106,6 +106,33 @@ try {
   const expected = { value: 7, sandbox: 'landlock+seccomp', extras: ['emptyroot'], withoutOsLayers: 'ERR_STRATA_SANDBOX_UNAVAILABLE' };
   if (JSON.stringify(outcome) !== JSON.stringify(expected)) fail(`the program printed ${JSON.stringify(outcome)}, expected ${JSON.stringify(expected)}`);
   console.log(`pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers})`);
+  // 6. A parent on Node 22 (hosts/node22, when installed): refused until it has a Node 24 for
+  // the worker, which the app does not install; then started on workerNode, fully sandboxed.
+  const node22 = join(root, 'hosts', 'node22', 'node_modules', `node-linux-${process.arch}`, 'bin', 'node');
+  if (existsSync(node22)) {
+    writeFileSync(
+      join(app, 'check22.mjs'),
+      `
+      import { IsolatedRuntime } from '@strata/runtime';
+      const start = (options) => IsolatedRuntime.start({ sandbox: 'require', prewarm: false, ...options });
+      const out = { version: process.version };
+      out.withoutNode24 = await start({}).then((rt) => rt.close().then(() => 'started'), (e) => ({ code: e.code, message: e.message }));
+      const rt = await start({ workerNode: process.argv[2] });
+      out.withWorkerNode = { sandbox: rt.sandbox, value: await rt.eval('6 * 7') };
+      await rt.close();
+      console.log(JSON.stringify(out));`,
+    );
+    const on22 = JSON.parse(run(node22, ['check22.mjs', process.execPath], { cwd: app, env }).trim().split('\n').pop());
+    const refusal = on22.withoutNode24;
+    if (!/^v22\./.test(on22.version)) fail(`hosts/node22 ran ${on22.version}`);
+    if (refusal.code !== 'ERR_STRATA_NODE_VERSION' || !refusal.message.includes(`npm install node-linux-${process.arch}@24`)) {
+      fail(`a Node 22 parent without a Node 24 for its worker gave ${JSON.stringify(refusal)}, expected ERR_STRATA_NODE_VERSION naming the package to install`);
+    }
+    if (on22.withWorkerNode.sandbox !== 'landlock+seccomp' || on22.withWorkerNode.value !== 42) fail(`a Node 22 parent with workerNode gave ${JSON.stringify(on22.withWorkerNode)}`);
+    console.log(`pack-check: Node ${on22.version} parent: without a Node 24 refused (${refusal.code}, naming node-linux-${process.arch}@24); with workerNode: ${on22.withWorkerNode.sandbox}`);
+  } else {
+    console.log('pack-check: the Node 22 parent is not checked: hosts/node22 is not installed (npm ci --prefix hosts/node22)');
+  }
   console.log(`pack-check: installed size ${kib(sizeOf(join(app, 'node_modules')))} (node_modules), of which @strata ${kib(sizeOf(join(app, 'node_modules', '@strata')))}`);
   console.log('pack-check: ok');
 } finally {
