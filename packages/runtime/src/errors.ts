@@ -23,7 +23,11 @@ export type StrataErrorCode =
   | 'ERR_STRATA_SANDBOX_UNAVAILABLE'
   | 'ERR_STRATA_LAYER_FAILED'
   | 'ERR_STRATA_LAYER_CONFIG'
-  | 'ERR_STRATA_CRASH_BUDGET';
+  | 'ERR_STRATA_CRASH_BUDGET'
+  // @strata/agent
+  | 'ERR_STRATA_JOURNAL'
+  | 'ERR_STRATA_SESSION_LIMIT'
+  | 'ERR_STRATA_SESSION_STATE';
 
 /** Base class of every error Strata raises. */
 export class StrataError extends Error {

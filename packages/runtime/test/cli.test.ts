@@ -14,7 +14,7 @@ import { assess, type DoctorFacts } from '../src/cli/doctor-report.js';
 import { ExitStatus, exitStatusForStartError } from '../src/cli/exit-status.js';
 import { formatDoctorReport, LAYER_COLUMNS, renderTable } from '../src/cli/format-report.js';
 import { formatResult, guestFrames, type RunJsonOutput } from '../src/cli/run-command.js';
-import { fromTaggedJson, toTaggedJson } from '../src/cli/tagged-json.js';
+import { fromTaggedJson, toTaggedJson } from '@strata/wire';
 import { startRuntime } from '../src/cli/start-runtime.js';
 import { escapeForTerminal } from '../src/cli/terminal-text.js';
 import { JsError, SandboxUnavailable, WorkerCrashed } from '../src/errors.js';

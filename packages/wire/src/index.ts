@@ -1,6 +1,7 @@
 /**
  * `@strata/wire`: length-prefixed CBOR frames between the Strata parent and its worker,
- * with a strict decoder for frames from an untrusted peer.
+ * with a strict decoder for frames from an untrusted peer; and guest values as lossless JSON
+ * (`toTaggedJson`), for results a CLI prints and journals a session keeps.
  *
  * @packageDocumentation
  */
@@ -43,3 +44,4 @@ export {
 } from './messages.js';
 export { FRAME_HEADER_BYTES, encodeFrame, decodeMessage } from './frame.js';
 export { FrameReader, type FrameReaderOptions } from './frame-reader.js';
+export { toTaggedJson, fromTaggedJson, type JsonValue } from './tagged-json.js';

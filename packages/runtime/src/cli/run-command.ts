@@ -15,7 +15,7 @@ import { ConsoleStream } from './console-stream.js';
 import { ExitStatus, exitStatusForStartError, type ExitStatusCode } from './exit-status.js';
 import { readSource, FileUnreadable } from './read-source.js';
 import { startRuntime } from './start-runtime.js';
-import { toTaggedJson, type JsonValue } from './tagged-json.js';
+import { toTaggedJson, type JsonValue } from '@strata/wire';
 import { forStream, type CliIo } from './terminal-text.js';
 
 /**

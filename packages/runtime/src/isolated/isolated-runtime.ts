@@ -14,6 +14,7 @@ import { ModuleRegistry, type ModuleLoader, type ModuleResolver } from '../modul
 import type { EvalModuleOptions, EvalOptions, HostFunction } from '../runtime.js';
 import { assertTransferable } from '../values.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
+import type { ResolvedRuntimeOptions } from '../options.js';
 import { selectLayers } from '../layers/compose.js';
 import type { LayerReport } from '../layers/layer.js';
 import { planPipeline, type PlannedStep } from '../layers/pipeline.js';
@@ -224,8 +225,14 @@ export class IsolatedRuntime implements AsyncDisposable {
     return this.#report;
   }
 
+  /** Whether the runtime is closed (by `close()`, or because its worker is gone). */
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** The options the worker's Runtime runs with (bootstrap, strictEval, limits), as `Runtime.options` gives them. */
+  get options(): ResolvedRuntimeOptions {
+    return this.#options.runtime;
   }
 
   /** See `Runtime.eval`. Also {@link WorkerCrashed} and a hard {@link RuntimeTimeout} (the worker is killed; the runtime is closed). */

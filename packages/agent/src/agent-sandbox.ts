@@ -1,0 +1,684 @@
+/**
+ * `AgentSandbox`: a session of cells in one sandboxed worker, with a journal of every tool call.
+ *
+ * Replay is the one mechanism behind restore, crash recovery and approvals. The guest is
+ * deterministic (a frozen clock, a seeded `Math.random`, virtual-time timers, and every tool
+ * answer recorded), so running a journal's cells again in a fresh worker, answering each tool
+ * call from the journal instead of calling the tool, rebuilds the same state. A call whose tool
+ * or arguments differ from the journal is a divergence: `JournalError`, and the session closes.
+ *
+ * @module
+ */
+import { createHash, randomInt, randomUUID } from 'node:crypto';
+import { channel } from 'node:diagnostics_channel';
+import { createRequire } from 'node:module';
+import { WEB_POLYFILLS } from '@strata/polyfills';
+import { InvalidOption, IsolatedRuntime, SandboxPool, type ExecutionResult, type IsolatedRuntimeOptions } from '@strata/runtime';
+import { fromTaggedJson, type JsonValue } from '@strata/wire';
+import { prepareCell } from './cell-code.js';
+import { describeThrown, recordable } from './describe.js';
+import { JournalError, SessionLimitExceeded, SessionStateError } from './errors.js';
+import {
+  checkJournal,
+  JOURNAL_FORMAT,
+  JOURNAL_VERSION,
+  settingsMismatch,
+  type CallRecord,
+  type CallStatus,
+  type CellRecord,
+  type Journal,
+  type JournalSettings,
+  type RecordedError,
+} from './journal.js';
+import { sessionTools, type SessionTool, type ToolSet } from './tools.js';
+
+/** Options of {@link AgentSandbox.start} and {@link AgentSandbox.restore}: every `IsolatedRuntime` option, plus the session's own. */
+export interface AgentSandboxOptions extends IsolatedRuntimeOptions {
+  /** The tools the guest can call, as global functions named by their keys. */
+  tools?: ToolSet;
+  /**
+   * Take workers from this pool (a session then starts in about a millisecond; restore and
+   * recovery take from it too). The pool's workers must run a frozen clock (start the pool with
+   * `clock: { … }`); the session records the pool's settings. Only the per-checkout options may
+   * be given beside it.
+   */
+  pool?: SandboxPool;
+  /** After the worker dies during a cell: `'replay'` (default) recovers on the next `run` in a fresh worker; `'never'` closes the session. */
+  recover?: 'replay' | 'never';
+  /** Cells per session. Default 1 000. */
+  maxCells?: number;
+  /** Tool calls per cell; past it a call fails in the guest, and the tool does not run. Default 1 000. */
+  maxCallsPerCell?: number;
+  /** The largest tool arguments or answer (as JSON) the journal keeps; a call past it fails in the guest. Default 1 MiB. */
+  maxValueBytes?: number;
+  /** The largest journal (as JSON); a cell or call that would pass it is refused. Default 16 MiB. */
+  maxJournalBytes?: number;
+}
+
+/** Options of one {@link AgentSandbox.run} (and of `approve`/`deny`, which finish a cell). */
+export interface RunOptions {
+  /** Called as things happen in the cell: console lines, tool calls starting and ending. A listener that throws is ignored. */
+  onEvent?: (event: SessionEvent) => void;
+}
+
+/** What happens in a cell, as it happens. */
+export type SessionEvent =
+  | { readonly type: 'console'; readonly cell: number; readonly level: string; readonly stream: 'stdout' | 'stderr'; readonly text: string }
+  | { readonly type: 'tool-call'; readonly cell: number; readonly seq: number; readonly tool: string; readonly args: readonly unknown[] }
+  | {
+      readonly type: 'tool-result';
+      readonly cell: number;
+      readonly seq: number;
+      readonly tool: string;
+      readonly status: CallStatus;
+      readonly ms: number;
+      readonly result?: unknown;
+      readonly error?: RecordedError;
+    };
+
+/** A tool call as a cell's result reports it. */
+export interface ToolCall {
+  readonly seq: number;
+  readonly tool: string;
+  readonly args: readonly unknown[];
+  /** `'completed'`, `'failed'`, `'denied'`, `'started'` (began, and the worker died before answering: reconcile it), or `'pending'` (awaits approval). */
+  readonly status: CallStatus;
+  readonly result?: unknown;
+  readonly error?: RecordedError;
+  readonly ms: number;
+}
+
+/** What `run`, `approve` and `deny` give: an `ExecutionResult`, plus the cell's tool calls. */
+export interface CellResult extends Omit<ExecutionResult, 'status'> {
+  /** `'awaiting-approval'`: the cell stopped before a tool that needs approval (see `pending`). */
+  readonly status: 'ok' | 'error' | 'awaiting-approval';
+  /** The cell's number, from 1. */
+  readonly cell: number;
+  readonly calls: readonly ToolCall[];
+  /** The call awaiting approval, when `status` is `'awaiting-approval'`. */
+  readonly pending?: { readonly seq: number; readonly tool: string; readonly args: readonly unknown[] };
+}
+
+/** Events of every session, for tracing tools: `{ session, event }` (`session` is `AgentSandbox.id`). */
+export const SESSION_EVENTS_CHANNEL = 'strata:agent:event';
+const sessionEvents = channel(SESSION_EVENTS_CHANNEL);
+
+const SESSION_KEYS = ['tools', 'pool', 'recover', 'maxCells', 'maxCallsPerCell', 'maxValueBytes', 'maxJournalBytes'] as const;
+const CHECKOUT_KEYS = new Set(['requestTimeout', 'timeoutGrace', 'maxHostCalls', 'maxHostWait', 'maxInflightHostCalls', 'writeStallTimeout', 'redactHostErrors']);
+const MiB = 1024 * 1024;
+// How a cell ended that no replay could reproduce: the worker is replaced before the next cell.
+const LOST = new Set(['WorkerCrashed', 'RuntimeTimeout', 'HeapLimitExceeded', 'RuntimeClosed']);
+const STRATA_VERSION = (createRequire(import.meta.url)('@strata/runtime/package.json') as { version: string }).version;
+// The host function the guest's tool wrappers call; the wrappers take it and delete the global.
+const CALL_GLOBAL = '__strataAgentCall';
+
+interface Limits {
+  readonly maxCells: number;
+  readonly maxCallsPerCell: number;
+  readonly maxValueBytes: number;
+  readonly maxJournalBytes: number;
+}
+
+/** What answers the guest's tool wrapper. */
+type Answer = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly name: string; readonly message: string };
+
+/** The cell being run. */
+interface Running {
+  readonly record: CellRecord;
+  /** Calls answered from the journal: those before this index. */
+  readonly replayUntil: number;
+  /** The decided pending call a resumed cell reaches (its index), run or refused live. */
+  readonly resumeAt: number | undefined;
+  readonly onEvent: ((event: SessionEvent) => void) | undefined;
+  /** Calls seen so far in this run of the cell. */
+  index: number;
+  /** Events are delivered once the run is past the journal's part. */
+  live: boolean;
+  /** The cell stopped before a call that needs approval. */
+  stopped: boolean;
+  ended: boolean;
+  divergence: JournalError | undefined;
+  /** Every call's answer in flight, and the tools running. */
+  readonly inflight: Set<Promise<unknown>>;
+  readonly executions: Set<Promise<unknown>>;
+}
+
+/**
+ * A session: cells run one after another in one sandboxed worker, so state (globals and
+ * top-level declarations) persists across them, and every tool call is journaled.
+ *
+ * ```ts
+ * await using session = await AgentSandbox.start({ tools: { lookup: async (sku: string) => prices[sku] } });
+ * await session.run('const total = await lookup("A1"); total');
+ * await session.run('total * 2');
+ * const saved = JSON.stringify(session.journal);
+ * await using again = await AgentSandbox.restore(JSON.parse(saved), { tools }); // calls no tool
+ * ```
+ */
+export class AgentSandbox {
+  /** This session's id, as published on {@link SESSION_EVENTS_CHANNEL}. */
+  readonly id = randomUUID();
+  readonly #tools: ReadonlyMap<string, SessionTool>;
+  readonly #runtimeOptions: IsolatedRuntimeOptions;
+  readonly #pool: SandboxPool | undefined;
+  readonly #recover: 'replay' | 'never';
+  readonly #limits: Limits;
+  readonly #layers: JsonValue;
+  #journal: Journal | undefined;
+  #journalBytes = 0;
+  #rt: IsolatedRuntime | undefined;
+  #stale = false;
+  #busy = false;
+  #closed = false;
+  #running: Running | undefined;
+
+  private constructor(options: AgentSandboxOptions, journal: Journal | undefined) {
+    if (options === null || typeof options !== 'object') throw new InvalidOption('options must be an object');
+    this.#tools = new Map(sessionTools(options.tools).map((tool) => [tool.name, tool]));
+    this.#pool = options.pool;
+    if (this.#pool !== undefined && !(this.#pool instanceof SandboxPool)) throw new InvalidOption('pool must be a SandboxPool');
+    this.#recover = options.recover ?? 'replay';
+    if (this.#recover !== 'replay' && this.#recover !== 'never') throw new InvalidOption(`recover must be 'replay' or 'never' (got ${String(options.recover)})`);
+    this.#limits = {
+      maxCells: limit('maxCells', options.maxCells, 1_000),
+      maxCallsPerCell: limit('maxCallsPerCell', options.maxCallsPerCell, 1_000),
+      maxValueBytes: limit('maxValueBytes', options.maxValueBytes, MiB),
+      maxJournalBytes: limit('maxJournalBytes', options.maxJournalBytes, 16 * MiB),
+    };
+    const runtime: Record<string, unknown> = { ...options };
+    for (const key of SESSION_KEYS) delete runtime[key];
+    if (this.#pool !== undefined) {
+      const fixed = Object.keys(runtime).filter((key) => !CHECKOUT_KEYS.has(key));
+      if (fixed.length > 0) throw new InvalidOption(`with a pool, the workers are the pool's: ${fixed.join(', ')} cannot be set per session (set them on the pool; per session: ${[...CHECKOUT_KEYS].join(', ')})`);
+    } else {
+      runtime['bootstrap'] ??= [WEB_POLYFILLS];
+      // A frozen clock and a seeded Math.random by default: recorded, so a replay has the same.
+      runtime['clock'] ??= journal?.settings.clock ?? { at: Date.now(), seed: randomInt(0, 2 ** 32) };
+    }
+    this.#runtimeOptions = runtime as IsolatedRuntimeOptions;
+    this.#layers = layersOf(runtime);
+    this.#journal = journal;
+    if (journal !== undefined) this.#journalBytes = Buffer.byteLength(JSON.stringify(journal));
+  }
+
+  /**
+   * Starts a session in a fresh worker (or one from `pool`).
+   *
+   * @throws {@link InvalidOption}, and whatever `IsolatedRuntime.start` throws.
+   */
+  static async start(options: AgentSandboxOptions = {}): Promise<AgentSandbox> {
+    const session = new AgentSandbox(options, undefined);
+    await session.#ready();
+    return session;
+  }
+
+  /**
+   * A session from a journal (`session.journal`, or `JSON.parse` of one kept): a fresh worker
+   * runs the journal's cells again, every tool call answered from the journal, no tool called.
+   * Then it is live. A call awaiting approval in the journal can be approved or denied here.
+   *
+   * @throws {@link JournalError} when the journal is malformed, was recorded with other settings,
+   * or its replay diverges.
+   */
+  static async restore(journal: unknown, options: AgentSandboxOptions = {}): Promise<AgentSandbox> {
+    const session = new AgentSandbox(options, checkJournal(journal));
+    await session.#ready();
+    return session;
+  }
+
+  /** The journal so far: plain JSON data (a copy), versioned. `JSON.stringify` it to keep it. */
+  get journal(): Journal {
+    return JSON.parse(JSON.stringify(this.#assertJournal())) as Journal;
+  }
+
+  /** The call awaiting approval, if the last cell stopped before one. */
+  get pending(): CellResult['pending'] {
+    const last = this.#journal?.cells.at(-1);
+    const call = last?.status === 'awaiting-approval' ? last.calls.find((c) => c.status === 'pending') : undefined;
+    return call === undefined ? undefined : { seq: call.seq, tool: call.tool, args: fromTaggedJson(call.args) as unknown[] };
+  }
+
+  /** The current worker's process id, when one is running. */
+  get pid(): number | undefined {
+    return this.#rt !== undefined && !this.#rt.closed ? this.#rt.pid : undefined;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Runs a cell. State persists across cells, top-level declarations included; a top-level
+   * `await` is fine. Resolves to the cell's result whatever the code does (a guest exception is
+   * `status: 'error'`); a cell stopped before a tool that needs approval resolves with
+   * `status: 'awaiting-approval'`. If the worker died during the cell (`errorType`
+   * `'WorkerCrashed'` or `'RuntimeTimeout'`), the next `run` recovers by replay.
+   *
+   * @throws {@link SessionStateError} (closed, busy, or a call awaits approval),
+   * {@link SessionLimitExceeded} (`maxCells`, `maxJournalBytes`), {@link JournalError} (a
+   * recovery whose replay diverged: the session is closed).
+   */
+  async run(code: string, options: RunOptions = {}): Promise<CellResult> {
+    if (typeof code !== 'string') throw new InvalidOption('code must be a string');
+    return this.#exclusive(async () => {
+      const pending = this.pending;
+      if (pending !== undefined) throw new SessionStateError(`call ${pending.seq} (${pending.tool}) awaits approval: approve(${pending.seq}) or deny(${pending.seq}, reason) first`);
+      const journal = this.#assertJournal();
+      if (journal.cells.length >= this.#limits.maxCells) throw new SessionLimitExceeded('maxCells', `the session has run ${journal.cells.length} cells, its maxCells`);
+      const bytes = Buffer.byteLength(JSON.stringify(code)) + 64;
+      if (this.#journalBytes + bytes > this.#limits.maxJournalBytes) {
+        throw new SessionLimitExceeded('maxJournalBytes', `this cell would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`);
+      }
+      await this.#ensureWorker();
+      const record: CellRecord = { cell: journal.cells.length + 1, code, status: 'ok', calls: [] };
+      journal.cells.push(record);
+      this.#journalBytes += bytes;
+      return this.#runCell(record, { replayUntil: 0, resumeAt: undefined, onEvent: options.onEvent });
+    });
+  }
+
+  /** Lets the call awaiting approval run once, resuming its cell (by replay), and resolves to the cell's result. */
+  approve(seq: number, options: RunOptions = {}): Promise<CellResult> {
+    return this.#decide(seq, { approved: true }, options);
+  }
+
+  /** Refuses the call awaiting approval: it throws an Error in the guest (with `reason`), which the cell may catch; resolves to the cell's result. */
+  deny(seq: number, reason?: string, options: RunOptions = {}): Promise<CellResult> {
+    if (reason !== undefined && typeof reason !== 'string') throw new InvalidOption('reason must be a string');
+    return this.#decide(seq, reason === undefined ? { approved: false } : { approved: false, reason }, options);
+  }
+
+  /** Closes the worker. The journal stays readable. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const rt = this.#rt;
+    this.#rt = undefined;
+    await rt?.close();
+  }
+
+  /** `await using session = await AgentSandbox.start(…)` closes it at the end of the scope. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // --- the cell ------------------------------------------------------------------------------
+
+  async #decide(seq: number, approval: { approved: boolean; reason?: string }, options: RunOptions): Promise<CellResult> {
+    return this.#exclusive(async () => {
+      const record = this.#journal?.cells.at(-1);
+      const at = record?.status === 'awaiting-approval' ? record.calls.findIndex((c) => c.status === 'pending') : -1;
+      if (record === undefined || at < 0) throw new SessionStateError('no call awaits approval');
+      const call = record.calls[at]!;
+      if (call.seq !== seq) throw new SessionStateError(`call ${String(seq)} does not await approval; call ${call.seq} (${call.tool}) does`);
+      call.approval = approval;
+      await this.#ensureWorker();
+      return this.#runCell(record, { replayUntil: record.calls.length, resumeAt: at, onEvent: options.onEvent });
+    });
+  }
+
+  async #runCell(record: CellRecord, mode: { replayUntil: number; resumeAt: number | undefined; onEvent: RunOptions['onEvent'] }): Promise<CellResult> {
+    const running: Running = { record, ...mode, index: 0, live: mode.replayUntil === 0, stopped: false, ended: false, divergence: undefined, inflight: new Set(), executions: new Set() };
+    const rt = this.#rt!;
+    this.#running = running;
+    let outcome: ExecutionResult;
+    try {
+      outcome = await rt.execute(prepareCell(record.code), { filename: `cell-${record.cell}` });
+      // A cell ends when its code has and every tool call it made has: their outcomes are journaled within it.
+      if (!rt.closed) await Promise.allSettled(running.inflight);
+    } finally {
+      running.ended = true;
+      this.#running = undefined;
+    }
+    if (running.divergence !== undefined) throw await this.#fail(running.divergence);
+    const calls = record.calls.map(toolCall);
+    if (running.stopped) {
+      record.status = 'awaiting-approval';
+      return { ...outcome, status: 'awaiting-approval', result: undefined, error: undefined, errorType: undefined, cell: record.cell, calls, pending: this.pending! };
+    }
+    if (outcome.status === 'ok') {
+      record.status = 'ok';
+      const recorded = recordable(outcome.result);
+      if ('json' in recorded && recorded.bytes <= this.#limits.maxValueBytes) record.result = recorded.json;
+      else record.resultBytes = 'bytes' in recorded ? recorded.bytes : 0;
+    } else {
+      const lost = LOST.has(outcome.errorType ?? '');
+      record.status = lost ? (rt.closed ? 'crashed' : 'interrupted') : 'error';
+      record.error = { type: outcome.errorType ?? 'Error', message: outcome.error ?? '' };
+      if (lost) {
+        this.#stale = true;
+        if (this.#recover === 'never') await this.close();
+      }
+    }
+    this.#journalBytes += Buffer.byteLength(JSON.stringify({ status: record.status, result: record.result, error: record.error }));
+    return { ...outcome, status: outcome.status, cell: record.cell, calls };
+  }
+
+  // --- tool calls ----------------------------------------------------------------------------
+
+  /** The host function behind every tool wrapper in the guest. Never throws: the answer says how the call ended. */
+  #onCall(name: unknown, args: unknown): Promise<Answer> {
+    const running = this.#running;
+    const tool = typeof name === 'string' ? this.#tools.get(name) : undefined;
+    if (running === undefined || running.ended) return Promise.resolve(refusal('Error', 'a tool can be called only while a cell runs'));
+    if (tool === undefined || !Array.isArray(args)) return Promise.resolve(refusal('TypeError', `${String(name)} is not a tool of this session`));
+    const answer = this.#call(running, tool, args);
+    running.inflight.add(answer);
+    return answer;
+  }
+
+  async #call(running: Running, tool: SessionTool, args: unknown[]): Promise<Answer> {
+    // Past a stop for approval the worker is going: nothing more runs or is recorded.
+    if (running.stopped) return new Promise<Answer>(() => {});
+    const { record } = running;
+    const index = running.index++;
+    const argsRecord = recordable(args);
+    const argsJson = 'json' in argsRecord ? JSON.stringify(argsRecord.json) : undefined;
+    if (index < running.replayUntil) {
+      const recorded = record.calls[index]!;
+      if (recorded.tool !== tool.name || JSON.stringify(recorded.args) !== argsJson) {
+        return this.#diverged(running, new JournalError(
+          `cell ${record.cell} diverged from the journal at call ${recorded.seq}: the journal has ${recorded.tool}(${preview(recorded.args)}), the replay called ${tool.name}(${argsJson === undefined ? '…' : preview(JSON.parse(argsJson))})`,
+          { cell: record.cell, seq: recorded.seq },
+        ));
+      }
+      if (index !== running.resumeAt) return answerOf(recorded);
+      // The decided pending call: from here the cell is live.
+      running.live = true;
+      const decision = recorded.approval;
+      delete recorded.approval;
+      if (decision?.approved !== true) {
+        recorded.status = 'denied';
+        recorded.error = { name: 'Error', message: `the call to ${tool.name} was denied${decision?.reason === undefined ? '' : `: ${decision.reason}`}` };
+        this.#emit(running, { type: 'tool-result', cell: record.cell, seq: recorded.seq, tool: tool.name, status: 'denied', ms: 0, error: recorded.error });
+        return answerOf(recorded);
+      }
+      recorded.status = 'started';
+      return this.#execute(running, tool, fromTaggedJson(recorded.args) as unknown[], recorded);
+    }
+    // A live call.
+    const journal = this.#journal!;
+    const seq = journal.nextSeq++;
+    const call: CallRecord = { seq, tool: tool.name, args: 'json' in argsRecord ? argsRecord.json : [], status: 'started', ms: 0 };
+    const refuse = (limitName: string, message: string) => {
+      call.status = 'failed';
+      call.error = { name: 'RangeError', message };
+      record.calls.push(call);
+      this.#journalBytes += Buffer.byteLength(JSON.stringify(call));
+      this.#emit(running, { type: 'tool-result', cell: record.cell, seq, tool: tool.name, status: 'failed', ms: 0, error: call.error });
+      void limitName;
+      return answerOf(call);
+    };
+    if (record.calls.length >= this.#limits.maxCallsPerCell) return refuse('maxCallsPerCell', `${tool.name} was not called: the cell has made ${record.calls.length} tool calls, the session's maxCallsPerCell`);
+    if (!('json' in argsRecord)) return refuse('maxValueBytes', `${tool.name} was not called: its arguments cannot be journaled (${argsRecord.problem})`);
+    if (argsRecord.bytes > this.#limits.maxValueBytes) return refuse('maxValueBytes', `${tool.name} was not called: its arguments are ${argsRecord.bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes})`);
+    if (this.#journalBytes + argsRecord.bytes + 128 > this.#limits.maxJournalBytes) return refuse('maxJournalBytes', `${tool.name} was not called: the journal would pass maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`);
+    record.calls.push(call);
+    this.#journalBytes += argsRecord.bytes + 128;
+    const guestArgs = fromTaggedJson(call.args) as unknown[];
+    this.#emit(running, { type: 'tool-call', cell: record.cell, seq, tool: tool.name, args: guestArgs });
+    let needsApproval: boolean;
+    try {
+      needsApproval = await tool.needsApproval(guestArgs);
+    } catch (error) {
+      const thrown = describeThrown(error);
+      return this.#settle(running, call, 0, { ok: false, error: { name: thrown.name, message: `needsApproval of ${tool.name} threw: ${thrown.message}` } });
+    }
+    if (needsApproval) {
+      // Stop the cell before the tool runs: the worker goes (its state is mid-cell), and
+      // approve or deny resumes the cell by replay.
+      call.status = 'pending';
+      running.stopped = true;
+      this.#emit(running, { type: 'tool-result', cell: record.cell, seq, tool: tool.name, status: 'pending', ms: 0 });
+      this.#stale = true;
+      // Tools already running finish and are journaled first (a parallel call), then the worker goes.
+      const rt = this.#rt;
+      void Promise.allSettled([...running.executions]).then(() => rt?.close());
+      return new Promise<Answer>(() => {});
+    }
+    return this.#execute(running, tool, guestArgs, call);
+  }
+
+  #execute(running: Running, tool: SessionTool, args: unknown[], call: CallRecord): Promise<Answer> {
+    const started = performance.now();
+    const execution = (async () => {
+      try {
+        const value = await tool.execute(...args);
+        return this.#settle(running, call, performance.now() - started, { ok: true, value });
+      } catch (error) {
+        return this.#settle(running, call, performance.now() - started, { ok: false, error: describeThrown(error) });
+      }
+    })();
+    running.executions.add(execution);
+    return execution;
+  }
+
+  /** Records how a live call ended and answers the guest with exactly what a replay will give it. */
+  #settle(running: Running, call: CallRecord, ms: number, outcome: { ok: true; value: unknown } | { ok: false; error: RecordedError }): Answer {
+    call.ms = Math.round(ms);
+    let ended: { status: 'completed'; result: JsonValue } | { status: 'failed'; error: RecordedError };
+    if (outcome.ok) {
+      const recorded = recordable(outcome.value);
+      if (!('json' in recorded)) ended = { status: 'failed', error: { name: 'TypeError', message: `the answer of ${call.tool} cannot cross to the guest: ${recorded.problem}` } };
+      else if (recorded.bytes > this.#limits.maxValueBytes) ended = { status: 'failed', error: { name: 'RangeError', message: `the answer of ${call.tool} is ${recorded.bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes})` } };
+      else if (this.#journalBytes + recorded.bytes > this.#limits.maxJournalBytes) ended = { status: 'failed', error: { name: 'RangeError', message: `the answer of ${call.tool} would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes)` } };
+      else ended = { status: 'completed', result: recorded.json };
+    } else {
+      ended = { status: 'failed', error: outcome.error };
+    }
+    if (running.ended) {
+      // The worker died while the tool ran: the guest never heard back. The call stays 'started'; what the tool did is kept for reconciling.
+      call.afterCrash = ended;
+      return answerOf(call);
+    }
+    call.status = ended.status;
+    if (ended.status === 'completed') call.result = ended.result;
+    else call.error = ended.error;
+    this.#journalBytes += Buffer.byteLength(JSON.stringify({ result: call.result, error: call.error }));
+    this.#emit(running, {
+      type: 'tool-result',
+      cell: running.record.cell,
+      seq: call.seq,
+      tool: call.tool,
+      status: call.status,
+      ms: call.ms,
+      ...(call.status === 'completed' ? { result: fromTaggedJson(call.result) } : { error: call.error! }),
+    });
+    return answerOf(call);
+  }
+
+  #diverged(running: Running, error: JournalError): Promise<Answer> {
+    running.divergence ??= error;
+    void this.#rt?.close();
+    return new Promise<Answer>(() => {});
+  }
+
+  #emit(running: Running, event: SessionEvent): void {
+    if (!running.live) return;
+    try {
+      running.onEvent?.(event);
+    } catch {
+      // A listener's bug reaches neither the guest nor the session.
+    }
+    if (sessionEvents.hasSubscribers) sessionEvents.publish({ session: this.id, event });
+  }
+
+  // --- the worker ----------------------------------------------------------------------------
+
+  async #ready(): Promise<void> {
+    try {
+      await this.#ensureWorker();
+    } catch (error) {
+      await this.close();
+      throw error;
+    }
+  }
+
+  /** A live worker with the journal's state: the current one, or a fresh one the journal is replayed into. */
+  async #ensureWorker(): Promise<void> {
+    if (this.#rt !== undefined && !this.#rt.closed && !this.#stale) return;
+    if (this.#rt !== undefined) {
+      const old = this.#rt;
+      this.#rt = undefined;
+      await old.close().catch(() => undefined);
+    }
+    const rt = this.#pool !== undefined ? await this.#pool.checkout(this.#runtimeOptions) : await IsolatedRuntime.start(this.#runtimeOptions);
+    this.#rt = rt;
+    this.#stale = false;
+    const settings = this.#settingsOf(rt);
+    if (this.#journal === undefined) {
+      this.#journal = { format: JOURNAL_FORMAT, version: JOURNAL_VERSION, settings, cells: [], nextSeq: 1 };
+      this.#journalBytes = Buffer.byteLength(JSON.stringify(this.#journal));
+    } else {
+      const mismatch = settingsMismatch(this.#journal.settings, settings);
+      if (mismatch !== undefined) throw await this.#fail(new JournalError(`the journal cannot be replayed in this session: ${mismatch}`));
+    }
+    rt.bindFunction(CALL_GLOBAL, async (name: unknown, args: unknown) => this.#onCall(name, args));
+    rt.onConsole((entry) => {
+      const running = this.#running;
+      if (running !== undefined) this.#emit(running, { type: 'console', cell: running.record.cell, level: entry.level, stream: entry.stream, text: entry.text });
+    });
+    await rt.eval(toolWrappers([...this.#tools.keys()]), { filename: 'strata:agent-tools' });
+    for (const cell of this.#journal.cells) {
+      if (cell.status === 'ok' || cell.status === 'error') await this.#replay(cell);
+    }
+  }
+
+  /** Runs a recorded cell again, every call answered from the journal, and checks it ends as it did. */
+  async #replay(cell: CellRecord): Promise<void> {
+    const recorded = { status: cell.status, result: cell.result, error: cell.error, calls: cell.calls.length };
+    const running: Running = { record: cell, replayUntil: cell.calls.length, resumeAt: undefined, onEvent: undefined, index: 0, live: false, stopped: false, ended: false, divergence: undefined, inflight: new Set(), executions: new Set() };
+    const rt = this.#rt!;
+    this.#running = running;
+    let outcome: ExecutionResult;
+    try {
+      outcome = await rt.execute(prepareCell(cell.code), { filename: `cell-${cell.cell}` });
+      if (!rt.closed) await Promise.allSettled(running.inflight);
+    } finally {
+      running.ended = true;
+      this.#running = undefined;
+    }
+    if (running.divergence !== undefined) throw await this.#fail(running.divergence);
+    if (outcome.status === 'error' && LOST.has(outcome.errorType ?? '')) {
+      this.#stale = true;
+      throw new SessionStateError(`replaying the journal in a fresh worker failed at cell ${cell.cell}: ${outcome.errorType}: ${outcome.error}`);
+    }
+    const diverged = (what: string) => this.#fail(new JournalError(`cell ${cell.cell} diverged from the journal on replay: ${what}`, { cell: cell.cell }));
+    if (running.index !== recorded.calls) throw await diverged(`it made ${running.index} tool calls, the journal has ${recorded.calls}`);
+    if (outcome.status !== recorded.status) throw await diverged(`it ended ${outcome.status === 'ok' ? 'with a result' : `with ${outcome.errorType}: ${outcome.error}`}, the journal says ${recorded.status}`);
+    if (outcome.status === 'ok' && recorded.result !== undefined) {
+      const now = recordable(outcome.result);
+      if (!('json' in now) || JSON.stringify(now.json) !== JSON.stringify(recorded.result)) throw await diverged('its result differs from the journal');
+    }
+    if (outcome.status === 'error' && (recorded.error?.type !== outcome.errorType || recorded.error?.message !== outcome.error)) {
+      throw await diverged(`it threw ${outcome.errorType}: ${outcome.error}, the journal has ${recorded.error?.type}: ${recorded.error?.message}`);
+    }
+  }
+
+  /** This worker's settings, from what it reports (a pooled worker's are the pool's). */
+  #settingsOf(rt: IsolatedRuntime): JournalSettings {
+    const clockLayer = rt.report.layers.find((layer) => layer.name === 'clock');
+    const detail = (clockLayer?.detail ?? {}) as { at?: unknown; seed?: unknown };
+    const at = typeof detail.at === 'string' ? Date.parse(detail.at) : NaN;
+    if (clockLayer === undefined || clockLayer.enforcement !== 'full' || !Number.isFinite(at) || typeof detail.seed !== 'number') {
+      throw new InvalidOption('an AgentSandbox needs its workers to run a frozen clock: start the pool with clock: { at, seed } (the clock layer was not in force)');
+    }
+    const options = rt.options;
+    return {
+      strata: STRATA_VERSION,
+      clock: { at, seed: detail.seed },
+      bootstrap: options.bootstrap.map((script) => createHash('sha256').update(script).digest('hex')),
+      ...(options.strictEval ? { strictEval: true as const } : {}),
+      ...(options.allowGlobals.length > 0 ? { allowGlobals: [...options.allowGlobals] } : {}),
+      tools: [...this.#tools.keys()].sort(),
+      layers: this.#layers,
+    };
+  }
+
+  /** Closes the session and gives back `error`, for a divergence or a mismatch: the worker's state cannot be trusted. */
+  async #fail(error: Error): Promise<Error> {
+    await this.close();
+    return error;
+  }
+
+  async #exclusive<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#closed) throw new SessionStateError('the session is closed');
+    if (this.#busy) throw new SessionStateError('a cell is running: one at a time (await the last run, approve or deny first)');
+    this.#busy = true;
+    try {
+      return await work();
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  #assertJournal(): Journal {
+    if (this.#journal === undefined) throw new SessionStateError('the session has not started');
+    return this.#journal;
+  }
+}
+
+function limit(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || (value as number) < 1) throw new InvalidOption(`${name} must be a positive integer (got ${String(value)})`);
+  return value as number;
+}
+
+/** The layer configuration as the journal records it. */
+function layersOf(runtime: Record<string, unknown>): JsonValue {
+  const picked: Record<string, JsonValue> = {};
+  for (const key of ['sandbox', 'layers', 'replaceDefaultLayers', 'omitDefaultLayers'] as const) {
+    if (runtime[key] !== undefined) picked[key] = JSON.parse(JSON.stringify(runtime[key])) as JsonValue;
+  }
+  return picked;
+}
+
+const refusal = (name: string, message: string): Answer => ({ ok: false, name, message });
+
+/** The guest's answer for a recorded call. */
+function answerOf(call: CallRecord): Answer {
+  if (call.status === 'completed') return { ok: true, value: fromTaggedJson(call.result) };
+  return refusal(call.error?.name ?? 'Error', call.error?.message ?? `the call to ${call.tool} did not complete`);
+}
+
+function toolCall(call: CallRecord): ToolCall {
+  return {
+    seq: call.seq,
+    tool: call.tool,
+    args: fromTaggedJson(call.args) as unknown[],
+    status: call.status,
+    ...(call.result === undefined ? {} : { result: fromTaggedJson(call.result) }),
+    ...(call.error === undefined ? {} : { error: { ...call.error } }),
+    ms: call.ms,
+  };
+}
+
+function preview(json: unknown): string {
+  const text = JSON.stringify(json) ?? '';
+  const inner = text.startsWith('[') ? text.slice(1, -1) : text;
+  return inner.length > 120 ? `${inner.slice(0, 117)}...` : inner;
+}
+
+/**
+ * The guest's tool functions: each calls the host through one bound function, taken from the
+ * global and deleted before any cell runs, and throws the recorded error as an Error of its kind.
+ */
+function toolWrappers(names: readonly string[]): string {
+  return `(() => {
+  const call = globalThis[${JSON.stringify(CALL_GLOBAL)}];
+  delete globalThis[${JSON.stringify(CALL_GLOBAL)}];
+  const kinds = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
+  const define = Object.defineProperty;
+  for (const name of ${JSON.stringify(names)}) {
+    const tool = async function (...args) {
+      const answer = await call(name, args);
+      if (answer.ok) return answer.value;
+      const Kind = Object.hasOwn(kinds, answer.name) ? kinds[answer.name] : Error;
+      const error = new Kind(answer.message);
+      if (error.name !== answer.name) define(error, 'name', { value: answer.name, writable: true, configurable: true });
+      throw error;
+    };
+    define(tool, 'name', { value: name });
+    define(globalThis, name, { value: tool, writable: true, configurable: true, enumerable: false });
+  }
+})()`;
+}

@@ -1,0 +1,44 @@
+/**
+ * The errors of `@strata/agent`, in Strata's one hierarchy (each with a stable `code`).
+ *
+ * @module
+ */
+import { StrataError } from '@strata/runtime';
+
+/**
+ * A journal cannot be loaded or replayed: it is malformed, it was recorded with other settings
+ * (clock, seed, bootstrap scripts, strictEval, allowed globals, tools, a release of Strata with
+ * another journal format), or a replayed cell diverged from it (called another tool, with other
+ * arguments, or ended differently). `cell` and `seq` say where, when they apply. A session that
+ * diverged is closed.
+ */
+export class JournalError extends StrataError {
+  /** The cell (1-based) the problem is in, when it is in one. */
+  readonly cell: number | undefined;
+  /** The tool call's `seq`, when the problem is a call. */
+  readonly seq: number | undefined;
+
+  constructor(message: string, where: { cell?: number; seq?: number } = {}) {
+    super(message, { code: 'ERR_STRATA_JOURNAL' });
+    this.cell = where.cell;
+    this.seq = where.seq;
+  }
+}
+
+/** A session limit was reached: cells per session, tool calls per cell, the size of a value or of the journal. */
+export class SessionLimitExceeded extends StrataError {
+  /** The option that sets the limit (`maxCells`, `maxCallsPerCell`, `maxValueBytes`, `maxJournalBytes`). */
+  readonly limit: string;
+
+  constructor(limit: string, message: string) {
+    super(message, { code: 'ERR_STRATA_SESSION_LIMIT' });
+    this.limit = limit;
+  }
+}
+
+/** The session cannot do that now: it is closed, a cell is running, or a call awaits approval (or none does). */
+export class SessionStateError extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_SESSION_STATE' });
+  }
+}

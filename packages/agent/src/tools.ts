@@ -1,0 +1,73 @@
+/**
+ * The tool shape `AgentSandbox` (and, next, `ToolBridge`) takes: a plain function, or an object
+ * with `execute` and what a session needs to know about it. The guest calls each as a global
+ * function named by its key, with its own arguments.
+ *
+ * @module
+ */
+import { InvalidOption } from '@strata/runtime';
+
+/** A tool as a function: called with the guest's arguments; its (awaited) return value is the guest's answer. */
+export type ToolFunction = (...args: any[]) => unknown;
+
+/** A tool as an object. */
+export interface ToolObject {
+  /** Runs the tool: called with the guest's arguments; its (awaited) return value is the guest's answer. */
+  execute: ToolFunction;
+  /** What the tool does, for people and models reading the session. */
+  description?: string;
+  /**
+   * Stop the cell before this tool runs until the host approves the call (`approve(seq)`) or
+   * denies it (`deny(seq, reason)`). `true`, or a function of the guest's arguments deciding per
+   * call. Default `false`.
+   */
+  needsApproval?: boolean | ((...args: any[]) => boolean | Promise<boolean>);
+}
+
+/** One tool. */
+export type Tool = ToolFunction | ToolObject;
+
+/** Tools by the global name the guest calls them by. */
+export type ToolSet = Readonly<Record<string, Tool>>;
+
+/** A tool as a session uses it. */
+export interface SessionTool {
+  readonly name: string;
+  readonly description: string | undefined;
+  readonly execute: ToolFunction;
+  readonly needsApproval: (args: readonly unknown[]) => Promise<boolean>;
+}
+
+// Words a global function cannot be named: reserved words, and names the guest's JavaScript needs.
+const RESERVED = new Set(
+  (
+    'break case catch class const continue debugger default delete do else enum export extends false finally for function if import in ' +
+    'instanceof new null return super switch this throw true try typeof var void while with yield let static implements interface package ' +
+    'private protected public await arguments eval undefined NaN Infinity globalThis'
+  ).split(' '),
+);
+
+/** Checks `tools` and gives each its session form, in key order. */
+export function sessionTools(tools: unknown): SessionTool[] {
+  if (tools === undefined) return [];
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) throw new InvalidOption('tools must be an object of tools by name ({ lookup: async (sku) => …, send: { execute, needsApproval } })');
+  return Object.entries(tools as Record<string, unknown>).map(([name, tool]) => {
+    if (!/^[A-Za-z_$][\w$]*$/.test(name) || RESERVED.has(name)) {
+      throw new InvalidOption(`tool name ${JSON.stringify(name)} is not a name the guest can call: use a JavaScript identifier that is not a reserved word`);
+    }
+    if (typeof tool === 'function') return { name, description: undefined, execute: tool as ToolFunction, needsApproval: async () => false };
+    if (tool === null || typeof tool !== 'object' || typeof (tool as ToolObject).execute !== 'function') {
+      throw new InvalidOption(`tools.${name} must be a function or an object with an execute function`);
+    }
+    const { execute, description, needsApproval } = tool as ToolObject;
+    if (description !== undefined && typeof description !== 'string') throw new InvalidOption(`tools.${name}.description must be a string`);
+    if (needsApproval !== undefined && typeof needsApproval !== 'boolean' && typeof needsApproval !== 'function') {
+      throw new InvalidOption(`tools.${name}.needsApproval must be true, false or a function of the call's arguments`);
+    }
+    const decide =
+      typeof needsApproval === 'function'
+        ? async (args: readonly unknown[]) => (await needsApproval(...args)) === true
+        : async () => needsApproval === true;
+    return { name, description, execute, needsApproval: decide };
+  });
+}
