@@ -6,6 +6,7 @@ import ivm from 'isolated-vm';
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { IsolatedRuntime, Runtime, SandboxPool } from '@strata/runtime';
+import { AgentSandbox } from '@strata/agent';
 import { renderMarkdown, renderSvg, formatValue } from './report.mjs';
 
 const BATCHES = 30;
@@ -169,6 +170,58 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   strata.push({ figure: 'fresh pooled sandbox + 10 small commands', value: f, unit: 'µs', goal: '≤ 3 ms', goalValue: 3000, met: f <= 3000 });
   cell(FIG.cold, 'µs', 'Strata (pool)', c);
   cell(FIG.fresh10, 'µs', 'Strata (pool)', f);
+}
+// Agent sessions (@strata/agent): a session's first cell from a pool, and what replay costs (a
+// restore, a recovery and an approval all replay the journal in a fresh worker).
+{
+  const pool = await SandboxPool.start({ size: 2, sandbox: 'require', clock: { at: 0, seed: 1 } });
+  const tools = { t: async (x) => x };
+  const first = [];
+  const checkout = [];
+  for (let i = 0; i < COLD_RUNS + 1; i++) {
+    await pool.waitReady(120_000);
+    let t0 = performance.now();
+    const session = await AgentSandbox.start({ pool, tools });
+    await session.run('1+1');
+    if (i > 0) first.push(performance.now() - t0);
+    await session.close();
+    await pool.waitReady(120_000);
+    t0 = performance.now();
+    const rt = await pool.checkout();
+    await rt.eval('1+1');
+    if (i > 0) checkout.push(performance.now() - t0);
+    await rt.close();
+  }
+  const firstUs = median(first) * 1000;
+  const checkoutUs = median(checkout) * 1000;
+  strata.push({ figure: 'AgentSandbox from a pool: start + first cell', value: firstUs, unit: 'µs', floor: checkoutUs, floorName: 'SandboxPool checkout + first 1+1', goal: '(sessions are pool checkouts)' });
+  const record = async (cells, callsPerCell) => {
+    const session = await AgentSandbox.start({ pool, tools });
+    for (let i = 0; i < cells; i++) {
+      await session.run(callsPerCell === 0 ? `globalThis.v${i} = ${i} * 2; v${i}` : `let s${i} = 0; for (let k = 0; k < ${callsPerCell}; k++) s${i} += await t(k); s${i}`);
+    }
+    const journal = session.journal;
+    await session.close();
+    return journal;
+  };
+  const restoreMs = async (journal) => {
+    const times = [];
+    for (let i = 0; i < COLD_RUNS + 1; i++) {
+      await pool.waitReady(120_000);
+      const t0 = performance.now();
+      const session = await AgentSandbox.restore(journal, { pool, tools });
+      if (i > 0) times.push(performance.now() - t0);
+      await session.close();
+    }
+    return median(times);
+  };
+  const empty = await restoreMs(await record(0, 0));
+  const cells20 = await restoreMs(await record(20, 0));
+  const calls200 = await restoreMs(await record(20, 10));
+  await pool.close();
+  strata.push({ figure: 'restore a 20-cell session (from a pool)', value: cells20 * 1000, unit: 'µs', floor: empty * 1000, floorName: 'restore of a journal with no cells', goal: '—' });
+  strata.push({ figure: 'replay, per cell', value: ((cells20 - empty) / 20) * 1000, unit: 'µs', goal: '—' });
+  strata.push({ figure: 'replay, per recorded tool call', value: ((calls200 - cells20) / 200) * 1000, unit: 'µs', goal: '—' });
 }
 {
   const irt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' });

@@ -11,7 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const PACKAGES = ['wire', 'polyfills', 'runtime', 'layer-clock', 'layer-seccomp', 'layer-landlock', 'layer-emptyroot', 'layer-seatbelt'];
+const PACKAGES = ['wire', 'polyfills', 'runtime', 'layer-clock', 'layer-seccomp', 'layer-landlock', 'layer-emptyroot', 'layer-seatbelt', 'agent'];
 
 function fail(message) {
   console.error(`pack-check: ${message}`);
@@ -100,12 +100,17 @@ try {
       Object.assign(out, { value: await rt.eval("lookup('A1') * 2"), sandbox: rt.sandbox, extras: rt.sandboxExtras });
     }
     out.withoutOsLayers = await IsolatedRuntime.start({ sandbox: 'require', replaceDefaultLayers: true, layers: [] }).then((rt) => rt.close().then(() => 'started'), (e) => e.code);
+    const { AgentSandbox } = await import('@strata/agent');
+    const session = await AgentSandbox.start({ sandbox: 'require', tools: { lookup: async (sku) => ({ A1: 3.5 })[sku] } });
+    await session.run('const total = await lookup("A1")');
+    out.session = (await session.run('total * 2')).result;
+    await session.close();
     console.log(JSON.stringify(out));`;
   writeFileSync(join(app, 'check.mjs'), program);
   const outcome = JSON.parse(run(join(bin, 'node'), ['check.mjs'], { cwd: app, env }).trim().split('\n').pop());
-  const expected = { value: 7, sandbox: 'landlock+seccomp', extras: ['emptyroot'], withoutOsLayers: 'ERR_STRATA_SANDBOX_UNAVAILABLE' };
+  const expected = { value: 7, sandbox: 'landlock+seccomp', extras: ['emptyroot'], withoutOsLayers: 'ERR_STRATA_SANDBOX_UNAVAILABLE', session: 7 };
   if (JSON.stringify(outcome) !== JSON.stringify(expected)) fail(`the program printed ${JSON.stringify(outcome)}, expected ${JSON.stringify(expected)}`);
-  console.log(`pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers})`);
+  console.log(`pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}`);
   // 6. A parent on Node 22 (hosts/node22, when installed): refused until it has a Node 24 for
   // the worker, which the app does not install; then started on workerNode, fully sandboxed.
   const node22 = join(root, 'hosts', 'node22', 'node_modules', `node-linux-${process.arch}`, 'bin', 'node');

@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const PACKAGES = ['packages/runtime', 'packages/layer-clock', 'packages/layer-seccomp', 'packages/layer-landlock', 'packages/layer-emptyroot', 'packages/layer-seatbelt'];
+const PACKAGES = ['packages/runtime', 'packages/layer-clock', 'packages/layer-seccomp', 'packages/layer-landlock', 'packages/layer-emptyroot', 'packages/layer-seatbelt', 'packages/agent'];
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 if (process.getuid?.() !== 0) {

@@ -43,6 +43,8 @@ export interface AgentSandboxOptions extends IsolatedRuntimeOptions {
    * be given beside it.
    */
   pool?: SandboxPool;
+  /** With `pool`: whose session this is, for the pool's crash budget per tenant. */
+  tenant?: string;
   /** After the worker dies during a cell: `'replay'` (default) recovers on the next `run` in a fresh worker; `'never'` closes the session. */
   recover?: 'replay' | 'never';
   /** Cells per session. Default 1 000. */
@@ -104,13 +106,15 @@ export const SESSION_EVENTS_CHANNEL = 'strata:agent:event';
 const sessionEvents = channel(SESSION_EVENTS_CHANNEL);
 
 const SESSION_KEYS = ['tools', 'pool', 'recover', 'maxCells', 'maxCallsPerCell', 'maxValueBytes', 'maxJournalBytes'] as const;
-const CHECKOUT_KEYS = new Set(['requestTimeout', 'timeoutGrace', 'maxHostCalls', 'maxHostWait', 'maxInflightHostCalls', 'writeStallTimeout', 'redactHostErrors']);
+const CHECKOUT_KEYS = new Set(['requestTimeout', 'timeoutGrace', 'maxHostCalls', 'maxHostWait', 'maxInflightHostCalls', 'writeStallTimeout', 'redactHostErrors', 'tenant']);
 const MiB = 1024 * 1024;
 // How a cell ended that no replay could reproduce: the worker is replaced before the next cell.
 const LOST = new Set(['WorkerCrashed', 'RuntimeTimeout', 'HeapLimitExceeded', 'RuntimeClosed']);
 const STRATA_VERSION = (createRequire(import.meta.url)('@strata/runtime/package.json') as { version: string }).version;
 // The host function the guest's tool wrappers call; the wrappers take it and delete the global.
 const CALL_GLOBAL = '__strataAgentCall';
+// The guest boundary takes values 64 levels deep; the answer travels inside `{ ok, value }`.
+const MAX_ANSWER_DEPTH = 62;
 
 interface Limits {
   readonly maxCells: number;
@@ -138,6 +142,10 @@ interface Running {
   stopped: boolean;
   ended: boolean;
   divergence: JournalError | undefined;
+  /** A replay of a recorded cell: a call past the journal's is a divergence, never live. */
+  readonly replaying: boolean;
+  /** The session limit that cut the cell short, if one did. */
+  limit: { readonly name: string; readonly message: string } | undefined;
   /** Every call's answer in flight, and the tools running. */
   readonly inflight: Set<Promise<unknown>>;
   readonly executions: Set<Promise<unknown>>;
@@ -164,6 +172,8 @@ export class AgentSandbox {
   readonly #recover: 'replay' | 'never';
   readonly #limits: Limits;
   readonly #layers: JsonValue;
+  /** How long a cell whose code ended waits for its tool calls (maxHostWait). */
+  readonly #settleWaitMs: number;
   #journal: Journal | undefined;
   #journalBytes = 0;
   #rt: IsolatedRuntime | undefined;
@@ -191,11 +201,13 @@ export class AgentSandbox {
       const fixed = Object.keys(runtime).filter((key) => !CHECKOUT_KEYS.has(key));
       if (fixed.length > 0) throw new InvalidOption(`with a pool, the workers are the pool's: ${fixed.join(', ')} cannot be set per session (set them on the pool; per session: ${[...CHECKOUT_KEYS].join(', ')})`);
     } else {
+      if (runtime['tenant'] !== undefined) throw new InvalidOption('tenant names whose session it is for a pool\'s crash budget: give it with pool');
       runtime['bootstrap'] ??= [WEB_POLYFILLS];
       // A frozen clock and a seeded Math.random by default: recorded, so a replay has the same.
       runtime['clock'] ??= journal?.settings.clock ?? { at: Date.now(), seed: randomInt(0, 2 ** 32) };
     }
     this.#runtimeOptions = runtime as IsolatedRuntimeOptions;
+    this.#settleWaitMs = typeof runtime['maxHostWait'] === 'number' ? runtime['maxHostWait'] : runtime['maxHostWait'] === null ? 2 ** 31 - 1 : 600_000;
     this.#layers = layersOf(runtime);
     this.#journal = journal;
     if (journal !== undefined) this.#journalBytes = Buffer.byteLength(JSON.stringify(journal));
@@ -204,7 +216,7 @@ export class AgentSandbox {
   /**
    * Starts a session in a fresh worker (or one from `pool`).
    *
-   * @throws {@link InvalidOption}, and whatever `IsolatedRuntime.start` throws.
+   * @throws `InvalidOption` (from `@strata/runtime`), and whatever `IsolatedRuntime.start` throws.
    */
   static async start(options: AgentSandboxOptions = {}): Promise<AgentSandbox> {
     const session = new AgentSandbox(options, undefined);
@@ -317,14 +329,16 @@ export class AgentSandbox {
   }
 
   async #runCell(record: CellRecord, mode: { replayUntil: number; resumeAt: number | undefined; onEvent: RunOptions['onEvent'] }): Promise<CellResult> {
-    const running: Running = { record, ...mode, index: 0, live: mode.replayUntil === 0, stopped: false, ended: false, divergence: undefined, inflight: new Set(), executions: new Set() };
+    const running: Running = { record, ...mode, index: 0, live: mode.replayUntil === 0, stopped: false, ended: false, divergence: undefined, replaying: false, limit: undefined, inflight: new Set(), executions: new Set() };
     const rt = this.#rt!;
     this.#running = running;
     let outcome: ExecutionResult;
+    let unsettled = false;
     try {
       outcome = await rt.execute(prepareCell(record.code), { filename: `cell-${record.cell}` });
-      // A cell ends when its code has and every tool call it made has: their outcomes are journaled within it.
-      if (!rt.closed) await Promise.allSettled(running.inflight);
+      // A cell ends when its code has and every tool call it made has, so their outcomes are
+      // journaled within it; after a stop that no replay could find again, nobody needs them.
+      if (!rt.closed && !LOST.has(outcome.errorType ?? '')) unsettled = !(await settledWithin(running.inflight, this.#settleWaitMs));
     } finally {
       running.ended = true;
       this.#running = undefined;
@@ -335,22 +349,30 @@ export class AgentSandbox {
       record.status = 'awaiting-approval';
       return { ...outcome, status: 'awaiting-approval', result: undefined, error: undefined, errorType: undefined, cell: record.cell, calls, pending: this.pending! };
     }
-    if (outcome.status === 'ok') {
-      record.status = 'ok';
+    // How the cell ended, for the journal and for the caller.
+    let ended: { status: 'ok' } | { status: 'error' | 'crashed' | 'interrupted'; type: string; message: string };
+    if (running.limit !== undefined) ended = { status: 'interrupted', type: 'SessionLimitExceeded', message: running.limit.message };
+    else if (unsettled) ended = { status: 'interrupted', type: 'RuntimeTimeout', message: `the cell's code ended and a tool call it made was still running after ${this.#settleWaitMs} ms (maxHostWait)` };
+    else if (outcome.status === 'ok') ended = { status: 'ok' };
+    else ended = { status: LOST.has(outcome.errorType ?? '') ? (rt.closed ? 'crashed' : 'interrupted') : 'error', type: outcome.errorType ?? 'Error', message: outcome.error ?? '' };
+    record.status = ended.status;
+    if (ended.status === 'ok') {
       const recorded = recordable(outcome.result);
-      if ('json' in recorded && recorded.bytes <= this.#limits.maxValueBytes) record.result = recorded.json;
+      const fits = 'json' in recorded && recorded.bytes <= this.#limits.maxValueBytes && this.#journalBytes + recorded.bytes <= this.#limits.maxJournalBytes;
+      if (fits) record.result = recorded.json;
       else record.resultBytes = 'bytes' in recorded ? recorded.bytes : 0;
     } else {
-      const lost = LOST.has(outcome.errorType ?? '');
-      record.status = lost ? (rt.closed ? 'crashed' : 'interrupted') : 'error';
-      record.error = { type: outcome.errorType ?? 'Error', message: outcome.error ?? '' };
-      if (lost) {
-        this.#stale = true;
-        if (this.#recover === 'never') await this.close();
-      }
+      record.error = { type: ended.type, message: ended.message };
     }
-    this.#journalBytes += Buffer.byteLength(JSON.stringify({ status: record.status, result: record.result, error: record.error }));
-    return { ...outcome, status: outcome.status, cell: record.cell, calls };
+    this.#journalBytes += Buffer.byteLength(JSON.stringify({ status: record.status, result: record.result, resultBytes: record.resultBytes, error: record.error }));
+    if (ended.status === 'crashed' || ended.status === 'interrupted') {
+      // Not replayable: the next cell runs in a worker rebuilt from the cells before this one.
+      this.#stale = true;
+      if (this.#recover === 'never') await this.close();
+    }
+    if (ended.status === 'ok') return { ...outcome, status: 'ok', cell: record.cell, calls };
+    const error = ended.type === outcome.errorType ? outcome : { ...outcome, result: undefined, error: ended.message, errorType: ended.type };
+    return { ...error, status: 'error', cell: record.cell, calls };
   }
 
   // --- tool calls ----------------------------------------------------------------------------
@@ -375,7 +397,8 @@ export class AgentSandbox {
     const argsJson = 'json' in argsRecord ? JSON.stringify(argsRecord.json) : undefined;
     if (index < running.replayUntil) {
       const recorded = record.calls[index]!;
-      if (recorded.tool !== tool.name || JSON.stringify(recorded.args) !== argsJson) {
+      const same = recorded.argsDigest !== undefined ? recorded.argsDigest === digestOf(argsJson) : JSON.stringify(recorded.args) === argsJson;
+      if (recorded.tool !== tool.name || !same) {
         return this.#diverged(running, new JournalError(
           `cell ${record.cell} diverged from the journal at call ${recorded.seq}: the journal has ${recorded.tool}(${preview(recorded.args)}), the replay called ${tool.name}(${argsJson === undefined ? '…' : preview(JSON.parse(argsJson))})`,
           { cell: record.cell, seq: recorded.seq },
@@ -395,25 +418,38 @@ export class AgentSandbox {
       recorded.status = 'started';
       return this.#execute(running, tool, fromTaggedJson(recorded.args) as unknown[], recorded);
     }
-    // A live call.
+    // Past every call the journal has for a replayed cell: the replay went elsewhere. Never live.
+    if (running.replaying) {
+      return this.#diverged(running, new JournalError(`cell ${record.cell} diverged from the journal on replay: it calls ${tool.name} after its ${record.calls.length} recorded tool calls`, { cell: record.cell }));
+    }
+    // A live call. Past a session limit the cell is cut short: this and every later call of it
+    // fails without being journaled, and the cell is not kept (the next runs in a worker rebuilt
+    // from the cells before), so the journal stays bounded and a replay never meets the limit.
+    if (running.limit !== undefined) return refusal('RangeError', running.limit.message);
+    if (record.calls.length >= this.#limits.maxCallsPerCell) {
+      return this.#cutShort(running, 'maxCallsPerCell', `${tool.name} was not called: the cell reached maxCallsPerCell (${this.#limits.maxCallsPerCell} tool calls)`);
+    }
     const journal = this.#journal!;
+    const tooLarge = 'json' in argsRecord && argsRecord.bytes > this.#limits.maxValueBytes;
+    // Arguments that are refused are kept as a digest (the replay checks it), not as they came.
+    const kept = 'json' in argsRecord && !tooLarge;
+    const bytes = (kept ? argsRecord.bytes : 64) + 160;
+    if (this.#journalBytes + bytes > this.#limits.maxJournalBytes) {
+      return this.#cutShort(running, 'maxJournalBytes', `${tool.name} was not called: the journal would pass maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`);
+    }
     const seq = journal.nextSeq++;
-    const call: CallRecord = { seq, tool: tool.name, args: 'json' in argsRecord ? argsRecord.json : [], status: 'started', ms: 0 };
-    const refuse = (limitName: string, message: string) => {
-      call.status = 'failed';
-      call.error = { name: 'RangeError', message };
-      record.calls.push(call);
-      this.#journalBytes += Buffer.byteLength(JSON.stringify(call));
-      this.#emit(running, { type: 'tool-result', cell: record.cell, seq, tool: tool.name, status: 'failed', ms: 0, error: call.error });
-      void limitName;
-      return answerOf(call);
-    };
-    if (record.calls.length >= this.#limits.maxCallsPerCell) return refuse('maxCallsPerCell', `${tool.name} was not called: the cell has made ${record.calls.length} tool calls, the session's maxCallsPerCell`);
-    if (!('json' in argsRecord)) return refuse('maxValueBytes', `${tool.name} was not called: its arguments cannot be journaled (${argsRecord.problem})`);
-    if (argsRecord.bytes > this.#limits.maxValueBytes) return refuse('maxValueBytes', `${tool.name} was not called: its arguments are ${argsRecord.bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes})`);
-    if (this.#journalBytes + argsRecord.bytes + 128 > this.#limits.maxJournalBytes) return refuse('maxJournalBytes', `${tool.name} was not called: the journal would pass maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`);
+    const call: CallRecord = { seq, tool: tool.name, args: kept ? argsRecord.json : [], status: 'started', ms: 0 };
+    if (!kept) call.argsDigest = digestOf(argsJson);
     record.calls.push(call);
-    this.#journalBytes += argsRecord.bytes + 128;
+    this.#journalBytes += bytes;
+    if (!kept) {
+      call.status = 'failed';
+      call.error = tooLarge
+        ? { name: 'RangeError', message: `${tool.name} was not called: its arguments are ${(argsRecord as { bytes: number }).bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes})` }
+        : { name: 'TypeError', message: `${tool.name} was not called: its arguments cannot be journaled (${(argsRecord as { problem: string }).problem})` };
+      this.#emit(running, { type: 'tool-result', cell: record.cell, seq, tool: tool.name, status: 'failed', ms: 0, error: call.error });
+      return answerOf(call);
+    }
     const guestArgs = fromTaggedJson(call.args) as unknown[];
     this.#emit(running, { type: 'tool-call', cell: record.cell, seq, tool: tool.name, args: guestArgs });
     let needsApproval: boolean;
@@ -459,6 +495,7 @@ export class AgentSandbox {
     if (outcome.ok) {
       const recorded = recordable(outcome.value);
       if (!('json' in recorded)) ended = { status: 'failed', error: { name: 'TypeError', message: `the answer of ${call.tool} cannot cross to the guest: ${recorded.problem}` } };
+      else if (deeperThan(outcome.value, MAX_ANSWER_DEPTH)) ended = { status: 'failed', error: { name: 'TypeError', message: `the answer of ${call.tool} cannot cross to the guest: it nests deeper than ${MAX_ANSWER_DEPTH} levels` } };
       else if (recorded.bytes > this.#limits.maxValueBytes) ended = { status: 'failed', error: { name: 'RangeError', message: `the answer of ${call.tool} is ${recorded.bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes})` } };
       else if (this.#journalBytes + recorded.bytes > this.#limits.maxJournalBytes) ended = { status: 'failed', error: { name: 'RangeError', message: `the answer of ${call.tool} would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes)` } };
       else ended = { status: 'completed', result: recorded.json };
@@ -490,6 +527,12 @@ export class AgentSandbox {
     running.divergence ??= error;
     void this.#rt?.close();
     return new Promise<Answer>(() => {});
+  }
+
+  /** A session limit reached in a cell: the call fails, later calls of the cell too, and the cell is not kept. */
+  #cutShort(running: Running, limitName: string, message: string): Answer {
+    running.limit = { name: limitName, message };
+    return refusal('RangeError', message);
   }
 
   #emit(running: Running, event: SessionEvent): void {
@@ -546,7 +589,7 @@ export class AgentSandbox {
   /** Runs a recorded cell again, every call answered from the journal, and checks it ends as it did. */
   async #replay(cell: CellRecord): Promise<void> {
     const recorded = { status: cell.status, result: cell.result, error: cell.error, calls: cell.calls.length };
-    const running: Running = { record: cell, replayUntil: cell.calls.length, resumeAt: undefined, onEvent: undefined, index: 0, live: false, stopped: false, ended: false, divergence: undefined, inflight: new Set(), executions: new Set() };
+    const running: Running = { record: cell, replayUntil: cell.calls.length, resumeAt: undefined, onEvent: undefined, index: 0, live: false, stopped: false, ended: false, divergence: undefined, replaying: true, limit: undefined, inflight: new Set(), executions: new Set() };
     const rt = this.#rt!;
     this.#running = running;
     let outcome: ExecutionResult;
@@ -634,6 +677,36 @@ function layersOf(runtime: Record<string, unknown>): JsonValue {
 
 const refusal = (name: string, message: string): Answer => ({ ok: false, name, message });
 
+/** Whether every promise in `promises` (a set that may grow meanwhile) settled within `ms`. */
+async function settledWithin(promises: Set<Promise<unknown>>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    for (let seen = 0; seen !== promises.size; ) {
+      seen = promises.size;
+      if ((await Promise.race([Promise.allSettled([...promises]).then(() => true as const), timedOut])) === false) return false;
+    }
+    return true;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Whether `value` nests deeper than `limit` levels (arrays, objects, Map and Set entries), as the guest boundary counts them. */
+function deeperThan(value: unknown, limit: number): boolean {
+  const walk = (v: unknown, depth: number): boolean => {
+    if (v === null || typeof v !== 'object') return false;
+    if (depth > limit) return true;
+    if (v instanceof Map) {
+      for (const [k, x] of v) if (walk(k, depth + 1) || walk(x, depth + 1)) return true;
+      return false;
+    }
+    const items = v instanceof Set ? [...v] : ArrayBuffer.isView(v) || v instanceof Date ? [] : Object.values(v);
+    return items.some((x) => walk(x, depth + 1));
+  };
+  return walk(value, 1);
+}
+
 /** The guest's answer for a recorded call. */
 function answerOf(call: CallRecord): Answer {
   if (call.status === 'completed') return { ok: true, value: fromTaggedJson(call.result) };
@@ -650,6 +723,11 @@ function toolCall(call: CallRecord): ToolCall {
     ...(call.error === undefined ? {} : { error: { ...call.error } }),
     ms: call.ms,
   };
+}
+
+/** SHA-256 of arguments' JSON text, for arguments the journal does not keep (`'unrecordable'` when there is none). */
+function digestOf(json: string | undefined): string {
+  return json === undefined ? 'unrecordable' : createHash('sha256').update(json).digest('hex');
 }
 
 function preview(json: unknown): string {
@@ -670,7 +748,14 @@ function toolWrappers(names: readonly string[]): string {
   const define = Object.defineProperty;
   for (const name of ${JSON.stringify(names)}) {
     const tool = async function (...args) {
-      const answer = await call(name, args);
+      let answer;
+      try {
+        answer = await call(name, args);
+      } catch (error) {
+        // Arguments the boundary refuses (a sparse array, a function): say so by the tool's name.
+        if (error instanceof Error) error.message = String(error.message).split(${JSON.stringify(CALL_GLOBAL)}).join(name);
+        throw error;
+      }
       if (answer.ok) return answer.value;
       const Kind = Object.hasOwn(kinds, answer.name) ? kinds[answer.name] : Error;
       const error = new Kind(answer.message);

@@ -46,8 +46,10 @@ export interface RecordedError {
 export interface CallRecord {
   readonly seq: number;
   readonly tool: string;
-  /** The guest's arguments, tagged JSON. */
+  /** The guest's arguments, tagged JSON (`[]` when they were refused: see `argsDigest`). */
   readonly args: JsonValue;
+  /** For arguments refused (too large, or not data): the SHA-256 of their JSON, which a replay checks, instead of the arguments. */
+  argsDigest?: string;
   status: CallStatus;
   /** The answer (tagged JSON), when `completed`. */
   result?: JsonValue;
@@ -151,6 +153,9 @@ export function checkJournal(input: unknown): Journal {
       if (!Array.isArray(call['args'])) throw new JournalError(`${at}.args must be the array of the guest's arguments`, { cell: i + 1, seq });
       if (!CALL_STATUSES.includes(call['status'] as string)) throw new JournalError(`${at}.status must be one of ${CALL_STATUSES.join(', ')}`, { cell: i + 1, seq });
       integer(call['ms'], `${at}.ms`, 0, Number.MAX_SAFE_INTEGER);
+      if (call['argsDigest'] !== undefined && (typeof call['argsDigest'] !== 'string' || !/^([0-9a-f]{64}|unrecordable)$/.test(call['argsDigest']))) {
+        throw new JournalError(`${at}.argsDigest must be a SHA-256 in hex`, { cell: i + 1, seq });
+      }
       if (call['error'] !== undefined) {
         const e = object(call['error'], `${at}.error`);
         string(e['name'], `${at}.error.name`);

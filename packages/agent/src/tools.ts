@@ -59,15 +59,17 @@ export function sessionTools(tools: unknown): SessionTool[] {
     if (tool === null || typeof tool !== 'object' || typeof (tool as ToolObject).execute !== 'function') {
       throw new InvalidOption(`tools.${name} must be a function or an object with an execute function`);
     }
-    const { execute, description, needsApproval } = tool as ToolObject;
+    const object = tool as ToolObject;
+    const { execute, description, needsApproval } = object;
     if (description !== undefined && typeof description !== 'string') throw new InvalidOption(`tools.${name}.description must be a string`);
     if (needsApproval !== undefined && typeof needsApproval !== 'boolean' && typeof needsApproval !== 'function') {
       throw new InvalidOption(`tools.${name}.needsApproval must be true, false or a function of the call's arguments`);
     }
+    // Called as methods of the tool object (a class instance's methods read its fields).
     const decide =
       typeof needsApproval === 'function'
-        ? async (args: readonly unknown[]) => (await needsApproval(...args)) === true
+        ? async (args: readonly unknown[]) => (await Reflect.apply(needsApproval, object, args)) === true
         : async () => needsApproval === true;
-    return { name, description, execute, needsApproval: decide };
+    return { name, description, execute: (...args: unknown[]) => Reflect.apply(execute, object, args), needsApproval: decide };
   });
 }

@@ -61,7 +61,7 @@ export function toTaggedJson(value: unknown): JsonValue {
   return looksLikeTag(out) ? tag('$object', out) : out;
 }
 
-/** The inverse of {@link toTaggedJson}: tagged objects become the values they stand for. */
+/** The inverse of {@link toTaggedJson}: tagged objects become the values they stand for; plain objects come back as ordinary objects. */
 export function fromTaggedJson(json: unknown): unknown {
   if (json === null || typeof json !== 'object') return json;
   if (Array.isArray(json)) return json.map(fromTaggedJson);
@@ -90,9 +90,10 @@ export function fromTaggedJson(json: unknown): unknown {
   }
 }
 
+/** An ordinary object again, each key defined as an own property (a `"__proto__"` key stays a key, never a prototype). */
 function decodeEntries(object: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = Object.create(null);
-  for (const [key, child] of Object.entries(object)) out[key] = fromTaggedJson(child);
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(object)) Object.defineProperty(out, key, { value: fromTaggedJson(child), enumerable: true, writable: true, configurable: true });
   return out;
 }
 
