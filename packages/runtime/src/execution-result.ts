@@ -1,5 +1,7 @@
 import type { ConsoleCapture } from './console-capture.js';
 import { JsError } from './errors.js';
+import type { EvalOptions } from './runtime.js';
+import { assertLanguage } from './typescript-input.js';
 
 /**
  * What `execute(code)` returns: it never throws for the run's own failure (a guest exception, a
@@ -42,14 +44,17 @@ export function executionResult(capture: ConsoleCapture, result: unknown, error?
 /** What {@link execute} needs of a runtime. */
 export interface Executable {
   captureConsole(): ConsoleCapture;
-  eval(code: string, options?: { filename?: string }): Promise<unknown>;
+  eval(code: string, options?: EvalOptions): Promise<unknown>;
 }
 
 /**
  * `execute` for either runtime: evaluates with the console captured for the run, and describes
- * the outcome instead of throwing for the run's own failure.
+ * the outcome instead of throwing for the run's own failure. A bad option is the caller's
+ * mistake, not the run's: it throws `InvalidOption`; TypeScript that does not strip is the run's
+ * own `SyntaxError`.
  */
-export async function execute(runtime: Executable, code: string, options: { filename?: string } = {}): Promise<ExecutionResult> {
+export async function execute(runtime: Executable, code: string, options: EvalOptions = {}): Promise<ExecutionResult> {
+  assertLanguage(options.language, 'execute');
   const capture = runtime.captureConsole();
   try {
     return executionResult(capture, await runtime.eval(code, options));

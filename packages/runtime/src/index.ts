@@ -36,6 +36,7 @@ export type { ModuleLoader, ModuleResolver } from './module-registry.js';
 export type { RuntimeOptions, ResolvedRuntimeOptions, OptionalGlobal } from './options.js';
 export type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
 export type { ExecutionResult } from './execution-result.js';
+export { stripTypes } from './typescript-input.js';
 export type { Transferable } from './values.js';
 export {
   StrataError,

@@ -19,6 +19,8 @@ const MAIN = [
   'setModuleResolver',
   'setModuleLoader',
   'closeDefaultRuntime',
+  // TypeScript input
+  'stripTypes',
   // layers as an application passes them
   'defaultLayers',
   // the Node.js this needs

@@ -10,9 +10,9 @@ import type { SandboxMode } from '../isolated/isolated-options.js';
 /** The command line was wrong; the message says how. Exit status 2, with the usage. */
 export class UsageError extends Error {
   /** The subcommand whose usage to print, if it is known. */
-  readonly command: 'run' | 'doctor' | undefined;
+  readonly command: 'run' | 'doctor' | 'mcp' | undefined;
 
-  constructor(message: string, command?: 'run' | 'doctor') {
+  constructor(message: string, command?: 'run' | 'doctor' | 'mcp') {
     super(message);
     this.name = 'UsageError';
     this.command = command;
@@ -39,10 +39,19 @@ export interface DoctorArgs {
   readonly json: boolean;
 }
 
+/** `strata mcp [--config FILE] [--session] [--sandbox MODE] [--timeout MS]`: an MCP server over stdio. */
+export interface McpArgs {
+  readonly command: 'mcp';
+  readonly config: string | undefined;
+  readonly session: boolean;
+  readonly sandbox: SandboxMode | undefined;
+  readonly timeout: number | undefined;
+}
+
 /** `strata help [COMMAND]`, `strata --help`, `strata COMMAND --help`. */
 export interface HelpArgs {
   readonly command: 'help';
-  readonly topic: 'run' | 'doctor' | undefined;
+  readonly topic: 'run' | 'doctor' | 'mcp' | undefined;
 }
 
 /** `strata --version`. */
@@ -51,7 +60,7 @@ export interface VersionArgs {
 }
 
 /** What the command line asks for. */
-export type CliArgs = RunArgs | DoctorArgs | HelpArgs | VersionArgs;
+export type CliArgs = RunArgs | DoctorArgs | McpArgs | HelpArgs | VersionArgs;
 
 const SANDBOX_MODES: readonly SandboxMode[] = ['require', 'auto', 'off'];
 
@@ -69,6 +78,8 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
       return parseRun(rest);
     case 'doctor':
       return parseDoctor(rest);
+    case 'mcp':
+      return parseMcp(rest);
     case 'help':
     case '--help':
     case '-h':
@@ -121,16 +132,39 @@ function parseDoctor(argv: readonly string[]): DoctorArgs | HelpArgs {
   return { command: 'doctor', json: values['json'] === true };
 }
 
+function parseMcp(argv: readonly string[]): McpArgs | HelpArgs {
+  const { values, positionals } = strictParse('mcp', argv, {
+    config: { type: 'string' },
+    session: { type: 'boolean' },
+    sandbox: { type: 'string' },
+    timeout: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values['help'] === true) return { command: 'help', topic: 'mcp' };
+  if (positionals.length > 0) throw new UsageError(`mcp takes no arguments (got ${quote(positionals[0]!)}); name the config with --config FILE`, 'mcp');
+  const sandbox = values['sandbox'] as string | undefined;
+  if (sandbox !== undefined && !(SANDBOX_MODES as readonly string[]).includes(sandbox)) {
+    throw new UsageError(`--sandbox must be require, auto or off (got ${quote(sandbox)})`, 'mcp');
+  }
+  return {
+    command: 'mcp',
+    config: values['config'] as string | undefined,
+    session: values['session'] === true,
+    sandbox: sandbox as SandboxMode | undefined,
+    timeout: values['timeout'] === undefined ? undefined : parseMilliseconds(values['timeout'] as string),
+  };
+}
+
 function parseHelp(argv: readonly string[]): HelpArgs {
   if (argv.length === 0) return { command: 'help', topic: undefined };
   const [topic, ...extra] = argv;
-  if ((topic === 'run' || topic === 'doctor') && extra.length === 0) return { command: 'help', topic };
-  throw new UsageError(`help takes a command name, run or doctor (got ${argv.map(quote).join(' ')})`);
+  if ((topic === 'run' || topic === 'doctor' || topic === 'mcp') && extra.length === 0) return { command: 'help', topic };
+  throw new UsageError(`help takes a command name, run, doctor or mcp (got ${argv.map(quote).join(' ')})`);
 }
 
 type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
 
-function strictParse(command: 'run' | 'doctor', argv: readonly string[], options: OptionSpec) {
+function strictParse(command: 'run' | 'doctor' | 'mcp', argv: readonly string[], options: OptionSpec) {
   try {
     // allowNegative: `--no-polyfills`. parseArgs refuses `--no-x` for an option that is not boolean.
     return parseArgs({ args: [...argv], options, strict: true, allowPositionals: true, allowNegative: true });

@@ -7,6 +7,7 @@
 import { parseCliArgs, UsageError, type CliArgs } from './args.js';
 import { doctorCommand } from './doctor-command.js';
 import { ExitStatus, type ExitStatusCode } from './exit-status.js';
+import { mcpCommand } from './mcp-command.js';
 import { runCommand } from './run-command.js';
 import type { CliIo } from './terminal-text.js';
 import { helpText, shortUsage } from './usage.js';
@@ -59,6 +60,10 @@ export async function dispatch(argv: readonly string[], io: CliIo): Promise<Exit
       // The report says what is degraded; the same news as a process warning would be noise.
       routeWarnings(io, false);
       return doctorCommand(args, io);
+    case 'mcp':
+      // stdout carries the protocol: every word of ours goes to stderr.
+      routeWarnings(io, true);
+      return mcpCommand(args, io);
   }
 }
 

@@ -15,6 +15,7 @@ Runs untrusted JavaScript in a V8 isolate inside a supervised worker process.
 Commands:
   run FILE      run a program in a sandboxed worker and print its console and result
   doctor        print the protection this machine can provide (the layer report)
+  mcp           serve code mode over MCP (stdio): an execute tool with bridged tools
   help [CMD]    print this help, or a command's
 
 Options:
@@ -90,12 +91,30 @@ Exit status:
 `;
 
 /** The help text for `topic` (`undefined`: the main help). Ends with a newline. */
-export function helpText(topic: 'run' | 'doctor' | undefined): string {
-  return topic === 'run' ? RUN : topic === 'doctor' ? DOCTOR : MAIN;
+const MCP = `Usage: strata mcp [--config FILE] [--session] [--sandbox MODE] [--timeout MS]
+
+Serves code mode over MCP on stdin/stdout (needs @strata/agent installed beside @strata/runtime).
+Its one tool, execute, runs the model's code (JavaScript or TypeScript) in a fresh pooled sandbox
+and answers with the result, the console output and a receipt of every tool call; its description
+holds the TypeScript declarations of the bridged tools. A throw, a timeout or a crash is an MCP
+tool error; the server goes on.
+
+Options:
+  --config FILE    a JSON file: { "tools": [{ "module": "./tools.js", "namespace": "tools" },
+                   { "mcp": { "command": "npx", "args": ["some-mcp-server"] }, "namespace": "gh" }],
+                   "session": false, "sandbox": "auto", "timeout": 30000, "maxMemory": ..., "poolSize": 2 }
+  --session        one AgentSandbox for the connection: state persists across execute calls
+  --sandbox MODE   require, auto (default) or off
+  --timeout MS     the soft timeout of each run (default 30000)
+  -h, --help       print this help
+`;
+
+export function helpText(topic: 'run' | 'doctor' | 'mcp' | undefined): string {
+  return topic === 'run' ? RUN : topic === 'doctor' ? DOCTOR : topic === 'mcp' ? MCP : MAIN;
 }
 
 /** The short usage printed after a usage error: the first line of the relevant help. */
-export function shortUsage(topic: 'run' | 'doctor' | undefined): string {
+export function shortUsage(topic: 'run' | 'doctor' | 'mcp' | undefined): string {
   const first = helpText(topic).split('\n')[0]!;
   return `${first}\nTry 'strata ${topic === undefined ? '' : `${topic} `}--help' for more.\n`;
 }

@@ -13,6 +13,7 @@ import { execute } from '../execution-result.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver } from '../module-registry.js';
 import type { EvalModuleOptions, EvalOptions, HostFunction } from '../runtime.js';
 import { assertTransferable } from '../values.js';
+import { toJavaScript } from '../typescript-input.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
 import type { ResolvedRuntimeOptions } from '../options.js';
 import { selectLayers } from '../layers/compose.js';
@@ -246,18 +247,37 @@ export class IsolatedRuntime implements AsyncDisposable {
     return this.#options.runtime;
   }
 
-  /** See `Runtime.eval`. Also {@link WorkerCrashed} and a hard {@link RuntimeTimeout} (the worker is killed; the runtime is closed). */
+  /**
+   * See `Runtime.eval`. Also {@link WorkerCrashed} and a hard {@link RuntimeTimeout} (the worker
+   * is killed; the runtime is closed). `language: 'typescript'` strips the types here, in the
+   * parent: the worker only ever receives JavaScript.
+   */
   eval(code: string, options: EvalOptions = {}): Promise<unknown> {
     if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
-    const message: MessageOf<'eval'> = { type: 'eval', id: 0, code };
+    let script: string;
+    try {
+      script = toJavaScript(code, options.language, options.filename ?? '<eval>', 'eval');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const message: MessageOf<'eval'> = { type: 'eval', id: 0, code: script };
     if (options.filename !== undefined) message.options = { filename: options.filename };
     return this.#command(message);
   }
 
-  /** See `Runtime.evalModule`; imports are answered here, by this runtime's modules, resolver and loader. */
+  /**
+   * See `Runtime.evalModule`; imports are answered here, by this runtime's modules, resolver and
+   * loader. `language: 'typescript'` strips the module's types here, in the parent.
+   */
   evalModule(source: string, options: EvalModuleOptions = {}): Promise<Record<string, unknown>> {
     if (typeof source !== 'string') return Promise.reject(new InvalidOption('evalModule(source): source must be a string'));
-    const message: MessageOf<'evalModule'> = { type: 'evalModule', id: 0, code: source };
+    let javascript: string;
+    try {
+      javascript = toJavaScript(source, options.language, options.specifier ?? 'strata:main', 'evalModule');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const message: MessageOf<'evalModule'> = { type: 'evalModule', id: 0, code: javascript };
     if (options.specifier !== undefined) message.specifier = options.specifier;
     return this.#command(message) as Promise<Record<string, unknown>>;
   }
