@@ -223,6 +223,26 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   strata.push({ figure: 'replay, per cell', value: ((cells20 - empty) / 20) * 1000, unit: 'µs', goal: '—' });
   strata.push({ figure: 'replay, per recorded tool call', value: ((calls200 - cells20) / 200) * 1000, unit: 'µs', goal: '—' });
 }
+// Code mode: the declarations a prompt carries for twenty realistic tools, and what an opt-in
+// type check of the model's code against them costs once the compiler is warm.
+{
+  const { TWENTY_TOOLS } = await import('../packages/agent/dist/test/fixtures/twenty-tools.js');
+  const { ToolBridge } = await import('@strata/agent');
+  const bridge = new ToolBridge({ tools: Object.fromEntries(TWENTY_TOOLS.map((tool) => [tool.name, { ...tool, execute: async () => null }])) });
+  const text = bridge.declarations();
+  strata.push({ figure: 'declarations for 20 tools (characters)', value: text.length, unit: 'chars', goal: '—' });
+  const first = performance.now();
+  bridge.typecheck('1');
+  const cold = (performance.now() - first) * 1000;
+  const times = [];
+  for (let i = 0; i < 20; i++) {
+    const t0 = performance.now();
+    bridge.typecheck(`const w = await tools.getWeather({ city: "C${i}" }); w`);
+    times.push((performance.now() - t0) * 1000);
+  }
+  strata.push({ figure: 'typecheck a cell against 20 tools, warm (TypeScript compiler API)', value: median(times), unit: 'µs', goal: '(opt-in)' });
+  strata.push({ figure: 'typecheck, the first in a process (loads the compiler, parses its lib)', value: cold, unit: 'µs', goal: '(opt-in)' });
+}
 {
   const irt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' });
   irt.bindFunction('inc', (x) => x + 1);
@@ -299,6 +319,31 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   cell(FIG.cpuKernel, 'µs', 'raw isolated-vm (in process)', inProcess);
 }
 context2Isolate.dispose();
+// language: 'typescript' adds one module.stripTypeScriptTypes call in the parent, before the code is sent.
+{
+  const { stripTypeScriptTypes } = await import('node:module');
+  const block = (i) => [
+    `interface Item${i} { sku: string; price: number; tags?: readonly string[] }`,
+    `type Priced${i}<T extends Item${i}> = T & { total: number };`,
+    `function price${i}<T extends Item${i}>(item: T, units: number): Priced${i}<T> {`,
+    `  const total: number = (item.price * units) as number;`,
+    `  return { ...item, total } satisfies Priced${i}<T>;`,
+    `}`,
+    `const items${i}: Item${i}[] = [{ sku: 'A${i}', price: ${i + 1}.5 }];`,
+    `const totals${i} = items${i}.map((it: Item${i}): number => price${i}(it, 2).total);`,
+    `let sum${i}: number = totals${i}.reduce((a: number, b: number) => a + b, 0);`,
+    `sum${i}! satisfies number;`,
+  ];
+  const source = Array.from({ length: 20 }, (_, i) => block(i)).flat().join('\n');
+  for (let i = 0; i < 50; i++) stripTypeScriptTypes(source, { mode: 'strip' });
+  const times = [];
+  for (let i = 0; i < 200; i++) {
+    const t0 = process.hrtime.bigint();
+    stripTypeScriptTypes(source, { mode: 'strip' });
+    times.push(Number(process.hrtime.bigint() - t0) / 1000);
+  }
+  strata.push({ figure: 'strip TypeScript types, 200 lines (module.stripTypeScriptTypes, in the parent)', value: median(times), unit: 'µs', goal: '—' });
+}
 
 // --- The alternatives (bench/alternatives, installed with npm ci --prefix bench/alternatives) --
 const skipped = [];

@@ -13,7 +13,7 @@ import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
 import { createRequire } from 'node:module';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { InvalidOption, IsolatedRuntime, SandboxPool, type ExecutionResult, type IsolatedRuntimeOptions } from '@strata/runtime';
+import { InvalidOption, IsolatedRuntime, JsError, SandboxPool, stripTypes, type ExecutionResult, type IsolatedRuntimeOptions } from '@strata/runtime';
 import { fromTaggedJson, type JsonValue } from '@strata/wire';
 import { prepareCell } from './cell-code.js';
 import { describeThrown, recordable } from './describe.js';
@@ -30,12 +30,17 @@ import {
   type JournalSettings,
   type RecordedError,
 } from './journal.js';
-import { sessionTools, type SessionTool, type ToolSet } from './tools.js';
+import { guestToolFunctions, sessionTools, type SessionTool, type ToolGroup, type ToolSet } from './tools.js';
+import { ToolBridge } from './tool-bridge.js';
+import { formatDiagnostics, typecheck } from './typecheck.js';
 
 /** Options of {@link AgentSandbox.start} and {@link AgentSandbox.restore}: every `IsolatedRuntime` option, plus the session's own. */
 export interface AgentSandboxOptions extends IsolatedRuntimeOptions {
-  /** The tools the guest can call, as global functions named by their keys. */
-  tools?: ToolSet;
+  /**
+   * The tools the guest can call: global functions named by their keys, or `ToolBridge`s (each
+   * its namespace: `tools.weather(input)`; several with different namespaces in an array).
+   */
+  tools?: ToolSet | ToolBridge | readonly ToolBridge[];
   /**
    * Take workers from this pool (a session then starts in about a millisecond; restore and
    * recovery take from it too). The pool's workers must run a frozen clock (start the pool with
@@ -61,6 +66,14 @@ export interface AgentSandboxOptions extends IsolatedRuntimeOptions {
 export interface RunOptions {
   /** Called as things happen in the cell: console lines, tool calls starting and ending. A listener that throws is ignored. */
   onEvent?: (event: SessionEvent) => void;
+  /**
+   * Type-check the cell against the tools' declarations (and the cells before it) first: a cell
+   * that does not check does not run, and its result is `errorType: 'TypeCheckFailed'` with the
+   * diagnostics as its error. Needs the `typescript` package. Default `false`.
+   */
+  typecheck?: boolean;
+  /** `'typescript'`: the cell's types are stripped in the parent (`stripTypes`), lines kept; recorded in the journal, so a replay strips it again. Default `'javascript'`. */
+  language?: 'javascript' | 'typescript';
 }
 
 /** What happens in a cell, as it happens. */
@@ -167,6 +180,9 @@ export class AgentSandbox {
   /** This session's id, as published on {@link SESSION_EVENTS_CHANNEL}. */
   readonly id = randomUUID();
   readonly #tools: ReadonlyMap<string, SessionTool>;
+  readonly #bridges: readonly ToolBridge[];
+  /** How the guest reaches the tools: globals, or the members of bridges' namespaces. */
+  readonly #groups: readonly ToolGroup[];
   readonly #runtimeOptions: IsolatedRuntimeOptions;
   readonly #pool: SandboxPool | undefined;
   readonly #recover: 'replay' | 'never';
@@ -184,7 +200,24 @@ export class AgentSandbox {
 
   private constructor(options: AgentSandboxOptions, journal: Journal | undefined) {
     if (options === null || typeof options !== 'object') throw new InvalidOption('options must be an object');
-    this.#tools = new Map(sessionTools(options.tools).map((tool) => [tool.name, tool]));
+    const bridges = options.tools instanceof ToolBridge ? [options.tools] : Array.isArray(options.tools) ? (options.tools as readonly unknown[]) : undefined;
+    if (bridges !== undefined) {
+      const namespaces = new Set<string>();
+      for (const bridge of bridges) {
+        if (!(bridge instanceof ToolBridge)) throw new InvalidOption('tools as an array must be ToolBridges');
+        if (namespaces.has(bridge.namespace)) throw new InvalidOption(`two bridges have the namespace ${bridge.namespace}: give each its own`);
+        namespaces.add(bridge.namespace);
+      }
+      const list = bridges as readonly ToolBridge[];
+      this.#bridges = list;
+      this.#groups = list.map((bridge) => ({ namespace: bridge.namespace, names: bridge.tools.map((tool) => tool.name) }));
+      this.#tools = new Map(list.flatMap((bridge) => bridge.sessionTools()).map((tool) => [tool.name, tool]));
+    } else {
+      this.#bridges = [];
+      const tools = sessionTools(options.tools);
+      this.#groups = [{ names: tools.map((tool) => tool.name) }];
+      this.#tools = new Map(tools.map((tool) => [tool.name, tool]));
+    }
     this.#pool = options.pool;
     if (this.#pool !== undefined && !(this.#pool instanceof SandboxPool)) throw new InvalidOption('pool must be a SandboxPool');
     this.#recover = options.recover ?? 'replay';
@@ -272,6 +305,10 @@ export class AgentSandbox {
    */
   async run(code: string, options: RunOptions = {}): Promise<CellResult> {
     if (typeof code !== 'string') throw new InvalidOption('code must be a string');
+    if (options.language !== undefined && options.language !== 'javascript' && options.language !== 'typescript') {
+      throw new InvalidOption(`language must be 'javascript' or 'typescript' (got ${String(options.language)})`);
+    }
+    const typescript = options.language === 'typescript';
     return this.#exclusive(async () => {
       const pending = this.pending;
       if (pending !== undefined) throw new SessionStateError(`call ${pending.seq} (${pending.tool}) awaits approval: approve(${pending.seq}) or deny(${pending.seq}, reason) first`);
@@ -281,8 +318,12 @@ export class AgentSandbox {
       if (this.#journalBytes + bytes > this.#limits.maxJournalBytes) {
         throw new SessionLimitExceeded('maxJournalBytes', `this cell would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`);
       }
+      if (options.typecheck === true) {
+        const refused = this.#typecheck(code, journal, typescript ? 'typescript' : 'javascript');
+        if (refused !== undefined) return refused;
+      }
       await this.#ensureWorker();
-      const record: CellRecord = { cell: journal.cells.length + 1, code, status: 'ok', calls: [] };
+      const record: CellRecord = { cell: journal.cells.length + 1, code, ...(typescript ? { language: 'typescript' as const } : {}), status: 'ok', calls: [] };
       journal.cells.push(record);
       this.#journalBytes += bytes;
       return this.#runCell(record, { replayUntil: 0, resumeAt: undefined, onEvent: options.onEvent });
@@ -315,6 +356,51 @@ export class AgentSandbox {
 
   // --- the cell ------------------------------------------------------------------------------
 
+  /** Runs a recorded cell's code (its types stripped first when it is TypeScript): a refusal to strip is the cell's SyntaxError, as a replay meets it again. */
+  async #runCode(rt: IsolatedRuntime, record: CellRecord): Promise<ExecutionResult> {
+    const filename = `cell-${record.cell}`;
+    let code = record.code;
+    if (record.language === 'typescript') {
+      try {
+        code = stripTypes(code, filename);
+      } catch (error) {
+        if (!(error instanceof JsError)) throw error;
+        return { status: 'error', stdout: '', stderr: '', result: undefined, error: error.message.replace(/^SyntaxError: /, ''), errorType: 'SyntaxError', truncated: false };
+      }
+    }
+    return rt.execute(prepareCell(code), { filename });
+  }
+
+  /** The result of a cell that does not type-check (it is not run, nor journaled), or undefined when it checks. */
+  #typecheck(code: string, journal: Journal, language: 'javascript' | 'typescript'): CellResult | undefined {
+    // The cells before it declare what it may use: checked as one module, only its own lines reported.
+    const before = journal.cells.filter((c) => c.status === 'ok').map((c) => c.code).join(';\n');
+    const offset = before === '' ? 0 : before.split('\n').length;
+    const text = before === '' ? code : `${before};\n${code}`;
+    const diagnostics = typecheck(text, this.#declarations(), language)
+      .filter((d) => d.line === 0 || d.line > offset)
+      .map((d) => (d.line === 0 ? d : { ...d, line: d.line - offset }));
+    if (diagnostics.length === 0) return undefined;
+    return {
+      status: 'error',
+      cell: journal.cells.length + 1,
+      result: undefined,
+      error: formatDiagnostics(diagnostics),
+      errorType: 'TypeCheckFailed',
+      stdout: '',
+      stderr: '',
+      truncated: false,
+      calls: [],
+    };
+  }
+
+  /** The tools' declarations: the bridges', or each global tool as a function of anything. */
+  #declarations(): string {
+    return this.#bridges.length > 0
+      ? this.#bridges.map((bridge) => bridge.declarations()).join('\n')
+      : [...this.#tools.values()].map((tool) => `declare function ${tool.name}(...args: any[]): Promise<any>;`).join('\n');
+  }
+
   async #decide(seq: number, approval: { approved: boolean; reason?: string }, options: RunOptions): Promise<CellResult> {
     return this.#exclusive(async () => {
       const record = this.#journal?.cells.at(-1);
@@ -335,7 +421,7 @@ export class AgentSandbox {
     let outcome: ExecutionResult;
     let unsettled = false;
     try {
-      outcome = await rt.execute(prepareCell(record.code), { filename: `cell-${record.cell}` });
+      outcome = await this.#runCode(rt, record);
       // A cell ends when its code has and every tool call it made has, so their outcomes are
       // journaled within it; after a stop that no replay could find again, nobody needs them.
       if (!rt.closed && !LOST.has(outcome.errorType ?? '')) unsettled = !(await settledWithin(running.inflight, this.#settleWaitMs));
@@ -580,7 +666,7 @@ export class AgentSandbox {
       const running = this.#running;
       if (running !== undefined) this.#emit(running, { type: 'console', cell: running.record.cell, level: entry.level, stream: entry.stream, text: entry.text });
     });
-    await rt.eval(toolWrappers([...this.#tools.keys()]), { filename: 'strata:agent-tools' });
+    await rt.eval(guestToolFunctions(CALL_GLOBAL, this.#groups), { filename: 'strata:agent-tools' });
     for (const cell of this.#journal.cells) {
       if (cell.status === 'ok' || cell.status === 'error') await this.#replay(cell);
     }
@@ -594,7 +680,7 @@ export class AgentSandbox {
     this.#running = running;
     let outcome: ExecutionResult;
     try {
-      outcome = await rt.execute(prepareCell(cell.code), { filename: `cell-${cell.cell}` });
+      outcome = await this.#runCode(rt, cell);
       if (!rt.closed) await Promise.allSettled(running.inflight);
     } finally {
       running.ended = true;
@@ -734,36 +820,4 @@ function preview(json: unknown): string {
   const text = JSON.stringify(json) ?? '';
   const inner = text.startsWith('[') ? text.slice(1, -1) : text;
   return inner.length > 120 ? `${inner.slice(0, 117)}...` : inner;
-}
-
-/**
- * The guest's tool functions: each calls the host through one bound function, taken from the
- * global and deleted before any cell runs, and throws the recorded error as an Error of its kind.
- */
-function toolWrappers(names: readonly string[]): string {
-  return `(() => {
-  const call = globalThis[${JSON.stringify(CALL_GLOBAL)}];
-  delete globalThis[${JSON.stringify(CALL_GLOBAL)}];
-  const kinds = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
-  const define = Object.defineProperty;
-  for (const name of ${JSON.stringify(names)}) {
-    const tool = async function (...args) {
-      let answer;
-      try {
-        answer = await call(name, args);
-      } catch (error) {
-        // Arguments the boundary refuses (a sparse array, a function): say so by the tool's name.
-        if (error instanceof Error) error.message = String(error.message).split(${JSON.stringify(CALL_GLOBAL)}).join(name);
-        throw error;
-      }
-      if (answer.ok) return answer.value;
-      const Kind = Object.hasOwn(kinds, answer.name) ? kinds[answer.name] : Error;
-      const error = new Kind(answer.message);
-      if (error.name !== answer.name) define(error, 'name', { value: answer.name, writable: true, configurable: true });
-      throw error;
-    };
-    define(tool, 'name', { value: name });
-    define(globalThis, name, { value: tool, writable: true, configurable: true, enumerable: false });
-  }
-})()`;
 }

@@ -11,8 +11,16 @@
  */
 import { parse, type Node } from 'acorn';
 
+/**
+ * Cells longer than this run as written, without the rewrite: acorn's scope tracking is quadratic
+ * in the names one scope declares, and a hostile cell of many thousands of declarations would
+ * stall the parent. A cell this long with a top-level await is the guest's SyntaxError.
+ */
+export const MAX_REWRITTEN_CHARS = 64 * 1024;
+
 /** The cell as the guest runs it (line numbers kept: the wrapper opens on the first line). */
 export function prepareCell(code: string): string {
+  if (code.length > MAX_REWRITTEN_CHARS) return code;
   let program: Program;
   try {
     program = parse(code, { ecmaVersion: 'latest', sourceType: 'script', allowAwaitOutsideFunction: true }) as unknown as Program;

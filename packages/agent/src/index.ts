@@ -2,7 +2,10 @@
  * `@strata/agent`: what agents use on top of Strata. `AgentSandbox` runs an agent's cells in one
  * sandboxed worker, keeps state across them, and journals every tool call, so that a restore (in
  * another process, later), a crash or an approval replays exactly, and no completed tool call
- * ever runs twice.
+ * ever runs twice. `ToolBridge` is code mode: tools with schemas as a validated, namespaced API
+ * in the guest and as TypeScript declarations for the model; `mcpTools` bridges another MCP
+ * server's tools; `@strata/agent/mcp` is the server behind `strata mcp`, `@strata/agent/ai` the
+ * AI SDK tool.
  *
  * @packageDocumentation
  */
@@ -12,3 +15,12 @@ export { JournalError, SessionLimitExceeded, SessionStateError } from './errors.
 export { JOURNAL_FORMAT, JOURNAL_VERSION } from './journal.js';
 export type { CallRecord, CallStatus, CellRecord, CellStatus, Journal, JournalSettings, RecordedError } from './journal.js';
 export type { Tool, ToolFunction, ToolObject, ToolSet } from './tools.js';
+export { ToolBridge, toIdentifier } from './tool-bridge.js';
+export type { BindOptions, BridgeTool, BridgedTool, JsonSchema, StandardSchemaV1, ToolBridgeOptions, ToolCallReceipt } from './tool-bridge.js';
+export { mcpTools } from './mcp-tools.js';
+export { typecheck, formatDiagnostics } from './typecheck.js';
+export { normalizeCode } from './normalize-code.js';
+export { renderDeclarations, schemaToType } from './declarations.js';
+export type { DeclarationOptions, DeclaredTool } from './declarations.js';
+export type { TypeDiagnostic } from './typecheck.js';
+export type { McpServerCommand, McpTools, McpToolsOptions } from './mcp-tools.js';

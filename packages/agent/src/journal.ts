@@ -76,6 +76,8 @@ export type CellStatus = 'ok' | 'error' | 'crashed' | 'interrupted' | 'awaiting-
 export interface CellRecord {
   readonly cell: number;
   readonly code: string;
+  /** Present, `'typescript'`, when the cell's types are stripped before it runs. */
+  readonly language?: 'typescript';
   status: CellStatus;
   /** The result (tagged JSON) when `ok`, unless it was larger than `maxValueBytes` (`resultBytes` then says how large). */
   result?: JsonValue;
@@ -134,6 +136,7 @@ export function checkJournal(input: unknown): Journal {
     const cell = object(c, where);
     if (cell['cell'] !== i + 1) throw new JournalError(`${where}.cell must be ${i + 1}`, { cell: i + 1 });
     string(cell['code'], `${where}.code`);
+    if (cell['language'] !== undefined && cell['language'] !== 'typescript') throw new JournalError(`${where}.language is 'typescript' or absent`, { cell: i + 1 });
     if (!CELL_STATUSES.includes(cell['status'] as string)) throw new JournalError(`${where}.status must be one of ${CELL_STATUSES.join(', ')}`, { cell: i + 1 });
     if (cell['status'] === 'awaiting-approval' && i !== cells.length - 1) throw new JournalError(`${where} awaits approval but is not the last cell`, { cell: i + 1 });
     if (cell['error'] !== undefined) {

@@ -73,3 +73,55 @@ export function sessionTools(tools: unknown): SessionTool[] {
     return { name, description, execute: (...args: unknown[]) => Reflect.apply(execute, object, args), needsApproval: decide };
   });
 }
+
+/** Tools the guest reaches one way: as globals (no namespace), or as the members of one. */
+export interface ToolGroup {
+  readonly namespace?: string;
+  /** The members' names; the host function is called with `namespace.name` (or `name`). */
+  readonly names: readonly string[];
+}
+
+/**
+ * The guest's tool functions, as source to evaluate in the guest before any of its code: each
+ * calls the host through one bound function (`hidden`, taken from the global and deleted) with its
+ * qualified name (`tools.weather`, or `lookup` for a global) and its arguments; the host answers
+ * `{ ok: true, value }` or `{ ok: false, name, message }`, and a failure is thrown as an error of
+ * its kind, with its message (never a stack). A namespace is one frozen global object.
+ */
+export function guestToolFunctions(hidden: string, groups: readonly ToolGroup[]): string {
+  const h = JSON.stringify(hidden);
+  return `(() => {
+  const call = globalThis[${h}];
+  delete globalThis[${h}];
+  const kinds = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
+  const define = Object.defineProperty;
+  const make = (label) => {
+    const tool = async function (...args) {
+      let answer;
+      try {
+        answer = await call(label, args);
+      } catch (error) {
+        // Arguments the boundary refuses (a sparse array, a function): say so by the tool's name.
+        if (error instanceof Error) error.message = String(error.message).split(${h}).join(label);
+        throw error;
+      }
+      if (answer.ok) return answer.value;
+      const Kind = Object.hasOwn(kinds, answer.name) ? kinds[answer.name] : Error;
+      const error = new Kind(answer.message);
+      if (error.name !== answer.name) define(error, 'name', { value: answer.name, writable: true, configurable: true });
+      throw error;
+    };
+    define(tool, 'name', { value: label.slice(label.lastIndexOf('.') + 1) });
+    return tool;
+  };
+  for (const group of ${JSON.stringify(groups)}) {
+    if (group.namespace === undefined) {
+      for (const name of group.names) define(globalThis, name, { value: make(name), writable: true, configurable: true, enumerable: false });
+      continue;
+    }
+    const members = {};
+    for (const name of group.names) define(members, name, { value: make(group.namespace + '.' + name), enumerable: true });
+    define(globalThis, group.namespace, { value: Object.freeze(members), writable: true, configurable: true, enumerable: false });
+  }
+})()`;
+}

@@ -57,7 +57,7 @@ test('tool validation: bad names, non-functions, a missing execute, a bad needsA
     [{ lookup: { execute: noop, needsApproval: 1 } }, /tools\.lookup\.needsApproval must be/],
     [{ lookup: { execute: noop, needsApproval: null } }, /tools\.lookup\.needsApproval must be/],
     [{ lookup: { execute: noop, description: 5 } }, /tools\.lookup\.description must be a string/],
-    [[noop], /tools must be an object of tools by name/],
+    [[noop], /tools as an array must be ToolBridges/],
     ['lookup', /tools must be an object of tools by name/],
     [null, /tools must be an object of tools by name/],
   ];

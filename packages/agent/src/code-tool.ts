@@ -1,0 +1,216 @@
+/**
+ * `@strata/agent/ai`: code mode for the AI SDK (`ai`). {@link codeTool} is one tool for
+ * `generateText` / `streamText` whose input is JavaScript; the model writes code that calls the
+ * bridged tools (`await tools.weather({ city: 'Oslo' })`), and each call of the tool runs it in a
+ * fresh sandbox. Whatever the code does (a throw, an endless loop, a crash), the tool answers with
+ * `status: 'error'` for the model to read; it never fails the generation.
+ *
+ * A subpath of its own because `ai` is an optional peer dependency: `@strata/agent` loads without it.
+ *
+ * @module
+ */
+import { jsonSchema, tool, type Tool, type ToolExecutionOptions } from 'ai';
+import { WEB_POLYFILLS } from '@strata/polyfills';
+import { InvalidOption, IsolatedRuntime, SandboxPool, type Runtime } from '@strata/runtime';
+import { toTaggedJson, type JsonValue } from '@strata/wire';
+import { prepareCell } from './cell-code.js';
+import { normalizeCode } from './normalize-code.js';
+import { ToolBridge, type ToolCallReceipt } from './tool-bridge.js';
+
+/** Options of {@link codeTool}. */
+export interface CodeToolOptions {
+  /** The tools the model's code can call: one bridge or several (distinct namespaces). */
+  bridge: ToolBridge | readonly ToolBridge[];
+  /**
+   * Where the code runs: a `SandboxPool` (a fresh pooled sandbox per call), or a function that
+   * gives a runtime (`IsolatedRuntime` or `Runtime`) per call. Either way the runtime is closed
+   * after the call. Default: a fresh `IsolatedRuntime` per call, with the web polyfills.
+   */
+  sandbox?: SandboxPool | (() => Promise<IsolatedRuntime | Runtime>);
+  /**
+   * Soft timeout per run, ms, when Strata starts the runtime (no `sandbox`). Default 30 000. With
+   * a `sandbox`, set it there (`SandboxPool.start({ timeout })`): giving both is an `InvalidOption`.
+   */
+  timeout?: number;
+  /** Extra text for the tool's description (after the declarations). */
+  description?: string;
+}
+
+/** The code tool's input, as the model writes it. */
+export interface CodeToolInput {
+  readonly code: string;
+}
+
+/** A bridged tool's call during the run, as the model reads it (values as tagged JSON). */
+export interface CodeToolCall {
+  /** `namespace.name`. */
+  readonly tool: string;
+  readonly input: JsonValue;
+  readonly status: 'completed' | 'failed';
+  readonly result?: JsonValue;
+  readonly error?: { readonly name: string; readonly message: string };
+  readonly ms: number;
+}
+
+/**
+ * The code tool's answer. Values JSON cannot say (`undefined`, bigint, `Map`, `Date`, …) are
+ * tagged, as `@strata/wire`'s `toTaggedJson` writes them (`{ "$undefined": true }`).
+ */
+export interface CodeToolOutput {
+  readonly status: 'ok' | 'error';
+  /** The value of the code's last expression (a promise awaited); only when `status` is `'ok'`. */
+  readonly result?: JsonValue;
+  /** The error's message, when `status` is `'error'`. */
+  readonly error?: string;
+  /** The error's kind: the guest's (`'TypeError'`) or Strata's (`'RuntimeTimeout'`, `'WorkerCrashed'`, …). */
+  readonly errorType?: string;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** Present when stdout or stderr was cut at the runtime's `maxOutputBytes`. */
+  readonly truncated?: true;
+  /** Every bridged tool call the code made, in the order they ended. */
+  readonly calls: readonly CodeToolCall[];
+}
+
+const DEFAULT_TIMEOUT = 30_000;
+
+/**
+ * One AI SDK tool that runs the model's JavaScript in a sandbox, with the bridges' tools in
+ * their namespaces; its description carries their TypeScript declarations.
+ *
+ * ```ts
+ * import { generateText, stepCountIs } from 'ai';
+ * import { codeTool } from '@strata/agent/ai';
+ * const { text } = await generateText({ model, tools: { code: codeTool({ bridge }) }, stopWhen: stepCountIs(5), prompt });
+ * ```
+ *
+ * @throws {@link InvalidOption} for bad options (not a bridge, two bridges with one namespace,
+ * a bad timeout, a timeout beside a sandbox). Running never throws for the code's own failure.
+ */
+export function codeTool(options: CodeToolOptions): Tool<CodeToolInput, CodeToolOutput> {
+  const { bridges, start, description } = checkOptions(options);
+  return tool({
+    description: toolDescription(bridges, description),
+    inputSchema: jsonSchema<CodeToolInput>(
+      {
+        type: 'object',
+        properties: { code: { type: 'string', description: 'JavaScript to run; the value of its last expression is the result. Top-level await is fine.' } },
+        required: ['code'],
+        additionalProperties: false,
+      },
+      { validate: (value) => (isInput(value) ? { success: true, value } : { success: false, error: new TypeError('the input must be { code: string }: the JavaScript to run') }) },
+    ),
+    execute: (input: CodeToolInput, execution: ToolExecutionOptions<unknown>) => run(bridges, start, input, execution?.abortSignal),
+  });
+}
+
+type StartRuntime = () => Promise<IsolatedRuntime | Runtime>;
+
+function checkOptions(options: CodeToolOptions): { bridges: readonly ToolBridge[]; start: StartRuntime; description: string | undefined } {
+  if (options === null || typeof options !== 'object') throw new InvalidOption('codeTool options must be an object ({ bridge, sandbox?, timeout?, description? })');
+  const bridges: readonly ToolBridge[] = Array.isArray(options.bridge) ? options.bridge : [options.bridge as ToolBridge];
+  const namespaces = new Map<string, number>();
+  for (const [i, bridge] of bridges.entries()) {
+    const where = Array.isArray(options.bridge) ? `bridge[${i}]` : 'bridge';
+    if (!(bridge instanceof ToolBridge)) throw new InvalidOption(`${where} must be a ToolBridge (new ToolBridge({ tools }))`);
+    const other = namespaces.get(bridge.namespace);
+    if (other !== undefined) throw new InvalidOption(`bridge[${other}] and bridge[${i}] both use the namespace ${bridge.namespace}: give each bridge its own (new ToolBridge({ namespace, tools }))`);
+    namespaces.set(bridge.namespace, i);
+  }
+  if (options.description !== undefined && typeof options.description !== 'string') throw new InvalidOption('description must be a string');
+  const { sandbox, timeout } = options;
+  if (timeout !== undefined && (typeof timeout !== 'number' || Number.isNaN(timeout) || timeout <= 0)) {
+    throw new InvalidOption(`timeout must be a positive number of milliseconds (or Infinity), got ${String(timeout)}`);
+  }
+  if (sandbox !== undefined && timeout !== undefined) {
+    throw new InvalidOption('timeout applies only to the runtimes Strata starts; with a sandbox, set the timeout there (SandboxPool.start({ timeout }) or in your function)');
+  }
+  let start: StartRuntime;
+  if (sandbox === undefined) start = () => IsolatedRuntime.start({ bootstrap: [WEB_POLYFILLS], timeout: timeout ?? DEFAULT_TIMEOUT });
+  else if (sandbox instanceof SandboxPool) start = () => sandbox.checkout();
+  else if (typeof sandbox === 'function') start = sandbox;
+  else throw new InvalidOption('sandbox must be a SandboxPool or a function that resolves to an IsolatedRuntime or a Runtime');
+  return { bridges, start, description: options.description };
+}
+
+const isInput = (value: unknown): value is CodeToolInput => value !== null && typeof value === 'object' && typeof (value as { code?: unknown }).code === 'string';
+
+/** What the tool does, the bridges' declarations for the model, then the caller's text. */
+function toolDescription(bridges: readonly ToolBridge[], extra: string | undefined): string {
+  const lines = [
+    'Runs JavaScript in a sandbox, fresh for each call: no network, no files, no require, and no state kept between calls.',
+    'The value of the last expression is the result; console output is returned too. Top-level await is fine.',
+  ];
+  if (bridges.length > 0) lines.push('The code can call these tools (each returns a promise: await it):', '```ts', ...bridges.map((bridge) => bridge.declarations()), '```');
+  if (extra !== undefined && extra !== '') lines.push(extra);
+  return lines.join('\n');
+}
+
+/** One call of the tool: a runtime, the bridges bound, the cell run, the runtime closed. */
+async function run(bridges: readonly ToolBridge[], start: StartRuntime, input: CodeToolInput, signal: AbortSignal | undefined): Promise<CodeToolOutput> {
+  const calls: ToolCallReceipt[] = [];
+  if (!isInput(input)) return failure('TypeError', 'the input must be { code: string }: the JavaScript to run', calls);
+  let rt: IsolatedRuntime | Runtime;
+  try {
+    rt = await start();
+  } catch (error) {
+    if (error instanceof InvalidOption) throw error;
+    return failure(nameOf(error), `the sandbox could not start: ${messageOf(error)}`, calls);
+  }
+  if (rt === null || typeof rt !== 'object' || typeof rt.execute !== 'function' || typeof rt.bindFunction !== 'function' || typeof rt.close !== 'function') {
+    throw new InvalidOption('sandbox() must resolve to an IsolatedRuntime or a Runtime');
+  }
+  const runtime = rt;
+  // The generation was aborted: stop the run where it is (the run then ends as RuntimeClosed).
+  const abort = () => void runtime.close().catch(() => undefined);
+  const aborted = () => signal?.aborted === true;
+  signal?.addEventListener('abort', abort, { once: true });
+  try {
+    if (aborted()) return failure('AbortError', 'the generation was aborted before the code ran', calls);
+    for (const bridge of bridges) await bridge.bind(runtime, { onCall: (receipt) => calls.push(receipt) });
+    const outcome = await runtime.execute(prepareCell(normalizeCode(input.code)), { filename: 'code' });
+    if (outcome.status === 'error' && aborted()) return { ...failure('AbortError', 'the generation was aborted: the run was stopped', calls), stdout: outcome.stdout, stderr: outcome.stderr };
+    return {
+      status: outcome.status,
+      ...(outcome.status === 'ok' ? { result: jsonOf(outcome.result) } : { error: outcome.error ?? '', errorType: outcome.errorType ?? 'Error' }),
+      stdout: outcome.stdout,
+      stderr: outcome.stderr,
+      ...(outcome.truncated ? { truncated: true as const } : {}),
+      calls: calls.map(callOf),
+    };
+  } catch (error) {
+    // Binding failed (the worker died under it): the run's failure, not the host's.
+    if (error instanceof InvalidOption) throw error;
+    return failure(nameOf(error), messageOf(error), calls);
+  } finally {
+    signal?.removeEventListener('abort', abort);
+    await runtime.close().catch(() => undefined);
+  }
+}
+
+function failure(errorType: string, error: string, calls: readonly ToolCallReceipt[]): CodeToolOutput {
+  return { status: 'error', error, errorType, stdout: '', stderr: '', calls: calls.map(callOf) };
+}
+
+function callOf(receipt: ToolCallReceipt): CodeToolCall {
+  return {
+    tool: receipt.tool,
+    input: jsonOf(receipt.input),
+    status: receipt.status,
+    ...('result' in receipt ? { result: jsonOf(receipt.result) } : {}),
+    ...(receipt.error === undefined ? {} : { error: { name: receipt.error.name, message: receipt.error.message } }),
+    ms: receipt.ms,
+  };
+}
+
+/** A value as JSON the SDK can send: tagged where JSON cannot say it; a host tool's odd answer (a class instance) as text. */
+function jsonOf(value: unknown): JsonValue {
+  try {
+    return toTaggedJson(value);
+  } catch {
+    return String(value);
+  }
+}
+
+const nameOf = (error: unknown) => (error instanceof Error && typeof error.name === 'string' ? error.name : 'Error');
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -1,0 +1,272 @@
+/**
+ * `strata mcp`: an MCP server (stdio, on the official SDK) with one tool, `execute`, that runs the
+ * model's code in a fresh pooled sandbox, with bridged tools in its namespaces, and answers with
+ * the result, the console output and a receipt of every tool call. With `session`, one
+ * `AgentSandbox` for the connection keeps state across calls. Whatever the code does (a throw, an
+ * endless loop, a crash), the answer is an MCP tool error; the server goes on.
+ *
+ * @module
+ */
+import { readFile } from 'node:fs/promises';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { WEB_POLYFILLS } from '@strata/polyfills';
+import { InvalidOption, JsError, SandboxPool, stripTypes, type IsolatedRuntime, type SandboxMode } from '@strata/runtime';
+import { toTaggedJson } from '@strata/wire';
+import { AgentSandbox } from './agent-sandbox.js';
+import { prepareCell } from './cell-code.js';
+import { normalizeCode } from './normalize-code.js';
+import { formatDiagnostics, typecheck } from './typecheck.js';
+import { mcpTools, type McpServerCommand, type McpTools } from './mcp-tools.js';
+import { ToolBridge, type BridgeTool, type ToolCallReceipt } from './tool-bridge.js';
+
+/** What `strata mcp` serves, as its config file (`--config strata.json`) says it. */
+export interface McpServerConfig {
+  /** The tools to bridge: modules that export them, and upstream MCP servers. */
+  readonly tools?: readonly (
+    | { readonly module: string; readonly export?: string; readonly namespace?: string }
+    | { readonly mcp: McpServerCommand; readonly namespace: string }
+  )[];
+  /** One `AgentSandbox` for the connection (state across calls), instead of a fresh sandbox per call. */
+  readonly session?: boolean;
+  readonly sandbox?: SandboxMode;
+  /** The soft timeout of each run, ms. Default 30 000. */
+  readonly timeout?: number;
+  /** The worker's memory ceiling, bytes. */
+  readonly maxMemory?: number;
+  /** Sandboxes kept ready (without `session`). Default 2. */
+  readonly poolSize?: number;
+  /** Type-check the code against the tools' declarations before it runs (needs `typescript`); code that does not check is a tool error with the diagnostics. */
+  readonly typecheck?: boolean;
+}
+
+/** The `execute` tool's name. */
+export const EXECUTE_TOOL = 'execute';
+
+/**
+ * Reads a config file: JSON, checked; module paths are relative to the file.
+ *
+ * @throws {@link InvalidOption} saying which field is wrong.
+ */
+export async function loadMcpConfig(path: string): Promise<McpServerConfig> {
+  let config: unknown;
+  try {
+    config = JSON.parse(await readFile(path, 'utf8'));
+  } catch (error) {
+    throw new InvalidOption(`the config ${path} could not be read as JSON: ${(error as Error).message}`);
+  }
+  const checked = checkConfig(config);
+  const base = dirname(resolve(path));
+  return {
+    ...checked,
+    tools: (checked.tools ?? []).map((entry) => ('module' in entry && (entry.module.startsWith('.') || isAbsolute(entry.module)) ? { ...entry, module: pathToFileURL(resolve(base, entry.module)).href } : entry)),
+  };
+}
+
+/** A config as given (from a file or a program), checked field by field. */
+export function checkConfig(config: unknown): McpServerConfig {
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) throw new InvalidOption('the MCP server config must be an object');
+  const c = config as Record<string, unknown>;
+  const known = ['tools', 'session', 'sandbox', 'timeout', 'maxMemory', 'poolSize', 'typecheck'];
+  const unknown = Object.keys(c).filter((key) => !known.includes(key));
+  if (unknown.length > 0) throw new InvalidOption(`the config has unknown fields: ${unknown.join(', ')} (known: ${known.join(', ')})`);
+  if (c['tools'] !== undefined && !Array.isArray(c['tools'])) throw new InvalidOption('config.tools must be an array of { module, export?, namespace? } or { mcp: { command, args? }, namespace }');
+  for (const [i, entry] of ((c['tools'] as unknown[] | undefined) ?? []).entries()) {
+    const e = entry as Record<string, unknown> | null;
+    if (e === null || typeof e !== 'object') throw new InvalidOption(`config.tools[${i}] must be an object`);
+    if (typeof e['module'] === 'string') continue;
+    const mcp = e['mcp'] as Record<string, unknown> | undefined;
+    if (mcp !== null && typeof mcp === 'object' && typeof mcp['command'] === 'string' && typeof e['namespace'] === 'string') continue;
+    throw new InvalidOption(`config.tools[${i}] must be { module, export?, namespace? } or { mcp: { command, args? }, namespace }`);
+  }
+  for (const key of ['session', 'typecheck'] as const) {
+    if (c[key] !== undefined && typeof c[key] !== 'boolean') throw new InvalidOption(`config.${key} must be true or false`);
+  }
+  if (c['sandbox'] !== undefined && !['require', 'auto', 'off'].includes(c['sandbox'] as string)) throw new InvalidOption("config.sandbox must be 'require', 'auto' or 'off'");
+  for (const key of ['timeout', 'maxMemory', 'poolSize'] as const) {
+    if (c[key] !== undefined && (!Number.isSafeInteger(c[key]) || (c[key] as number) < 1)) throw new InvalidOption(`config.${key} must be a positive integer`);
+  }
+  return c as McpServerConfig;
+}
+
+/** A running server: its bridges, and how to stop it (its sandboxes and upstream servers too). */
+export interface RunningMcpServer {
+  readonly bridges: readonly ToolBridge[];
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `config` over `transport` (stdio by default) until the client goes away or `close()`.
+ *
+ * @throws {@link InvalidOption} for a bad config or a tools module that does not export tools.
+ */
+export async function startMcpServer(config: McpServerConfig, transport: Transport = new StdioServerTransport()): Promise<RunningMcpServer> {
+  const checked = checkConfig(config);
+  const upstreams: McpTools[] = [];
+  const bridges: ToolBridge[] = [];
+  let pool: SandboxPool | undefined;
+  let session: AgentSandbox | undefined;
+  const close = async () => {
+    await session?.close();
+    await pool?.close();
+    for (const upstream of upstreams) await upstream.close().catch(() => undefined);
+  };
+  try {
+    for (const entry of checked.tools ?? []) {
+      if ('mcp' in entry) {
+        const upstream = await mcpTools(entry.mcp);
+        upstreams.push(upstream);
+        bridges.push(new ToolBridge({ namespace: entry.namespace, tools: upstream.tools }));
+      } else {
+        bridges.push(await bridgeFromModule(entry.module, entry.export, entry.namespace));
+      }
+    }
+    const runtimeOptions = {
+      sandbox: checked.sandbox ?? 'auto',
+      timeout: checked.timeout ?? 30_000,
+      ...(checked.maxMemory === undefined ? {} : { maxMemory: checked.maxMemory }),
+    } as const;
+    if (checked.session === true) session = await AgentSandbox.start({ ...runtimeOptions, tools: bridges });
+    else pool = await SandboxPool.start({ ...runtimeOptions, size: checked.poolSize ?? 2, bootstrap: [WEB_POLYFILLS] });
+  } catch (error) {
+    await close();
+    throw error;
+  }
+
+  const server = new Server({ name: 'strata', version: '0.1.0' }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [
+      {
+        name: EXECUTE_TOOL,
+        description: executeDescription(bridges, checked.session === true),
+        inputSchema: {
+          type: 'object',
+          properties: {
+            code: { type: 'string', description: 'JavaScript to run; its last expression is the result. Top-level await is fine.' },
+            language: { type: 'string', enum: ['javascript', 'typescript'], description: "Default 'javascript'; 'typescript' has its types stripped." },
+          },
+          required: ['code'],
+        },
+      },
+    ],
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    try {
+      if (request.params.name !== EXECUTE_TOOL) return toolError(`there is no tool ${request.params.name}; the one tool is ${EXECUTE_TOOL}`);
+      const args = (request.params.arguments ?? {}) as Record<string, unknown>;
+      if (typeof args['code'] !== 'string') return toolError('execute needs code: a string of JavaScript');
+      const language = args['language'] ?? 'javascript';
+      if (language !== 'javascript' && language !== 'typescript') return toolError("language must be 'javascript' or 'typescript'");
+      const code = normalizeCode(args['code']);
+      if (checked.typecheck === true && session === undefined) {
+        const diagnostics = typecheck(code, bridges.map((bridge) => bridge.declarations()).join('\n'), language);
+        if (diagnostics.length > 0) return toolError(`TypeCheckFailed: the code does not check against the tools' declarations:\n${formatDiagnostics(diagnostics)}`);
+      }
+      return session !== undefined ? await runInSession(session, code, language, checked.typecheck === true) : await runFresh(pool!, bridges, code, language);
+    } catch (error) {
+      return toolError(`the sandbox could not run the code: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  });
+  server.onclose = () => void close();
+  await server.connect(transport);
+  return {
+    bridges,
+    close: async () => {
+      await server.close();
+      await close();
+    },
+  };
+}
+
+/** The execute tool's description: what it does, and the bridged tools' declarations. */
+function executeDescription(bridges: readonly ToolBridge[], session: boolean): string {
+  const lines = [
+    `Runs JavaScript in a sandbox (a V8 isolate in a locked-down process: no network, no files, no require)${session ? '; state persists across calls' : ', fresh for each call'}.`,
+    'The value of the last expression is the result; console output is returned too. Top-level await is fine.',
+  ];
+  if (bridges.length > 0) {
+    lines.push('The code can call these tools (each returns a promise: await it):', '```ts', ...bridges.map((bridge) => bridge.declarations()), '```');
+  }
+  return lines.join('\n');
+}
+
+async function runFresh(pool: SandboxPool, bridges: readonly ToolBridge[], code: string, language: 'javascript' | 'typescript') {
+  const calls: ToolCallReceipt[] = [];
+  const rt: IsolatedRuntime = await pool.checkout();
+  try {
+    for (const bridge of bridges) await bridge.bind(rt, { onCall: (receipt) => calls.push(receipt) });
+    let js = code;
+    if (language === 'typescript') {
+      try {
+        js = stripTypes(code, 'execute');
+      } catch (error) {
+        if (!(error instanceof JsError)) throw error;
+        return answer({ status: 'error', result: undefined, stdout: '', stderr: '', error: error.message.replace(/^SyntaxError: /, ''), errorType: 'SyntaxError', truncated: false, calls });
+      }
+    }
+    const outcome = await rt.execute(prepareCell(js), { filename: 'execute' });
+    return answer({ ...outcome, calls });
+  } finally {
+    await rt.close();
+  }
+}
+
+async function runInSession(session: AgentSandbox, code: string, language: 'javascript' | 'typescript', check: boolean) {
+  const outcome = await session.run(code, { language, typecheck: check });
+  return answer({ ...outcome, calls: outcome.calls.map(({ tool, args, status, result, error, ms }) => ({ tool, args, status, result, error, ms })) });
+}
+
+/** The MCP answer: the outcome as structured content and as text; an error unless the code ran. */
+function answer(outcome: { status: string; result: unknown; stdout: string; stderr: string; error: string | undefined; errorType: string | undefined; truncated: boolean; calls: readonly object[] }) {
+  const structured = {
+    status: outcome.status,
+    ...(outcome.status === 'ok' ? { result: jsonOf(outcome.result) } : { error: `${outcome.errorType}: ${outcome.error}` }),
+    stdout: outcome.stdout,
+    stderr: outcome.stderr,
+    ...(outcome.truncated ? { truncated: true } : {}),
+    calls: outcome.calls.map(jsonOf),
+  };
+  return { content: [{ type: 'text' as const, text: JSON.stringify(structured, null, 2) }], structuredContent: structured, isError: outcome.status !== 'ok' };
+}
+
+function jsonOf(value: unknown): unknown {
+  try {
+    return toTaggedJson(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function toolError(message: string) {
+  return { content: [{ type: 'text' as const, text: message }], isError: true };
+}
+
+/** A module's tools: its `export` (default: `tools`, then the default export), a ToolBridge or an object of bridge tools. */
+async function bridgeFromModule(specifier: string, exportName: string | undefined, namespace: string | undefined): Promise<ToolBridge> {
+  const module = (await import(specifier)) as Record<string, unknown>;
+  const value = exportName !== undefined ? module[exportName] : (module['tools'] ?? module['default']);
+  if (value instanceof ToolBridge) {
+    if (namespace !== undefined && namespace !== value.namespace) throw new InvalidOption(`${specifier} exports a ToolBridge with the namespace ${value.namespace}, not ${namespace}`);
+    return value;
+  }
+  if (value === null || typeof value !== 'object') {
+    throw new InvalidOption(`${specifier} must export a ToolBridge or an object of tools (${exportName === undefined ? '`tools` or a default export' : `\`${exportName}\``})`);
+  }
+  return new ToolBridge({ ...(namespace === undefined ? {} : { namespace }), tools: value as Record<string, BridgeTool> });
+}
+
+/** `strata mcp`: serves over stdio until the client goes. */
+export async function runMcpServer(config: McpServerConfig): Promise<void> {
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolveClosed) => {
+    transport.onclose = () => resolveClosed();
+  });
+  const running = await startMcpServer(config, transport);
+  process.stdin.on('end', () => void running.close());
+  await closed;
+  await running.close();
+}

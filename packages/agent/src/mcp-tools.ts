@@ -1,0 +1,106 @@
+/**
+ * `mcpTools`: another MCP server's tools as bridge tools. `listTools` gives each tool's name,
+ * description and input schema; a call from the guest is a `callTool` (its structured content
+ * preferred, else its text); a tool error (`isError`) rejects in the guest. On the official SDK.
+ *
+ * @module
+ */
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InvalidOption } from '@strata/runtime';
+import type { BridgeTool } from './tool-bridge.js';
+
+/** An MCP server to start over stdio. */
+export interface McpServerCommand {
+  readonly command: string;
+  readonly args?: readonly string[];
+  /** Its environment (default: the SDK's safe default, not this process's whole environment). */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+}
+
+/** The tools of a connected MCP server, and how to let it go. */
+export interface McpTools {
+  /** By the upstream tools' names; give them to `new ToolBridge({ namespace, tools })`. */
+  readonly tools: Readonly<Record<string, BridgeTool>>;
+  /** Closes the connection (and ends a server started over stdio). */
+  close(): Promise<void>;
+}
+
+/** Options of {@link mcpTools}. */
+export interface McpToolsOptions {
+  /** Per call, milliseconds. Default 60 000. */
+  readonly timeout?: number;
+}
+
+/**
+ * Connects to an MCP server (started over stdio from `server`, or an already connected `Client`)
+ * and bridges its tools. Only connect to servers you trust: their tools' schemas are compiled
+ * into validators (ajv) in this process, and their answers reach the guest.
+ */
+export async function mcpTools(server: McpServerCommand | { readonly client: Client }, options: McpToolsOptions = {}): Promise<McpTools> {
+  const timeout = options.timeout ?? 60_000;
+  if (!Number.isSafeInteger(timeout) || timeout < 1) throw new InvalidOption(`timeout must be a positive integer of milliseconds (got ${String(options.timeout)})`);
+  let client: Client;
+  let owned = false;
+  if ('client' in server) {
+    client = server.client;
+  } else {
+    if (server === null || typeof server !== 'object' || typeof server.command !== 'string' || server.command === '') {
+      throw new InvalidOption('mcpTools takes { command, args?, env?, cwd? } (a server to start over stdio) or { client }');
+    }
+    const sdk = await loadSdk();
+    client = new sdk.Client({ name: 'strata', version: '0.1.0' });
+    await client.connect(
+      new sdk.StdioClientTransport({
+        command: server.command,
+        args: [...(server.args ?? [])],
+        ...(server.env === undefined ? {} : { env: { ...server.env } }),
+        ...(server.cwd === undefined ? {} : { cwd: server.cwd }),
+        stderr: 'ignore',
+      }),
+    );
+    owned = true;
+  }
+  try {
+    const tools: Record<string, BridgeTool> = {};
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout });
+      for (const tool of page.tools) {
+        const name = tool.name;
+        tools[name] = {
+          ...(tool.description === undefined ? {} : { description: tool.description }),
+          inputSchema: tool.inputSchema as Record<string, unknown>,
+          ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema as Record<string, unknown> }),
+          execute: async (input: unknown) => {
+            const result = await client.callTool({ name, arguments: (input ?? {}) as Record<string, unknown> }, undefined, { timeout });
+            const text = Array.isArray(result.content)
+              ? result.content
+                  .filter((c): c is { type: 'text'; text: string } => c !== null && typeof c === 'object' && c.type === 'text' && typeof c.text === 'string')
+                  .map((c) => c.text)
+                  .join('\n')
+              : '';
+            if (result.isError === true) throw new Error(text === '' ? `the MCP tool ${name} failed` : text);
+            return result.structuredContent ?? text;
+          },
+        };
+      }
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return { tools, close: () => (owned ? client.close() : Promise.resolve()) };
+  } catch (error) {
+    if (owned) await client.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** The SDK's client half, or a clear error when it is not installed. */
+async function loadSdk(): Promise<{ Client: typeof Client; StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport }> {
+  try {
+    const [client, stdio] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/stdio.js')]);
+    return { Client: client.Client, StdioClientTransport: stdio.StdioClientTransport };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    throw new InvalidOption('mcpTools needs the MCP SDK: npm install @modelcontextprotocol/sdk (an optional peer dependency of @strata/agent)');
+  }
+}

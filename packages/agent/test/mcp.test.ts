@@ -1,0 +1,120 @@
+// MCP with the real SDK, both ways: an MCP Client over stdio spawning `strata mcp` (its execute
+// tool runs code that calls bridged tools, and an endless loop is answered as a timeout, the
+// server going on), and `mcpTools` bridging a real upstream MCP server (a fixture on the SDK).
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import test from 'ava';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Runtime } from '@strata/runtime';
+import { mcpTools, ToolBridge } from '../src/index.js';
+import { checkNoLeaks } from './helpers/leaks.js';
+
+checkNoLeaks(test);
+
+const UPSTREAM = fileURLToPath(new URL('./fixtures/upstream-server.js', import.meta.url));
+const TOOLS_MODULE = fileURLToPath(new URL('./fixtures/tools-module.js', import.meta.url));
+const STRATA = fileURLToPath(new URL('../../../runtime/dist/src/cli/strata.js', import.meta.url));
+
+/** A client connected to `strata mcp` with this config (and extra flags). */
+async function strataMcp(t: import('ava').ExecutionContext, config: object, flags: string[] = []): Promise<Client> {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-'));
+  const file = join(dir, 'strata.json');
+  writeFileSync(file, JSON.stringify(config));
+  const client = new Client({ name: 'test', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [STRATA, 'mcp', '--config', file, ...flags], stderr: 'inherit' }));
+  t.teardown(() => client.close());
+  return client;
+}
+
+const CONFIG = {
+  tools: [
+    { module: TOOLS_MODULE, namespace: 'tools' },
+    { mcp: { command: process.execPath, args: [UPSTREAM] }, namespace: 'up' },
+  ],
+  timeout: 1_000,
+  poolSize: 1,
+};
+
+test('strata mcp: one execute tool, described with the bridged tools’ declarations; code calling them answers with result, console and receipts', async (t) => {
+  const client = await strataMcp(t, CONFIG);
+  const { tools } = await client.listTools();
+  t.deepEqual(tools.map((tool) => tool.name), ['execute']);
+  const description = tools[0]!.description ?? '';
+  t.regex(description, /declare const tools: \{/);
+  t.regex(description, /Current weather for a city/);
+  t.regex(description, /declare const up: \{/);
+  t.regex(description, /echo_text\(/, 'the upstream tool name became an identifier');
+  const result = await client.callTool({
+    name: 'execute',
+    arguments: { code: 'const w = await tools.weather({ city: "Oslo" }); const s = await up.add({ a: 2, b: 3 }); console.log("sum", s.sum); [w.tempC, s.sum, await up.echo_text({ text: "hi" })]' },
+  });
+  t.falsy(result.isError, JSON.stringify(result.content));
+  const structured = result.structuredContent as { status: string; result: unknown; stdout: string; calls: { tool: string; status: string }[] };
+  t.is(structured.status, 'ok');
+  t.deepEqual(structured.result, [4, 5, 'echo: hi']);
+  t.is(structured.stdout, 'sum 5\n');
+  t.deepEqual(structured.calls.map((c) => [c.tool, c.status]), [['tools.weather', 'completed'], ['up.add', 'completed'], ['up.echo_text', 'completed']]);
+  t.regex((result.content as { text: string }[])[0]!.text, /"status": "ok"/);
+});
+
+test('strata mcp: an endless loop is a timeout, a throw and an invalid call are tool errors, an upstream isError rejects in the guest; the server goes on', async (t) => {
+  const client = await strataMcp(t, CONFIG);
+  const loop = await client.callTool({ name: 'execute', arguments: { code: 'for (;;) {}' } });
+  t.true(loop.isError);
+  t.regex(String((loop.structuredContent as { error: string }).error), /^RuntimeTimeout: /);
+  const thrown = await client.callTool({ name: 'execute', arguments: { code: 'throw new RangeError("nope")' } });
+  t.true(thrown.isError);
+  t.is((thrown.structuredContent as { error: string }).error, 'RangeError: nope');
+  const invalid = await client.callTool({ name: 'execute', arguments: { code: 'await tools.weather({ town: "Oslo" })' } });
+  t.true(invalid.isError);
+  t.regex((invalid.structuredContent as { error: string }).error, /tools\.weather: input\.city is required; input has an unknown field "town"; the tool was not called/);
+  const upstreamError = await client.callTool({ name: 'execute', arguments: { code: 'try { await up.fail({}) } catch (e) { e.message }' } });
+  t.falsy(upstreamError.isError);
+  t.is((upstreamError.structuredContent as { result: unknown }).result, 'the upstream tool failed on purpose');
+  const missing = await client.callTool({ name: 'execute', arguments: {} });
+  t.true(missing.isError);
+  const after = await client.callTool({ name: 'execute', arguments: { code: '6 * 7' } });
+  t.is((after.structuredContent as { result: unknown }).result, 42);
+  const fresh = await client.callTool({ name: 'execute', arguments: { code: 'globalThis.kept = 1; typeof kept' } });
+  t.is((fresh.structuredContent as { result: unknown }).result, 'number');
+  t.is(((await client.callTool({ name: 'execute', arguments: { code: 'typeof kept' } })).structuredContent as { result: unknown }).result, 'undefined', 'a fresh sandbox per call');
+});
+
+test('strata mcp --session: state persists across execute calls, with the calls journaled', async (t) => {
+  const client = await strataMcp(t, { tools: [{ module: TOOLS_MODULE }] }, ['--session']);
+  await client.callTool({ name: 'execute', arguments: { code: 'const w = await tools.weather({ city: "Bergen" })' } });
+  const next = await client.callTool({ name: 'execute', arguments: { code: 'w.tempC * 2' } });
+  t.falsy(next.isError, JSON.stringify(next.content));
+  t.is((next.structuredContent as { result: unknown }).result, 12);
+});
+
+test('strata mcp refuses a bad config before serving, with exit status 2', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-'));
+  const file = join(dir, 'strata.json');
+  writeFileSync(file, JSON.stringify({ tools: [{ nonsense: true }] }));
+  const { spawnSync } = await import('node:child_process');
+  const ran = spawnSync(process.execPath, [STRATA, 'mcp', '--config', file], { encoding: 'utf8', input: '' });
+  t.is(ran.status, 2);
+  t.regex(ran.stderr, /config\.tools\[0\] must be/);
+  t.is(ran.stdout, '', 'nothing but the protocol on stdout');
+});
+
+test('mcpTools: a real upstream server’s tools become bridge tools: structured content preferred, text otherwise, isError a rejection', async (t) => {
+  const upstream = await mcpTools({ command: process.execPath, args: [UPSTREAM] });
+  t.teardown(() => upstream.close());
+  t.deepEqual(Object.keys(upstream.tools), ['add', 'echo-text', 'fail']);
+  t.is(upstream.tools['add']!.description, 'Adds two numbers');
+  const bridge = new ToolBridge({ namespace: 'up', tools: upstream.tools });
+  t.regex(bridge.declarations(), /add\(input: \{ a: number; b: number \}\): Promise<\{ sum: number \}>/);
+  await using rt = await Runtime.start();
+  await bridge.bind(rt);
+  const out = await rt.eval(`(async () => {
+    const failed = await up.fail({}).then(() => 'no', (e) => e.message);
+    const invalid = await up.add({ a: 1 }).then(() => 'no', (e) => e.message);
+    return [await up.add({ a: 1, b: 2 }), await up.echo_text({ text: 'x' }), failed, invalid];
+  })()`);
+  t.deepEqual(out, [{ sum: 3 }, 'echo: x', 'the upstream tool failed on purpose', 'up.add: input.b is required; the tool was not called']);
+});

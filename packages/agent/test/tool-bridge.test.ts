@@ -1,0 +1,159 @@
+// ToolBridge: schemas validated in the parent before the tool runs (JSON Schema draft-07 and
+// 2020-12 with ajv, Standard Schema with zod), names made identifiers, answers checked against
+// outputSchema; bound into Runtime, IsolatedRuntime and AgentSandbox alike.
+import test from 'ava';
+import { z } from 'zod';
+import { InvalidOption, IsolatedRuntime, Runtime } from '@strata/runtime';
+import { AgentSandbox, ToolBridge, toIdentifier } from '../src/index.js';
+import { checkNoLeaks } from './helpers/leaks.js';
+
+checkNoLeaks(test);
+
+function weatherBridge() {
+  const ran: unknown[] = [];
+  const bridge = new ToolBridge({
+    tools: {
+      weather: {
+        description: 'Current weather for a city',
+        inputSchema: {
+          type: 'object',
+          properties: { city: { type: 'string', minLength: 1 }, unit: { enum: ['C', 'F'] }, days: { type: 'integer', minimum: 1 } },
+          required: ['city'],
+          additionalProperties: false,
+        },
+        outputSchema: { type: 'object', properties: { tempC: { type: 'number' }, city: { type: 'string' } }, required: ['tempC', 'city'] },
+        execute: async (input: { city: string }) => (ran.push(input), { tempC: input.city === 'Nowhere' ? ('warm' as unknown as number) : 21, city: input.city }),
+      },
+      'get-time': {
+        description: 'The time, as the host sees it',
+        execute: async () => '12:00',
+      },
+      search: {
+        inputSchema: z.object({ query: z.string().min(2), limit: z.number().int().max(10).default(3) }),
+        execute: async (input: { query: string; limit: number }) => (ran.push(input), Array.from({ length: input.limit }, (_, i) => `${input.query} ${i + 1}`)),
+      },
+      delete: { inputSchema: { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { id: { type: 'string', pattern: '^[a-z]+$' } }, required: ['id'], $defs: {} }, execute: async ({ id }: { id: string }) => `deleted ${id}` },
+    },
+  });
+  return { bridge, ran };
+}
+
+/** What the guest gets for each call: the answer, or its error's kind and message. */
+const PROBE = `(async () => {
+  const attempt = async (call) => { try { return { ok: await call() }; } catch (e) { return { error: e.name, message: e.message, typeError: e instanceof TypeError }; } };
+  return [
+    await attempt(() => tools.weather({ city: 'Oslo' })),
+    await attempt(() => tools.weather({ city: 3 })),
+    await attempt(() => tools.weather({})),
+    await attempt(() => tools.weather({ city: 'Oslo', unit: 'K' })),
+    await attempt(() => tools.weather({ city: 'Oslo', wind: true })),
+    await attempt(() => tools.weather({ city: 'Nowhere' })),
+    await attempt(() => tools.get_time()),
+    await attempt(() => tools.search({ query: 'cats' })),
+    await attempt(() => tools.search({ query: 'x', limit: 99 })),
+    await attempt(() => tools.delete_({ id: 'abc' })),
+    await attempt(() => tools.delete_({ id: 'ABC' })),
+    await attempt(() => tools.nope()),
+  ];
+})()`;
+
+function checkProbe(t: import('ava').ExecutionContext, results: any[], ran: unknown[]) {
+  t.deepEqual(results[0], { ok: { tempC: 21, city: 'Oslo' } });
+  t.like(results[1], { error: 'TypeError', typeError: true, message: 'tools.weather: input.city must be string; the tool was not called' });
+  t.like(results[2], { error: 'TypeError', message: 'tools.weather: input.city is required; the tool was not called' });
+  t.like(results[3], { error: 'TypeError', message: 'tools.weather: input.unit must be one of ["C","F"]; the tool was not called' });
+  t.like(results[4], { error: 'TypeError', message: 'tools.weather: input has an unknown field "wind"; the tool was not called' });
+  t.like(results[5], { error: 'TypeError', message: "tools.weather: the tool's answer.tempC must be number (its outputSchema)" });
+  t.deepEqual(results[6], { ok: '12:00' });
+  t.deepEqual(results[7], { ok: ['cats 1', 'cats 2', 'cats 3'] }, 'the Standard Schema default filled in');
+  t.like(results[8], { error: 'TypeError' });
+  t.regex(results[8].message, /^tools\.search: input\.query: .*; input\.limit: .*; the tool was not called$/);
+  t.deepEqual(results[9], { ok: 'deleted abc' });
+  t.like(results[10], { error: 'TypeError' });
+  t.regex(results[10].message, /^tools\.delete_: input\.id must match pattern/);
+  t.like(results[11], { error: 'TypeError' });
+  t.deepEqual(ran, [{ city: 'Oslo' }, { city: 'Nowhere' }, { query: 'cats', limit: 3 }], 'no invalid call reached a tool');
+}
+
+test('Runtime: invalid calls are refused in the parent, naming the field, and the tool never runs', async (t) => {
+  const { bridge, ran } = weatherBridge();
+  await using rt = await Runtime.start();
+  await bridge.bind(rt);
+  checkProbe(t, (await rt.eval(PROBE)) as unknown[], ran);
+});
+
+test('IsolatedRuntime: the same, with the worker (and redactHostErrors on: a bridge’s errors are for the model)', async (t) => {
+  const { bridge, ran } = weatherBridge();
+  await using rt = await IsolatedRuntime.start({ prewarm: false, redactHostErrors: true });
+  await bridge.bind(rt);
+  checkProbe(t, (await rt.eval(PROBE)) as unknown[], ran);
+  t.deepEqual(await rt.eval('[typeof __strataBridge_tools, Object.isFrozen(tools), Object.keys(tools)]'), ['undefined', true, ['weather', 'get_time', 'search', 'delete_']]);
+});
+
+test('AgentSandbox takes a bridge: calls are journaled under the namespace, validated the same way, and replay', async (t) => {
+  const { bridge, ran } = weatherBridge();
+  let saved;
+  {
+    await using session = await AgentSandbox.start({ tools: bridge });
+    const result = await session.run(PROBE);
+    t.is(result.status, 'ok', result.error);
+    checkProbe(t, result.result as unknown[], ran);
+    t.deepEqual(session.journal.settings.tools, ['tools.delete_', 'tools.get_time', 'tools.search', 'tools.weather']);
+    t.like(result.calls[1], { tool: 'tools.weather', status: 'failed', error: { name: 'TypeError', message: 'tools.weather: input.city must be string; the tool was not called' } });
+    saved = JSON.stringify(session.journal);
+  }
+  const before = ran.length;
+  await using again = await AgentSandbox.restore(JSON.parse(saved), { tools: bridge });
+  t.is(ran.length, before, 'the replay called no tool');
+  t.deepEqual((await again.run('(await tools.weather({ city: "Bergen" })).city')).result, 'Bergen');
+});
+
+test('names become identifiers, and the bridge refuses what it cannot bridge', (t) => {
+  t.is(toIdentifier('get-time'), 'get_time');
+  t.is(toIdentifier('2fa.check'), '_2fa_check');
+  t.is(toIdentifier('delete'), 'delete_');
+  t.is(toIdentifier(''), '_');
+  const bad: [unknown, RegExp][] = [
+    [{ tools: { 'a-b': { execute: () => 1 }, a_b: { execute: () => 2 } } }, /tools\["a_b"\] and tools\["a-b"\] both become tools\.a_b: rename one/],
+    [{ namespace: 'class', tools: {} }, /namespace must be a JavaScript identifier that is not a reserved word/],
+    [{ tools: { x: { execute: 'no' } } }, /tools\["x"\] must be an object with an execute function/],
+    [{ tools: { x: { execute: () => 1, inputSchema: 'string' } } }, /tools\["x"\]\.inputSchema must be a JSON Schema/],
+    [{ tools: { x: { execute: () => 1, inputSchema: { type: 'nonsense' } } } }, /tools\["x"\]\.inputSchema is not a valid JSON Schema/],
+    [{ tools: { x: { execute: () => 1, needsApproval: 'yes' } } }, /needsApproval must be true, false or a function/],
+    [{ tools: null }, /tools must be an object/],
+  ];
+  for (const [options, message] of bad) t.throws(() => new ToolBridge(options as never), { instanceOf: InvalidOption, message });
+});
+
+test('a bridge in a session: needsApproval sees the input; a tool object is called as a method', async (t) => {
+  class Mailer {
+    sent: string[] = [];
+    readonly description = 'Sends mail';
+    readonly inputSchema = { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] };
+    needsApproval(input: { to: string }) {
+      return !input.to.endsWith('@example.com') || this.sent.length > 5;
+    }
+    async execute(input: { to: string }) {
+      this.sent.push(input.to);
+      return `sent to ${input.to}`;
+    }
+  }
+  const mailer = new Mailer();
+  const bridge = new ToolBridge({ namespace: 'mail', tools: { send: mailer } });
+  await using session = await AgentSandbox.start({ tools: bridge });
+  t.is((await session.run('await mail.send({ to: "me@example.com" })')).result, 'sent to me@example.com');
+  const p = await session.run('await mail.send({ to: "boss@elsewhere.org" })');
+  t.is(p.status, 'awaiting-approval');
+  t.deepEqual(p.pending?.args, [{ to: 'boss@elsewhere.org' }]);
+  t.is((await session.approve(p.pending!.seq)).result, 'sent to boss@elsewhere.org');
+  t.deepEqual(mailer.sent, ['me@example.com', 'boss@elsewhere.org']);
+});
+
+test('JSON Schema formats are validated (ajv-formats), not ignored', async (t) => {
+  const bridge = new ToolBridge({
+    tools: { book: { inputSchema: { type: 'object', properties: { at: { type: 'string', format: 'date-time' }, mail: { type: 'string', format: 'email' } } }, execute: async (input: unknown) => input } },
+  });
+  t.deepEqual(await bridge.call('book', { at: '2026-01-01T10:00:00Z', mail: 'a@example.com' }), { at: '2026-01-01T10:00:00Z', mail: 'a@example.com' });
+  await t.throwsAsync(bridge.call('book', { at: 'tomorrow' }), { instanceOf: TypeError, message: 'tools.book: input.at must match format "date-time"; the tool was not called' });
+  await t.throwsAsync(bridge.call('book', { mail: 'nobody' }), { instanceOf: TypeError, message: /input\.mail must match format "email"/ });
+});
