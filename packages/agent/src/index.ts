@@ -16,7 +16,7 @@ export { JOURNAL_FORMAT, JOURNAL_VERSION } from './journal.js';
 export type { CallRecord, CallStatus, CellRecord, CellStatus, Journal, JournalSettings, RecordedError } from './journal.js';
 export type { Tool, ToolFunction, ToolObject, ToolSet } from './tools.js';
 export { ToolBridge, toIdentifier } from './tool-bridge.js';
-export type { BindOptions, BridgeTool, BridgedTool, JsonSchema, StandardSchemaV1, ToolBridgeOptions, ToolCallReceipt } from './tool-bridge.js';
+export type { BindOptions, BridgeTool, BridgedTool, JsonSchema, StandardResult, StandardSchemaV1, ToolBridgeOptions, ToolCallReceipt } from './tool-bridge.js';
 export { mcpTools } from './mcp-tools.js';
 export { typecheck, formatDiagnostics } from './typecheck.js';
 export { normalizeCode } from './normalize-code.js';

@@ -26,7 +26,7 @@ import { parse, type Node } from 'acorn';
  *   declaration (`export const`, `export function`) and `export { … }` lists are blanked out.
  *   The completion value is the call's when the export is the cell's last statement (or only
  *   declarations follow it, in a cell without a top-level `await`). Code longer than
- *   {@link MAX_REWRITTEN_CHARS} is not rewritten.
+ *   32 KiB is not rewritten.
  * - TypeScript is taken out of its fence as it is; with its types it does not parse as
  *   JavaScript, so its exports are left as they are (`Runtime.eval` runs it with `language: 'typescript'`).
  *

@@ -29,7 +29,8 @@ export interface StandardSchemaV1 {
     readonly jsonSchema?: { readonly input?: (options: { target: string }) => unknown; readonly output?: (options: { target: string }) => unknown };
   };
 }
-type StandardResult = { readonly value: unknown; readonly issues?: undefined } | { readonly issues: readonly { readonly message: string; readonly path?: readonly unknown[] }[] };
+/** What a Standard Schema's validate gives: the value, or the issues. */
+export type StandardResult = { readonly value: unknown; readonly issues?: undefined } | { readonly issues: readonly { readonly message: string; readonly path?: readonly unknown[] }[] };
 
 /** A tool of a bridge: it takes one input, described by `inputSchema`. */
 export interface BridgeTool {

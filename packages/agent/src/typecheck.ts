@@ -68,7 +68,7 @@ const GLOBALS = '/strata/guest-globals.d.ts';
  * Type-checks `code` (a cell: top-level await allowed) against `declarations` (a bridge's
  * `declarations()`, or several joined). Returns the problems, none when it checks.
  *
- * @throws {@link InvalidOption} when the `typescript` package is not installed.
+ * @throws `InvalidOption` (from `@strata/runtime`) when the `typescript` package is not installed.
  */
 export function typecheck(code: string, declarations: string, language: 'javascript' | 'typescript' = 'javascript'): TypeDiagnostic[] {
   const t = compiler();
