@@ -43,19 +43,29 @@ export const POLYFILLED_GLOBALS = [
   'ProgressEvent',
   'FileReader',
   'structuredClone',
+  'URL',
+  'URLSearchParams',
+  'URLPattern',
+  'navigator',
+  'self',
 ] as const;
 
 /**
+ * The globals of {@link POLYFILLED_GLOBALS} defined lazily: accessors until
+ * the first read of any of them loads the bundled URL code, then writable,
+ * configurable, non-enumerable data properties like the others.
+ */
+export const LAZY_GLOBALS = ['URL', 'URLSearchParams', 'URLPattern'] as const;
+
+/**
  * Globals `WEB_POLYFILLS` never defines. A `window` or `document` pushes
- * libraries onto DOM code paths, `self` / `navigator` / `location` onto
- * browser detection, `process` / `require` onto Node ones, and `fetch` would
- * pretend to a network the sandbox does not have.
+ * libraries onto DOM code paths, `location` onto browser detection,
+ * `process` / `require` onto Node ones, and `fetch` would pretend to a
+ * network the sandbox does not have.
  */
 export const NEVER_DEFINED_GLOBALS = [
   'window',
-  'self',
   'document',
-  'navigator',
   'location',
   'process',
   'require',

@@ -8,6 +8,7 @@ export { WEB_POLYFILLS } from './web-polyfills.js';
 export type { StrataEventLoop } from './event-loop-contract.js';
 export {
   EVENT_LOOP_GLOBAL,
+  LAZY_GLOBALS,
   MAX_INTERVAL_RUNS,
   NEVER_DEFINED_GLOBALS,
   PERFORMANCE_TICK_MS,

@@ -6,9 +6,13 @@ import { installEncoding } from './bootstrap/encoding.js';
 import { installEventLoop } from './bootstrap/event-loop.js';
 import { installEvents } from './bootstrap/events.js';
 import { installFileReader } from './bootstrap/file-reader.js';
+import { installGlobalScope } from './bootstrap/global-scope.js';
 import { installGlobals } from './bootstrap/globals.js';
 import { installPerformance } from './bootstrap/performance.js';
 import { installStructuredClone } from './bootstrap/structured-clone.js';
+import { installUrl } from './bootstrap/url.js';
+import { URL_BUNDLE } from './generated/url-bundle.js';
+import { PACKAGE_VERSION } from './generated/version.js';
 
 // Order matters: each installer may use what the earlier ones put on
 // `internal` (DOMException before everything that throws one, the event loop
@@ -25,6 +29,8 @@ const installers = [
   installBlob,
   installFileReader,
   installStructuredClone,
+  installUrl,
+  installGlobalScope,
 ];
 
 /**
@@ -52,7 +58,14 @@ function assemble(): string {
     "'use strict';",
     // Evaluating the bootstrap a second time in the same context is a no-op.
     "if (Object.prototype.hasOwnProperty.call(globalThis, '__strataEventLoop')) return;",
-    'const internal = {};',
+    `const internal = { userAgent: ${JSON.stringify(`Strata/${PACKAGE_VERSION}`)} };`,
+    // The third-party bundle (scripts/bundle.mjs), as a function that installUrl calls on first
+    // use of a URL global. Its parameters shadow the globals it would otherwise read at that
+    // time, whatever the guest has done to them. Not parenthesised, so V8 only pre-parses it.
+    'internal.runUrlBundle = function (globalThis, TextEncoder, TextDecoder, SharedArrayBuffer) {',
+    URL_BUNDLE,
+    'return strataUrlBundle;',
+    '};',
     body,
     '})();',
     '//# sourceURL=strata-web-polyfills.js',
@@ -79,12 +92,14 @@ function assemble(): string {
  * time, `queueMicrotask`, `performance` (`now()` is a counter, not a clock),
  * `reportError`, `DOMException`, `Event` / `CustomEvent` / `EventTarget`,
  * `AbortController` / `AbortSignal`, `TextEncoder` / `TextDecoder`, `btoa` /
- * `atob`, `Blob`, `FileReader` / `ProgressEvent` and `structuredClone`; and
- * the host hook `__strataEventLoop` ({@link StrataEventLoop}).
+ * `atob`, `Blob`, `FileReader` / `ProgressEvent`, `structuredClone`, `URL` /
+ * `URLSearchParams` / `URLPattern` (bundled third-party code, loaded on first
+ * use), `self` and `navigator` (only `userAgent`); and the host hook
+ * `__strataEventLoop` ({@link StrataEventLoop}).
  *
- * It never defines `window`, `self`, `document`, `navigator`, `location`,
- * `process`, `require`, `fetch` or `requestAnimationFrame`: those push
- * libraries onto DOM, browser-detection or Node code paths.
+ * It never defines `window`, `document`, `location`, `process`, `require`,
+ * `fetch` or `requestAnimationFrame`: those push libraries onto DOM,
+ * browser-detection or Node code paths.
  *
  * Timers never fire on their own. The host drives them: while the result of
  * an evaluation is a pending promise, it calls

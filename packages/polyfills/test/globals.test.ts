@@ -3,12 +3,14 @@ import test from 'ava';
 import ivm from 'isolated-vm';
 import {
   EVENT_LOOP_GLOBAL,
+  LAZY_GLOBALS,
   MAX_INTERVAL_RUNS,
   NEVER_DEFINED_GLOBALS,
   PERFORMANCE_TICK_MS,
   POLYFILLED_GLOBALS,
   WEB_POLYFILLS,
 } from '../src/index.js';
+import { URL_BUNDLE } from '../src/generated/url-bundle.js';
 import { createSandbox } from './helpers/isolate.js';
 
 test('defines exactly the documented globals, web-style', async (t) => {
@@ -20,6 +22,8 @@ test('defines exactly the documented globals, web-style', async (t) => {
     const after = (await context.eval('Object.getOwnPropertyNames(globalThis)', { copy: true })) as string[];
     const added = after.filter((k) => !before.includes(k));
     t.deepEqual([...added].sort(), [...POLYFILLED_GLOBALS, EVENT_LOOP_GLOBAL].sort());
+    // The lazy ones turn into data properties on first use (test/url.test.ts).
+    await context.eval(`${LAZY_GLOBALS[0]}; 0`);
     const descriptors = (await context.eval(
       `JSON.stringify(${JSON.stringify(POLYFILLED_GLOBALS)}.map((k) => { const d = Object.getOwnPropertyDescriptor(globalThis, k); return [k, d.writable, d.enumerable, d.configurable]; }))`,
       { copy: true },
@@ -32,7 +36,7 @@ test('defines exactly the documented globals, web-style', async (t) => {
   }
 });
 
-test('never defines window, document, self, navigator, location, process, require, fetch...', async (t) => {
+test('never defines window, document, location, process, require, fetch...', async (t) => {
   const s = await createSandbox({ noConsole: true });
   try {
     const types = s.value<Record<string, string>>(
@@ -46,6 +50,7 @@ test('never defines window, document, self, navigator, location, process, requir
       const fr = new FileReader(); fr.readAsDataURL(b); await new Promise((r) => fr.onloadend = r);
       AbortSignal.timeout(1); new AbortController().abort();
       structuredClone({ a: [1] }); btoa('x'); new TextDecoder().decode(new TextEncoder().encode('x'));
+      new URL('http://münchen.de/?a=1').searchParams.get('a'); new URLPattern({ pathname: '/:x' }).exec('http://y/z');
       return ${JSON.stringify(NEVER_DEFINED_GLOBALS)}.filter((k) => k in globalThis);
     })()`);
     t.deepEqual(r.value, []);
@@ -65,15 +70,17 @@ test('loads where eval and the Function constructor are disabled', async (t) => 
       globalThis.Function = no;`,
   });
   try {
-    const r = await s.run(`new Promise((resolve) => setTimeout(() => resolve(atob(btoa('ok')) + structuredClone([1])[0]), 1))`);
-    t.is(r.value, 'ok1');
+    const r = await s.run(`new Promise((resolve) => setTimeout(() => resolve(atob(btoa('ok')) + structuredClone([1])[0] + new URL('http://münchen.de').host), 1))`);
+    t.is(r.value, 'ok1xn--mnchen-3ya.de');
   } finally {
     s.dispose();
   }
 });
 
 test('the bootstrap source compiles no code', (t) => {
-  t.notRegex(WEB_POLYFILLS, /\beval\s*\(/);
+  // A member call `x.eval(` is allowed: whatwg-url calls it on its own stand-in global, which
+  // has no eval (scripts/bundle.mjs); the global eval is never called.
+  t.notRegex(WEB_POLYFILLS, /(?<![.\w$])eval\s*\(/);
   t.notRegex(WEB_POLYFILLS, /\bFunction\s*\(/);
   t.notRegex(WEB_POLYFILLS, /\bnew\s+Function\b/);
   t.notRegex(WEB_POLYFILLS, /\bimport\s*\(/);
@@ -169,7 +176,10 @@ test('DOMException has names, codes, constants and a stack', async (t) => {
 
 test('size and load time stay small', async (t) => {
   const bytes = Buffer.byteLength(WEB_POLYFILLS);
-  t.true(bytes < 80_000, `${bytes} bytes`);
+  const bundle = Buffer.byteLength(URL_BUNDLE);
+  // Our own installers, and the third-party URL bundle (most of it tr46's IDNA tables).
+  t.true(bytes - bundle < 80_000, `${bytes - bundle} bytes of installers`);
+  t.true(bundle < 400_000, `${bundle} bytes of URL bundle`);
   // Every installer was compacted (one is left as is when a line holds an
   // odd number of backticks: see compact() in src/web-polyfills.ts).
   t.notRegex(WEB_POLYFILLS, /^[ \t]/m);
@@ -186,7 +196,7 @@ test('size and load time stay small', async (t) => {
     }
     // The median, not the mean: one run stalled by a loaded machine must not fail the budget (~1 ms idle).
     const median = times.sort((a, b) => a - b)[runs / 2]!;
-    t.log(`WEB_POLYFILLS: ${bytes} bytes, ${median.toFixed(2)} ms per fresh context (median of ${runs})`);
+    t.log(`WEB_POLYFILLS: ${bytes} bytes (${bundle} of them the URL bundle), ${median.toFixed(2)} ms per fresh context (median of ${runs})`);
     t.true(median < 50, `median ${median.toFixed(2)} ms of ${times.map((ms) => ms.toFixed(1)).join(', ')}`);
   } finally {
     isolate.dispose();

@@ -24,8 +24,24 @@ export interface QueuedTask {
   cancelled: boolean;
 }
 
+/** The classes of the URL bundle (see url.ts). */
+export interface UrlClasses {
+  URL: AnyClass;
+  URLSearchParams: AnyClass;
+  URLPattern: AnyClass;
+}
+
 /** State the installers share; filled in installation order. */
 export interface Internal {
+  // set by the assembly (web-polyfills.ts), before any installer
+  /** `navigator.userAgent`: "Strata/" and the package version. */
+  userAgent: string;
+  /**
+   * Runs the third-party URL bundle with the given bindings for the free
+   * names it uses, and returns its classes. Each call runs it anew.
+   */
+  runUrlBundle(scope: object, textEncoder: unknown, textDecoder: unknown, sharedArrayBuffer: unknown): UrlClasses;
+
   // globals.ts
   /** Installs a global the way WebIDL does: writable, configurable, not enumerable. */
   define(name: string, value: unknown): void;
@@ -85,4 +101,8 @@ export interface Internal {
   /** The bytes of a Blob; callers must not modify them. */
   blobBytes(blob: object): Uint8Array;
   Blob: AnyClass;
+
+  // url.ts
+  /** The URL classes, loading the bundle on first use. */
+  urlClasses(): UrlClasses;
 }

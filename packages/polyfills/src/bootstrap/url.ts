@@ -1,0 +1,72 @@
+import type { GlobalObject, Internal, UrlClasses } from './internal.js';
+
+/**
+ * Installs `URL`, `URLSearchParams` (whatwg-url) and `URLPattern`
+ * (urlpattern-polyfill), from the bundle that `scripts/bundle.mjs` builds,
+ * lazily: each global starts as an accessor, and the first read of any of
+ * them runs the bundle and turns all three into ordinary data properties.
+ * Running it costs about 3 ms per context, and most guests never use a URL;
+ * parsing it cannot be deferred without `eval`, so that part is paid by all.
+ *
+ * The bundle runs against bindings captured here, at bootstrap time, so a
+ * guest that replaced `TextEncoder` or deleted `SharedArrayBuffer` before its
+ * first `new URL()` does not change what the URL classes do.
+ *
+ * Self-contained: its source text is embedded in `WEB_POLYFILLS`.
+ *
+ * @internal
+ */
+export function installUrl(g: GlobalObject, internal: Internal): void {
+  const { defineProperty, getOwnPropertyDescriptor, freeze } = Object;
+  const names = ['URL', 'URLSearchParams', 'URLPattern'] as const;
+
+  // What the bundle sees as `globalThis`: only what it reads from it. Without
+  // `Buffer` and with non-native encoders, @exodus/bytes takes its pure-JS paths.
+  const scope = freeze({
+    __proto__: null,
+    TextEncoder: g.TextEncoder,
+    TextDecoder: g.TextDecoder,
+    atob: g.atob,
+    btoa: g.btoa,
+    escape: g.escape,
+    decodeURIComponent: g.decodeURIComponent,
+  });
+  // webidl-conversions reads SharedArrayBuffer.prototype's getters when it loads;
+  // a host may have removed SharedArrayBuffer (the Runtime does, after the bootstrap).
+  class NoSharedArrayBuffer {
+    get byteLength(): number { throw new TypeError('not a SharedArrayBuffer'); }
+    get growable(): boolean { throw new TypeError('not a SharedArrayBuffer'); }
+  }
+  const shared = typeof g.SharedArrayBuffer === 'function' ? g.SharedArrayBuffer : NoSharedArrayBuffer;
+  const encoder = g.TextEncoder;
+  const decoder = g.TextDecoder;
+
+  let classes: UrlClasses | undefined;
+  const accessors: Record<string, PropertyDescriptor> = {};
+
+  const load = (): UrlClasses => {
+    if (classes === undefined) {
+      const loaded = internal.runUrlBundle(scope, encoder, decoder, shared);
+      classes = freeze({ URL: loaded.URL, URLSearchParams: loaded.URLSearchParams, URLPattern: loaded.URLPattern });
+      // Globals the guest has not replaced or deleted meanwhile become data properties.
+      for (const name of names) {
+        const current = getOwnPropertyDescriptor(g, name);
+        if (current !== undefined && current.get === accessors[name]!.get) internal.define(name, classes[name]);
+      }
+    }
+    return classes;
+  };
+  internal.urlClasses = load;
+
+  for (const name of names) {
+    const descriptor: PropertyDescriptor = {
+      get: () => load()[name],
+      // Assigning replaces the global, as assigning a writable data property would.
+      set: (value: unknown) => internal.define(name, value),
+      enumerable: false,
+      configurable: true,
+    };
+    accessors[name] = descriptor;
+    defineProperty(g, name, descriptor);
+  }
+}
