@@ -24,6 +24,8 @@ export type StrataErrorCode =
   | 'ERR_STRATA_LAYER_FAILED'
   | 'ERR_STRATA_LAYER_CONFIG'
   | 'ERR_STRATA_CRASH_BUDGET'
+  | 'ERR_STRATA_EGRESS_REFUSED'
+  | 'ERR_STRATA_EGRESS_FAILED'
   // @strata/agent
   | 'ERR_STRATA_JOURNAL'
   | 'ERR_STRATA_SESSION_LIMIT'
@@ -209,5 +211,49 @@ export class LayerConfigError extends StrataError {
   static fromMessage(message: string): LayerConfigError {
     const match = /^layer (.+?): ([\s\S]*)$/.exec(message);
     return match === null ? new LayerConfigError('unknown', message) : new LayerConfigError(match[1]!, match[2]!);
+  }
+}
+
+/** Which rule of the egress policy refused a request, as `EgressRefused.rule`. */
+export type EgressRule =
+  | 'request'
+  | 'url'
+  | 'scheme'
+  | 'userinfo'
+  | 'path'
+  | 'allow'
+  | 'method'
+  | 'header'
+  | 'body'
+  | 'address';
+
+/**
+ * The egress policy refused a request (or a redirect it led to) before anything was sent to
+ * that URL. `rule` says which part of the policy; the message says what to change. Never
+ * contains a credential the policy adds.
+ */
+export class EgressRefused extends StrataError {
+  readonly rule: EgressRule;
+
+  constructor(message: string, rule: EgressRule) {
+    super(message, { code: 'ERR_STRATA_EGRESS_REFUSED' });
+    this.rule = rule;
+  }
+}
+
+/** What ended an allowed request, as `EgressFailed.reason`: a limit (named after its policy field) or the network. */
+export type EgressFailure = 'timeoutMs' | 'maxResponseBytes' | 'maxRedirects' | 'aborted' | 'dns' | 'network';
+
+/**
+ * An allowed request did not complete: a policy limit cut it (`timeoutMs`, `maxResponseBytes`,
+ * `maxRedirects`), the caller aborted it, or DNS or the network failed. Never contains a
+ * credential the policy adds; `cause` is a redacted copy of the network error, if any.
+ */
+export class EgressFailed extends StrataError {
+  readonly reason: EgressFailure;
+
+  constructor(message: string, reason: EgressFailure, options?: { cause?: unknown }) {
+    super(message, { code: 'ERR_STRATA_EGRESS_FAILED', ...(options?.cause === undefined ? {} : { cause: options.cause }) });
+    this.reason = reason;
   }
 }
