@@ -223,6 +223,25 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   strata.push({ figure: 'replay, per cell', value: ((cells20 - empty) / 20) * 1000, unit: 'µs', goal: '—' });
   strata.push({ figure: 'replay, per recorded tool call', value: ((calls200 - cells20) / 200) * 1000, unit: 'µs', goal: '—' });
 }
+// The bootstrap: WEB_POLYFILLS' size, and what it adds to every new Runtime (a context in a fresh
+// isolate), against a Runtime with no bootstrap at all.
+{
+  const { WEB_POLYFILLS } = await import('@strata/polyfills');
+  strata.push({ figure: 'WEB_POLYFILLS (bytes)', value: Buffer.byteLength(WEB_POLYFILLS), unit: 'bytes', goal: '—' });
+  const startMs = async (bootstrap) => {
+    const times = [];
+    for (let i = 0; i < 31; i++) {
+      const t0 = performance.now();
+      const r = await Runtime.start({ bootstrap });
+      if (i > 0) times.push(performance.now() - t0);
+      await r.close();
+    }
+    return median(times) * 1000;
+  };
+  const bare = await startMs([]);
+  const withPolyfills = await startMs([WEB_POLYFILLS]);
+  rows.push({ name: 'Runtime.start with WEB_POLYFILLS (vs no bootstrap)', rawUs: bare, strataUs: withPolyfills, ratio: withPolyfills / bare, goal: undefined, absoluteGoalUs: bare + 2000, unit: 'µs' });
+}
 // Code mode: the declarations a prompt carries for twenty realistic tools, and what an opt-in
 // type check of the model's code against them costs once the compiler is warm.
 {
