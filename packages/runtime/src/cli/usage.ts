@@ -51,8 +51,9 @@ Options:
   --memory BYTES   the worker's resident memory ceiling, e.g. 512M, 1G (default 1G)
   --strict-eval    refuse eval and the Function constructors inside the guest
   --no-polyfills   no web polyfills (on by default: setTimeout on virtual time, TextEncoder,
-                   TextDecoder, atob, btoa, Blob, EventTarget, AbortController, structuredClone;
-                   they run inside the isolate and add no authority)
+                   TextDecoder, atob, btoa, Blob, EventTarget, AbortController, structuredClone,
+                   URL, URLSearchParams, URLPattern, self, navigator; they run inside the
+                   isolate and add no authority)
   --json           print one JSON object on one line, and nothing else (stderr stays empty):
                    {status, result, error, errorType, stack, stdout, stderr, truncated,
                     sandbox, sandboxExtras, report}; the console is collected into it
