@@ -5,6 +5,15 @@
 export const EVENT_LOOP_GLOBAL = '__strataEventLoop';
 
 /**
+ * Name of the global function through which a host gives the bootstrap
+ * entropy: `(byteLength: number) => Uint8Array` of that many random bytes.
+ * Define it before evaluating `WEB_POLYFILLS`; the bootstrap captures it for
+ * `crypto.getRandomValues` / `crypto.randomUUID` and deletes the global.
+ * Without it, both throw a `NotSupportedError` DOMException.
+ */
+export const ENTROPY_GLOBAL = '__strataEntropy';
+
+/**
  * How many times one `setInterval` may fire before it is cut off (cleared,
  * with a `console.warn`). 10,000 runs is 160 s of 16 ms animation frames.
  */
@@ -46,6 +55,9 @@ export const POLYFILLED_GLOBALS = [
   'URL',
   'URLSearchParams',
   'URLPattern',
+  'crypto',
+  'Crypto',
+  'SubtleCrypto',
   'navigator',
   'self',
 ] as const;

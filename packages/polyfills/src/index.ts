@@ -7,6 +7,7 @@
 export { WEB_POLYFILLS } from './web-polyfills.js';
 export type { StrataEventLoop } from './event-loop-contract.js';
 export {
+  ENTROPY_GLOBAL,
   EVENT_LOOP_GLOBAL,
   LAZY_GLOBALS,
   MAX_INTERVAL_RUNS,

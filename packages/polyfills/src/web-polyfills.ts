@@ -1,6 +1,7 @@
 import { installAbort } from './bootstrap/abort.js';
 import { installBase64 } from './bootstrap/base64.js';
 import { installBlob } from './bootstrap/blob.js';
+import { installCrypto } from './bootstrap/crypto.js';
 import { installDomException } from './bootstrap/dom-exception.js';
 import { installEncoding } from './bootstrap/encoding.js';
 import { installEventLoop } from './bootstrap/event-loop.js';
@@ -11,6 +12,7 @@ import { installGlobals } from './bootstrap/globals.js';
 import { installPerformance } from './bootstrap/performance.js';
 import { installStructuredClone } from './bootstrap/structured-clone.js';
 import { installUrl } from './bootstrap/url.js';
+import { CRYPTO_BUNDLE } from './generated/crypto-bundle.js';
 import { URL_BUNDLE } from './generated/url-bundle.js';
 import { PACKAGE_VERSION } from './generated/version.js';
 
@@ -30,6 +32,7 @@ const installers = [
   installFileReader,
   installStructuredClone,
   installUrl,
+  installCrypto,
   installGlobalScope,
 ];
 
@@ -49,6 +52,9 @@ function compact(source: string): string {
     .join('\n');
 }
 
+// The global built-ins the crypto bundle names (see installCrypto, which passes them in).
+const CRYPTO_INTRINSICS = ['Object', 'Array', 'Number', 'Math', 'BigInt', 'ArrayBuffer', 'DataView', 'Uint8Array', 'Uint32Array', 'Error', 'TypeError', 'RangeError'];
+
 function assemble(): string {
   // Each installer is a self-contained function: its compiled source text is
   // the code. They share nothing but the global object and `internal`.
@@ -65,6 +71,14 @@ function assemble(): string {
     'internal.runUrlBundle = function (globalThis, TextEncoder, TextDecoder, SharedArrayBuffer) {',
     URL_BUNDLE,
     'return strataUrlBundle;',
+    '};',
+    // The hash functions behind crypto.subtle.digest, which installCrypto runs on the first
+    // digest (running it costs every context about 0.2 ms). The built-ins it names are bound to
+    // the ones of bootstrap time, and a stand-in `globalThis` keeps it off the guest's global.
+    'internal.runCryptoBundle = function (intrinsics) {',
+    `const { globalThis, ${CRYPTO_INTRINSICS.join(', ')} } = intrinsics;`,
+    CRYPTO_BUNDLE,
+    'return strataCryptoBundle;',
     '};',
     body,
     '})();',
@@ -94,7 +108,9 @@ function assemble(): string {
  * `AbortController` / `AbortSignal`, `TextEncoder` / `TextDecoder`, `btoa` /
  * `atob`, `Blob`, `FileReader` / `ProgressEvent`, `structuredClone`, `URL` /
  * `URLSearchParams` / `URLPattern` (bundled third-party code, loaded on first
- * use), `self` and `navigator` (only `userAgent`); and the host hook
+ * use), `crypto` / `Crypto` / `SubtleCrypto` (`getRandomValues` and
+ * `randomUUID` from the host's `__strataEntropy`, `subtle.digest` for SHA-1
+ * and SHA-2), `self` and `navigator` (only `userAgent`); and the host hook
  * `__strataEventLoop` ({@link StrataEventLoop}).
  *
  * It never defines `window`, `document`, `location`, `process`, `require`,

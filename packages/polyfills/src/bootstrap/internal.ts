@@ -41,6 +41,11 @@ export interface Internal {
    * names it uses, and returns its classes. Each call runs it anew.
    */
   runUrlBundle(scope: object, textEncoder: unknown, textDecoder: unknown, sharedArrayBuffer: unknown): UrlClasses;
+  /**
+   * Runs the third-party crypto bundle, with the given built-ins for the free
+   * names it uses, and returns its hash functions (see crypto.ts).
+   */
+  runCryptoBundle(intrinsics: object): Record<string, (bytes: Uint8Array) => Uint8Array>;
 
   // globals.ts
   /** Installs a global the way WebIDL does: writable, configurable, not enumerable. */

@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto';
+import test from 'ava';
+import { ENTROPY_GLOBAL } from '../src/index.js';
+import { createSandbox, type Sandbox, type SandboxOptions } from './helpers/isolate.js';
+
+// crypto, Crypto and SubtleCrypto as the guest sees them. `thrown(fn)` gives the name of what `fn`
+// throws (a DOMException's name, or the error class), or 'none'.
+const HELPERS = `globalThis.thrown = (fn) => { try { fn(); return 'none'; } catch (e) { return e instanceof DOMException ? e.name : e?.constructor?.name ?? typeof e; } };
+globalThis.hex = (U8 => (buffer) => Array.from(new U8(buffer), (b) => b.toString(16).padStart(2, '0')).join(''))(Uint8Array); 0`;
+
+// A fake host entropy source: a counter pattern, continuing across calls, and a log of the sizes asked for.
+const ENTROPY = `{
+  let next = 0;
+  globalThis.entropyCalls = [];
+  globalThis.${ENTROPY_GLOBAL} = (n) => { entropyCalls.push(n); const a = new Uint8Array(n); for (let i = 0; i < n; i++) a[i] = next++ & 255; return a; };
+}`;
+
+// Code generation off before the bootstrap runs, as a Runtime with strictEval has it (as in url.test.ts).
+const NO_EVAL = `
+  const no = () => { throw new EvalError('code generation is disabled'); };
+  globalThis.eval = no;
+  for (const F of [Function, async function () {}.constructor, function* () {}.constructor]) {
+    Object.defineProperty(F.prototype, 'constructor', { value: no });
+  }
+  globalThis.Function = no;`;
+
+async function sandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  const s = await createSandbox(options);
+  s.value(HELPERS);
+  return s;
+}
+
+const withEntropy = (t: { teardown(fn: () => void): void }, before = '') =>
+  sandbox({ before: `${before}\n${ENTROPY}` }).then((s) => (t.teardown(() => s.dispose()), s));
+
+test('getRandomValues copies the host entropy in, and the hook is gone from the global', async (t) => {
+  const s = await withEntropy(t);
+  t.deepEqual(s.value(`[typeof ${ENTROPY_GLOBAL}, '${ENTROPY_GLOBAL}' in globalThis]`), ['undefined', false]);
+  t.deepEqual(
+    s.value(`(() => { const a = new Uint8Array(4); const r = crypto.getRandomValues(a); return [r === a, Array.from(a)]; })()`),
+    [true, [0, 1, 2, 3]],
+  );
+  // A view in the middle of a buffer: only its bytes change; wider element types get whole bytes.
+  t.deepEqual(
+    s.value(`(() => { const b = new Uint8Array(8); crypto.getRandomValues(new Uint16Array(b.buffer, 2, 2)); return Array.from(b); })()`),
+    [0, 0, 4, 5, 6, 7, 0, 0],
+  );
+  t.deepEqual(s.value(`(() => { const a = crypto.getRandomValues(new BigUint64Array(1)); return String(a[0]); })()`), String(0x0f0e0d0c0b0a0908n));
+  t.deepEqual(s.value(`entropyCalls`), [4, 4, 8]);
+});
+
+test('getRandomValues takes every integer typed array and refuses the rest', async (t) => {
+  const s = await withEntropy(t);
+  for (const type of ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array']) {
+    t.is(s.value(`thrown(() => crypto.getRandomValues(new ${type}(2)))`), 'none', type);
+  }
+  for (const value of ['new Float32Array(2)', 'new Float64Array(2)', 'new DataView(new ArrayBuffer(2))']) {
+    t.is(s.value(`thrown(() => crypto.getRandomValues(${value}))`), 'TypeMismatchError', value);
+  }
+  for (const value of ['new ArrayBuffer(2)', '[1, 2]', 'undefined', '"abc"']) {
+    t.is(s.value(`thrown(() => crypto.getRandomValues(${value}))`), 'TypeError', value);
+  }
+});
+
+test('getRandomValues allows 65536 bytes and refuses 65537', async (t) => {
+  const s = await withEntropy(t);
+  t.is(s.value(`thrown(() => crypto.getRandomValues(new Uint8Array(65536)))`), 'none');
+  t.is(s.value(`thrown(() => crypto.getRandomValues(new Uint32Array(16384)))`), 'none');
+  t.is(s.value(`thrown(() => crypto.getRandomValues(new Uint8Array(65537)))`), 'QuotaExceededError');
+  t.is(s.value(`thrown(() => crypto.getRandomValues(new Uint32Array(16385)))`), 'QuotaExceededError');
+  t.deepEqual(s.value(`entropyCalls`), [65536, 65536], 'a refused call never asks the host');
+});
+
+test('without a host entropy source, getRandomValues and randomUUID refuse (no Math.random fallback)', async (t) => {
+  const s = await sandbox();
+  t.teardown(() => s.dispose());
+  t.is(s.value(`thrown(() => crypto.getRandomValues(new Uint8Array(4)))`), 'NotSupportedError');
+  t.is(s.value(`thrown(() => crypto.randomUUID())`), 'NotSupportedError');
+  t.is(
+    s.value(`(() => { try { crypto.randomUUID(); } catch (e) { return e.message; } })()`),
+    "no entropy source: this isolate's host gave none (Strata's runtimes do)",
+  );
+  t.is(s.value(`(() => { const a = new Uint8Array(4); try { crypto.getRandomValues(a); } catch {} return Array.from(a).join(); })()`), '0,0,0,0');
+});
+
+test('a host entropy source that returns too little is an error, not short randomness', async (t) => {
+  const s = await sandbox({ before: `globalThis.${ENTROPY_GLOBAL} = (n) => new Uint8Array(n - 1);` });
+  t.teardown(() => s.dispose());
+  t.is(s.value(`thrown(() => crypto.getRandomValues(new Uint8Array(4)))`), 'OperationError');
+});
+
+test('randomUUID is an RFC 9562 version 4 UUID from the entropy source', async (t) => {
+  const s = await withEntropy(t);
+  t.is(s.value(`crypto.randomUUID()`), '00010203-0405-4607-8809-0a0b0c0d0e0f');
+  const s2 = await sandbox({ before: `globalThis.${ENTROPY_GLOBAL} = (n) => new Uint8Array(n).fill(255);` });
+  t.teardown(() => s2.dispose());
+  t.is(s2.value(`crypto.randomUUID()`), 'ffffffff-ffff-4fff-bfff-ffffffffffff');
+  const format = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  for (const uuid of s.value<string[]>(`Array.from({ length: 50 }, () => crypto.randomUUID())`)) t.regex(uuid, format);
+});
+
+test('crypto, Crypto and SubtleCrypto look like the web interfaces', async (t) => {
+  const s = await withEntropy(t);
+  t.deepEqual(
+    s.value(`[
+      Object.prototype.toString.call(crypto), crypto instanceof Crypto, Object.getPrototypeOf(crypto) === Crypto.prototype,
+      Object.prototype.toString.call(crypto.subtle), crypto.subtle instanceof SubtleCrypto, crypto.subtle === crypto.subtle,
+      thrown(() => new Crypto()), thrown(() => new SubtleCrypto()), typeof CryptoKey,
+      Object.keys(Object.getPrototypeOf(crypto.subtle)),
+    ]`),
+    ['[object Crypto]', true, true, '[object SubtleCrypto]', true, true, 'TypeError', 'TypeError', 'undefined', ['digest']],
+  );
+  // Own writable properties, so a later layer (the frozen clock) can put seeded versions in their place.
+  t.deepEqual(
+    s.value(`['getRandomValues', 'randomUUID'].map((k) => { const d = Object.getOwnPropertyDescriptor(crypto, k); return [k, typeof d.value, d.writable, d.configurable]; })`),
+    [['getRandomValues', 'function', true, true], ['randomUUID', 'function', true, true]],
+  );
+  t.is(s.value(`(() => { crypto.randomUUID = () => 'seeded'; return crypto.randomUUID(); })()`), 'seeded');
+});
+
+const ALGORITHMS = [['SHA-1', 'sha1'], ['SHA-256', 'sha256'], ['SHA-384', 'sha384'], ['SHA-512', 'sha512']] as const;
+const nodeDigest = (algorithm: string, data: Uint8Array) => createHash(algorithm).update(data).digest('hex');
+
+async function digest(s: Sandbox, expression: string): Promise<string> {
+  const outcome = await s.run<string>(`(${expression}).then(hex)`);
+  if (!outcome.ok) throw new Error(`${expression} rejected: ${JSON.stringify(outcome.error)}`);
+  return outcome.value!;
+}
+
+for (const [mode, before] of [['', ''], [' (no eval)', NO_EVAL]] as const) {
+  test(`digest: FIPS 180 vectors 'abc' and '' for each algorithm${mode}`, async (t) => {
+    const s = await withEntropy(t, before);
+    for (const [name, node] of ALGORITHMS) {
+      t.is(await digest(s, `crypto.subtle.digest('${name}', new TextEncoder().encode('abc'))`), nodeDigest(node, Buffer.from('abc')), `${name} abc`);
+      t.is(await digest(s, `crypto.subtle.digest({ name: '${name.toLowerCase()}' }, new ArrayBuffer(0))`), nodeDigest(node, new Uint8Array(0)), `${name} ''`);
+    }
+    // Published values, as a check on the check.
+    t.is(await digest(s, `crypto.subtle.digest('SHA-256', new Uint8Array([0x61, 0x62, 0x63]))`), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    t.is(await digest(s, `crypto.subtle.digest('sha-1', new ArrayBuffer(0))`), 'da39a3ee5e6b4b0d3255bfef95601890afd80709');
+    t.is(s.value(`typeof crypto.randomUUID()`), 'string');
+  });
+}
+
+test('digest: 1 MB for SHA-256, views, and a copy taken at the call', async (t) => {
+  const s = await withEntropy(t);
+  const big = new Uint8Array(1 << 20).map((_, i) => (i * 31 + 7) & 255);
+  t.is(
+    await digest(s, `crypto.subtle.digest('SHA-256', new Uint8Array(1 << 20).map((_, i) => (i * 31 + 7) & 255))`),
+    nodeDigest('sha256', big),
+  );
+  const abc = Buffer.from('xabcx');
+  t.is(await digest(s, `crypto.subtle.digest('SHA-512', new DataView(new TextEncoder().encode('xabcx').buffer, 1, 3))`), nodeDigest('sha512', abc.subarray(1, 4)));
+  t.is(await digest(s, `crypto.subtle.digest('SHA-384', new Uint16Array(new TextEncoder().encode('xabcx').buffer, 0, 2))`), nodeDigest('sha384', abc.subarray(0, 4)));
+  t.is(
+    await digest(s, `(() => { const d = new TextEncoder().encode('abc'); const p = crypto.subtle.digest('SHA-1', d); d.fill(0); return p; })()`),
+    nodeDigest('sha1', Buffer.from('abc')),
+  );
+  t.deepEqual(s.value(`(() => { const p = crypto.subtle.digest('SHA-256', new Uint8Array(0)); return [p instanceof Promise]; })()`), [true]);
+  const outcome = await s.run(`crypto.subtle.digest('SHA-256', new Uint8Array(0)).then((b) => [Object.prototype.toString.call(b), b.byteLength])`);
+  t.deepEqual(outcome.value, ['[object ArrayBuffer]', 32]);
+});
+
+test('digest rejects unknown algorithms, bad data and bad receivers', async (t) => {
+  const s = await withEntropy(t);
+  const rejection = async (expression: string) => {
+    const outcome = await s.run(`(${expression}).then(() => 'fulfilled', (e) => e instanceof DOMException ? e.name : e.constructor.name)`);
+    return outcome.value;
+  };
+  t.is(await rejection(`crypto.subtle.digest('MD5', new Uint8Array(0))`), 'NotSupportedError');
+  t.is(await rejection(`crypto.subtle.digest({ name: 'SHA-3' }, new Uint8Array(0))`), 'NotSupportedError');
+  t.is(await rejection(`crypto.subtle.digest({}, new Uint8Array(0))`), 'TypeError');
+  t.is(await rejection(`crypto.subtle.digest(256, new Uint8Array(0))`), 'TypeError');
+  t.is(await rejection(`crypto.subtle.digest('SHA-256', 'abc')`), 'TypeError');
+  t.is(await rejection(`crypto.subtle.digest('SHA-256', [1, 2, 3])`), 'TypeError');
+  t.is(await rejection(`crypto.subtle.digest('SHA-256')`), 'TypeError');
+  t.is(await rejection(`crypto.subtle.digest.call({}, 'SHA-256', new Uint8Array(0))`), 'TypeError');
+  t.is(await rejection(`crypto.subtle.digest('SHA-256', new Uint8Array(0))`), 'fulfilled');
+});
+
+test('the hash code, loaded on the first digest, keeps the built-ins of bootstrap time', async (t) => {
+  const s = await withEntropy(t);
+  s.value(`globalThis.savedU8 = Uint8Array; globalThis.Uint8Array = class {}; globalThis.Object = {}; globalThis.BigInt = () => 0; 0`);
+  t.is(await digest(s, `crypto.subtle.digest('SHA-512', new savedU8([0x61, 0x62, 0x63]))`), nodeDigest('sha512', Buffer.from('abc')));
+});
