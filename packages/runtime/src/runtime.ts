@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomFillSync } from 'node:crypto';
 import { types } from 'node:util';
 import { loadEngine, type IsolatedVm } from './engine.js';
 import type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
@@ -70,6 +71,10 @@ const MAX_DEPTH = 64;
 // isolated-vm's own message for a command stopped at its timeout.
 const IVM_TIMEOUT = 'Script execution timed out.';
 const IVM_MEMORY = 'Isolate was disposed during execution due to memory limit';
+// The host's entropy for bootstrap scripts (Runtime.#offerEntropy), and the most one call returns,
+// as Web Crypto's getRandomValues allows.
+const ENTROPY_GLOBAL = '__strataEntropy';
+const MAX_ENTROPY_BYTES = 65_536;
 // The specifier under which a completion wrapper imports the module being evaluated.
 const MODULE_UNDER_EVALUATION = 'strata:module-under-evaluation';
 
@@ -251,15 +256,18 @@ export class Runtime implements AsyncDisposable {
     const resolved = resolveRuntimeOptions(options);
     const runtime = new Runtime(resolved);
     try {
+      runtime.#offerEntropy();
       for (const [index, source] of resolved.bootstrap.entries()) {
         await runtime.#run(async (budget) => {
           const script = runtime.#compile(source, `strata:bootstrap-${index}`);
           runtime.#enter(budget, () => script.runSync(runtime.#context));
         });
       }
-      const removeGlobals = (['SharedArrayBuffer', 'Atomics', 'WeakRef', 'FinalizationRegistry'] as const).filter(
+      const removeGlobals: string[] = (['SharedArrayBuffer', 'Atomics', 'WeakRef', 'FinalizationRegistry'] as const).filter(
         (name) => !resolved.allowGlobals.includes(name),
       );
+      // Whatever no bootstrap took: guest code never sees the host's entropy source.
+      removeGlobals.push(ENTROPY_GLOBAL);
       const loop = runtime.#enterBounded('Runtime.start', () =>
         runtime.#internals.finalize.applySync(undefined, [new ivm.ExternalCopy(removeGlobals).copyInto()], { result: { reference: true } }),
       ) as IsolatedVm.Reference;
@@ -270,6 +278,25 @@ export class Runtime implements AsyncDisposable {
       throw error;
     }
     return runtime;
+  }
+
+  /**
+   * Offers the bootstrap scripts `globalThis.__strataEntropy(byteLength)`: a synchronous host
+   * callback returning that many bytes from the host's CSPRNG (a `RangeError` in the guest for a
+   * length that is not an integer from 0 to 65 536). A bootstrap (`WEB_POLYFILLS`' `crypto`)
+   * captures it and deletes the global; the finalize step deletes it otherwise. `randomFillSync`
+   * reads OpenSSL's generator, which uses the `getrandom` syscall: no file is opened, so it
+   * works under the worker's Landlock and seccomp rules.
+   */
+  #offerEntropy(): void {
+    const entropy = (byteLength: unknown): Uint8Array => {
+      if (typeof byteLength !== 'number' || !Number.isInteger(byteLength) || byteLength < 0 || byteLength > MAX_ENTROPY_BYTES) {
+        throw new RangeError(`${ENTROPY_GLOBAL}(byteLength): byteLength must be an integer from 0 to ${MAX_ENTROPY_BYTES}`);
+      }
+      // isolated-vm copies a returned Uint8Array into the isolate as a Uint8Array of the guest's realm.
+      return randomFillSync(new Uint8Array(byteLength));
+    };
+    this.#enterBounded('Runtime.start', () => this.#context.global.setSync(ENTROPY_GLOBAL, new ivm.Callback(entropy)));
   }
 
   /** The resolved options this runtime runs with. */
