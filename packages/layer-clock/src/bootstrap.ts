@@ -1,5 +1,5 @@
 import { installClock } from './bootstrap/install-clock.js';
-import { createRandom } from './bootstrap/random.js';
+import { createRandom, createSfc32, CRYPTO_SEED_MASK, cryptoFrom, doublesFrom } from './bootstrap/random.js';
 import { resolveClockOptions } from './options.js';
 
 /**
@@ -23,6 +23,12 @@ import { resolveClockOptions } from './options.js';
  *   does not know throws. `ShadowRealm`, a way to a fresh, unfrozen `Date`, is removed.
  * - `Math.random` is sfc32 seeded from `seed`: the same seed gives the same sequence, each
  *   value a multiple of 2^-53 in [0, 1).
+ * - Where an earlier bootstrap (`WEB_POLYFILLS`) made `crypto.getRandomValues` and
+ *   `crypto.randomUUID`, they draw from a second sfc32 stream, seeded with `seed` XOR
+ *   `0x63727970`, so `Math.random`'s sequence is the same with or without `crypto`. They keep
+ *   Web Crypto's refusals: a non-integer typed array is a `TypeMismatchError`, more than 65 536
+ *   bytes a `QuotaExceededError` (`DOMException`s; `TypeError` and `RangeError` without one).
+ *   Without `crypto`, none is created.
  * - `performance.timeOrigin` is `at` where `performance` exists (it is not created); `now()`
  *   keeps counting, so `timeOrigin + now()` starts at `at`.
  *
@@ -39,7 +45,12 @@ export function clockBootstrap(options: { at?: Date | number | string; seed?: nu
   return [
     '(function () {',
     "'use strict';",
-    `(${compact(installClock.toString())})(globalThis, ${JSON.stringify(config)}, ${compact(createRandom.toString())});`,
+    `(${compact(installClock.toString())})(globalThis, ${JSON.stringify(config)}, {`,
+    `createSfc32: ${compact(createSfc32.toString())},`,
+    `doublesFrom: ${compact(doublesFrom.toString())},`,
+    `cryptoFrom: ${compact(cryptoFrom.toString())},`,
+    `cryptoSeedMask: ${CRYPTO_SEED_MASK},`,
+    '});',
     '})();',
     '//# sourceURL=strata-layer-clock.js',
     '',

@@ -25,7 +25,7 @@ export const CLOCK_LAYER_VERSION = '0.1.0';
  * `frozen-date` (`Date.now()`, `new Date()`, `Date()`, every `Date` constructor the guest can reach),
  * `frozen-intl-date` (`Intl.DateTimeFormat#format()` and `#formatToParts()` without a date),
  * `frozen-temporal-now` (`Temporal.Now`, where the engine has Temporal),
- * `seeded-random` (`Math.random`).
+ * `seeded-random` (`Math.random`, and `crypto.getRandomValues` / `randomUUID` where the context has them).
  */
 export const CLOCK_PROVIDES = ['frozen-date', 'frozen-intl-date', 'frozen-temporal-now', 'seeded-random'] as const;
 

@@ -25,7 +25,7 @@ export interface ClockOptions {
    * {@link DEFAULT_CLOCK_AT}, 2026-01-01T00:00:00.000Z: never the host's current time.
    */
   at?: Date | number | string;
-  /** The seed of the guest's `Math.random`: an integer from 0 to 2^32 - 1. Default 0. */
+  /** The seed of the guest's `Math.random` and `crypto` randomness: an integer from 0 to 2^32 - 1. Default 0. */
   seed?: number;
   /** Overrides the runtime's `sandbox` mode for this layer. The layer is available everywhere, so this only matters for `'off'`. */
   requirement?: LayerRequirement;
@@ -42,7 +42,8 @@ const REQUIREMENTS: readonly LayerRequirement[] = ['require', 'auto', 'off'];
 /**
  * Names the clock layer for `IsolatedRuntime.start({ layers })`: in every context, `Date`,
  * `Intl.DateTimeFormat#format()` and `Temporal.Now` stand still at `at`, the original `Date`
- * is unreachable, `Math.random` is seeded with `seed`, and `performance.timeOrigin` is `at`.
+ * is unreachable, `Math.random` (and `crypto.getRandomValues` / `randomUUID`, where the context
+ * has them) is seeded with `seed`, and `performance.timeOrigin` is `at`.
  * See {@link clockBootstrap} for the exact routes.
  *
  * Options are validated here, so a mistake surfaces where it is written; `at` becomes epoch

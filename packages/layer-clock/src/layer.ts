@@ -7,7 +7,7 @@
  */
 import { clockBootstrap } from './bootstrap.js';
 import { inspectClock, type ClockExpectation, type ClockVerdict } from './bootstrap/inspect-clock.js';
-import { createRandom } from './bootstrap/random.js';
+import { createRandom, createSeededCrypto } from './bootstrap/random.js';
 import {
   CLOCK_LAYER_NAME,
   CLOCK_LAYER_VERSION,
@@ -20,6 +20,8 @@ import { resolveClockOptions, type ResolvedClockOptions } from './options.js';
 
 /** How many of the seed's first `Math.random` values the self-test compares. */
 const SELF_TEST_RANDOM_VALUES = 8;
+/** How many bytes of `crypto.getRandomValues` the self-test compares, where the guest has it. */
+const SELF_TEST_CRYPTO_BYTES = 16;
 
 /**
  * Builds the clock layer from a descriptor's options, `{ at, seed }` (epoch milliseconds or an
@@ -30,7 +32,8 @@ const SELF_TEST_RANDOM_VALUES = 8;
  * - `apply`: adds {@link clockBootstrap} to every context; reports `{ at, seed, random }`.
  * - `selfTest`: from inside a guest, tries every route to the real time, to an unfrozen
  *   `Date` constructor and to unseeded randomness; throws {@link ClockSelfTestFailed} naming
- *   each route that got through. Reports `{ routes, walked, temporal, performance }`.
+ *   each route that got through (with `crypto` where the guest has it: its first bytes and
+ *   UUID against the seed's). Reports `{ routes, walked, temporal, performance, crypto }`.
  *
  * @throws `ClockOptionError` for an invalid option (a misconfiguration, never downgraded).
  */
@@ -52,20 +55,30 @@ export default function clockLayer(options: Readonly<Record<string, unknown>> = 
     async selfTest(context) {
       const raw = await context.evalInGuest(selfTestSource(config));
       const verdict = readVerdict(raw);
-      context.report({ routes: verdict.routes, walked: verdict.walked, temporal: verdict.temporal, performance: verdict.performance });
+      context.report({ routes: verdict.routes, walked: verdict.walked, temporal: verdict.temporal, performance: verdict.performance, crypto: verdict.crypto });
       if (verdict.failures.length > 0) throw new ClockSelfTestFailed(verdict.failures);
     },
   } satisfies Layer);
 }
 
-/** The self-test's guest script: a strict expression whose value is the verdict as JSON. */
-function selfTestSource(config: ResolvedClockOptions): string {
+/** What the self-test expects for `config`, computed on the host by the guest's own generators. */
+function selfTestExpectation(config: ResolvedClockOptions): ClockExpectation {
   const next = createRandom(config.seed);
-  const expected: ClockExpectation = {
+  const crypto = createSeededCrypto(config.seed);
+  const cryptoBytes: number[] = [];
+  crypto.fill(cryptoBytes, SELF_TEST_CRYPTO_BYTES);
+  return {
     at: config.at,
     seed: config.seed,
     random: Array.from({ length: SELF_TEST_RANDOM_VALUES }, () => next()),
+    cryptoBytes,
+    cryptoUuid: crypto.uuid(),
   };
+}
+
+/** The self-test's guest script: a strict expression whose value is the verdict as JSON. */
+function selfTestSource(config: ResolvedClockOptions): string {
+  const expected = selfTestExpectation(config);
   return `(function () {\n'use strict';\nreturn (${inspectClock.toString()})(globalThis, ${JSON.stringify(expected)});\n})()\n//# sourceURL=strata-layer-clock-self-test.js\n`;
 }
 

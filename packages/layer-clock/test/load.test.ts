@@ -30,7 +30,8 @@ test('runs strict and defines no global', (t) => {
 
 test('the script is compact and self-contained', (t) => {
   const source = clockBootstrap({ at: AT, seed: 5 });
-  t.true(source.length < 10_000, `${source.length} characters`);
+  // About 12 KB with the seeded crypto replacements: the bound catches unplanned growth.
+  t.true(source.length < 13_000, `${source.length} characters`);
   t.true(source.includes('{"at":1767225600000,"seed":5}'));
   t.false(source.includes('import '));
   t.false(source.includes('require('));

@@ -1,7 +1,7 @@
 /**
  * The guest-side half of the self-test: from inside a context set up as the guest's will be,
  * tries every route to the current time, to a `Date` constructor that is not frozen and to
- * unseeded randomness, and returns what got through.
+ * unseeded randomness (`Math.random`, and `crypto` where the context has it), and returns what got through.
  *
  * Self-contained, like `installClock`: its source text is evaluated in the guest, so it uses
  * neither `eval` nor `Function` and imports nothing at run time.
@@ -18,6 +18,9 @@ export interface ClockExpectation {
   readonly seed: number;
   /** The first values `Math.random` must give for `seed`. */
   readonly random: readonly number[];
+  /** Where the context has `crypto.getRandomValues`: the first 16 bytes it must give, then the first `randomUUID()`. */
+  readonly cryptoBytes: readonly number[];
+  readonly cryptoUuid: string;
 }
 
 /** The guest's verdict, returned as a JSON string. */
@@ -30,6 +33,7 @@ export interface ClockVerdict {
   walked: number;
   temporal: 'absent' | 'frozen';
   performance: 'absent' | 'aligned';
+  crypto: 'absent' | 'seeded';
 }
 
 export function inspectClock(g: any, expected: ClockExpectation): string {
@@ -99,6 +103,23 @@ export function inspectClock(g: any, expected: ClockExpectation): string {
     }
     return '';
   });
+
+  // The crypto stream is separate from Math.random's, so the order of these checks does not matter.
+  let crypto: ClockVerdict['crypto'] = 'absent';
+  const c = g.crypto;
+  if (c !== null && typeof c === 'object' && typeof c.getRandomValues === 'function') {
+    crypto = 'seeded';
+    check('crypto.getRandomValues()', () => {
+      const bytes = Array.from(c.getRandomValues(new Uint8Array(expected.cryptoBytes.length)) as Uint8Array);
+      return bytes.join() === expected.cryptoBytes.join() ? '' : `gave [${bytes.join()}], not [${expected.cryptoBytes.join()}] (seed ${expected.seed})`;
+    });
+    if (typeof c.randomUUID === 'function') {
+      check('crypto.randomUUID()', () => {
+        const uuid = c.randomUUID();
+        return uuid === expected.cryptoUuid ? '' : `gave ${show(uuid)}, not ${show(expected.cryptoUuid)} (seed ${expected.seed})`;
+      });
+    }
+  }
 
   // Every function reachable from globalThis (by own properties, accessors and prototypes) whose
   // `prototype` is Date.prototype is a Date constructor: each must construct `at`. The original
@@ -184,6 +205,6 @@ export function inspectClock(g: any, expected: ClockExpectation): string {
     check('performance.timeOrigin', () => isAt(perf.timeOrigin));
   }
 
-  const verdict: ClockVerdict = { failures, routes, walked, temporal, performance };
+  const verdict: ClockVerdict = { failures, routes, walked, temporal, performance, crypto };
   return JSON.stringify(verdict);
 }

@@ -15,6 +15,8 @@
 
 /* eslint-disable */
 
+import type { SeededCrypto } from './random.js';
+
 /** What the bootstrap is configured with; plain data, written into the script as JSON. */
 export interface ClockConfig {
   /** The frozen time, in milliseconds since the epoch. */
@@ -23,8 +25,16 @@ export interface ClockConfig {
   readonly seed: number;
 }
 
+/** The generators of `random.ts`, passed in as source text (the bootstrap imports nothing). */
+export interface ClockRandom {
+  readonly createSfc32: (seed: number) => () => number;
+  readonly doublesFrom: (next32: () => number) => () => number;
+  readonly cryptoFrom: (next32: () => number) => SeededCrypto;
+  readonly cryptoSeedMask: number;
+}
+
 // The parameter types are loose: this function runs in another realm and is checked by tests.
-export function installClock(g: any, config: ClockConfig, createRandom: (seed: number) => () => number): void {
+export function installClock(g: any, config: ClockConfig, random: ClockRandom): void {
   'use strict';
   const at = config.at;
 
@@ -136,8 +146,76 @@ export function installClock(g: any, config: ClockConfig, createRandom: (seed: n
   }
 
   // --- Math.random -------------------------------------------------------------------------
-  const random = createRandom(config.seed);
-  replaceValue(g.Math, 'random', native(() => random(), 'random', 0));
+  const nextDouble = random.doublesFrom(random.createSfc32(config.seed));
+  replaceValue(g.Math, 'random', native(() => nextDouble(), 'random', 0));
+
+  // --- crypto.getRandomValues and crypto.randomUUID (where a bootstrap such as WEB_POLYFILLS made them) ---
+  // A second sfc32 stream: Math.random's sequence does not depend on whether crypto exists.
+  // The layer creates no crypto; each function is replaced where it is found (an own property
+  // or on the prototype chain), keeping its attributes.
+  const cryptoDesc: any = ObjectGetOwnPropertyDescriptor(g, 'crypto');
+  const crypto = cryptoDesc !== undefined ? cryptoDesc.value : undefined;
+  if (crypto !== null && typeof crypto === 'object') {
+    const seeded = random.cryptoFrom(random.createSfc32((config.seed ^ random.cryptoSeedMask) >>> 0));
+    const U8 = Uint8Array;
+    const TypedArrayPrototype = ObjectGetPrototypeOf(U8.prototype);
+    const typedArrayGetter = (key: PropertyKey): Function => (ObjectGetOwnPropertyDescriptor(TypedArrayPrototype, key) as any).get;
+    // Brand-checking getters: undefined (the tag) or a throw for anything that is no typed array.
+    const tagOf = typedArrayGetter(Symbol.toStringTag);
+    const bufferOf = typedArrayGetter('buffer');
+    const offsetOf = typedArrayGetter('byteOffset');
+    const lengthOf = typedArrayGetter('byteLength');
+    const dataViewLength = (ObjectGetOwnPropertyDescriptor(DataView.prototype, 'byteLength') as any).get;
+    const DOMExceptionDesc: any = ObjectGetOwnPropertyDescriptor(g, 'DOMException');
+    const DOMExceptionCtor = DOMExceptionDesc !== undefined && typeof DOMExceptionDesc.value === 'function' ? DOMExceptionDesc.value : undefined;
+    const RangeErrorCtor = RangeError;
+    const integerArrays: Record<string, true> = {
+      __proto__: null,
+      Int8Array: true, Uint8Array: true, Uint8ClampedArray: true, Int16Array: true, Uint16Array: true,
+      Int32Array: true, Uint32Array: true, BigInt64Array: true, BigUint64Array: true,
+    } as any;
+    const isDataView = (value: unknown): boolean => {
+      try {
+        ReflectApply(dataViewLength, value, []);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const domError = (message: string, name: string, Fallback: any): any =>
+      DOMExceptionCtor !== undefined ? ReflectConstruct(DOMExceptionCtor, [message, name], DOMExceptionCtor) : new Fallback(message);
+    const getRandomValues = (array: any): any => {
+      const tag = ReflectApply(tagOf, array, []);
+      if (tag === undefined || integerArrays[tag] !== true) {
+        if (tag === undefined && !isDataView(array)) {
+          throw new TypeErrorCtor("Failed to execute 'getRandomValues' on 'Crypto': parameter 1 is not of type 'ArrayBufferView'.");
+        }
+        throw domError(`getRandomValues takes an integer typed array, not a ${tag === undefined ? 'DataView' : tag}`, 'TypeMismatchError', TypeErrorCtor);
+      }
+      const n = ReflectApply(lengthOf, array, []);
+      if (n > 65536) throw domError(`getRandomValues takes at most 65536 bytes, not ${n}`, 'QuotaExceededError', RangeErrorCtor);
+      seeded.fill(new U8(ReflectApply(bufferOf, array, []), ReflectApply(offsetOf, array, []), n), n);
+      return array;
+    };
+    const replacements: Record<string, [Function, number]> = {
+      __proto__: null,
+      getRandomValues: [getRandomValues, 1],
+      randomUUID: [() => seeded.uuid(), 0],
+    } as any;
+    const keys = ['getRandomValues', 'randomUUID'];
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      for (let holder = crypto; holder !== null; holder = ObjectGetPrototypeOf(holder)) {
+        const desc: any = ObjectGetOwnPropertyDescriptor(holder, key);
+        if (desc === undefined) continue;
+        if (typeof desc.value === 'function') {
+          const [fn, length] = replacements[key]!;
+          replaceValue(holder, key, native(fn, key, length));
+        }
+        break;
+      }
+    }
+  }
 
   // --- Temporal.Now (behind --harmony-temporal in Node 24's V8) -------------------------------
   const Temporal = g.Temporal;
