@@ -1,8 +1,9 @@
 /**
  * Real libraries, run under the full sandbox (an IsolatedRuntime with its default layers, seccomp
  * included) with WEB_POLYFILLS, give the same results as in plain Node: d3, @turf/turf, echarts
- * (server-side SVG), vega + vega-lite (vega-interpreter under strictEval), dagre, pptxgenjs and
- * three's GLTFExporter, at the versions the lockfile pins (devDependencies of this package).
+ * (server-side SVG), vega + vega-lite (vega-interpreter under strictEval), dagre, pptxgenjs,
+ * three's GLTFExporter, and the ones that need Web Crypto (uuid, nanoid, crypto-js), at the
+ * versions the lockfile pins (devDependencies of this package).
  *
  * Each check is one function in fixtures/libraries/cases.ts, called in this process with the
  * package imported normally, and evaluated from its source in the sandbox with the library's
@@ -36,6 +37,9 @@ const PINNED: Record<string, string> = {
   dagre: '0.8.5',
   pptxgenjs: '4.0.1',
   three: '0.187.0',
+  uuid: '14.0.3',
+  nanoid: '6.0.2',
+  'crypto-js': '4.2.0',
 };
 
 /** The guest's clock and Math.random are frozen, so a run is reproducible. */
@@ -172,3 +176,62 @@ test('three: GLTFExporter writes the same glTF JSON and the same GLB', async (t)
   t.true(actual.glb instanceof Uint8Array);
   t.deepEqual(actual.glb, expected.glb);
 });
+
+/**
+ * ES modules of an installed package for the guest: a resolver for its relative imports and a
+ * loader reading its files, so the package's own browser build runs unchanged.
+ */
+function servePackage(rt: IsolatedRuntime, name: string, entry: string): void {
+  const prefix = `${name}/`;
+  rt.setModuleResolver((specifier, referrer) => {
+    if (specifier === name) return prefix + entry;
+    if (!specifier.startsWith('.') || !referrer.startsWith(prefix)) return undefined;
+    return prefix + new URL(specifier, `file:///${referrer.slice(prefix.length)}`).pathname.slice(1);
+  });
+  rt.setModuleLoader((specifier) => (specifier.startsWith(prefix) ? packageFile(name, specifier.slice(prefix.length)) : undefined));
+}
+
+test('uuid (its ES modules, unchanged): v4 and v7 from crypto.getRandomValues, seeded by the frozen clock; v5 the same as in Node', async (t) => {
+  const uuid = await importPackage('uuid');
+  const run = (seedOptions: IsolatedRuntimeOptions) =>
+    inSandbox(
+      t,
+      [],
+      async (rt) => {
+        servePackage(rt, 'uuid', 'dist/index.js');
+        const { out } = await rt.evalModule(
+          `import { v4, v5, v7, validate, version } from 'uuid'; const a = v4(); const b = v7(); export const out = [a, validate(a), version(a), version(b), v5('hello', v5.URL), crypto.randomUUID()];`,
+        );
+        return out as [string, boolean, number, number, string, string];
+      },
+      seedOptions,
+    );
+  const first = await run({});
+  t.regex(first[0], /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  t.deepEqual(first.slice(1, 4), [true, 4, 7]);
+  t.is(first[4], uuid.v5('hello', uuid.v5.URL), 'v5 (SHA-1, no randomness) is the same as in Node');
+  t.deepEqual(await run({}), first, 'the frozen clock and seed make every random draw reproducible');
+  t.not((await run({ clock: { at: '2026-01-01T00:00:00Z', seed: 8 } }))[0], first[0], 'another seed, another UUID');
+});
+
+test('nanoid (its browser ES module): ids from crypto.getRandomValues, of the default alphabet and size', async (t) => {
+  const ids = await inSandbox(t, [], async (rt) => {
+    servePackage(rt, 'nanoid', 'index.browser.js');
+    const { out } = await rt.evalModule(`import { nanoid, customAlphabet } from 'nanoid'; export const out = [nanoid(), nanoid(), customAlphabet('abc', 8)()];`);
+    return out as [string, string, string];
+  });
+  t.regex(ids[0], /^[A-Za-z0-9_-]{21}$/);
+  t.not(ids[0], ids[1]);
+  t.regex(ids[2], /^[abc]{8}$/);
+});
+
+test('crypto-js: AES with a passphrase (a random salt from crypto.getRandomValues) encrypts in the sandbox, and Node decrypts it', async (t) => {
+  const CryptoJS = require('crypto-js') as { AES: { decrypt(c: string, p: string): { toString(e: unknown): string } }; enc: { Utf8: unknown }; SHA256(s: string): { toString(): string } };
+  const [ciphertext, hash, random] = await inSandbox(t, [packageFile('crypto-js', 'crypto-js.js')], async (rt) =>
+    (await rt.eval('[CryptoJS.AES.encrypt("attack at dawn", "passphrase").toString(), CryptoJS.SHA256("abc").toString(), CryptoJS.lib.WordArray.random(16).sigBytes]')) as [string, string, number],
+  );
+  t.is(CryptoJS.AES.decrypt(ciphertext, 'passphrase').toString(CryptoJS.enc.Utf8), 'attack at dawn');
+  t.is(hash, CryptoJS.SHA256('abc').toString());
+  t.is(random, 16);
+});
+
