@@ -40,6 +40,8 @@ const PINNED: Record<string, string> = {
   uuid: '14.0.3',
   nanoid: '6.0.2',
   'crypto-js': '4.2.0',
+  jszip: '3.10.2',
+  lodash: '4.18.1',
 };
 
 /** The guest's clock and Math.random are frozen, so a run is reproducible. */
@@ -233,5 +235,33 @@ test('crypto-js: AES with a passphrase (a random salt from crypto.getRandomValue
   t.is(CryptoJS.AES.decrypt(ciphertext, 'passphrase').toString(CryptoJS.enc.Utf8), 'attack at dawn');
   t.is(hash, CryptoJS.SHA256('abc').toString());
   t.is(random, 16);
+});
+
+test("JSZip's own browser build (jszip.min.js): a zip made in the sandbox is the archive Node reads, and the sandbox reads it back", async (t) => {
+  const [zip, back] = await inSandbox(t, [packageFile('jszip', 'dist/jszip.min.js')], async (rt) =>
+    (await rt.eval(`(async () => {
+      const zip = new JSZip();
+      zip.file('hello.txt', 'Hello, world');
+      zip.folder('data').file('n.json', JSON.stringify({ n: 42 }));
+      const bytes = await zip.generateAsync({ type: 'uint8array', compression: 'DEFLATE' });
+      const again = await JSZip.loadAsync(bytes);
+      return [bytes, await again.file('data/n.json').async('string')];
+    })()`)) as [Uint8Array, string],
+  );
+  const entries = unzip(zip);
+  t.is(entries.get('hello.txt')?.toString('utf8'), 'Hello, world');
+  t.is(entries.get('data/n.json')?.toString('utf8'), '{"n":42}');
+  t.is(back, '{"n":42}');
+});
+
+test('lodash loaded by the guest under strictEval: it finds the global through self, with no Function("return this")', async (t) => {
+  const out = await inSandbox(
+    t,
+    [],
+    async (rt) => rt.eval(`${packageFile('lodash', 'lodash.js')}\n;[_.chunk([1, 2, 3, 4, 5], 2), _.sortBy([3, 1, 2]), _.groupBy(['one', 'two', 'three'], 'length'), (() => { try { _.template('x'); return 'compiled'; } catch (e) { return e.name; } })()]`),
+    { strictEval: true },
+  );
+  const lodash = require('lodash') as { chunk: (a: unknown[], n: number) => unknown; sortBy: (a: unknown[]) => unknown; groupBy: (a: unknown[], k: string) => unknown };
+  t.deepEqual(out, [lodash.chunk([1, 2, 3, 4, 5], 2), lodash.sortBy([3, 1, 2]), lodash.groupBy(['one', 'two', 'three'], 'length'), 'EvalError'], 'only _.template, which compiles code, is refused');
 });
 
