@@ -13,9 +13,9 @@ import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
 import { createRequire } from 'node:module';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { InvalidOption, IsolatedRuntime, JsError, SandboxPool, stripTypes, type ExecutionResult, type IsolatedRuntimeOptions } from '@strata/runtime';
+import { InvalidOption, IsolatedRuntime, SandboxPool, type ExecutionResult, type IsolatedRuntimeOptions } from '@strata/runtime';
 import { fromTaggedJson, type JsonValue } from '@strata/wire';
-import { prepareCell } from './cell-code.js';
+import { executeCell } from './cell-code.js';
 import { describeThrown, recordable } from './describe.js';
 import { JournalError, SessionLimitExceeded, SessionStateError } from './errors.js';
 import {
@@ -356,19 +356,25 @@ export class AgentSandbox {
 
   // --- the cell ------------------------------------------------------------------------------
 
-  /** Runs a recorded cell's code (its types stripped first when it is TypeScript): a refusal to strip is the cell's SyntaxError, as a replay meets it again. */
-  async #runCode(rt: IsolatedRuntime, record: CellRecord): Promise<ExecutionResult> {
-    const filename = `cell-${record.cell}`;
-    let code = record.code;
-    if (record.language === 'typescript') {
-      try {
-        code = stripTypes(code, filename);
-      } catch (error) {
-        if (!(error instanceof JsError)) throw error;
-        return { status: 'error', stdout: '', stderr: '', result: undefined, error: error.message.replace(/^SyntaxError: /, ''), errorType: 'SyntaxError', truncated: false };
-      }
+  /**
+   * Runs `running`'s cell, live or replayed: its code, then its tool calls. A cell ends when its
+   * code has and every tool call it made has (up to maxHostWait: `unsettled` past it), so their
+   * outcomes are journaled within it; after a stop that no replay could find again, nobody needs
+   * them. A divergence closes the session and is thrown.
+   */
+  async #performCell(rt: IsolatedRuntime, running: Running): Promise<{ outcome: ExecutionResult; unsettled: boolean }> {
+    this.#running = running;
+    let outcome: ExecutionResult;
+    let unsettled = false;
+    try {
+      outcome = await executeCell(rt, running.record.code, running.record.language ?? 'javascript', `cell-${running.record.cell}`);
+      if (!rt.closed && !LOST.has(outcome.errorType ?? '')) unsettled = !(await settledWithin(running.inflight, this.#settleWaitMs));
+    } finally {
+      running.ended = true;
+      this.#running = undefined;
     }
-    return rt.execute(prepareCell(code), { filename });
+    if (running.divergence !== undefined) throw await this.#fail(running.divergence);
+    return { outcome, unsettled };
   }
 
   /** The result of a cell that does not type-check (it is not run, nor journaled), or undefined when it checks. */
@@ -417,19 +423,7 @@ export class AgentSandbox {
   async #runCell(record: CellRecord, mode: { replayUntil: number; resumeAt: number | undefined; onEvent: RunOptions['onEvent'] }): Promise<CellResult> {
     const running: Running = { record, ...mode, index: 0, live: mode.replayUntil === 0, stopped: false, ended: false, divergence: undefined, replaying: false, limit: undefined, inflight: new Set(), executions: new Set() };
     const rt = this.#rt!;
-    this.#running = running;
-    let outcome: ExecutionResult;
-    let unsettled = false;
-    try {
-      outcome = await this.#runCode(rt, record);
-      // A cell ends when its code has and every tool call it made has, so their outcomes are
-      // journaled within it; after a stop that no replay could find again, nobody needs them.
-      if (!rt.closed && !LOST.has(outcome.errorType ?? '')) unsettled = !(await settledWithin(running.inflight, this.#settleWaitMs));
-    } finally {
-      running.ended = true;
-      this.#running = undefined;
-    }
-    if (running.divergence !== undefined) throw await this.#fail(running.divergence);
+    const { outcome, unsettled } = await this.#performCell(rt, running);
     const calls = record.calls.map(toolCall);
     if (running.stopped) {
       record.status = 'awaiting-approval';
@@ -676,17 +670,7 @@ export class AgentSandbox {
   async #replay(cell: CellRecord): Promise<void> {
     const recorded = { status: cell.status, result: cell.result, error: cell.error, calls: cell.calls.length };
     const running: Running = { record: cell, replayUntil: cell.calls.length, resumeAt: undefined, onEvent: undefined, index: 0, live: false, stopped: false, ended: false, divergence: undefined, replaying: true, limit: undefined, inflight: new Set(), executions: new Set() };
-    const rt = this.#rt!;
-    this.#running = running;
-    let outcome: ExecutionResult;
-    try {
-      outcome = await this.#runCode(rt, cell);
-      if (!rt.closed) await Promise.allSettled(running.inflight);
-    } finally {
-      running.ended = true;
-      this.#running = undefined;
-    }
-    if (running.divergence !== undefined) throw await this.#fail(running.divergence);
+    const { outcome } = await this.#performCell(this.#rt!, running);
     if (outcome.status === 'error' && LOST.has(outcome.errorType ?? '')) {
       this.#stale = true;
       throw new SessionStateError(`replaying the journal in a fresh worker failed at cell ${cell.cell}: ${outcome.errorType}: ${outcome.error}`);

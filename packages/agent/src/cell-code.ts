@@ -10,6 +10,7 @@
  * @module
  */
 import { parse, type Node } from 'acorn';
+import { JsError, stripTypes, type ExecutionResult } from '@strata/runtime';
 
 /**
  * Cells longer than this run as written, without the rewrite: acorn's scope tracking is quadratic
@@ -30,6 +31,28 @@ export function prepareCell(code: string): string {
   }
   if (!hasTopLevelAwait(program)) return code;
   return wrapAsync(code, program);
+}
+
+/** What can run a cell: an `IsolatedRuntime` or a `Runtime`. */
+export interface CellRunner {
+  execute(code: string, options: { filename: string }): Promise<ExecutionResult>;
+}
+
+/**
+ * Runs a cell: its types stripped first when it is TypeScript (TypeScript that cannot be stripped
+ * is the cell's SyntaxError, as the guest's own parser would report it), then {@link prepareCell}.
+ */
+export async function executeCell(runner: CellRunner, code: string, language: 'javascript' | 'typescript', filename: string): Promise<ExecutionResult> {
+  let js = code;
+  if (language === 'typescript') {
+    try {
+      js = stripTypes(code, filename);
+    } catch (error) {
+      if (!(error instanceof JsError)) throw error;
+      return { status: 'error', stdout: '', stderr: '', result: undefined, error: error.message.replace(/^SyntaxError: /, ''), errorType: 'SyntaxError', truncated: false };
+    }
+  }
+  return runner.execute(prepareCell(js), { filename });
 }
 
 interface AnyNode extends Node {

@@ -13,7 +13,7 @@ import { jsonSchema, tool, type Tool, type ToolExecutionOptions } from 'ai';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { InvalidOption, IsolatedRuntime, SandboxPool, type Runtime } from '@strata/runtime';
 import { toTaggedJson, type JsonValue } from '@strata/wire';
-import { prepareCell } from './cell-code.js';
+import { executeCell } from './cell-code.js';
 import { normalizeCode } from './normalize-code.js';
 import { ToolBridge, type ToolCallReceipt } from './tool-bridge.js';
 
@@ -168,7 +168,7 @@ async function run(bridges: readonly ToolBridge[], start: StartRuntime, input: C
   try {
     if (aborted()) return failure('AbortError', 'the generation was aborted before the code ran', calls);
     for (const bridge of bridges) await bridge.bind(runtime, { onCall: (receipt) => calls.push(receipt) });
-    const outcome = await runtime.execute(prepareCell(normalizeCode(input.code)), { filename: 'code' });
+    const outcome = await executeCell(runtime, normalizeCode(input.code), 'javascript', 'code');
     if (outcome.status === 'error' && aborted()) return { ...failure('AbortError', 'the generation was aborted: the run was stopped', calls), stdout: outcome.stdout, stderr: outcome.stderr };
     return {
       status: outcome.status,

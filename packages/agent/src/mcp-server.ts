@@ -15,10 +15,10 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { InvalidOption, JsError, SandboxPool, stripTypes, type IsolatedRuntime, type SandboxMode } from '@strata/runtime';
+import { InvalidOption, SandboxPool, type IsolatedRuntime, type SandboxMode } from '@strata/runtime';
 import { toTaggedJson } from '@strata/wire';
 import { AgentSandbox } from './agent-sandbox.js';
-import { prepareCell } from './cell-code.js';
+import { executeCell } from './cell-code.js';
 import { normalizeCode } from './normalize-code.js';
 import { formatDiagnostics, typecheck } from './typecheck.js';
 import { mcpTools, type McpServerCommand, type McpTools } from './mcp-tools.js';
@@ -199,16 +199,7 @@ async function runFresh(pool: SandboxPool, bridges: readonly ToolBridge[], code:
   const rt: IsolatedRuntime = await pool.checkout();
   try {
     for (const bridge of bridges) await bridge.bind(rt, { onCall: (receipt) => calls.push(receipt) });
-    let js = code;
-    if (language === 'typescript') {
-      try {
-        js = stripTypes(code, 'execute');
-      } catch (error) {
-        if (!(error instanceof JsError)) throw error;
-        return answer({ status: 'error', result: undefined, stdout: '', stderr: '', error: error.message.replace(/^SyntaxError: /, ''), errorType: 'SyntaxError', truncated: false, calls });
-      }
-    }
-    const outcome = await rt.execute(prepareCell(js), { filename: 'execute' });
+    const outcome = await executeCell(rt, code, language, 'execute');
     return answer({ ...outcome, calls });
   } finally {
     await rt.close();

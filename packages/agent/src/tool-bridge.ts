@@ -125,6 +125,7 @@ export class ToolBridge {
   /** The global the guest reaches the tools by. */
   readonly namespace: string;
   readonly #entries: ReadonlyMap<string, Entry>;
+  #declarations: string | undefined;
 
   constructor(options: ToolBridgeOptions) {
     if (options === null || typeof options !== 'object') throw new InvalidOption('ToolBridge options must be an object ({ namespace?, tools })');
@@ -159,7 +160,8 @@ export class ToolBridge {
 
   /** TypeScript declarations of the namespace, for the model's prompt (`declare const tools: { … }`). They compile with `tsc`. */
   declarations(): string {
-    return renderDeclarations(
+    // The tools do not change: rendered once (a type check asks for them on every cell).
+    return (this.#declarations ??= renderDeclarations(
       this.namespace,
       [...this.#entries.values()].map((e) => ({
         name: e.name,
@@ -167,7 +169,7 @@ export class ToolBridge {
         ...(e.input === undefined ? {} : { inputSchema: e.inputJsonSchema ?? {} }),
         ...(e.outputJsonSchema === undefined ? {} : { outputSchema: e.outputJsonSchema }),
       })),
-    );
+    ));
   }
 
   /**

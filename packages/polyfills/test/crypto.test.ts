@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import test from 'ava';
 import { ENTROPY_GLOBAL } from '../src/index.js';
-import { createSandbox, type Sandbox, type SandboxOptions } from './helpers/isolate.js';
+import { createSandbox, NO_CODE_GENERATION, type Sandbox, type SandboxOptions } from './helpers/isolate.js';
 
 // crypto, Crypto and SubtleCrypto as the guest sees them. `thrown(fn)` gives the name of what `fn`
 // throws (a DOMException's name, or the error class), or 'none'.
@@ -15,14 +15,6 @@ const ENTROPY = `{
   globalThis.${ENTROPY_GLOBAL} = (n) => { entropyCalls.push(n); const a = new Uint8Array(n); for (let i = 0; i < n; i++) a[i] = next++ & 255; return a; };
 }`;
 
-// Code generation off before the bootstrap runs, as a Runtime with strictEval has it (as in url.test.ts).
-const NO_EVAL = `
-  const no = () => { throw new EvalError('code generation is disabled'); };
-  globalThis.eval = no;
-  for (const F of [Function, async function () {}.constructor, function* () {}.constructor]) {
-    Object.defineProperty(F.prototype, 'constructor', { value: no });
-  }
-  globalThis.Function = no;`;
 
 async function sandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const s = await createSandbox(options);
@@ -127,7 +119,7 @@ async function digest(s: Sandbox, expression: string): Promise<string> {
   return outcome.value!;
 }
 
-for (const [mode, before] of [['', ''], [' (no eval)', NO_EVAL]] as const) {
+for (const [mode, before] of [['', ''], [' (no eval)', NO_CODE_GENERATION]] as const) {
   test(`digest: FIPS 180 vectors 'abc' and '' for each algorithm${mode}`, async (t) => {
     const s = await withEntropy(t, before);
     for (const [name, node] of ALGORITHMS) {

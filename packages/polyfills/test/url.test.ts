@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { LAZY_GLOBALS } from '../src/index.js';
-import { createSandbox, type Sandbox, type SandboxOptions } from './helpers/isolate.js';
+import { createSandbox, NO_CODE_GENERATION, type Sandbox, type SandboxOptions } from './helpers/isolate.js';
 
 // Conformance of URL, URLSearchParams and URLPattern as the guest sees them, written from the
 // WHATWG URL and URLPattern standards. Each case is [what, guest expression, expected value];
@@ -149,14 +149,6 @@ const SUITES: Record<string, Case[]> = {
   'global scope': GLOBALS,
 };
 
-// Code generation off before the bootstrap runs, as a Runtime with strictEval has it.
-const NO_EVAL = `
-  const no = () => { throw new EvalError('code generation is disabled'); };
-  globalThis.eval = no;
-  for (const F of [Function, async function () {}.constructor, function* () {}.constructor]) {
-    Object.defineProperty(F.prototype, 'constructor', { value: no });
-  }
-  globalThis.Function = no;`;
 
 async function sandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const s = await createSandbox(options);
@@ -164,7 +156,7 @@ async function sandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   return s;
 }
 
-for (const [mode, options] of [['', {}], [' (no eval)', { before: NO_EVAL }]] as const) {
+for (const [mode, options] of [['', {}], [' (no eval)', { before: NO_CODE_GENERATION }]] as const) {
   for (const [suite, cases] of Object.entries(SUITES)) {
     test(`${suite}${mode}`, async (t) => {
       const s = await sandbox(options);

@@ -5,6 +5,7 @@
 import test from 'ava';
 import { InvalidOption, IsolatedRuntime, SandboxPool, SandboxUnavailable, type LayerDescriptor } from '../src/index.js';
 import { checkNoLeaks, childPids } from './helpers/leaks.js';
+import { warningsDuring } from './helpers/warnings.js';
 
 checkNoLeaks(test);
 
@@ -16,20 +17,6 @@ const emptyroot: LayerDescriptor = { module: '@strata/layer-emptyroot/layer' };
 const landlock: LayerDescriptor = { module: '@strata/layer-landlock/layer' };
 const seccomp: LayerDescriptor = { module: '@strata/layer-seccomp/layer' };
 const names = (rt: IsolatedRuntime) => rt.report.layers.map((l) => l.name);
-
-/** The process warnings (code and message) emitted while `run` runs. */
-async function warningsDuring<T>(run: () => Promise<T>): Promise<{ value: T; warnings: { code: string | undefined; message: string }[] }> {
-  const warnings: { code: string | undefined; message: string }[] = [];
-  const listener = (warning: Error & { code?: string }) => warnings.push({ code: warning.code, message: warning.message });
-  process.on('warning', listener);
-  try {
-    const value = await run();
-    await new Promise((resolve) => setImmediate(resolve));
-    return { value, warnings };
-  } finally {
-    process.off('warning', listener);
-  }
-}
 
 maybe("require with layers: [clock]: the clock joins the defaults, and the OS sandbox is in force", async (t) => {
   const { value: rt, warnings } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'require', prewarm: false, layers: [clock] }));

@@ -3,6 +3,7 @@ import test from 'ava';
 import { IsolatedRuntime, InvalidOption, LayerConfigError, LayerFailed, SandboxUnavailable, type LayerDescriptor } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 import { layerPathOf } from '../src/layers/pipeline.js';
+import { warningsDuring } from './helpers/warnings.js';
 
 checkNoLeaks(test);
 
@@ -14,20 +15,6 @@ const layer = (options: Record<string, unknown>, requirement?: LayerDescriptor['
   options,
   ...(requirement === undefined ? {} : { requirement }),
 });
-
-/** Collects the process warnings emitted while `run` runs. */
-async function warningsDuring<T>(run: () => Promise<T>): Promise<{ value: T; warnings: string[] }> {
-  const warnings: string[] = [];
-  const listener = (warning: Error) => warnings.push(warning.message);
-  process.on('warning', listener);
-  try {
-    const value = await run();
-    await new Promise((resolve) => setImmediate(resolve));
-    return { value, warnings };
-  } finally {
-    process.off('warning', listener);
-  }
-}
 
 test('a third-party layer outside node_modules works beside the default layers: they grant and bind its directory themselves', async (t) => {
   const example = ((await import(EXAMPLE_PACKAGE)) as { default: (o?: object) => LayerDescriptor }).default;
@@ -77,7 +64,7 @@ test("require: a probe gap refuses the start before any layer is applied, naming
 });
 
 test('auto: the same gaps start with a process warning naming each missing layer', async (t) => {
-  const { value: rt, warnings } = await warningsDuring(() =>
+  const { value: rt, warnings: seen } = await warningsDuring(() =>
     IsolatedRuntime.start({ sandbox: 'auto', replaceDefaultLayers: true, layers: [layer({ name: 'whole' }), layer({ name: 'half', probe: 'partial' }), layer({ name: 'gone', probe: 'none' })] }),
   );
   await using _ = rt;
@@ -89,6 +76,7 @@ test('auto: the same gaps start with a process warning naming each missing layer
       ['gone', 'auto', 'none', 'skipped'],
     ],
   );
+  const warnings = seen.map((w) => w.message);
   t.true(warnings.some((w) => /half is only partly in force: half-other-thing/.test(w)), warnings.join('\n'));
   t.true(warnings.some((w) => /gone is not in force: gone-other-thing/.test(w)), warnings.join('\n'));
   t.deepEqual(await rt.eval('appliedLayers'), ['whole', 'half']);

@@ -59,6 +59,15 @@ const TRACK = `((value) => {
   );
 })`;
 
+/** A `before` script that turns code generation off before the bootstrap runs, as a Runtime with strictEval has it. */
+export const NO_CODE_GENERATION = `
+  const no = () => { throw new EvalError('code generation is disabled'); };
+  globalThis.eval = no;
+  for (const F of [Function, async function () {}.constructor, function* () {}.constructor]) {
+    Object.defineProperty(F.prototype, 'constructor', { value: no });
+  }
+  globalThis.Function = no;`;
+
 export interface SandboxOptions {
   /** Code run before the bootstrap (e.g. to disable eval). */
   before?: string;
