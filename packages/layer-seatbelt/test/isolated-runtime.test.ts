@@ -8,19 +8,10 @@ import { offMac, onMac } from './when.js';
 
 const GAP = `Seatbelt is macOS only (this is ${process.platform})`;
 
-/** Collects the process warnings emitted while `run` runs. */
-async function warningsDuring<T>(run: () => Promise<T>): Promise<{ value: T; warnings: string[] }> {
-  const warnings: string[] = [];
-  const listener = (warning: Error) => warnings.push(warning.message);
-  process.on('warning', listener);
-  try {
-    const value = await run();
-    await new Promise((resolve) => setImmediate(resolve));
-    return { value, warnings };
-  } finally {
-    process.off('warning', listener);
-  }
-}
+// The runtime's own test helper (compiled beside its tests in this repository).
+const { warningsDuring } = (await import(new URL('../../../runtime/dist/test/helpers/warnings.js', import.meta.url).href)) as {
+  warningsDuring: <T>(run: () => Promise<T>) => Promise<{ value: T; warnings: { message: string }[] }>;
+};
 
 offMac("sandbox 'require' with the Seatbelt layer off macOS: refused with SandboxUnavailable naming seatbelt", async (t) => {
   const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', prewarm: false, layers: [seatbelt()] }), { instanceOf: SandboxUnavailable });
@@ -32,7 +23,8 @@ offMac("sandbox 'require' with the Seatbelt layer off macOS: refused with Sandbo
 
 offMac("sandbox 'auto' off macOS: starts with a warning naming seatbelt; not in force, not self-tested; guest code works", async (t) => {
   // Alone: on Linux the default layers would otherwise be in force beside it.
-  const { value: rt, warnings } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, replaceDefaultLayers: true, layers: [seatbelt()] }));
+  const { value: rt, warnings: seen } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, replaceDefaultLayers: true, layers: [seatbelt()] }));
+  const warnings = seen.map((w) => w.message);
   try {
     t.true(warnings.some((w) => w.includes(`seatbelt is not in force: ${GAP}`)), warnings.join('\n'));
     t.is(rt.sandbox, 'none');
