@@ -14,8 +14,23 @@ export const REDACTED_HOST_ERROR = 'host function failed';
 const MAX_NAME_CHARS = 100;
 const MAX_MESSAGE_CHARS = 8192;
 
+/**
+ * An error Strata itself writes for the guest (a refused `fetch`, say): its message is shown
+ * whatever `redactHostErrors` says, under the name the guest's code expects. Never made from a
+ * host function's own error, whose message may hold what the guest must not see.
+ */
+export class GuestFacingError extends Error {
+  readonly guestName: string;
+
+  constructor(guestName: 'TypeError' | 'AbortError', message: string) {
+    super(message);
+    this.guestName = guestName;
+  }
+}
+
 /** The class name and message the guest sees for `thrown`. Never throws. */
 export function describeHostError(thrown: unknown, redact: boolean): { name: string; message: string } {
+  if (!types.isProxy(thrown) && thrown instanceof GuestFacingError) return { name: thrown.guestName, message: errorMessage(thrown) };
   const name = errorName(thrown);
   if (redact) return { name, message: REDACTED_HOST_ERROR };
   return { name, message: errorMessage(thrown) };

@@ -37,6 +37,11 @@ export type { RuntimeOptions, ResolvedRuntimeOptions, OptionalGlobal } from './o
 export type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
 export type { ExecutionResult } from './execution-result.js';
 export { stripTypes } from './typescript-input.js';
+export { egressHandler } from './egress/guest-fetch.js';
+export type { EgressContext, EgressHandler, EgressHandlerOptions } from './egress/guest-fetch.js';
+export type { EgressPolicy } from './egress/egress-policy.js';
+export type { EgressRequest, ResolvedAddress } from './egress/check-request.js';
+export type { EgressResponse, HostLookup } from './egress/perform-request.js';
 export type { Transferable } from './values.js';
 export {
   StrataError,
@@ -52,8 +57,10 @@ export {
   WorkerCrashed,
   SandboxUnavailable,
   CrashBudgetExceeded,
+  EgressRefused,
+  EgressFailed,
 } from './errors.js';
-export type { StrataErrorCode, CrashReason, LayerHook } from './errors.js';
+export type { StrataErrorCode, CrashReason, LayerHook, EgressRule, EgressFailure } from './errors.js';
 export { LayerFailed, LayerConfigError } from './errors.js';
 // Layers as an application passes and reads them; what a layer author needs is in
 // `@strata/runtime/layers`.

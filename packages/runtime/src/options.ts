@@ -1,3 +1,5 @@
+import type { EgressPolicy } from './egress/egress-policy.js';
+import { resolveEgressOption, type EgressHandler } from './egress/guest-fetch.js';
 import { InvalidOption } from './errors.js';
 
 /** Globals removed from the guest by default; list one in `allowGlobals` to keep it. */
@@ -34,6 +36,13 @@ export interface RuntimeOptions {
   maxResultBytes?: number;
   /** The guest sees a host function's error class but only "host function failed" as its message. Default true. */
   redactHostErrors?: boolean;
+  /**
+   * What the guest's `fetch` (from `WEB_POLYFILLS`) may reach: a policy, performed by the host
+   * (`{ allow: ['https://api.example.com/v1/*'], methods, headers, maxResponseBytes, timeoutMs, … }`,
+   * see {@link EgressPolicy}), or your own {@link EgressHandler}. Without it the guest's `fetch`
+   * rejects, saying why. Default none.
+   */
+  egress?: EgressPolicy | EgressHandler;
 }
 
 /** {@link RuntimeOptions} with every default filled in, as `Runtime.options` gives them. */
@@ -47,6 +56,8 @@ export interface ResolvedRuntimeOptions {
   maxOutputBytes: number;
   maxResultBytes: number;
   redactHostErrors: boolean;
+  /** The `egress` option as the handler that answers the guest's `fetch` (a policy becomes `egressHandler(policy)`). */
+  egress: EgressHandler | undefined;
 }
 
 const MiB = 1024 * 1024;
@@ -62,6 +73,7 @@ export const DEFAULT_RUNTIME_OPTIONS: Readonly<ResolvedRuntimeOptions> = Object.
   maxOutputBytes: 64 * 1024,
   maxResultBytes: MiB,
   redactHostErrors: true,
+  egress: undefined,
 });
 
 const KNOWN_KEYS = new Set(Object.keys(DEFAULT_RUNTIME_OPTIONS));
@@ -125,5 +137,6 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     maxOutputBytes: options.maxOutputBytes === undefined ? d.maxOutputBytes : positive('maxOutputBytes', options.maxOutputBytes),
     maxResultBytes: options.maxResultBytes === undefined ? d.maxResultBytes : positive('maxResultBytes', options.maxResultBytes),
     redactHostErrors: options.redactHostErrors === undefined ? d.redactHostErrors : bool('redactHostErrors', options.redactHostErrors),
+    egress: resolveEgressOption(options.egress),
   });
 }

@@ -21,6 +21,7 @@ import { execute, type ExecutionResult } from './execution-result.js';
 import { guestPrelude } from './guest/prelude.js';
 import { GuestDeadline } from './guest-deadline.js';
 import { encodedSize } from './encoded-size.js';
+import { answerGuestFetch, FETCH_GLOBAL, type EgressHandler } from './egress/guest-fetch.js';
 import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
 import { assertTransferable, MAX_VALUE_NODES } from './values.js';
@@ -210,6 +211,7 @@ export class Runtime implements AsyncDisposable {
   readonly #deliveries: Delivery[] = [];
   #wakeDriver: (() => void) | undefined;
   #inflightHostCalls = 0;
+  readonly #egressAbort = new AbortController();
   #nextId = 1;
   #queue: Promise<unknown> = Promise.resolve();
   #queued = 0;
@@ -285,6 +287,7 @@ export class Runtime implements AsyncDisposable {
     const runtime = new Runtime(resolved);
     try {
       runtime.#offerEntropy();
+      if (resolved.egress !== undefined) runtime.#offerFetch(resolved.egress);
       for (const [index, source] of resolved.bootstrap.entries()) {
         await runtime.#run(async (budget) => {
           const script = compileBootstrap(runtime.#isolate, source, `strata:bootstrap-${index}`);
@@ -294,8 +297,8 @@ export class Runtime implements AsyncDisposable {
       const removeGlobals: string[] = (['SharedArrayBuffer', 'Atomics', 'WeakRef', 'FinalizationRegistry'] as const).filter(
         (name) => !resolved.allowGlobals.includes(name),
       );
-      // Whatever no bootstrap took: guest code never sees the host's entropy source.
-      removeGlobals.push(ENTROPY_GLOBAL);
+      // Whatever no bootstrap took: guest code never sees the host's entropy source or fetch transport.
+      removeGlobals.push(ENTROPY_GLOBAL, FETCH_GLOBAL);
       const loop = runtime.#enterBounded('Runtime.start', () =>
         runtime.#internals.finalize.applySync(undefined, [new ivm.ExternalCopy(removeGlobals).copyInto()], { result: { reference: true } }),
       ) as IsolatedVm.Reference;
@@ -325,6 +328,19 @@ export class Runtime implements AsyncDisposable {
       return randomFillSync(new Uint8Array(byteLength));
     };
     this.#enterBounded('Runtime.start', () => this.#context.global.setSync(ENTROPY_GLOBAL, new ivm.Callback(entropy)));
+  }
+
+  /**
+   * Offers the bootstrap scripts `globalThis.__strataFetch(request)`: an async host function
+   * that answers with `egress` (`WEB_POLYFILLS`' `fetch` captures it and deletes the global; the
+   * finalize step deletes it otherwise). Not a binding: `revoke` cannot reach it and a later
+   * `bindFunction` of the same name does not replace what the bootstrap captured. Requests in
+   * flight are aborted when the runtime closes.
+   */
+  #offerFetch(egress: EgressHandler): void {
+    const answer = (request: unknown) => answerGuestFetch(egress, request, this.#egressAbort.signal, this.#options.redactHostErrors);
+    this.#bindGlobal(FETCH_GLOBAL, answer, 'Runtime.start');
+    this.#globals.delete(FETCH_GLOBAL);
   }
 
   /** The resolved options this runtime runs with. */
@@ -722,6 +738,7 @@ export class Runtime implements AsyncDisposable {
     if (this.#closed) return;
     this.#closed = true;
     this.#closeReason = reason;
+    this.#egressAbort.abort(reason ?? new Error('the runtime is closed'));
     this.#console.stopCaptures();
     this.#wakeDriver?.();
     // Before the isolate goes: the watcher must never touch a disposed isolate.

@@ -16,7 +16,7 @@ import {
   resolveEgressPolicy,
   type AddressScope,
   type EgressPolicy,
-  type GuestRequest,
+  type EgressRequest,
   type HostLookup,
 } from '../src/egress/index.js';
 
@@ -81,7 +81,7 @@ function close(server: NetServer): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
-function get(url: string, headers: [string, string][] = [], extra: Partial<GuestRequest> = {}): GuestRequest {
+function get(url: string, headers: [string, string][] = [], extra: Partial<EgressRequest> = {}): EgressRequest {
   return { url, method: 'GET', headers, ...extra };
 }
 
@@ -161,7 +161,7 @@ const listPolicy = resolveEgressPolicy({
   maxRequestBytes: 16,
 });
 
-const mustAllow: [string, GuestRequest][] = [
+const mustAllow: [string, EgressRequest][] = [
   ['a path under the prefix', get('https://api.example.com/v1/users')],
   ['the prefix itself', get('https://api.example.com/v1/')],
   ['a query string under a matching path', get('https://api.example.com/v1/users?page=2&q=a*b')],
@@ -184,7 +184,7 @@ for (const [name, request] of mustAllow) {
   });
 }
 
-const mustDeny: [string, GuestRequest, EgressRule, RegExp?][] = [
+const mustDeny: [string, EgressRequest, EgressRule, RegExp?][] = [
   ['a path outside the list', get('https://api.example.com/v2/users'), 'allow', /not in the egress allow-list.*add a matching pattern/],
   ['the prefix without its slash', get('https://api.example.com/v1'), 'allow'],
   ['an exact path with more after it', get('https://api.example.com/status/x'), 'allow'],
@@ -215,8 +215,8 @@ const mustDeny: [string, GuestRequest, EgressRule, RegExp?][] = [
   ['a bad header name', get('https://api.example.com/v1/x', [['x a', 'b']]), 'header'],
   ['a GET with a body', { url: 'https://api.example.com/v1/x', method: 'GET', headers: [], body: new Uint8Array(1) }, 'body'],
   ['a body over maxRequestBytes', { url: 'https://api.example.com/v1/x', method: 'POST', headers: [], body: new Uint8Array(17) }, 'body', /17 bytes.*maxRequestBytes \(16\)/],
-  ['headers that are not pairs', { url: 'https://api.example.com/v1/x', method: 'GET', headers: [['a']] } as unknown as GuestRequest, 'request'],
-  ['a body that is not bytes', { url: 'https://api.example.com/v1/x', method: 'POST', headers: [], body: 'x' } as unknown as GuestRequest, 'request'],
+  ['headers that are not pairs', { url: 'https://api.example.com/v1/x', method: 'GET', headers: [['a']] } as unknown as EgressRequest, 'request'],
+  ['a body that is not bytes', { url: 'https://api.example.com/v1/x', method: 'POST', headers: [], body: 'x' } as unknown as EgressRequest, 'request'],
 ];
 for (const [name, request, rule, reason] of mustDeny) {
   test(`checkRequest refuses ${name}`, (t) => {
@@ -328,7 +328,7 @@ test('refused requests never reach the server: another path, another origin, .. 
   const server = await startServer(t, (_req, res) => res.end('no'));
   const other = await startServer(t, (_req, res) => res.end('no'));
   const policy = resolveEgressPolicy({ allow: [`${server.origin}/v1/*`], methods: ['GET', 'POST'], maxRequestBytes: 8, headers: { [server.origin]: { authorization: SECRET } } });
-  const cases: [GuestRequest, EgressRule][] = [
+  const cases: [EgressRequest, EgressRule][] = [
     [get(`${server.origin}/admin`), 'allow'],
     [get(`${other.origin}/v1/x`), 'allow'],
     [get(`${server.origin}/v1/../admin`), 'allow'],

@@ -21,6 +21,8 @@ const MAIN = [
   'closeDefaultRuntime',
   // TypeScript input
   'stripTypes',
+  // the guest's fetch, performed by the host under a policy
+  'egressHandler',
   // layers as an application passes them
   'defaultLayers',
   // the Node.js this needs
@@ -41,6 +43,8 @@ const MAIN = [
   'WorkerCrashed',
   'SandboxUnavailable',
   'CrashBudgetExceeded',
+  'EgressRefused',
+  'EgressFailed',
   'LayerFailed',
   'LayerConfigError',
 ].sort();

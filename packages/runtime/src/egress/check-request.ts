@@ -11,7 +11,7 @@ import { assertResolvedPolicy, NEVER_METHODS, policyHeadersFor, type ResolvedEgr
 import { forbiddenHeaderReason, isHeaderName, isHeaderValue } from './header-rules.js';
 
 /** A guest's request, as plain data from the isolate. */
-export interface GuestRequest {
+export interface EgressRequest {
   url: string;
   method: string;
   /** In order; a name may repeat. */
@@ -41,7 +41,7 @@ export interface ResolvedAddress {
  * Whether the policy allows `request`: its shape, scheme, URL, method, headers and body size.
  * DNS is the other half ({@link checkAddresses}). Never throws for a bad request: it refuses it.
  */
-export function checkRequest(policy: ResolvedEgressPolicy, request: GuestRequest): EgressDecision {
+export function checkRequest(policy: ResolvedEgressPolicy, request: EgressRequest): EgressDecision {
   assertResolvedPolicy(policy);
   const shape = shapeProblem(request);
   if (shape !== undefined) return refuse('request', `the request is malformed: ${shape}`);
@@ -118,7 +118,7 @@ function headerProblem(policy: ResolvedEgressPolicy, url: URL, headers: readonly
   return undefined;
 }
 
-function shapeProblem(request: GuestRequest): string | undefined {
+function shapeProblem(request: EgressRequest): string | undefined {
   if (request === null || typeof request !== 'object') return 'expected an object { url, method, headers, body? }';
   if (typeof request.url !== 'string') return 'url must be a string';
   if (typeof request.method !== 'string') return 'method must be a string';

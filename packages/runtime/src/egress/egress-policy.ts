@@ -40,9 +40,9 @@ export interface EgressPolicy {
    * names that address and needs no entry. Default none.
    */
   privateNetworkHosts?: readonly string[];
-  /** Largest response body; a longer one is cut off while streaming (`EgressFailed`). Default 10 MiB. */
+  /** Largest response body; a longer one is cut off while streaming (`EgressFailed`). Default 10 MiB, at most 32 MiB (it crosses to the worker in one message). */
   maxResponseBytes?: number;
-  /** Largest request body; a longer one is refused before anything is sent. Default 1 MiB. */
+  /** Largest request body; a longer one is refused before anything is sent. Default 1 MiB, at most 8 MiB (it crosses from the worker in one message). */
   maxRequestBytes?: number;
   /** Wall-clock limit of the whole request: DNS, connect, redirects, headers and body. Default 30 000. */
   timeoutMs?: number;
@@ -71,6 +71,10 @@ const MiB = 1024 * 1024;
 const KNOWN_FIELDS = ['allow', 'methods', 'headers', 'privateNetworkHosts', 'maxResponseBytes', 'maxRequestBytes', 'timeoutMs', 'maxRedirects'];
 /** Methods that are never allowed: a tunnel, or a request echoed back (with any credentials). */
 export const NEVER_METHODS: readonly string[] = Object.freeze(['CONNECT', 'TRACE', 'TRACK']);
+/** The largest `maxResponseBytes`: a response crosses from the parent to the worker in one frame (64 MiB). */
+const MAX_RESPONSE_BYTES = 32 * MiB;
+/** The largest `maxRequestBytes`: a request crosses from the worker to the parent in one frame (16 MiB). */
+const MAX_REQUEST_BYTES = 8 * MiB;
 const DEFAULT_METHODS: readonly string[] = Object.freeze(['GET', 'HEAD']);
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
@@ -92,8 +96,8 @@ export function resolveEgressPolicy(policy: unknown): ResolvedEgressPolicy {
     methods: resolveMethods(given['methods']),
     headerNames: Object.freeze(Object.fromEntries([...headers].map(([origin, pairs]) => [origin, Object.freeze(pairs.map(([name]) => name))]))),
     privateNetworkHosts: resolvePrivateHosts(given['privateNetworkHosts'], allow),
-    maxResponseBytes: limit('maxResponseBytes', given['maxResponseBytes'], 10 * MiB, 1),
-    maxRequestBytes: limit('maxRequestBytes', given['maxRequestBytes'], MiB, 0),
+    maxResponseBytes: limit('maxResponseBytes', given['maxResponseBytes'], 10 * MiB, 1, MAX_RESPONSE_BYTES),
+    maxRequestBytes: limit('maxRequestBytes', given['maxRequestBytes'], MiB, 0, MAX_REQUEST_BYTES),
     timeoutMs: limit('timeoutMs', given['timeoutMs'], 30_000, 1),
     maxRedirects: limit('maxRedirects', given['maxRedirects'], 5, 0, 20),
   });

@@ -6,7 +6,7 @@
  * @module
  */
 export { resolveEgressPolicy, NEVER_METHODS, type EgressPolicy, type ResolvedEgressPolicy } from './egress-policy.js';
-export { checkRequest, checkAddresses, type GuestRequest, type EgressDecision, type EgressRefusal, type ResolvedAddress } from './check-request.js';
+export { checkRequest, checkAddresses, type EgressRequest, type EgressDecision, type EgressRefusal, type ResolvedAddress } from './check-request.js';
 export { performRequest, type EgressResponse, type HostLookup, type PerformRequestOptions } from './perform-request.js';
 export { addressScope, type AddressScope } from './address-scope.js';
 export { REDIRECT_STATUSES } from './redirect-plan.js';

@@ -11,7 +11,7 @@ import * as https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { EgressFailed, EgressRefused } from '../errors.js';
 import { effectivePort } from './allow-pattern.js';
-import { checkAddresses, checkRequest, describeUrl, type GuestRequest, type ResolvedAddress } from './check-request.js';
+import { checkAddresses, checkRequest, describeUrl, type EgressRequest, type ResolvedAddress } from './check-request.js';
 import { assertResolvedPolicy, policyHeadersFor, type ResolvedEgressPolicy } from './egress-policy.js';
 import { planRedirect } from './redirect-plan.js';
 import { guestResponseHeaders, redact } from './response-headers.js';
@@ -48,7 +48,7 @@ const systemLookup: HostLookup = async (hostname) => (await dns.lookup(hostname,
  * sent to the refused URL; failures and limits throw `EgressFailed`. Neither ever contains a
  * credential the policy adds.
  */
-export async function performRequest(policy: ResolvedEgressPolicy, request: GuestRequest, options: PerformRequestOptions = {}): Promise<EgressResponse> {
+export async function performRequest(policy: ResolvedEgressPolicy, request: EgressRequest, options: PerformRequestOptions = {}): Promise<EgressResponse> {
   assertResolvedPolicy(policy);
   const deadline = startDeadline(policy.timeoutMs, options.signal);
   const progress: Progress = { where: '' };
@@ -66,7 +66,7 @@ interface Progress {
   where: string;
 }
 
-async function followRedirects(policy: ResolvedEgressPolicy, first: GuestRequest, options: PerformRequestOptions, signal: AbortSignal, progress: Progress): Promise<EgressResponse> {
+async function followRedirects(policy: ResolvedEgressPolicy, first: EgressRequest, options: PerformRequestOptions, signal: AbortSignal, progress: Progress): Promise<EgressResponse> {
   let request = first;
   for (let redirects = 0; ; redirects++) {
     const decision = checkRequest(policy, request);
@@ -119,7 +119,7 @@ function send(
   policy: ResolvedEgressPolicy,
   url: URL,
   method: string,
-  request: GuestRequest,
+  request: EgressRequest,
   addresses: readonly ResolvedAddress[],
   options: PerformRequestOptions,
   signal: AbortSignal,
@@ -146,7 +146,7 @@ function send(
 }
 
 /** The guest's headers (checked), then the parent's: identity encoding and the policy headers for this origin. */
-function outgoingHeaders(policy: ResolvedEgressPolicy, url: URL, request: GuestRequest): http.OutgoingHttpHeaders {
+function outgoingHeaders(policy: ResolvedEgressPolicy, url: URL, request: EgressRequest): http.OutgoingHttpHeaders {
   // A Map: a guest header may be called __proto__.
   const headers = new Map<string, string[]>();
   for (const [name, value] of request.headers) {

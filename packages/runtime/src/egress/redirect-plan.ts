@@ -5,7 +5,7 @@
  * @module
  */
 import { originKey } from './allow-pattern.js';
-import type { GuestRequest } from './check-request.js';
+import type { EgressRequest } from './check-request.js';
 import { BODY_HEADERS, CROSS_ORIGIN_DROPPED } from './header-rules.js';
 
 /** The statuses followed as redirects. */
@@ -16,7 +16,7 @@ export const REDIRECT_STATUSES: readonly number[] = Object.freeze([301, 302, 303
  * when there is nothing to follow (not a redirect, or no Location: the response is the answer),
  * a string when the Location cannot be followed.
  */
-export function planRedirect(request: GuestRequest, from: URL, status: number, location: string | undefined): GuestRequest | string | undefined {
+export function planRedirect(request: EgressRequest, from: URL, status: number, location: string | undefined): EgressRequest | string | undefined {
   if (!REDIRECT_STATUSES.includes(status) || location === undefined) return undefined;
   let to: URL;
   try {
@@ -31,7 +31,7 @@ export function planRedirect(request: GuestRequest, from: URL, status: number, l
     const lower = name.toLowerCase();
     return !(becomesGet && BODY_HEADERS.includes(lower)) && !(crossOrigin && CROSS_ORIGIN_DROPPED.includes(lower));
   });
-  const next: GuestRequest = { url: to.href, method: becomesGet ? 'GET' : request.method, headers };
+  const next: EgressRequest = { url: to.href, method: becomesGet ? 'GET' : request.method, headers };
   if (!becomesGet && request.body !== undefined) next.body = request.body;
   if (request.redirect !== undefined) next.redirect = request.redirect;
   return next;

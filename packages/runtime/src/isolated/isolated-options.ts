@@ -161,6 +161,7 @@ export const SESSION_OPTIONS = Object.freeze([
   'maxInflightHostCalls',
   'writeStallTimeout',
   'redactHostErrors',
+  'egress',
 ] as const);
 
 function limit(name: string, value: unknown, fallback: number | undefined): number | undefined {

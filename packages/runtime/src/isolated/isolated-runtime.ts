@@ -6,6 +6,7 @@ import type { ConsoleCapture, ConsoleEntry } from '../console-capture.js';
 import { ConsoleHub } from '../console-hub.js';
 import { splitFunctions } from '../bound-functions.js';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
+import { answerGuestFetch, FETCH_GLOBAL } from '../egress/guest-fetch.js';
 import { describeHostError, thenableOf } from '../host-errors.js';
 import { HeapLimitExceeded, InvalidOption, LayerConfigError, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
 import type { ExecutionResult } from '../execution-result.js';
@@ -123,6 +124,7 @@ export class IsolatedRuntime implements AsyncDisposable {
   #closed = false;
   #closeReason: StrataError | undefined;
   #closeListeners: ((reason: StrataError) => void)[] = [];
+  readonly #egressAbort = new AbortController();
 
   static {
     // For SandboxPool, in this package only (not exported from the index).
@@ -145,6 +147,10 @@ export class IsolatedRuntime implements AsyncDisposable {
     this.#report = report;
     worker.setMessageHandler((message) => this.#onMessage(message));
     worker.onExit((error) => this.#onWorkerExit(error));
+    // The guest's fetch: every worker asks here, and the egress of the options in force (a pool
+    // may set it per checkout) answers, or refuses when there is none.
+    const fetch = (request: unknown) => answerGuestFetch(this.#options.runtime.egress, request, this.#egressAbort.signal, this.#options.runtime.redactHostErrors);
+    this.#functions.set(FETCH_GLOBAL, { fn: fetch, async: true, revoked: false, returnedPromise: true });
   }
 
   /**
@@ -507,6 +513,7 @@ export class IsolatedRuntime implements AsyncDisposable {
     if (!this.#closed) {
       this.#closed = true;
       this.#closeReason = reason;
+      this.#egressAbort.abort(reason);
       this.#console.stopCaptures();
       const listeners = this.#closeListeners;
       this.#closeListeners = [];

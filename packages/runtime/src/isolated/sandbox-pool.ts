@@ -19,10 +19,10 @@ export interface SandboxPoolOptions extends Omit<IsolatedRuntimeOptions, 'prewar
   crashBudget?: CrashBudgetOptions | null;
 }
 
-/** What may change per checkout: the limits only the parent enforces, and who the run is for. */
+/** What may change per checkout: what only the parent enforces (limits, the egress policy), and who the run is for. */
 export type CheckoutOptions = Pick<
   IsolatedRuntimeOptions,
-  'requestTimeout' | 'timeoutGrace' | 'maxHostCalls' | 'maxHostWait' | 'maxInflightHostCalls' | 'writeStallTimeout' | 'redactHostErrors'
+  'requestTimeout' | 'timeoutGrace' | 'maxHostCalls' | 'maxHostWait' | 'maxInflightHostCalls' | 'writeStallTimeout' | 'redactHostErrors' | 'egress'
 > & {
   /** Whose run this is: crashes are counted per tenant against the pool's crash budget. */
   tenant?: string;
@@ -287,7 +287,7 @@ export class SandboxPool implements AsyncDisposable {
       maxHostWait: merged.maxHostWait,
       maxInflightHostCalls: merged.maxInflightHostCalls,
       writeStallTimeout: merged.writeStallTimeout,
-      runtime: { ...this.#resolved.runtime, redactHostErrors: merged.runtime.redactHostErrors },
+      runtime: { ...this.#resolved.runtime, redactHostErrors: merged.runtime.redactHostErrors, egress: merged.runtime.egress },
     };
     return { tenant, session: Object.freeze(session) };
   }

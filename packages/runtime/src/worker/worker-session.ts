@@ -1,5 +1,9 @@
 import { ProtocolError, type ErrorPayload, type Message, type MessageOf, type WireObject } from '@strata/wire';
+import type { EgressRequest } from '../egress/check-request.js';
+import { FETCH_GLOBAL } from '../egress/guest-fetch.js';
+import type { EgressResponse } from '../egress/perform-request.js';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
+import { GuestFacingError } from '../host-errors.js';
 import { HeapLimitExceeded, ModuleNotFound, StrataError } from '../errors.js';
 import { applyPipeline, type PipelineResult, type PlannedStep } from '../layers/pipeline.js';
 import type { ResolvedModule } from '../module-registry.js';
@@ -63,8 +67,11 @@ export class WorkerSession {
       cpuSecondsPerCommand?: number;
       layerSteps?: PlannedStep[];
     };
-    // The parent redacts host errors itself; the worker passes them through as they come.
-    const runtimeOptions: RuntimeOptions = { ...rest, redactHostErrors: false };
+    // The parent redacts host errors itself; the worker passes them through as they come. The
+    // guest's fetch is always answered by the parent, which holds the egress policy (or refuses,
+    // saying why): the worker has no network and never sees the policy's credentials.
+    let session: WorkerSession | undefined;
+    const runtimeOptions: RuntimeOptions = { ...rest, redactHostErrors: false, egress: (request) => session!.#fetchViaParent(request) };
     const bootstrap = typeof runtimeOptions.bootstrap === 'string' ? [runtimeOptions.bootstrap] : [...(runtimeOptions.bootstrap ?? [])];
     // The worker checks its own resident memory every 20 ms, also while the guest runs (the
     // parent checks every 50 ms from outside). Started before the layers: it opens
@@ -86,7 +93,18 @@ export class WorkerSession {
       },
     });
     const runtime = await RuntimeClass.start({ ...runtimeOptions, bootstrap: [...bootstrap, ...pipeline.contextBootstraps] });
-    return new WorkerSession(channel, runtime, watchdog, cpuSecondsPerCommand, pipeline);
+    session = new WorkerSession(channel, runtime, watchdog, cpuSecondsPerCommand, pipeline);
+    return session;
+  }
+
+  /** The guest's fetch, asked of the parent; its refusals come back as the guest should see them. */
+  async #fetchViaParent(request: EgressRequest): Promise<EgressResponse> {
+    try {
+      return (await this.#callParent(FETCH_GLOBAL, [request])) as EgressResponse;
+    } catch (error) {
+      const { name, message } = error as Error;
+      throw new GuestFacingError(name === 'AbortError' ? 'AbortError' : 'TypeError', message);
+    }
   }
 
   /** What the parent learns about this worker once it is configured. */
