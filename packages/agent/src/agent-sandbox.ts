@@ -13,7 +13,19 @@ import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
 import { createRequire } from 'node:module';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { InvalidOption, IsolatedRuntime, SandboxPool, type ExecutionResult, type IsolatedRuntimeOptions } from '@strata/runtime';
+import {
+  EgressFailed,
+  EgressRefused,
+  egressHandler,
+  InvalidOption,
+  IsolatedRuntime,
+  SandboxPool,
+  type EgressHandler,
+  type EgressRequest,
+  type EgressResponse,
+  type ExecutionResult,
+  type IsolatedRuntimeOptions,
+} from '@strata/runtime';
 import { fromTaggedJson, type JsonValue } from '@strata/wire';
 import { executeCell } from './cell-code.js';
 import { describeThrown, recordable } from './describe.js';
@@ -60,6 +72,14 @@ export interface AgentSandboxOptions extends IsolatedRuntimeOptions {
   maxValueBytes?: number;
   /** The largest journal (as JSON); a cell or call that would pass it is refused. Default 16 MiB. */
   maxJournalBytes?: number;
+  /**
+   * What the guest's `fetch` may reach, as `IsolatedRuntime`'s `egress` (a policy, or your own
+   * handler). Every request is journaled like a tool call, as the tool `fetch`: its request as the
+   * guest made it (the policy's credentials are added later, and never recorded) and the response
+   * or the refusal. A replay answers from the journal and sends nothing. With a pool, this is per
+   * session.
+   */
+  egress?: IsolatedRuntimeOptions['egress'];
 }
 
 /** Options of one {@link AgentSandbox.run} (and of `approve`/`deny`, which finish a cell). */
@@ -119,7 +139,9 @@ export const SESSION_EVENTS_CHANNEL = 'strata:agent:event';
 const sessionEvents = channel(SESSION_EVENTS_CHANNEL);
 
 const SESSION_KEYS = ['tools', 'pool', 'recover', 'maxCells', 'maxCallsPerCell', 'maxValueBytes', 'maxJournalBytes'] as const;
-const CHECKOUT_KEYS = new Set(['requestTimeout', 'timeoutGrace', 'maxHostCalls', 'maxHostWait', 'maxInflightHostCalls', 'writeStallTimeout', 'redactHostErrors', 'tenant']);
+const CHECKOUT_KEYS = new Set(['requestTimeout', 'timeoutGrace', 'maxHostCalls', 'maxHostWait', 'maxInflightHostCalls', 'writeStallTimeout', 'redactHostErrors', 'egress', 'tenant']);
+// The guest's fetch as the journal names it: a call of the tool `fetch` with the request as its one argument.
+const FETCH_TOOL = 'fetch';
 const MiB = 1024 * 1024;
 // How a cell ended that no replay could reproduce: the worker is replaced before the next cell.
 const LOST = new Set(['WorkerCrashed', 'RuntimeTimeout', 'HeapLimitExceeded', 'RuntimeClosed']);
@@ -183,6 +205,8 @@ export class AgentSandbox {
   readonly #bridges: readonly ToolBridge[];
   /** How the guest reaches the tools: globals, or the members of bridges' namespaces. */
   readonly #groups: readonly ToolGroup[];
+  /** The guest's fetch as a session tool, when the session has an egress. */
+  readonly #fetchTool: SessionTool | undefined;
   readonly #runtimeOptions: IsolatedRuntimeOptions;
   readonly #pool: SandboxPool | undefined;
   readonly #recover: 'replay' | 'never';
@@ -230,6 +254,12 @@ export class AgentSandbox {
     };
     const runtime: Record<string, unknown> = { ...options };
     for (const key of SESSION_KEYS) delete runtime[key];
+    this.#fetchTool = fetchTool(options.egress, options.redactHostErrors !== false);
+    if (this.#fetchTool !== undefined) {
+      if (this.#tools.has(FETCH_TOOL)) throw new InvalidOption('egress and a tool named fetch both answer the guest\'s fetch: give one of them');
+      // The runtime's egress is the journal: each request is a call of the tool `fetch`.
+      runtime['egress'] = (request: EgressRequest) => this.#onFetch(request);
+    }
     if (this.#pool !== undefined) {
       const fixed = Object.keys(runtime).filter((key) => !CHECKOUT_KEYS.has(key));
       if (fixed.length > 0) throw new InvalidOption(`with a pool, the workers are the pool's: ${fixed.join(', ')} cannot be set per session (set them on the pool; per session: ${[...CHECKOUT_KEYS].join(', ')})`);
@@ -459,13 +489,28 @@ export class AgentSandbox {
 
   /** The host function behind every tool wrapper in the guest. Never throws: the answer says how the call ended. */
   #onCall(name: unknown, args: unknown): Promise<Answer> {
-    const running = this.#running;
     const tool = typeof name === 'string' ? this.#tools.get(name) : undefined;
-    if (running === undefined || running.ended) return Promise.resolve(refusal('Error', 'a tool can be called only while a cell runs'));
     if (tool === undefined || !Array.isArray(args)) return Promise.resolve(refusal('TypeError', `${String(name)} is not a tool of this session`));
+    return this.#callTool(tool, args);
+  }
+
+  #callTool(tool: SessionTool, args: unknown[]): Promise<Answer> {
+    const running = this.#running;
+    if (running === undefined || running.ended) return Promise.resolve(refusal('Error', 'a tool can be called only while a cell runs'));
     const answer = this.#call(running, tool, args);
     running.inflight.add(answer);
     return answer;
+  }
+
+  /**
+   * The runtime's egress: the guest's request, journaled as a call of the tool `fetch` and
+   * answered as the journal has it (live, by the session's egress). The answer goes back to the
+   * runtime as what a handler gives: the response, or an Egress error with the recorded message.
+   */
+  async #onFetch(request: EgressRequest): Promise<EgressResponse> {
+    const answer = await this.#callTool(this.#fetchTool!, [request]);
+    if (answer.ok) return answer.value as EgressResponse;
+    throw egressErrorOf(answer.name, answer.message);
   }
 
   async #call(running: Running, tool: SessionTool, args: unknown[]): Promise<Answer> {
@@ -746,6 +791,46 @@ function layersOf(runtime: Record<string, unknown>): JsonValue {
 }
 
 const refusal = (name: string, message: string): Answer => ({ ok: false, name, message });
+
+/**
+ * The guest's fetch as a session tool: the session's egress, with every failure given a name the
+ * journal keeps and {@link egressErrorOf} turns back into the same error for the runtime, so a
+ * replayed request fails in the guest exactly as the live one did.
+ */
+function fetchTool(egress: AgentSandboxOptions['egress'], redact: boolean): SessionTool | undefined {
+  if (egress === undefined) return undefined;
+  let handler: EgressHandler;
+  if (typeof egress === 'function') handler = egress;
+  else if (egress !== null && typeof egress === 'object' && !Array.isArray(egress)) handler = egressHandler(egress);
+  else throw new InvalidOption("egress must be a policy such as { allow: ['https://api.example.com/v1/*'] }, or a function answering the guest's requests");
+  // Never aborted: a journaled request runs to its end like every tool, and a crash keeps its outcome.
+  const { signal } = new AbortController();
+  const execute = async (request: EgressRequest): Promise<EgressResponse> => {
+    try {
+      return await handler(request, { signal });
+    } catch (error) {
+      if (error instanceof EgressRefused) throw named('EgressRefused', error.message);
+      if (error instanceof EgressFailed) throw named(error.reason === 'aborted' ? 'AbortError' : 'EgressFailed', error.message);
+      // As the runtime shows a handler's own error: only its kind, unless redactHostErrors is false.
+      throw named('Error', redact ? "the host's egress handler failed" : describeThrown(error).message);
+    }
+  };
+  return { name: FETCH_TOOL, description: "the guest's fetch, under the session's egress", execute: execute as SessionTool['execute'], needsApproval: async () => false };
+}
+
+function named(name: string, message: string): Error {
+  const error = new Error(message);
+  error.name = name;
+  return error;
+}
+
+/** A recorded fetch failure as the error the runtime maps for the guest (the session's own limits fail as `EgressFailed`). */
+function egressErrorOf(name: string, message: string): Error {
+  if (name === 'EgressRefused') return new EgressRefused(message, 'request');
+  if (name === 'AbortError') return new EgressFailed(message, 'aborted');
+  if (name === 'Error') return new Error(message);
+  return new EgressFailed(message, 'network');
+}
 
 /** Whether every promise in `promises` (a set that may grow meanwhile) settled within `ms`. */
 async function settledWithin(promises: Set<Promise<unknown>>, ms: number): Promise<boolean> {

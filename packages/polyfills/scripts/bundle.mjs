@@ -1,5 +1,6 @@
 // Generates src/generated/: bundles the third-party code of the bootstrap into src/generated/url-bundle.ts
-// (whatwg-url, urlpattern-polyfill and their dependencies) and src/generated/crypto-bundle.ts (@noble/hashes),
+// (whatwg-url, urlpattern-polyfill and their dependencies), src/generated/crypto-bundle.ts (@noble/hashes),
+// src/generated/streams-bundle.ts (web-streams-polyfill) and src/generated/compression-bundle.ts (fflate),
 // before tsc. Run by `npm run build`.
 //
 // The output is deterministic (no paths, dates or hashes): every build gives the same bootstrap
@@ -135,6 +136,30 @@ writeBundleModule('crypto-bundle.ts', 'CRYPTO_BUNDLE', [
   'Script text declaring `var strataCryptoBundle = { sha1, sha256, sha384, sha512 }`: the hash',
   'functions of @noble/hashes, each taking and returning a Uint8Array. @internal',
 ], crypto);
+
+const streams = await bundle({
+  what: 'streams bundle',
+  entry: 'scripts/bundle/streams-entry.js',
+  globalName: 'strataStreamsBundle',
+  // ReadableStream.name is 'ReadableStream', not what the minifier renamed the class to.
+  keepNames: true,
+});
+writeBundleModule('streams-bundle.ts', 'STREAMS_BUNDLE', [
+  'Script text declaring `var strataStreamsBundle = { ReadableStream, WritableStream, TransformStream, ... }`:',
+  'the classes of web-streams-polyfill\'s ponyfill, with free references to the built-ins and to',
+  '`globalThis`, `queueMicrotask`, `AbortController` and `structuredClone` (installStreams binds them). @internal',
+], streams);
+
+const compression = await bundle({
+  what: 'compression bundle',
+  entry: 'scripts/bundle/compression-entry.js',
+  globalName: 'strataCompressionBundle',
+});
+writeBundleModule('compression-bundle.ts', 'COMPRESSION_BUNDLE', [
+  'Script text declaring `var strataCompressionBundle = { Deflate, Gzip, Zlib, Inflate }`: fflate\'s',
+  'synchronous streaming classes, with free references to the built-ins it uses (installCompression',
+  'binds them, and binds `Date` to undefined). @internal',
+], compression);
 
 // navigator.userAgent names the version; generated so the bootstrap needs no package.json at run time.
 const { version } = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));

@@ -14,6 +14,21 @@ export const EVENT_LOOP_GLOBAL = '__strataEventLoop';
 export const ENTROPY_GLOBAL = '__strataEntropy';
 
 /**
+ * Name of the global function through which a host gives the bootstrap's
+ * `fetch` a network: `(request) => Promise<response>`, the host's transport.
+ * Define it before evaluating `WEB_POLYFILLS`; the bootstrap captures it for
+ * `fetch` and deletes the global. `request` is
+ * `{ url, method, headers: [name, value][], body?: Uint8Array, redirect: 'follow' | 'manual' }`
+ * (the URL without its fragment, lower-case header names, the whole body
+ * read); the answer is
+ * `{ status, statusText, url, redirected, headers: [name, value][], body: Uint8Array }`.
+ * A rejection whose `name` is "AbortError" rejects `fetch` with an AbortError
+ * DOMException, any other with a TypeError of the same message. Without it,
+ * `fetch` rejects with a TypeError: the sandbox has no network.
+ */
+export const FETCH_GLOBAL = '__strataFetch';
+
+/**
  * How many times one `setInterval` may fire before it is cut off (cleared,
  * with a `console.warn`). 10,000 runs is 160 s of 16 ms animation frames.
  */
@@ -42,6 +57,12 @@ export const POLYFILLED_GLOBALS = [
   'Event',
   'CustomEvent',
   'EventTarget',
+  'ErrorEvent',
+  'addEventListener',
+  'removeEventListener',
+  'dispatchEvent',
+  // An event handler attribute: a (configurable, non-enumerable) accessor.
+  'onerror',
   'AbortSignal',
   'AbortController',
   'TextEncoder',
@@ -58,22 +79,65 @@ export const POLYFILLED_GLOBALS = [
   'crypto',
   'Crypto',
   'SubtleCrypto',
+  'ReadableStream',
+  'ReadableStreamDefaultReader',
+  'ReadableStreamBYOBReader',
+  'ReadableStreamBYOBRequest',
+  'ReadableStreamDefaultController',
+  'ReadableByteStreamController',
+  'WritableStream',
+  'WritableStreamDefaultWriter',
+  'WritableStreamDefaultController',
+  'TransformStream',
+  'TransformStreamDefaultController',
+  'ByteLengthQueuingStrategy',
+  'CountQueuingStrategy',
+  'TextEncoderStream',
+  'TextDecoderStream',
+  'CompressionStream',
+  'DecompressionStream',
+  'File',
+  'FormData',
+  'Headers',
+  'Request',
+  'Response',
+  'fetch',
   'navigator',
   'self',
 ] as const;
 
 /**
- * The globals of {@link POLYFILLED_GLOBALS} defined lazily: accessors until
- * the first read of any of them loads the bundled URL code, then writable,
- * configurable, non-enumerable data properties like the others.
+ * The globals of {@link POLYFILLED_GLOBALS} defined lazily, in two groups:
+ * the URL classes and the web streams classes. Each is an accessor until the
+ * first read of any global of its group (or, for the streams, the first
+ * `Blob.prototype.stream()`, `TextEncoderStream`, `TextDecoderStream`,
+ * `CompressionStream` or `DecompressionStream`) loads that group's bundled
+ * code; then they are writable, configurable, non-enumerable data properties
+ * like the others.
  */
-export const LAZY_GLOBALS = ['URL', 'URLSearchParams', 'URLPattern'] as const;
+export const LAZY_GLOBALS = [
+  'URL',
+  'URLSearchParams',
+  'URLPattern',
+  'ReadableStream',
+  'ReadableStreamDefaultReader',
+  'ReadableStreamBYOBReader',
+  'ReadableStreamBYOBRequest',
+  'ReadableStreamDefaultController',
+  'ReadableByteStreamController',
+  'WritableStream',
+  'WritableStreamDefaultWriter',
+  'WritableStreamDefaultController',
+  'TransformStream',
+  'TransformStreamDefaultController',
+  'ByteLengthQueuingStrategy',
+  'CountQueuingStrategy',
+] as const;
 
 /**
  * Globals `WEB_POLYFILLS` never defines. A `window` or `document` pushes
  * libraries onto DOM code paths, `location` onto browser detection,
- * `process` / `require` onto Node ones, and `fetch` would pretend to a
- * network the sandbox does not have.
+ * `process` / `require` onto Node ones.
  */
 export const NEVER_DEFINED_GLOBALS = [
   'window',
@@ -84,7 +148,6 @@ export const NEVER_DEFINED_GLOBALS = [
   'module',
   'exports',
   'global',
-  'fetch',
   'XMLHttpRequest',
   'requestAnimationFrame',
   'cancelAnimationFrame',

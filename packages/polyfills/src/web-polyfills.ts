@@ -1,18 +1,27 @@
 import { installAbort } from './bootstrap/abort.js';
 import { installBase64 } from './bootstrap/base64.js';
 import { installBlob } from './bootstrap/blob.js';
+import { installCompression } from './bootstrap/compression.js';
 import { installCrypto } from './bootstrap/crypto.js';
 import { installDomException } from './bootstrap/dom-exception.js';
 import { installEncoding } from './bootstrap/encoding.js';
+import { installEncodingStreams } from './bootstrap/encoding-streams.js';
 import { installEventLoop } from './bootstrap/event-loop.js';
 import { installEvents } from './bootstrap/events.js';
+import { installFetch } from './bootstrap/fetch.js';
+import { installFile } from './bootstrap/file.js';
 import { installFileReader } from './bootstrap/file-reader.js';
+import { installFormData } from './bootstrap/form-data.js';
 import { installGlobalScope } from './bootstrap/global-scope.js';
 import { installGlobals } from './bootstrap/globals.js';
+import { installHeaders } from './bootstrap/headers.js';
 import { installPerformance } from './bootstrap/performance.js';
+import { installStreams } from './bootstrap/streams.js';
 import { installStructuredClone } from './bootstrap/structured-clone.js';
 import { installUrl } from './bootstrap/url.js';
+import { COMPRESSION_BUNDLE } from './generated/compression-bundle.js';
 import { CRYPTO_BUNDLE } from './generated/crypto-bundle.js';
+import { STREAMS_BUNDLE } from './generated/streams-bundle.js';
 import { URL_BUNDLE } from './generated/url-bundle.js';
 import { PACKAGE_VERSION } from './generated/version.js';
 
@@ -33,6 +42,13 @@ const installers = [
   installStructuredClone,
   installUrl,
   installCrypto,
+  installStreams,
+  installEncodingStreams,
+  installCompression,
+  installFile,
+  installFormData,
+  installHeaders,
+  installFetch,
   installGlobalScope,
 ];
 
@@ -80,6 +96,19 @@ function assemble(): string {
     CRYPTO_BUNDLE,
     'return strataCryptoBundle;',
     '};',
+    // The web streams classes, run by installStreams on first use of a stream global (see there
+    // for the bindings: built-ins, AbortController, queueMicrotask... of bootstrap time).
+    'internal.runStreamsBundle = function (intrinsics) {',
+    'const { globalThis, self, global, queueMicrotask, structuredClone, AbortController, Object, Promise, Symbol, Number, Math, String, Function, Error, TypeError, RangeError, ArrayBuffer, DataView, Uint8Array, isFinite } = intrinsics;',
+    STREAMS_BUNDLE,
+    'return strataStreamsBundle;',
+    '};',
+    // fflate's streaming (de)compressors, run by installCompression on the first construction.
+    'internal.runCompressionBundle = function (intrinsics) {',
+    'const { globalThis, Object, Math, Error, Uint8Array, Uint16Array, Int32Array, TextDecoder, Date } = intrinsics;',
+    COMPRESSION_BUNDLE,
+    'return strataCompressionBundle;',
+    '};',
     body,
     '})();',
     '//# sourceURL=strata-web-polyfills.js',
@@ -110,12 +139,21 @@ function assemble(): string {
  * `URLSearchParams` / `URLPattern` (bundled third-party code, loaded on first
  * use), `crypto` / `Crypto` / `SubtleCrypto` (`getRandomValues` and
  * `randomUUID` from the host's `__strataEntropy`, `subtle.digest` for SHA-1
- * and SHA-2), `self` and `navigator` (only `userAgent`); and the host hook
- * `__strataEventLoop` ({@link StrataEventLoop}).
+ * and SHA-2), the WHATWG streams (`ReadableStream`, `WritableStream`,
+ * `TransformStream`, their readers and controllers, `ByteLengthQueuingStrategy`
+ * / `CountQueuingStrategy`: bundled third-party code, loaded on first use) and
+ * `Blob.prototype.stream()`, `TextEncoderStream` / `TextDecoderStream`,
+ * `CompressionStream` / `DecompressionStream` (gzip, deflate, deflate-raw, by
+ * bundled third-party code loaded on first construction), `self` and
+ * `navigator` (only `userAgent`); and the host hook `__strataEventLoop`
+ * ({@link StrataEventLoop}).
  *
- * It never defines `window`, `document`, `location`, `process`, `require`,
- * `fetch` or `requestAnimationFrame`: those push libraries onto DOM,
- * browser-detection or Node code paths.
+ * It never defines `window`, `document`, `location`, `process`, `require`
+ * or `requestAnimationFrame`: those push libraries onto DOM,
+ * browser-detection or Node code paths. `fetch` (with `Request`, `Response`,
+ * `Headers`, `FormData`, `File`) is there, but reaches a network only
+ * through the host's `__strataFetch` transport (FETCH_GLOBAL); without one
+ * it rejects with a TypeError.
  *
  * Timers never fire on their own. The host drives them: while the result of
  * an evaluation is a pending promise, it calls

@@ -57,7 +57,7 @@ test('Blob.text() decodes UTF-8 with replacement and drops a BOM', async (t) => 
   t.is(r.value, 'a\ufffd');
   t.deepEqual(s.value(`[Object.prototype.toString.call(new Blob()), Object.keys(Blob.prototype).sort().join()]`), [
     '[object Blob]',
-    'arrayBuffer,bytes,size,slice,text,type',
+    'arrayBuffer,bytes,size,slice,stream,text,type',
   ]);
 });
 

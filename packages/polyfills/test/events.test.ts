@@ -1,5 +1,5 @@
 import test from 'ava';
-import { createSandbox, type Sandbox } from './helpers/isolate.js';
+import { createSandbox, NO_CODE_GENERATION, type Sandbox } from './helpers/isolate.js';
 
 let s: Sandbox;
 test.before(async () => {
@@ -187,3 +187,88 @@ test('EventTarget can be subclassed, and on<event> handlers keep their place', (
     ['function', ['before', 'handler-2:true:true', 'after'], null],
   );
 });
+
+test('ErrorEvent carries its init dictionary, converted as WebIDL does', (t) => {
+  t.deepEqual(
+    s.value(`(() => {
+      const e = new ErrorEvent('error', { message: 'm', filename: 'f.js', lineno: 3, colno: 4.9, error: { n: 1 }, cancelable: true });
+      const d = new ErrorEvent('x');
+      const c = new ErrorEvent('x', { lineno: -1, colno: 2 ** 32 + 5, message: { toString() { return 'str'; } }, filename: 'a\\uD800b', error: null });
+      const n = new ErrorEvent('x', { lineno: NaN, colno: '7' });
+      return [e.type, e.message, e.filename, e.lineno, e.colno, e.error.n, e.cancelable, e.bubbles, e.isTrusted,
+        e instanceof ErrorEvent, e instanceof Event, Object.prototype.toString.call(e),
+        d.message, d.filename, d.lineno, d.colno, d.error === undefined, d.cancelable,
+        c.lineno, c.colno, c.message, c.filename === 'a\\uFFFDb', c.error, n.lineno, n.colno,
+        ['message', 'filename', 'lineno', 'colno', 'error'].every((k) => Object.keys(ErrorEvent.prototype).includes(k))];
+    })()`),
+    ['error', 'm', 'f.js', 3, 4, 1, true, false, false, true, true, '[object ErrorEvent]',
+      '', '', 0, 0, true, false, 4294967295, 5, 'str', true, null, 0, 7, true],
+  );
+});
+
+test('ErrorEvent reads its members in WebIDL order, and checks its arguments and brand', (t) => {
+  t.deepEqual(
+    s.value(`(() => {
+      const order = [];
+      const init = {};
+      for (const k of ['message', 'error', 'lineno', 'bubbles', 'filename', 'colno', 'composed', 'cancelable']) {
+        Object.defineProperty(init, k, { get() { order.push(k); return undefined; } });
+      }
+      new ErrorEvent('x', init);
+      const thrown = (fn) => { try { fn(); return 'none'; } catch (e) { return e.constructor.name; } };
+      const getter = Object.getOwnPropertyDescriptor(ErrorEvent.prototype, 'message').get;
+      return [order, thrown(() => new ErrorEvent()), thrown(() => new ErrorEvent('x', 5)),
+        thrown(() => new ErrorEvent('x', { message: Symbol() })), thrown(() => new ErrorEvent('x', { lineno: 1n })),
+        thrown(() => getter.call(new Event('error'))), thrown(() => ErrorEvent('x'))];
+    })()`),
+    [['bubbles', 'cancelable', 'composed', 'colno', 'error', 'filename', 'lineno', 'message'],
+      'TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError'],
+  );
+});
+
+for (const [mode, options] of [['', {}], [' (no eval)', { before: NO_CODE_GENERATION }]] as const) {
+  test(`the global object is an event target, as in a worker${mode}`, async (t) => {
+    const g = await createSandbox(options);
+    try {
+      t.deepEqual(
+        g.value(`(() => {
+          'use strict';
+          const log = [];
+          const f = function (e) { log.push([e.type, this === globalThis, e.target === globalThis, e.currentTarget === globalThis, e.isTrusted]); };
+          addEventListener('x', f); // a bare call: this is undefined
+          const r1 = dispatchEvent(new Event('x'));
+          self.addEventListener('y', f);
+          globalThis.dispatchEvent(new CustomEvent('y'));
+          const { removeEventListener: remove, dispatchEvent: dispatch } = globalThis;
+          remove('x', f);
+          dispatch(new Event('x')); // removed: nothing
+          EventTarget.prototype.dispatchEvent.call(undefined, new Event('y'));
+          // A separate target does not see the global's listeners, nor the global its.
+          const other = new EventTarget();
+          other.dispatchEvent(new Event('y'));
+          other.addEventListener('z', f);
+          dispatchEvent(new Event('z'));
+          addEventListener('c', (e) => e.preventDefault());
+          const r2 = dispatchEvent(new Event('c', { cancelable: true }));
+          const descriptors = ['addEventListener', 'removeEventListener', 'dispatchEvent'].map((k) => {
+            const d = Object.getOwnPropertyDescriptor(globalThis, k);
+            return [typeof d.value, d.writable, d.enumerable, d.configurable];
+          });
+          const thrown = (fn) => { try { fn(); return 'none'; } catch (e) { return e.name; } };
+          return [log, r1, r2, self.addEventListener === addEventListener, addEventListener === EventTarget.prototype.addEventListener,
+            globalThis instanceof EventTarget, descriptors,
+            thrown(() => addEventListener.call({}, 'x', f)), thrown(() => dispatchEvent({ type: 'x' })),
+            thrown(() => structuredClone(globalThis))];
+        })()`),
+        [
+          [['x', true, true, true, false], ['y', true, true, true, false], ['y', true, true, true, false]],
+          true, false, true, true, false,
+          [['function', true, false, true], ['function', true, false, true], ['function', true, false, true]],
+          'TypeError', 'TypeError', 'DataCloneError',
+        ],
+      );
+    } finally {
+      g.dispose();
+    }
+  });
+}

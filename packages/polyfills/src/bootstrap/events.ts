@@ -5,12 +5,22 @@ import type { GlobalObject, Internal } from './internal.js';
  * standard's dispatch algorithm for a target with no parent (there is no
  * tree here): capture listeners, then the others, all at AT_TARGET.
  *
+ * Also `ErrorEvent`, and HTML's "report an exception" as
+ * `internal.reportError`: an `error` event at the global object (which
+ * EventTarget's methods accept as a target, as on a WorkerGlobalScope; see
+ * global-scope.ts), and `console.error` only when no listener cancelled it.
+ *
  * Self-contained: its source text is embedded in `WEB_POLYFILLS`.
  *
  * @internal
  */
-export function installEvents(_g: GlobalObject, internal: Internal): void {
+export function installEvents(g: GlobalObject, internal: Internal): void {
   const apply = Reflect.apply;
+  const RegExpExec = RegExp.prototype.exec;
+  const toWellFormed = String.prototype.toWellFormed;
+  // Taken now, for the error reporting path: a guest may replace the globals.
+  const StringOf = String;
+  const ObjectCreate = Object.create;
   const NONE = 0;
   const AT_TARGET = 2;
 
@@ -59,6 +69,11 @@ export function installEvents(_g: GlobalObject, internal: Internal): void {
   // every instance, sharing one getter.
   let isEvent: (value: unknown) => value is object;
   let stateOf: (event: object) => EventState;
+  // DOM's "set the canceled flag" (what preventDefault() does; internal
+  // callers use this, not the guest-replaceable method).
+  const setCanceled = (s: EventState): void => {
+    if (s.cancelable && !s.inPassiveListener) s.canceled = true;
+  };
   const isTrustedGetter = {
     get isTrusted(): boolean {
       return stateOf(this).trusted;
@@ -138,8 +153,7 @@ export function installEvents(_g: GlobalObject, internal: Internal): void {
     }
 
     preventDefault(): void {
-      const s = stateOf(this);
-      if (s.cancelable && !s.inPassiveListener) s.canceled = true;
+      setCanceled(stateOf(this));
     }
 
     get returnValue(): boolean {
@@ -183,6 +197,60 @@ export function installEvents(_g: GlobalObject, internal: Internal): void {
       this.initEvent(type, bubbles, cancelable);
       this.#detail = detail;
     }
+  }
+
+  // WebIDL conversions for ErrorEventInit's members.
+  const toDOMString = (value: unknown): string => `${value as string}`; // a Symbol throws TypeError
+  const toUSVString = (value: unknown): string => apply(toWellFormed, toDOMString(value), []);
+  // ToNumber (a BigInt or Symbol throws TypeError), then ToUint32: NaN and ±Infinity become 0.
+  const toUnsignedLong = (value: unknown): number => +(value as number) >>> 0;
+
+  interface ErrorFields {
+    message: string;
+    filename: string;
+    lineno: number;
+    colno: number;
+    error: unknown;
+  }
+
+  let isErrorEvent: (value: unknown) => boolean;
+  let errorFieldsOf: (event: object) => ErrorFields;
+
+  // HTML's ErrorEvent: what "report an exception" dispatches at the global.
+  class ErrorEvent extends Event {
+    #f: ErrorFields;
+
+    constructor(type: unknown, eventInitDict: unknown = undefined) {
+      required("construct 'ErrorEvent'", 1, arguments.length);
+      super(type, eventInitDict);
+      const init = dictionary(eventInitDict, "construct 'ErrorEvent'");
+      // WebIDL reads and converts members one by one, in lexicographic order
+      // (EventInit's, read by Event, come first).
+      const colno = init.colno;
+      const c = colno === undefined ? 0 : toUnsignedLong(colno);
+      const error = init.error;
+      const filename = init.filename;
+      const f = filename === undefined ? '' : toUSVString(filename);
+      const lineno = init.lineno;
+      const l = lineno === undefined ? 0 : toUnsignedLong(lineno);
+      const message = init.message;
+      const m = message === undefined ? '' : toDOMString(message);
+      this.#f = { message: m, filename: f, lineno: l, colno: c, error };
+    }
+
+    static {
+      isErrorEvent = (value) => value !== null && typeof value === 'object' && #f in value;
+      errorFieldsOf = (event) => {
+        if (!isErrorEvent(event)) throw new TypeError('Illegal invocation');
+        return (event as ErrorEvent).#f;
+      };
+    }
+
+    get message(): string { return errorFieldsOf(this).message; }
+    get filename(): string { return errorFieldsOf(this).filename; }
+    get lineno(): number { return errorFieldsOf(this).lineno; }
+    get colno(): number { return errorFieldsOf(this).colno; }
+    get error(): unknown { return errorFieldsOf(this).error; }
   }
 
   const constants: Array<[string, number]> = [['NONE', 0], ['CAPTURING_PHASE', 1], ['AT_TARGET', 2], ['BUBBLING_PHASE', 3]];
@@ -263,12 +331,21 @@ export function installEvents(_g: GlobalObject, internal: Internal): void {
     return !s.canceled;
   }
 
+  // The global object is an event target too, as a WorkerGlobalScope is
+  // (global-scope.ts gives it these methods). WebIDL calls an operation whose
+  // `this` is undefined or null on the global, so `addEventListener(...)`
+  // called bare works.
+  const globalListeners = new Map<string, Listener[]>();
+  const targetOf = (self: unknown): object => (self === undefined || self === null ? g : (self as object));
+
   class EventTarget {
     #listeners = new Map<string, Listener[]>();
 
     static {
-      isEventTarget = (value): value is object => value !== null && typeof value === 'object' && #listeners in value;
+      isEventTarget = (value): value is object =>
+        value === g || (value !== null && typeof value === 'object' && #listeners in value);
       listenersOf = (target) => {
+        if (target === g) return globalListeners;
         if (!isEventTarget(target)) throw new TypeError('Illegal invocation');
         return (target as EventTarget).#listeners;
       };
@@ -276,7 +353,8 @@ export function installEvents(_g: GlobalObject, internal: Internal): void {
 
     addEventListener(type: unknown, callback: unknown, options: unknown = undefined): void {
       required("execute 'addEventListener' on 'EventTarget'", 2, arguments.length);
-      listenersOf(this);
+      const target = targetOf(this);
+      listenersOf(target);
       let capture = false;
       let once = false;
       let passive = false;
@@ -300,19 +378,20 @@ export function installEvents(_g: GlobalObject, internal: Internal): void {
         throw new TypeError("Failed to execute 'addEventListener' on 'EventTarget': parameter 2 is not of type 'Object'.");
       }
       if (signal !== undefined && (signal as { aborted: boolean }).aborted) return;
-      addListener(this, { type: `${type as string}`, callback, capture, passive, once, removed: false }, signal);
+      addListener(target, { type: `${type as string}`, callback, capture, passive, once, removed: false }, signal);
     }
 
     removeEventListener(type: unknown, callback: unknown, options: unknown = undefined): void {
       required("execute 'removeEventListener' on 'EventTarget'", 2, arguments.length);
-      const list = listenersOf(this).get(`${type as string}`);
+      const target = targetOf(this);
+      const list = listenersOf(target).get(`${type as string}`);
       const capture = options !== null && typeof options === 'object'
         ? !!(options as Record<string, unknown>).capture
         : !!options;
       if (list === undefined) return;
       for (const l of list) {
         if (l.callback === callback && l.capture === capture) {
-          removeListener(this, l);
+          removeListener(target, l);
           return;
         }
       }
@@ -320,7 +399,8 @@ export function installEvents(_g: GlobalObject, internal: Internal): void {
 
     dispatchEvent(event: unknown): boolean {
       required("execute 'dispatchEvent' on 'EventTarget'", 1, arguments.length);
-      listenersOf(this);
+      const target = targetOf(this);
+      listenersOf(target);
       if (!isEvent(event)) {
         throw new TypeError("Failed to execute 'dispatchEvent' on 'EventTarget': parameter 1 is not of type 'Event'.");
       }
@@ -330,7 +410,7 @@ export function installEvents(_g: GlobalObject, internal: Internal): void {
           'InvalidStateError',
         );
       }
-      return dispatch(this, event, false);
+      return dispatch(target, event, false);
     }
   }
 
@@ -343,19 +423,21 @@ export function installEvents(_g: GlobalObject, internal: Internal): void {
       Object.defineProperty(proto, `on${type}`, {
         enumerable: true,
         configurable: true,
-        get(this: object): unknown {
-          listenersOf(this);
-          return handlers.get(this)?.get(type)?.value ?? null;
+        get(this: unknown): unknown {
+          const target = targetOf(this);
+          listenersOf(target);
+          return handlers.get(target)?.get(type)?.value ?? null;
         },
-        set(this: object, value: unknown) {
-          listenersOf(this);
+        set(this: unknown, value: unknown) {
+          const target = targetOf(this);
+          listenersOf(target);
           // [LegacyTreatNonObjectAsNull]: anything but an object means "none".
           const handler = typeof value === 'function' || (typeof value === 'object' && value !== null) ? value : null;
-          let map = handlers.get(this);
+          let map = handlers.get(target);
           const existing = map?.get(type);
           if (handler === null) {
             if (existing !== undefined) {
-              removeListener(this, existing.listener);
+              removeListener(target, existing.listener);
               map!.delete(type);
             }
             return;
@@ -364,7 +446,7 @@ export function installEvents(_g: GlobalObject, internal: Internal): void {
             existing.value = handler;
             return;
           }
-          if (map === undefined) handlers.set(this, (map = new Map()));
+          if (map === undefined) handlers.set(target, (map = new Map()));
           const record = {
             value: handler,
             listener: { type, callback: null as unknown, capture: false, passive: false, once: false, removed: false },
@@ -372,25 +454,104 @@ export function installEvents(_g: GlobalObject, internal: Internal): void {
           record.listener.callback = function (this: object, event: Event) {
             const fn = record.value;
             if (typeof fn !== 'function') return;
-            if (apply(fn, this, [event]) === false) event.preventDefault();
+            // HTML's OnErrorEventHandler: an ErrorEvent named error at a
+            // global gets (message, filename, lineno, colno, error), and
+            // returning true (not false) cancels it.
+            if (type === 'error' && this === g && isErrorEvent(event)) {
+              const f = errorFieldsOf(event);
+              if (apply(fn, this, [f.message, f.filename, f.lineno, f.colno, f.error]) === true) setCanceled(stateOf(event));
+              return;
+            }
+            if (apply(fn, this, [event]) === false) setCanceled(stateOf(event));
           };
           map.set(type, record);
-          addListener(this, record.listener, undefined);
+          addListener(target, record.listener, undefined);
         },
       });
     }
   };
 
+  // HTML's "report an exception": an `error` event (an ErrorEvent, trusted,
+  // cancelable) at the global object, then the console report that
+  // globals.ts installed, unless a listener cancelled the event. While the
+  // event is being dispatched the global is in "error reporting mode": what
+  // goes wrong inside error handling (a throwing listener, a reportError()
+  // call) goes straight to the console, so it cannot recurse.
+  const toConsole = internal.reportError;
+  const FRAME = /^ {4}at (?:.*? \()?(.+?):(\d+):(\d+)\)?$/m;
+  let reporting = false;
+
+  // Reading an error's name, message and stack may run guest getters: each
+  // is guarded, and the report goes ahead whatever they do.
+  const describe = (error: unknown): string => {
+    try {
+      if (error === null || (typeof error !== 'object' && typeof error !== 'function')) return StringOf(error);
+      const e = error as { name?: unknown; message?: unknown };
+      const name = e.name;
+      const message = e.message;
+      if (name === undefined && message === undefined) return StringOf(error);
+      // Error.prototype.toString, as V8 words its "Uncaught ..." messages.
+      const n = name === undefined ? 'Error' : StringOf(name);
+      const m = message === undefined ? '' : StringOf(message);
+      return n === '' ? m : m === '' ? n : `${n}: ${m}`;
+    } catch {
+      return '';
+    }
+  };
+
+  // Where it was thrown: the first frame of a V8 stack trace, if there is one.
+  const locate = (error: unknown, init: Record<string, unknown>): void => {
+    try {
+      if (error === null || typeof error !== 'object') return;
+      const stack = (error as { stack?: unknown }).stack;
+      if (typeof stack !== 'string') return;
+      const m = apply(RegExpExec, FRAME, [stack]) as RegExpExecArray | null;
+      if (m === null) return;
+      init.filename = m[1];
+      init.lineno = +m[2]!;
+      init.colno = +m[3]!;
+    } catch {
+      // no location, then
+    }
+  };
+
+  internal.reportError = (error) => {
+    if (reporting) {
+      toConsole(error);
+      return;
+    }
+    let notHandled = true;
+    reporting = true;
+    try {
+      // A null-prototype init: Object.prototype getters cannot reach it.
+      const init = ObjectCreate(null) as Record<string, unknown>;
+      const text = describe(error);
+      init.cancelable = true;
+      init.message = text === '' ? 'Uncaught' : `Uncaught ${text}`;
+      init.error = error;
+      locate(error, init);
+      notHandled = dispatch(g, new ErrorEvent('error', init), true);
+    } catch {
+      // Reporting never throws to its caller (the event loop, a dispatch...).
+    } finally {
+      reporting = false;
+    }
+    if (notHandled) toConsole(error);
+  };
+
   internal.fire = (target, event) => dispatch(target, event, true);
   internal.Event = Event;
   internal.EventTarget = EventTarget;
-  // Platform objects that are not serializable: structuredClone refuses them.
+  // Platform objects that are not serializable: structuredClone refuses them
+  // (the global object too, being an event target).
   internal.platformBrands.push(isEvent, isEventTarget);
 
   internal.webidl(Event, 'Event');
   internal.webidl(CustomEvent, 'CustomEvent');
+  internal.webidl(ErrorEvent, 'ErrorEvent');
   internal.webidl(EventTarget, 'EventTarget');
   internal.define('Event', Event);
   internal.define('CustomEvent', CustomEvent);
+  internal.define('ErrorEvent', ErrorEvent);
   internal.define('EventTarget', EventTarget);
 }

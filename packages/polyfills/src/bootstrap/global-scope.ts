@@ -7,6 +7,13 @@ import type { GlobalObject, Internal } from './internal.js';
  * identifies the host: no platform, language, hardware or online state.
  * `window` and `document` stay undefined.
  *
+ * And the global as an event target, as a WorkerGlobalScope is:
+ * `addEventListener`, `removeEventListener` and `dispatchEvent` (EventTarget's
+ * own methods, which take the global when `this` is undefined, so they work
+ * unbound), and the `onerror` event handler attribute, where "report an
+ * exception" (events.ts) dispatches its ErrorEvents. The global's prototype
+ * chain is left alone: `globalThis instanceof EventTarget` stays false.
+ *
  * Self-contained: its source text is embedded in `WEB_POLYFILLS`.
  *
  * @internal
@@ -23,4 +30,13 @@ export function installGlobalScope(g: GlobalObject, internal: Internal): void {
   internal.webidl(Navigator, 'Navigator');
   internal.define('navigator', new Navigator());
   internal.define('self', g);
+
+  const methods = internal.EventTarget.prototype as Record<string, unknown>;
+  internal.define('addEventListener', methods.addEventListener);
+  internal.define('removeEventListener', methods.removeEventListener);
+  internal.define('dispatchEvent', methods.dispatchEvent);
+  // An accessor, like every event handler attribute; not enumerable, like
+  // the other globals here.
+  internal.defineEventHandlers(g, ['error']);
+  Object.defineProperty(g, 'onerror', { enumerable: false });
 }

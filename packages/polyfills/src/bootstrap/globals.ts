@@ -60,9 +60,13 @@ export function installGlobals(g: GlobalObject, internal: Internal): void {
   };
 
   internal.warn = (message) => callConsole('warn', [message]);
+  // The console report. events.ts wraps it into HTML's "report an exception"
+  // (an `error` event at the global first); everyone calls internal.reportError
+  // at the time of the report, so all get that.
   internal.reportError = (error) => callConsole('error', ['Uncaught', error]);
 
-  // HTML's reportError(): report as if uncaught, without throwing.
+  // HTML's reportError(): report as if uncaught (an `error` event at the
+  // global, then the console), without throwing.
   function reportError(e: unknown): void {
     if (arguments.length === 0) {
       throw new TypeError("Failed to execute 'reportError': 1 argument required, but only 0 present.");

@@ -52,7 +52,12 @@ export interface Internal {
   define(name: string, value: unknown): void;
   /** Gives a class WebIDL looks: a `Symbol.toStringTag` and enumerable members. */
   webidl(cls: AnyClass, tag: string): void;
-  /** Reports an exception nobody caught, without interrupting the caller. */
+  /**
+   * Reports an exception nobody caught, without interrupting the caller: to
+   * the console here; events.ts replaces it with HTML's "report an
+   * exception" (an `error` event at the global first). Look it up when
+   * reporting, do not capture it.
+   */
   reportError(error: unknown): void;
   /** Writes a warning to `console.warn` when the host provided a console. */
   warn(message: string): void;
@@ -83,7 +88,7 @@ export interface Internal {
   EventTarget: AnyClass;
   /** Dispatches a trusted event created by the polyfills themselves. */
   fire(target: object, event: object): boolean;
-  /** Installs `on<type>` event handler attributes on a prototype. */
+  /** Installs `on<type>` event handler attributes on a prototype (or the global object). */
   defineEventHandlers(proto: object, types: string[]): void;
 
   // abort.ts
@@ -110,4 +115,58 @@ export interface Internal {
   // url.ts
   /** The URL classes, loading the bundle on first use. */
   urlClasses(): UrlClasses;
+
+  // streams.ts, encoding-streams.ts, compression.ts
+  /**
+   * Set by the assembly: runs the third-party streams bundle (web-streams-polyfill) with the
+   * given bindings for the free names it uses, and returns its classes. Each call runs it anew.
+   */
+  runStreamsBundle(intrinsics: object): Record<string, AnyClass>;
+  /**
+   * Set by the assembly: runs the third-party compression bundle (fflate) with the given
+   * bindings, and returns its streaming classes. Each call runs it anew.
+   */
+  runCompressionBundle(intrinsics: object): Record<'Deflate' | 'Gzip' | 'Zlib' | 'Inflate', AnyClass>;
+  /**
+   * The web streams classes, loading the bundle on first use (which also turns the lazy
+   * stream globals into data properties). The same classes as the globals of bootstrap time.
+   */
+  streamClasses(): Readonly<Record<
+    | 'ReadableStream' | 'ReadableStreamDefaultReader' | 'ReadableStreamBYOBReader' | 'ReadableStreamBYOBRequest'
+    | 'ReadableStreamDefaultController' | 'ReadableByteStreamController' | 'WritableStream'
+    | 'WritableStreamDefaultWriter' | 'WritableStreamDefaultController' | 'TransformStream'
+    | 'TransformStreamDefaultController' | 'ByteLengthQueuingStrategy' | 'CountQueuingStrategy',
+    AnyClass
+  >>;
+  /** True for the polyfill's ReadableStream objects (brand check, no bundle load if none exists yet). */
+  isReadableStream(value: unknown): boolean;
+
+  // (add the streams work's members above this line)
+
+  // file.ts
+  File: AnyClass;
+  isFile(value: unknown): boolean;
+
+  // form-data.ts
+  /**
+   * Gives `cls.prototype` the WebIDL pair-iterator members (`entries`, `keys`, `values`,
+   * `forEach`, `@@iterator`) over `pairsOf(instance)`, which brand-checks; read at every step.
+   */
+  pairIterable(cls: AnyClass, tag: string, pairsOf: (instance: unknown) => Array<[string, unknown]>): void;
+  isFormData(value: unknown): boolean;
+  /** The HTML multipart/form-data encoding of a FormData, and the Content-Type naming its boundary. */
+  encodeFormData(formData: object): { bytes: Uint8Array; type: string };
+  /** A FormData parsed from a body by its MIME type (multipart or urlencoded); a TypeError otherwise. */
+  decodeFormData(bytes: Uint8Array, mimeType: { essence: string; parameters: Map<string, string> } | null): object;
+
+  // headers.ts
+  Headers: AnyClass;
+  /** New Headers filled from a HeadersInit (or undefined) as `new Headers(init)` is, then guarded. */
+  createHeaders(init: unknown, guard: 'immutable' | 'request' | 'response' | 'none'): object;
+  /** The live header list of a Headers: [lower-case name, value] entries. Brand-checks. */
+  headerList(headers: object): Array<[string, string]>;
+  /** Fetch's "extract a MIME type" from a Headers' Content-Type, or null on failure. */
+  extractMimeType(headers: object): { essence: string; parameters: Map<string, string>; serialized: string } | null;
+
+  // file.ts, form-data.ts, headers.ts, fetch.ts (add the fetch work's members above this line)
 }

@@ -71,6 +71,8 @@ export const NO_CODE_GENERATION = `
 export interface SandboxOptions {
   /** Code run before the bootstrap (e.g. to disable eval). */
   before?: string;
+  /** Host-side preparation of the context before the bootstrap (e.g. a host function on its global). */
+  setup?: (context: ivm.Context) => void | Promise<void>;
   /** Skip the test console. */
   noConsole?: boolean;
 }
@@ -78,6 +80,7 @@ export interface SandboxOptions {
 export async function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const isolate = new ivm.Isolate({ memoryLimit: 64 });
   const context = await isolate.createContext();
+  if (options.setup) await options.setup(context);
   if (options.before) await context.eval(options.before);
   await context.eval(WEB_POLYFILLS, { filename: 'strata-web-polyfills.js' });
   // Captured before any guest code runs, as the Runtime does.

@@ -1,0 +1,119 @@
+// The guest's fetch in a session: every request journaled like a tool call, a replay (restore,
+// recovery, approval) answered from the journal without a request, the policy's credentials
+// never in the journal, refusals replayed as they were.
+import test, { type ExecutionContext } from 'ava';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AgentSandbox, type Journal, type SessionEvent } from '../src/index.js';
+import { checkNoLeaks } from './helpers/leaks.js';
+
+checkNoLeaks(test);
+
+const SECRET = 'sk-live-JOURNAL-51c0a7';
+
+/** A server on 127.0.0.1 answering /v1/items/<n> with JSON, counting requests and the credentials it got. */
+async function api(t: ExecutionContext): Promise<{ origin: string; requests: { url: string; authorization: string | undefined }[] }> {
+  const requests: { url: string; authorization: string | undefined }[] = [];
+  const server = http.createServer((req, res) => {
+    requests.push({ url: req.url ?? '', authorization: req.headers.authorization });
+    const item = /^\/v1\/items\/(\d+)$/.exec(req.url ?? '');
+    if (item === null) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('no such item');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ id: Number(item[1]), price: Number(item[1]) * 1.5 }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
+}
+
+const sandbox = 'off' as const;
+
+test('a request is journaled as a call of fetch, with the request as the guest made it and the response', async (t) => {
+  const server = await api(t);
+  const events: SessionEvent[] = [];
+  await using session = await AgentSandbox.start({ sandbox, egress: { allow: [`${server.origin}/v1/*`] } });
+  const result = await session.run(`const r = await fetch('${server.origin}/v1/items/4'); const item = await r.json(); [r.status, item.price]`, { onEvent: (e) => events.push(e) });
+  t.is(result.status, 'ok', result.error);
+  t.deepEqual(result.result, [200, 6]);
+  t.is(result.calls.length, 1);
+  const [call] = result.calls;
+  t.is(call!.tool, 'fetch');
+  t.is(call!.status, 'completed');
+  t.like(call!.args[0], { url: `${server.origin}/v1/items/4`, method: 'GET' });
+  t.like(call!.result, { status: 200, url: `${server.origin}/v1/items/4` });
+  t.deepEqual(events.filter((e) => e.type !== 'console').map((e) => e.type), ['tool-call', 'tool-result']);
+  t.is(server.requests.length, 1);
+});
+
+test('restore answers every request from the journal: nothing is sent, the state is the same', async (t) => {
+  const server = await api(t);
+  const egress = { allow: [`${server.origin}/v1/*`] };
+  let journal: Journal;
+  {
+    await using session = await AgentSandbox.start({ sandbox, egress });
+    await session.run(`const prices = []; for (const n of [1, 2, 3]) prices.push((await (await fetch('${server.origin}/v1/items/' + n)).json()).price); prices`);
+    journal = JSON.parse(JSON.stringify(session.journal)) as Journal;
+  }
+  t.is(server.requests.length, 3);
+  await using restored = await AgentSandbox.restore(journal, { sandbox, egress });
+  t.is(server.requests.length, 3, 'the replay sent no request');
+  const next = await restored.run('prices.reduce((a, b) => a + b, 0)');
+  t.deepEqual(next.result, 9);
+  // Live again after the replay: a new request goes out.
+  await restored.run(`(await fetch('${server.origin}/v1/items/9')).status`);
+  t.is(server.requests.length, 4);
+});
+
+test("the policy's credential reaches the server and never the journal", async (t) => {
+  const server = await api(t);
+  await using session = await AgentSandbox.start({
+    sandbox,
+    egress: { allow: [`${server.origin}/v1/*`], headers: { [server.origin]: { authorization: `Bearer ${SECRET}` } } },
+  });
+  const result = await session.run(`const r = await fetch('${server.origin}/v1/items/2'); [r.status, [...r.headers.keys()]]`);
+  t.is(result.status, 'ok', result.error);
+  t.is(server.requests[0]!.authorization, `Bearer ${SECRET}`);
+  t.false(JSON.stringify(session.journal).includes(SECRET));
+  t.false(JSON.stringify(result).includes(SECRET));
+});
+
+test('a refused request is journaled as failed, and its replay fails in the guest with the same message', async (t) => {
+  const server = await api(t);
+  const egress = { allow: [`${server.origin}/v1/*`] };
+  let journal: Journal;
+  let message: unknown;
+  {
+    await using session = await AgentSandbox.start({ sandbox, egress });
+    const result = await session.run(`let refusal; try { await fetch('${server.origin}/admin'); } catch (e) { refusal = e.name + ': ' + e.message; } refusal`);
+    message = result.result;
+    t.regex(String(message), /^TypeError: fetch refused by the host's egress policy: .*not in the egress allow-list/);
+    t.is(result.calls[0]!.status, 'failed');
+    t.is(result.calls[0]!.error!.name, 'EgressRefused');
+    journal = session.journal;
+  }
+  t.is(server.requests.length, 0);
+  await using restored = await AgentSandbox.restore(journal, { sandbox, egress });
+  t.is((await restored.run('refusal')).result, message);
+});
+
+test('a session limit on the answer fails the fetch in the guest, saying which', async (t) => {
+  const server = await api(t);
+  await using session = await AgentSandbox.start({ sandbox, egress: { allow: [`${server.origin}/v1/*`] }, maxValueBytes: 160 });
+  const result = await session.run(`try { await fetch('${server.origin}/v1/items/1'); 'fetched' } catch (e) { e.name + ': ' + e.message }`);
+  t.regex(String(result.result), /^TypeError: fetch failed: the answer of fetch is \d+ bytes as JSON, over the session's maxValueBytes \(160\)/);
+});
+
+test('without egress the guest fetch refuses, and nothing is journaled', async (t) => {
+  await using session = await AgentSandbox.start({ sandbox });
+  const result = await session.run(`try { await fetch('http://127.0.0.1:9/'); 'fetched' } catch (e) { e.name + ': ' + e.message }`);
+  t.regex(String(result.result), /^TypeError: fetch is not allowed: this sandbox has no egress policy/);
+  t.is(result.calls.length, 0);
+});
+
+test('egress beside a tool named fetch is refused: both would answer the guest\'s fetch', async (t) => {
+  await t.throwsAsync(AgentSandbox.start({ sandbox, egress: { allow: ['https://a.test/*'] }, tools: { fetch: async () => 1 } }), { message: /egress and a tool named fetch/ });
+});
