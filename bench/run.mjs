@@ -228,11 +228,13 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
 {
   const { WEB_POLYFILLS } = await import('@strata/polyfills');
   strata.push({ figure: 'WEB_POLYFILLS (bytes)', value: Buffer.byteLength(WEB_POLYFILLS), unit: 'bytes', goal: '—' });
-  const startMs = async (bootstrap) => {
+  // Runtime.start, and then `use` (the first use of a lazy group, say) when given.
+  const startMs = async (bootstrap, use) => {
     const times = [];
     for (let i = 0; i < 31; i++) {
       const t0 = performance.now();
       const r = await Runtime.start({ bootstrap });
+      if (use !== undefined) await r.eval(use);
       if (i > 0) times.push(performance.now() - t0);
       await r.close();
     }
@@ -241,6 +243,51 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   const bare = await startMs([]);
   const withPolyfills = await startMs([WEB_POLYFILLS]);
   rows.push({ name: 'Runtime.start with WEB_POLYFILLS (vs no bootstrap)', rawUs: bare, strataUs: withPolyfills, ratio: withPolyfills / bare, goal: undefined, absoluteGoalUs: bare + 2000, unit: 'µs' });
+  // The first Runtime of a process compiles the bootstrap without a code cache (each worker pays
+  // this once): in a fresh process each, the first start with the polyfills against one without.
+  const firstStartMs = (bootstrap) => {
+    const program = `import { Runtime } from '@strata/runtime'; import { WEB_POLYFILLS } from '@strata/polyfills';
+      await (await Runtime.start()).close();
+      const t0 = performance.now(); const r = await Runtime.start({ bootstrap: ${bootstrap ? '[WEB_POLYFILLS]' : '[]'} }); const ms = performance.now() - t0;
+      await r.close(); console.log(ms);`;
+    const times = [];
+    for (let i = 0; i < 7; i++) times.push(Number(spawnSync(process.execPath, ['--input-type=module', '-e', program], { encoding: 'utf8' }).stdout));
+    return median(times) * 1000;
+  };
+  const firstBare = firstStartMs(false);
+  const firstWith = firstStartMs(true);
+  strata.push({ figure: 'first Runtime.start of a process with WEB_POLYFILLS (no code cache yet)', value: firstWith, unit: 'µs', floor: firstBare, floorName: 'the same first start with no bootstrap', goal: '—' });
+  // What the first use of a lazy group costs a context: the streams bundle (a Response body read
+  // as a stream) and the URL bundle, each on top of Runtime.start with the polyfills.
+  const startAndUse = (code) => startMs([WEB_POLYFILLS], code);
+  strata.push({ figure: 'Runtime.start + first web stream (new Response(x).body read)', value: await startAndUse("new Response('x').body.getReader().read().then(() => 0)"), unit: 'µs', floor: withPolyfills, floorName: 'Runtime.start with WEB_POLYFILLS', goal: '—' });
+  strata.push({ figure: 'Runtime.start + first URL (new URL(x))', value: await startAndUse("new URL('http://x/').href"), unit: 'µs', floor: withPolyfills, floorName: 'Runtime.start with WEB_POLYFILLS', goal: '—' });
+}
+// The guest's fetch, checked and performed by the parent under an egress policy, against a server
+// on 127.0.0.1: a warm round trip from the sandboxed guest, against Node's own fetch in the parent.
+{
+  const http = await import('node:http');
+  const { WEB_POLYFILLS } = await import('@strata/polyfills');
+  const server = http.createServer((_req, res) => res.end('{"ok":true}'));
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  const fetchRt = await IsolatedRuntime.start({ sandbox: 'require', bootstrap: [WEB_POLYFILLS], egress: { allow: [`${origin}/*`] } });
+  const rounds = async (fn) => {
+    for (let i = 0; i < 20; i++) await fn();
+    const times = [];
+    for (let i = 0; i < 200; i++) {
+      const t0 = performance.now();
+      await fn();
+      times.push(performance.now() - t0);
+    }
+    return median(times) * 1000;
+  };
+  // A fresh connection per request in both (the egress engine never pools a socket).
+  const nodeUs = await rounds(async () => (await fetch(`${origin}/x`, { headers: { connection: 'close' } })).json());
+  const guestUs = await rounds(() => fetchRt.eval(`fetch('${origin}/x').then((r) => r.json()).then((j) => j.ok)`));
+  await fetchRt.close();
+  server.close();
+  strata.push({ figure: 'guest fetch through the egress policy (local server)', value: guestUs, unit: 'µs', floor: nodeUs, floorName: "Node's fetch in the parent, a fresh connection each", goal: '—' });
 }
 // Code mode: the declarations a prompt carries for twenty realistic tools, and what an opt-in
 // type check of the model's code against them costs once the compiler is warm.

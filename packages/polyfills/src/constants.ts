@@ -41,6 +41,40 @@ export const MAX_INTERVAL_RUNS = 10_000;
 export const PERFORMANCE_TICK_MS = 1 / 128;
 
 /**
+ * The URL classes: one group of {@link LAZY_GLOBALS}, loaded together. The
+ * bootstrap gets the list from here (`internal.urlGlobals`).
+ *
+ * @internal
+ */
+export const URL_GLOBALS = [
+  'URL',
+  'URLSearchParams',
+  'URLPattern',
+] as const;
+
+/**
+ * The web streams classes: the other group of {@link LAZY_GLOBALS}. The
+ * bootstrap gets the list from here (`internal.streamGlobals`).
+ *
+ * @internal
+ */
+export const STREAM_GLOBALS = [
+  'ReadableStream',
+  'ReadableStreamDefaultReader',
+  'ReadableStreamBYOBReader',
+  'ReadableStreamBYOBRequest',
+  'ReadableStreamDefaultController',
+  'ReadableByteStreamController',
+  'WritableStream',
+  'WritableStreamDefaultWriter',
+  'WritableStreamDefaultController',
+  'TransformStream',
+  'TransformStreamDefaultController',
+  'ByteLengthQueuingStrategy',
+  'CountQueuingStrategy',
+] as const;
+
+/**
  * The globals `WEB_POLYFILLS` defines, besides {@link EVENT_LOOP_GLOBAL}.
  * Each is a writable, configurable, non-enumerable property of the global
  * object, as on the web.
@@ -73,25 +107,11 @@ export const POLYFILLED_GLOBALS = [
   'ProgressEvent',
   'FileReader',
   'structuredClone',
-  'URL',
-  'URLSearchParams',
-  'URLPattern',
+  ...URL_GLOBALS,
   'crypto',
   'Crypto',
   'SubtleCrypto',
-  'ReadableStream',
-  'ReadableStreamDefaultReader',
-  'ReadableStreamBYOBReader',
-  'ReadableStreamBYOBRequest',
-  'ReadableStreamDefaultController',
-  'ReadableByteStreamController',
-  'WritableStream',
-  'WritableStreamDefaultWriter',
-  'WritableStreamDefaultController',
-  'TransformStream',
-  'TransformStreamDefaultController',
-  'ByteLengthQueuingStrategy',
-  'CountQueuingStrategy',
+  ...STREAM_GLOBALS,
   'TextEncoderStream',
   'TextDecoderStream',
   'CompressionStream',
@@ -116,22 +136,8 @@ export const POLYFILLED_GLOBALS = [
  * like the others.
  */
 export const LAZY_GLOBALS = [
-  'URL',
-  'URLSearchParams',
-  'URLPattern',
-  'ReadableStream',
-  'ReadableStreamDefaultReader',
-  'ReadableStreamBYOBReader',
-  'ReadableStreamBYOBRequest',
-  'ReadableStreamDefaultController',
-  'ReadableByteStreamController',
-  'WritableStream',
-  'WritableStreamDefaultWriter',
-  'WritableStreamDefaultController',
-  'TransformStream',
-  'TransformStreamDefaultController',
-  'ByteLengthQueuingStrategy',
-  'CountQueuingStrategy',
+  ...URL_GLOBALS,
+  ...STREAM_GLOBALS,
 ] as const;
 
 /**

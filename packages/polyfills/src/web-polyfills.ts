@@ -19,6 +19,7 @@ import { installPerformance } from './bootstrap/performance.js';
 import { installStreams } from './bootstrap/streams.js';
 import { installStructuredClone } from './bootstrap/structured-clone.js';
 import { installUrl } from './bootstrap/url.js';
+import { STREAM_GLOBALS, URL_GLOBALS } from './constants.js';
 import { COMPRESSION_BUNDLE } from './generated/compression-bundle.js';
 import { CRYPTO_BUNDLE } from './generated/crypto-bundle.js';
 import { STREAMS_BUNDLE } from './generated/streams-bundle.js';
@@ -80,7 +81,7 @@ function assemble(): string {
     "'use strict';",
     // Evaluating the bootstrap a second time in the same context is a no-op.
     "if (Object.prototype.hasOwnProperty.call(globalThis, '__strataEventLoop')) return;",
-    `const internal = { userAgent: ${JSON.stringify(`Strata/${PACKAGE_VERSION}`)} };`,
+    `const internal = { userAgent: ${JSON.stringify(`Strata/${PACKAGE_VERSION}`)}, urlGlobals: ${JSON.stringify(URL_GLOBALS)}, streamGlobals: ${JSON.stringify(STREAM_GLOBALS)} };`,
     // The third-party bundle (scripts/bundle.mjs), as a function that installUrl calls on first
     // use of a URL global. Its parameters shadow the globals it would otherwise read at that
     // time, whatever the guest has done to them. Not parenthesised, so V8 only pre-parses it.

@@ -1,8 +1,9 @@
 import { crc32, deflateRawSync, deflateSync, gunzipSync, gzipSync, inflateRawSync, inflateSync } from 'node:zlib';
 import test, { type ExecutionContext } from 'ava';
 import ivm from 'isolated-vm';
-import type { Sandbox } from './helpers/isolate.js';
-import { checkCases, STREAM_MODES, streamSandbox, type StreamCase } from './helpers/stream-cases.js';
+import { MODES, type Sandbox, type SandboxOptions, withSandbox } from './helpers/isolate.js';
+import { random } from './helpers/random.js';
+import { checkCases, STREAM_HELPERS, streamSandbox, type StreamCase } from './helpers/stream-cases.js';
 
 // CompressionStream and DecompressionStream, written from the Compression Streams standard
 // (https://compression.spec.whatwg.org/), checked against node:zlib both ways.
@@ -40,18 +41,6 @@ interface Drained {
   isTypeError?: boolean;
 }
 
-function random(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 4294967296;
-  };
-}
-
 // Compressible text-like bytes, and incompressible ones.
 function text(length: number, seed = 1): Uint8Array {
   const next = random(seed);
@@ -73,15 +62,13 @@ const INPUTS: Array<[string, Uint8Array]> = [
   ['long text', text(300000, 3)],
 ];
 
-async function withSandbox(options: object, fn: (s: Sandbox) => Promise<void>): Promise<void> {
-  const s = await streamSandbox(options);
-  try {
+// A sandbox with the stream helpers and GUEST, for `fn`.
+const withGuest = (options: SandboxOptions, fn: (s: Sandbox) => Promise<void>): Promise<void> =>
+  withSandbox(options, (s) => {
+    s.value(STREAM_HELPERS);
     s.value(GUEST);
-    await fn(s);
-  } finally {
-    s.dispose();
-  }
-}
+    return fn(s);
+  });
 
 function put(s: Sandbox, name: string, bytes: Uint8Array): void {
   s.context.global.setSync(name, new ivm.ExternalCopy(new Uint8Array(bytes)).copyInto());
@@ -97,9 +84,9 @@ async function through(s: Sandbox, stream: 'CompressionStream' | 'DecompressionS
 const same = (t: ExecutionContext, actual: Uint8Array, expected: Uint8Array, what: string) =>
   t.true(Buffer.from(actual).equals(Buffer.from(expected)), `${what}: ${actual.length} bytes, expected ${expected.length}`);
 
-for (const [mode, options] of STREAM_MODES) {
+for (const [mode, options] of MODES) {
   test(`compresses in every format; node:zlib decompresses it${mode}`, async (t) => {
-    await withSandbox(options, async (s) => {
+    await withGuest(options, async (s) => {
       for (const format of FORMATS) {
         for (const [name, input] of INPUTS) {
           for (const size of [65536, 777]) {
@@ -114,7 +101,7 @@ for (const [mode, options] of STREAM_MODES) {
   });
 
   test(`decompresses what node:zlib compressed, at every level, in chunks of any size${mode}`, async (t) => {
-    await withSandbox(options, async (s) => {
+    await withGuest(options, async (s) => {
       for (const format of FORMATS) {
         for (const [name, input] of INPUTS) {
           for (const level of [0, 1, 6, 9]) {
@@ -148,7 +135,7 @@ function gzipWithHeader(input: Uint8Array, flags: number, headerCrc?: number): U
 }
 
 test('gzip headers with FEXTRA, FNAME, FCOMMENT and FHCRC', async (t) => {
-  await withSandbox({}, async (s) => {
+  await withGuest({}, async (s) => {
     const input = text(3000);
     for (const flags of [0, 2, 4, 8, 16, 2 | 4 | 8 | 16]) {
       const member = gzipWithHeader(input, flags);
@@ -211,9 +198,9 @@ function invalidInputs(): Array<[string, Format, Uint8Array]> {
   return cases;
 }
 
-for (const [mode, options] of STREAM_MODES) {
+for (const [mode, options] of MODES) {
   test(`truncated, corrupt or trailing input errors the stream with a TypeError${mode}`, async (t) => {
-    await withSandbox(options, async (s) => {
+    await withGuest(options, async (s) => {
       for (const [what, format, bytes] of invalidInputs()) {
         // Node agrees that it is not one valid stream (zlib tolerates some trailing data, the standard does not).
         if (!what.includes('after the end') && !what.includes('back to back')) {
@@ -229,7 +216,7 @@ for (const [mode, options] of STREAM_MODES) {
 }
 
 test('what came before the end is output before the error about trailing data', async (t) => {
-  await withSandbox({}, async (s) => {
+  await withGuest({}, async (s) => {
     const input = text(1000);
     for (const format of FORMATS) {
       const out = await through(s, 'DecompressionStream', format, Buffer.concat([compress[format](input), Buffer.from('junk')]), 1 << 20);
@@ -295,16 +282,16 @@ const CASES: StreamCase[] = [
       ['readable', 'writable'], ['readable', 'writable'], 'TypeError', 'TypeError', 'DataCloneError']],
 ];
 
-for (const [mode, options] of STREAM_MODES) {
+for (const [mode, options] of MODES) {
   test(`formats, chunks, round trips, classes${mode}`, async (t) => {
-    await withSandbox(options, async (s) => {
+    await withGuest(options, async (s) => {
       await checkCases(t, s, CASES);
     });
   });
 }
 
 test('a megabyte each way', async (t) => {
-  await withSandbox({}, async (s) => {
+  await withGuest({}, async (s) => {
     const input = Buffer.concat([text(600000, 7), noise(400000, 8)]);
     for (const format of FORMATS) {
       const out = await through(s, 'CompressionStream', format, input, 65536);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import test from 'ava';
 import { ENTROPY_GLOBAL } from '../src/index.js';
-import { createSandbox, NO_CODE_GENERATION, type Sandbox, type SandboxOptions } from './helpers/isolate.js';
+import { createSandbox, MODES, type Sandbox, type SandboxOptions } from './helpers/isolate.js';
 
 // crypto, Crypto and SubtleCrypto as the guest sees them. `thrown(fn)` gives the name of what `fn`
 // throws (a DOMException's name, or the error class), or 'none'.
@@ -119,7 +119,7 @@ async function digest(s: Sandbox, expression: string): Promise<string> {
   return outcome.value!;
 }
 
-for (const [mode, before] of [['', ''], [' (no eval)', NO_CODE_GENERATION]] as const) {
+for (const [mode, { before = '' }] of MODES) {
   test(`digest: FIPS 180 vectors 'abc' and '' for each algorithm${mode}`, async (t) => {
     const s = await withEntropy(t, before);
     for (const [name, node] of ALGORITHMS) {

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { createSandbox, type Sandbox } from './helpers/isolate.js';
+import { random } from './helpers/random.js';
 
 // Node's TextEncoder / TextDecoder / atob / btoa / structuredClone follow the
 // same standards; on random input the polyfills must agree with them.
@@ -10,17 +11,6 @@ test.before(async () => {
 });
 test.after.always(() => s.dispose());
 
-// A small deterministic PRNG, so a failure can be replayed.
-function rng(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
-
 function randomBytes(next: () => number, length: number): number[] {
   // Biased towards the interesting UTF-8 / UTF-16 boundary bytes.
   const interesting = [0x00, 0x7f, 0x80, 0xbf, 0xc0, 0xc2, 0xdf, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff, 0xd8, 0xdc, 0xfe, 0xbb];
@@ -28,7 +18,7 @@ function randomBytes(next: () => number, length: number): number[] {
 }
 
 test('TextDecoder agrees with Node on random bytes (utf-8, utf-16le/be, windows-1252, streaming)', (t) => {
-  const next = rng(42);
+  const next = random(42);
   const cases: Array<{ label: string; chunks: number[][] }> = [];
   for (let i = 0; i < 300; i++) {
     const label = ['utf-8', 'utf-16le', 'utf-16be', 'windows-1252'][i % 4]!;
@@ -47,7 +37,7 @@ test('TextDecoder agrees with Node on random bytes (utf-8, utf-16le/be, windows-
 });
 
 test('fatal TextDecoder throws exactly when Node does', (t) => {
-  const next = rng(7);
+  const next = random(7);
   const inputs = Array.from({ length: 300 }, () => randomBytes(next, Math.floor(next() * 8)));
   const expected = inputs.map((b) => {
     try {
@@ -64,7 +54,7 @@ test('fatal TextDecoder throws exactly when Node does', (t) => {
 });
 
 test('TextEncoder and encodeInto agree with Node on random strings with lone surrogates', (t) => {
-  const next = rng(99);
+  const next = random(99);
   const pool = ['a', 'é', '€', '😀', '\ud800', '\udc00', '\udbff', '\udfff', '\u0000', '\uffff', 'z'];
   const strings = Array.from({ length: 300 }, () =>
     Array.from({ length: Math.floor(next() * 10) }, () => pool[Math.floor(next() * pool.length)]).join(''),
@@ -84,7 +74,7 @@ test('TextEncoder and encodeInto agree with Node on random strings with lone sur
 });
 
 test('atob and btoa agree with Node on random input', (t) => {
-  const next = rng(5);
+  const next = random(5);
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= \n-_*';
   const inputs = Array.from({ length: 400 }, () =>
     Array.from({ length: Math.floor(next() * 10) }, () => alphabet[Math.floor(next() * alphabet.length)]).join(''),

@@ -1,5 +1,7 @@
 import test from 'ava';
-import { checkCases, STREAM_MODES, streamSandbox, type StreamCase } from './helpers/stream-cases.js';
+import { MODES } from './helpers/isolate.js';
+import { random } from './helpers/random.js';
+import { checkCases, streamSandbox, type StreamCase } from './helpers/stream-cases.js';
 
 // TextEncoderStream and TextDecoderStream as the guest sees them, written from the Encoding
 // standard (https://encoding.spec.whatwg.org/#interface-textencoderstream).
@@ -115,7 +117,7 @@ const CLASSES: StreamCase[] = [
 
 const SUITES: Record<string, StreamCase[]> = { TextEncoderStream: ENCODER, TextDecoderStream: DECODER, classes: CLASSES };
 
-for (const [mode, options] of STREAM_MODES) {
+for (const [mode, options] of MODES) {
   for (const [suite, cases] of Object.entries(SUITES)) {
     test(`${suite}${mode}`, async (t) => {
       const s = await streamSandbox(options);
@@ -140,19 +142,6 @@ test('the encoder streams are plain globals; constructing one loads the streams 
     s.dispose();
   }
 });
-
-// A seeded generator, so a failure can be reproduced.
-function random(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 4294967296;
-  };
-}
 
 // Pieces of text that stress the encoder: ASCII, 2-, 3- and 4-byte characters, lone surrogates.
 const PIECES = ['a', 'Z', ' ', 'é', 'ß', '€', '中', '\u{1F600}', '\u{10FFFF}', '\uD800', '\uDFFF', '\uFEFF', '\u0000'];

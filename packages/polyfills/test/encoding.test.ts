@@ -1,5 +1,5 @@
 import test from 'ava';
-import { createSandbox, type Sandbox } from './helpers/isolate.js';
+import { createSandbox, type Sandbox, withSandbox } from './helpers/isolate.js';
 
 let s: Sandbox;
 test.before(async () => {
@@ -112,4 +112,24 @@ test('classes look like the web ones', (t) => {
     s.value(`[Object.prototype.toString.call(new TextEncoder()), Object.keys(TextDecoder.prototype).sort().join(), TextEncoder.name]`),
     ['[object TextEncoder]', 'decode,encoding,fatal,ignoreBOM', 'TextEncoder'],
   );
+});
+
+test('the bytes of a BufferSource are read by the built-ins of bootstrap time, whatever the guest replaced', async (t) => {
+  await withSandbox({}, async (g) => {
+    const r = await g.run(`(async () => {
+      const TypedArray = Object.getPrototypeOf(Uint8Array.prototype);
+      const data = new Uint8Array([0, 104, 105, 0]).subarray(1, 3);
+      const view = new DataView(data.buffer, 1, 2);
+      ArrayBuffer.isView = () => false;
+      for (const proto of [TypedArray, DataView.prototype]) {
+        for (const key of ['buffer', 'byteOffset', 'byteLength']) {
+          Object.defineProperty(proto, key, { get() { throw new Error('the guest ' + key); }, configurable: true });
+        }
+      }
+      return [new TextDecoder().decode(data), new TextDecoder().decode(view), await new Blob([data, view]).text(),
+        await new Response(data).text(), await new Response(view).text()];
+    })()`);
+    t.true(r.ok, JSON.stringify(r.error));
+    t.deepEqual(r.value, ['hi', 'hi', 'hihi', 'hi', 'hi']);
+  });
 });

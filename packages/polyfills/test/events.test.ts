@@ -1,5 +1,5 @@
 import test from 'ava';
-import { createSandbox, NO_CODE_GENERATION, type Sandbox } from './helpers/isolate.js';
+import { createSandbox, MODES, type Sandbox } from './helpers/isolate.js';
 
 let s: Sandbox;
 test.before(async () => {
@@ -226,7 +226,7 @@ test('ErrorEvent reads its members in WebIDL order, and checks its arguments and
   );
 });
 
-for (const [mode, options] of [['', {}], [' (no eval)', { before: NO_CODE_GENERATION }]] as const) {
+for (const [mode, options] of MODES) {
   test(`the global object is an event target, as in a worker${mode}`, async (t) => {
     const g = await createSandbox(options);
     try {

@@ -1,9 +1,7 @@
 // Conformance of Request, Response and the Body mixin as the guest sees them, written from the
 // Fetch standard (§5.3 Body mixin, §5.4 Request class, §5.5 Response class, "extract a body"),
 // with the server-runtime conventions of WinterTC (no CORS, no forbidden headers, no window).
-import { caseSuites, type Case } from './helpers/fetch-cases.js';
-
-const stream = (chunks: string) => `new ReadableStream({ start(c) { for (const x of ${chunks}) c.enqueue(x); c.close(); } })`;
+import { caseSuites, stream, type Case } from './helpers/fetch-cases.js';
 
 const REQUEST: Case[] = [
   ['the URL is parsed and serialised', `new Request('HTTPS://Example.COM:443/a/../b?q=1#frag').url`, 'https://example.com/b?q=1#frag'],

@@ -6,7 +6,7 @@
 import test from 'ava';
 import ivm from 'isolated-vm';
 import { FETCH_GLOBAL } from '../src/index.js';
-import { caseSuites, GUEST_HELPERS, type Case } from './helpers/fetch-cases.js';
+import { caseSuites, GUEST_HELPERS, stream, type Case } from './helpers/fetch-cases.js';
 import { createSandbox } from './helpers/isolate.js';
 
 // A transport that records each request and answers with `__answer(request)` (replaceable per
@@ -24,7 +24,6 @@ const TRANSPORT = `
   globalThis.later = (ms, value) => new Promise((resolve) => setTimeout(() => resolve(value), ms));
 `;
 
-const stream = (chunks: string) => `new ReadableStream({ start(c) { for (const x of ${chunks}) c.enqueue(x); c.close(); } })`;
 const answer = (fields: string) => `(req) => ({ status: 200, statusText: '', url: req.url, redirected: false, headers: [], body: new Uint8Array(0), ...${fields} })`;
 
 const SENT: Case[] = [

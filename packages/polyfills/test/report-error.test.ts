@@ -1,5 +1,5 @@
 import test from 'ava';
-import { createSandbox, NO_CODE_GENERATION, type Sandbox, type SandboxOptions } from './helpers/isolate.js';
+import { MODES, type Sandbox, withSandbox } from './helpers/isolate.js';
 
 // HTML's "report an exception", as the guest sees it: reportError() and every
 // exception nobody caught (timer callbacks, microtasks, event listeners)
@@ -8,17 +8,6 @@ import { createSandbox, NO_CODE_GENERATION, type Sandbox, type SandboxOptions } 
 // console.error('Uncaught', error). The global is an event target (as a
 // WorkerGlobalScope is), with HTML's special onerror handler. Each test gets
 // its own sandbox: global listeners would otherwise leak between tests.
-
-const MODES = [['', {}], [' (no eval)', { before: NO_CODE_GENERATION }]] as const;
-
-async function withSandbox<T>(options: SandboxOptions, fn: (s: Sandbox) => Promise<T> | T): Promise<T> {
-  const s = await createSandbox(options);
-  try {
-    return await fn(s);
-  } finally {
-    s.dispose();
-  }
-}
 
 const errors = (s: Sandbox): string[] => s.logs().filter((l) => l.level === 'error').map((l) => l.text);
 

@@ -1,10 +1,11 @@
 import test from 'ava';
 import { LAZY_GLOBALS } from '../src/index.js';
-import { checkCases as check, STREAM_MODES as MODES, streamSandbox as sandbox, type StreamCase as Case } from './helpers/stream-cases.js';
+import { MODES } from './helpers/isolate.js';
+import { checkCases as check, streamSandbox as sandbox, type StreamCase as Case } from './helpers/stream-cases.js';
 
 // Conformance of the WHATWG Streams classes as the guest sees them, written from the Streams
 // standard (https://streams.spec.whatwg.org/). Each case is the body of an async guest function
-// and the value it must return; helpers in test/helpers/cases.ts.
+// and the value it must return; helpers in test/helpers/stream-cases.ts.
 
 const STREAM_GLOBALS = LAZY_GLOBALS.filter((k) => !k.startsWith('URL'));
 

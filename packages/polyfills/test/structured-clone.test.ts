@@ -117,6 +117,23 @@ test('errors keep their type, message, stack and cause', (t) => {
   );
 });
 
+test('a File clones as a File: name, lastModified, type and bytes kept; shared references too', async (t) => {
+  const r = await s.run(`(async () => {
+    const f = new File(['h\u00e9'], 'n\u00e4me.txt', { type: 'Text/Plain', lastModified: 1234567 });
+    // Own properties that shadow the getters are not what gets cloned.
+    const spoofed = new File(['x'], 'real', { lastModified: 1 });
+    Object.defineProperty(spoofed, 'name', { value: 'fake' });
+    Object.defineProperty(spoofed, 'lastModified', { value: 2 });
+    const { a, b, c } = structuredClone({ a: f, b: f, c: spoofed });
+    const plain = structuredClone(new Blob(['y']));
+    return [a instanceof File, Object.getPrototypeOf(a) === File.prototype, a !== f, a === b, a.name, a.lastModified, a.type, a.size, await a.text(),
+      Object.getOwnPropertyDescriptor(File.prototype, 'name').get.call(c), Object.getOwnPropertyDescriptor(File.prototype, 'lastModified').get.call(c),
+      plain instanceof File, plain instanceof Blob];
+  })()`);
+  t.true(r.ok, JSON.stringify(r.error));
+  t.deepEqual(r.value, [true, true, true, true, 'näme.txt', 1234567, 'text/plain', 3, 'hé', 'real', 1, false, true]);
+});
+
 test('Blob clones; functions, symbols and platform objects throw DataCloneError', async (t) => {
   const r = await s.run(`(async () => {
     const b = structuredClone(new Blob(['abc'], { type: 'text/plain' }));

@@ -1,18 +1,9 @@
 import test from 'ava';
 import { MAX_INTERVAL_RUNS } from '../src/index.js';
-import { createSandbox, type Sandbox } from './helpers/isolate.js';
-
-async function withSandbox<T>(fn: (s: Sandbox) => Promise<T>): Promise<T> {
-  const s = await createSandbox();
-  try {
-    return await fn(s);
-  } finally {
-    s.dispose();
-  }
-}
+import { withSandbox } from './helpers/isolate.js';
 
 test('timers fire in order of delay, then of scheduling', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run<string[]>(`new Promise((resolve) => {
       const log = [];
       setTimeout(() => log.push('c30'), 30);
@@ -30,7 +21,7 @@ test('timers fire in order of delay, then of scheduling', async (t) => {
 });
 
 test('nothing fires until the host drives the loop, and microtasks run between timers', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     s.value(`globalThis.log = []; setTimeout(() => { log.push('t1'); Promise.resolve().then(() => log.push('m1')); }, 5);
       setTimeout(() => log.push('t2'), 5); queueMicrotask(() => log.push('m0')); 0`);
     t.deepEqual(s.value('log'), ['m0']);
@@ -43,7 +34,7 @@ test('nothing fires until the host drives the loop, and microtasks run between t
 });
 
 test('virtual time advances exactly by the delays; Date is not affected', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run<number[]>(`(async () => {
       const loop = globalThis.__strataEventLoop;
       const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -60,7 +51,7 @@ test('virtual time advances exactly by the delays; Date is not affected', async 
 });
 
 test('nested timers are scheduled from the time their parent fired', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run<Array<[string, number]>>(`new Promise((resolve) => {
       const loop = globalThis.__strataEventLoop;
       const log = [];
@@ -78,7 +69,7 @@ test('nested timers are scheduled from the time their parent fired', async (t) =
 });
 
 test('clearTimeout and clearInterval cancel, also from inside callbacks', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run(`new Promise((resolve) => {
       const log = [];
       const a = setTimeout(() => log.push('a'), 10);
@@ -98,7 +89,7 @@ test('clearTimeout and clearInterval cancel, also from inside callbacks', async 
 });
 
 test('timer ids are positive integers, unique across setTimeout and setInterval', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const ids = s.value<number[]>(`[setTimeout(() => {}), setInterval(() => {}, 5), setTimeout('x'), setTimeout(() => {}, 1)]`);
     t.true(ids.every((id) => Number.isInteger(id) && id > 0));
     t.is(new Set(ids).size, ids.length);
@@ -106,7 +97,7 @@ test('timer ids are positive integers, unique across setTimeout and setInterval'
 });
 
 test('extra arguments are passed and `this` is the global object', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run(`new Promise((resolve) => {
       setTimeout(function (a, b) { resolve({ args: [a, b], self: this === globalThis }); }, 1, 'x', 2);
     })`);
@@ -119,7 +110,7 @@ test('extra arguments are passed and `this` is the global object', async (t) => 
 });
 
 test('a string handler is ignored, never compiled', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run(`new Promise((resolve) => {
       globalThis.hit = false;
       const id = setTimeout('globalThis.hit = true', 1);
@@ -131,7 +122,7 @@ test('a string handler is ignored, never compiled', async (t) => {
 });
 
 test('delays follow WebIDL long conversion and HTML clamping', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run<number[]>(`(async () => {
       const loop = globalThis.__strataEventLoop;
       const at = (delay) => new Promise((r) => { const t0 = loop.now(); setTimeout(() => r(loop.now() - t0), delay); });
@@ -142,7 +133,7 @@ test('delays follow WebIDL long conversion and HTML clamping', async (t) => {
 });
 
 test('zero-delay timers nested more than 5 deep are clamped to 4 ms', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run<number[]>(`new Promise((resolve) => {
       const loop = globalThis.__strataEventLoop;
       const times = [];
@@ -162,7 +153,7 @@ test('zero-delay timers nested more than 5 deep are clamped to 4 ms', async (t) 
 });
 
 test('an animation-style loop that re-schedules itself until done completes', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run(`new Promise((resolve) => {
       // What d3-timer or zrender do without requestAnimationFrame.
       const raf = (cb) => setTimeout(() => cb(performance.now()), 16);
@@ -183,7 +174,7 @@ test('an animation-style loop that re-schedules itself until done completes', as
 });
 
 test('a runaway setInterval is cut off and reported', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run(`new Promise(() => {
       globalThis.runs = 0;
       setInterval(() => { runs++; }, 1);
@@ -199,7 +190,7 @@ test('a runaway setInterval is cut off and reported', async (t) => {
 });
 
 test('the cut-off only affects the runaway interval, not other timers', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run(`new Promise((resolve) => {
       let runs = 0;
       setInterval(() => { runs++; }, 1);
@@ -212,7 +203,7 @@ test('the cut-off only affects the runaway interval, not other timers', async (t
 });
 
 test('an exception in a callback is reported and does not stop the loop', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run(`new Promise((resolve) => {
       setTimeout(() => { throw new RangeError('boom'); }, 1);
       let n = 0;
@@ -225,7 +216,7 @@ test('an exception in a callback is reported and does not stop the loop', async 
 });
 
 test('the host sees a promise that no timer can settle', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run(`new Promise((resolve) => { setTimeout(() => {}, 5); })`);
     t.false(r.settled);
     t.is(r.steps, 1);
@@ -234,7 +225,7 @@ test('the host sees a promise that no timer can settle', async (t) => {
 });
 
 test('a rejected promise is a settled outcome', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run(`new Promise((_, reject) => setTimeout(() => reject(new TypeError('nope')), 3))`);
     t.true(r.settled);
     t.false(r.ok);
@@ -243,7 +234,7 @@ test('a rejected promise is a settled outcome', async (t) => {
 });
 
 test('queueMicrotask runs before timers, in order, and reports exceptions', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run(`new Promise((resolve) => {
       const log = [];
       setTimeout(() => resolve(log), 0);
@@ -259,7 +250,7 @@ test('queueMicrotask runs before timers, in order, and reports exceptions', asyn
 });
 
 test('the hook is frozen, non-writable and non-configurable', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     t.deepEqual(
       s.value(`(() => {
         const d = Object.getOwnPropertyDescriptor(globalThis, '__strataEventLoop');
@@ -274,7 +265,7 @@ test('the hook is frozen, non-writable and non-configurable', async (t) => {
 });
 
 test('many cleared timers do not leave the heap growing', async (t) => {
-  await withSandbox(async (s) => {
+  await withSandbox({}, async (s) => {
     const r = await s.run(`new Promise((resolve) => {
       for (let i = 0; i < 50_000; i++) clearTimeout(setTimeout(() => {}, 1000 + i));
       const kept = [];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { LAZY_GLOBALS } from '../src/index.js';
-import { createSandbox, NO_CODE_GENERATION, type Sandbox, type SandboxOptions } from './helpers/isolate.js';
+import { createSandbox, MODES, type Sandbox, type SandboxOptions } from './helpers/isolate.js';
 
 // Conformance of URL, URLSearchParams and URLPattern as the guest sees them, written from the
 // WHATWG URL and URLPattern standards. Each case is [what, guest expression, expected value];
@@ -156,7 +156,7 @@ async function sandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   return s;
 }
 
-for (const [mode, options] of [['', {}], [' (no eval)', { before: NO_CODE_GENERATION }]] as const) {
+for (const [mode, options] of MODES) {
   for (const [suite, cases] of Object.entries(SUITES)) {
     test(`${suite}${mode}`, async (t) => {
       const s = await sandbox(options);

@@ -58,14 +58,12 @@ export function installBlob(_g: GlobalObject, internal: Internal): void {
           throw new TypeError("Failed to construct 'Blob': The object must have a callable @@iterator property.");
         }
         for (const part of blobParts as Iterable<unknown>) {
-          let bytes: Uint8Array | undefined;
-          if (ArrayBuffer.isView(part)) {
+          let bytes = internal.bufferSourceBytes(part, true);
+          if (bytes !== undefined) {
             // Copied: the caller may change its buffer afterwards.
-            bytes = new Uint8Array(part.buffer, part.byteOffset, part.byteLength).slice();
+            bytes = bytes.slice();
           } else if (part !== null && typeof part === 'object' && #bytes in part) {
             bytes = (part as Blob).#bytes;
-          } else if (internal.isArrayBuffer(part) || internal.isSharedArrayBuffer(part)) {
-            bytes = new Uint8Array(part).slice();
           } else {
             let text = `${part as string}`;
             // "native" line endings: this platform's are "\n".

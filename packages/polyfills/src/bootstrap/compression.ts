@@ -23,40 +23,12 @@ import type { AnyClass, GlobalObject, Internal } from './internal.js';
  * @internal
  */
 export function installCompression(g: GlobalObject, internal: Internal): void {
-  const { freeze, getPrototypeOf, getOwnPropertyDescriptor } = Object;
-  const apply = Reflect.apply;
+  const { freeze } = Object;
   const U8 = Uint8Array;
   const min = Math.min;
 
-  // BufferSource brand checks, captured before guest code can replace them (see crypto.ts).
-  const typedArray = getPrototypeOf(U8.prototype) as object;
-  const getter = (proto: object, key: PropertyKey) => getOwnPropertyDescriptor(proto, key)!.get!;
-  const tagOf = getter(typedArray, Symbol.toStringTag) as (this: unknown) => string | undefined;
-  const viewBuffer = getter(typedArray, 'buffer');
-  const viewOffset = getter(typedArray, 'byteOffset');
-  const viewLength = getter(typedArray, 'byteLength');
-  const dataViewBuffer = getter(DataView.prototype, 'buffer');
-  const dataViewOffset = getter(DataView.prototype, 'byteOffset');
-  const dataViewLength = getter(DataView.prototype, 'byteLength');
-  // The bytes of a BufferSource (not copied), or undefined for anything else.
-  const bytesOf = (data: unknown): Uint8Array | undefined => {
-    if (internal.isArrayBuffer(data)) return new U8(data);
-    if (data === null || typeof data !== 'object') return undefined;
-    const typed = apply(tagOf, data, []) !== undefined;
-    if (!typed) {
-      try {
-        apply(dataViewLength, data, []);
-      } catch {
-        return undefined;
-      }
-    }
-    const buffer = apply(typed ? viewBuffer : dataViewBuffer, data, []);
-    // A view on a SharedArrayBuffer is not a BufferSource.
-    if (!internal.isArrayBuffer(buffer)) return undefined;
-    return new U8(buffer, apply(typed ? viewOffset : dataViewOffset, data, []), apply(typed ? viewLength : dataViewLength, data, []));
-  };
   const chunkBytes = (chunk: unknown, what: string): Uint8Array => {
-    const bytes = bytesOf(chunk);
+    const bytes = internal.bufferSourceBytes(chunk);
     if (bytes === undefined) {
       throw new TypeError(`Failed to execute 'transform' on '${what}': chunk is not an ArrayBuffer or ArrayBufferView.`);
     }

@@ -22,25 +22,8 @@ export function installCrypto(g: GlobalObject, internal: Internal): void {
   const apply = Reflect.apply;
   const DOMException = internal.DOMException;
   const U8 = Uint8Array;
-  const typedArray = getPrototypeOf(U8.prototype) as object;
-  const getter = (proto: object, key: PropertyKey) => getOwnPropertyDescriptor(proto, key)!.get!;
-  // Brand-checking getters, captured before any guest code can replace them.
-  const tagOf = getter(typedArray, Symbol.toStringTag) as (this: unknown) => string | undefined;
-  const viewBuffer = getter(typedArray, 'buffer');
-  const viewOffset = getter(typedArray, 'byteOffset');
-  const viewLength = getter(typedArray, 'byteLength');
-  const dataViewBuffer = getter(DataView.prototype, 'buffer');
-  const dataViewOffset = getter(DataView.prototype, 'byteOffset');
-  const dataViewLength = getter(DataView.prototype, 'byteLength');
-  const setBytes = U8.prototype.set;
-  const isDataView = (value: unknown): boolean => {
-    try {
-      apply(dataViewLength, value, []);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  // Captured before any guest code can replace it.
+  const lengthOf = getOwnPropertyDescriptor(getPrototypeOf(U8.prototype) as object, 'length')!.get! as (this: unknown) => number;
   const integerArrays = [
     'Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array',
     'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array',
@@ -57,25 +40,27 @@ export function installCrypto(g: GlobalObject, internal: Internal): void {
       throw new DOMException("no entropy source: this isolate's host gave none (Strata's runtimes do)", 'NotSupportedError');
     }
     const bytes: unknown = apply(source, undefined, [n]);
-    if (apply(tagOf, bytes, []) !== 'Uint8Array' || apply(viewLength, bytes, []) < n) {
+    const view = internal.typedArrayName(bytes) === 'Uint8Array' ? internal.bufferSourceBytes(bytes, true)! : undefined;
+    if (view === undefined || apply(lengthOf, view, []) < n) {
       throw new DOMException(`the host's entropy source did not return a Uint8Array of ${n} bytes`, 'OperationError');
     }
-    apply(setBytes, target, [new U8(apply(viewBuffer, bytes, []), apply(viewOffset, bytes, []), n)]);
+    for (let i = 0; i < n; i++) target[i] = view[i]!;
   };
 
   function getRandomValues<T>(array: T): T {
-    const tag = apply(tagOf, array, []);
+    const tag = internal.typedArrayName(array);
     if (tag === undefined || !integerArrays.includes(tag)) {
-      if (tag === undefined && !isDataView(array)) {
+      if (tag === undefined && !internal.isDataView(array)) {
         throw new TypeError("Failed to execute 'getRandomValues' on 'Crypto': parameter 1 is not of type 'ArrayBufferView'.");
       }
       throw new DOMException(`getRandomValues takes an integer typed array, not a ${tag ?? 'DataView'}`, 'TypeMismatchError');
     }
-    const n = apply(viewLength, array, []);
+    const bytes = internal.bufferSourceBytes(array, true)!;
+    const n = apply(lengthOf, bytes, []);
     if (n > 65536) {
       throw new DOMException(`getRandomValues takes at most 65536 bytes, not ${n}`, 'QuotaExceededError');
     }
-    fill(new U8(apply(viewBuffer, array, []), apply(viewOffset, array, []), n), n);
+    fill(bytes, n);
     return array;
   }
 
@@ -107,16 +92,6 @@ export function installCrypto(g: GlobalObject, internal: Internal): void {
     return hashes[key];
   };
 
-  // A copy of a BufferSource's bytes (the caller may change them meanwhile), or undefined.
-  const bytesOf = (data: unknown): Uint8Array | undefined => {
-    if (internal.isArrayBuffer(data)) return new U8(new U8(data));
-    const typed = apply(tagOf, data, []) !== undefined;
-    if (!typed && !isDataView(data)) return undefined;
-    const buffer = apply(typed ? viewBuffer : dataViewBuffer, data, []);
-    if (!internal.isArrayBuffer(buffer)) return undefined;
-    return new U8(new U8(buffer, apply(typed ? viewOffset : dataViewOffset, data, []), apply(typed ? viewLength : dataViewLength, data, [])));
-  };
-
   // Neither class is constructible by the guest: only the instances below exist.
   const token = {};
   class SubtleCrypto {
@@ -141,11 +116,12 @@ export function installCrypto(g: GlobalObject, internal: Internal): void {
       if (hash === undefined) {
         throw new DOMException(`digest: unrecognised algorithm '${name as string}' (SHA-1, SHA-256, SHA-384, SHA-512)`, 'NotSupportedError');
       }
-      const bytes = bytesOf(data);
+      const bytes = internal.bufferSourceBytes(data);
       if (bytes === undefined) {
         throw new TypeError("Failed to execute 'digest' on 'SubtleCrypto': data is not an ArrayBuffer or ArrayBufferView.");
       }
-      return new U8(hash(bytes)).buffer;
+      // A copy: the caller may change the bytes meanwhile.
+      return new U8(hash(new U8(bytes))).buffer;
     }
   }
   internal.webidl(SubtleCrypto, 'SubtleCrypto');

@@ -189,8 +189,8 @@ export function installEncoding(_g: GlobalObject, internal: Internal): void {
 
   // BufferSource, [AllowShared]: any ArrayBuffer, SharedArrayBuffer or view.
   const toBytes = (input: unknown, what: string): Uint8Array => {
-    if (ArrayBuffer.isView(input)) return new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
-    if (internal.isArrayBuffer(input) || internal.isSharedArrayBuffer(input)) return new Uint8Array(input);
+    const bytes = internal.bufferSourceBytes(input, true);
+    if (bytes !== undefined) return bytes;
     throw new TypeError(
       `Failed to execute '${what}': The provided value is not of type '(ArrayBuffer or ArrayBufferView)'.`,
     );

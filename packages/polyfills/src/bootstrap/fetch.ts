@@ -16,11 +16,9 @@ import type { AnyClass, GlobalObject, Internal } from './internal.js';
  * @internal
  */
 export function installFetch(g: GlobalObject, internal: Internal): void {
-  const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf, keys } = Object;
+  const { defineProperty, getOwnPropertyDescriptor, keys } = Object;
   const apply = Reflect.apply;
   const U8 = Uint8Array;
-  const TypedArray = getPrototypeOf(U8.prototype) as object;
-  const tagOf = getOwnPropertyDescriptor(TypedArray, Symbol.toStringTag)!.get!;
   const objectToString = Object.prototype.toString;
   const AbortSignal = g.AbortSignal as AnyClass & { any(signals: object[]): object };
   const abortAny = AbortSignal.any;
@@ -38,6 +36,9 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
   const REDIRECT_STATUS = [301, 302, 303, 307, 308];
   const usv = (value: unknown): string => `${value as string}`.toWellFormed();
   const noop = (): void => {};
+  // A copy of the bytes of an ArrayBuffer or a view (one on a SharedArrayBuffer too), or undefined.
+  const copyOf = (value: unknown): Uint8Array | undefined =>
+    internal.isSharedArrayBuffer(value) ? undefined : internal.bufferSourceBytes(value, true)?.slice();
 
   // ---- bodies -------------------------------------------------------------------------------
 
@@ -139,7 +140,7 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
     for (;;) {
       const { done, value } = await apply(s.read, reader, []);
       if (done) return concat(chunks, size);
-      if (apply(tagOf, value, []) !== 'Uint8Array') {
+      if (internal.typedArrayName(value) !== 'Uint8Array') {
         const error = new TypeError('The body stream gave a chunk that is not a Uint8Array.');
         apply(s.cancelReader, reader, [error]).then(undefined, noop);
         throw error;
@@ -201,8 +202,8 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
       const type = (object as { type: string }).type;
       return [newBody(internal.blobBytes(object as object)), type === '' ? null : type];
     }
-    if (internal.isArrayBuffer(object)) return [newBody(new U8(object).slice()), null];
-    if (ArrayBuffer.isView(object)) return [newBody(new U8(object.buffer, object.byteOffset, object.byteLength).slice()), null];
+    const bytes = copyOf(object);
+    if (bytes !== undefined) return [newBody(bytes), null];
     if (internal.isFormData(object)) {
       const { bytes, type } = internal.encodeFormData(object as object);
       return [newBody(bytes), type];
@@ -613,11 +614,8 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
       throw invalid(`headers: ${(e as Error).message}`);
     }
     const raw = r.body;
-    let bytes: Uint8Array;
-    if (raw === undefined || raw === null) bytes = new U8(0);
-    else if (internal.isArrayBuffer(raw)) bytes = new U8(raw).slice();
-    else if (ArrayBuffer.isView(raw)) bytes = new U8(raw.buffer, raw.byteOffset, raw.byteLength).slice();
-    else throw invalid('the body is not a Uint8Array');
+    const bytes = raw === undefined || raw === null ? new U8(0) : copyOf(raw);
+    if (bytes === undefined) throw invalid('the body is not a Uint8Array');
     return fromState({
       type: 'basic',
       status,

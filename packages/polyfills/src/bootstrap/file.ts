@@ -29,6 +29,10 @@ export function installFile(_g: GlobalObject, internal: Internal): void {
 
     static {
       internal.isFile = (value) => value !== null && typeof value === 'object' && #name in value;
+      internal.fileState = (file) => {
+        if (!internal.isFile(file)) throw new TypeError('Illegal invocation');
+        return { name: (file as File).#name, lastModified: (file as File).#lastModified };
+      };
     }
 
     get name(): string {

@@ -12,6 +12,8 @@
  * @module
  */
 
+import type { STREAM_GLOBALS, URL_GLOBALS } from '../constants.js';
+
 /** The isolate's global object: untyped on purpose, since these files define its members. */
 export type GlobalObject = Record<string | symbol, any>;
 
@@ -36,6 +38,10 @@ export interface Internal {
   // set by the assembly (web-polyfills.ts), before any installer
   /** `navigator.userAgent`: "Strata/" and the package version. */
   userAgent: string;
+  /** The names of the URL globals (URL_GLOBALS in constants.ts), in order. */
+  urlGlobals: typeof URL_GLOBALS;
+  /** The names of the web streams globals (STREAM_GLOBALS in constants.ts), in order. */
+  streamGlobals: typeof STREAM_GLOBALS;
   /**
    * Runs the third-party URL bundle with the given bindings for the free
    * names it uses, and returns its classes. Each call runs it anew.
@@ -59,6 +65,14 @@ export interface Internal {
    * reporting, do not capture it.
    */
   reportError(error: unknown): void;
+  /**
+   * Defines `names` as globals loaded together (the URL and the streams classes): each is an
+   * accessor (not enumerable, configurable; assigning replaces it with a data property) until
+   * the first read of any of them, or the first call of the function returned, runs `load`,
+   * once. Then those the guest has not replaced or deleted meanwhile become data properties
+   * (as `define` makes them) holding `load()[name]`. The function returned gives `load`'s result.
+   */
+  defineLazyGroup<K extends string, T extends Readonly<Record<K, unknown>>>(names: readonly K[], load: () => T): () => T;
   /** Writes a warning to `console.warn` when the host provided a console. */
   warn(message: string): void;
   /** Predicates recognising polyfill objects that structuredClone must refuse. */
@@ -67,6 +81,18 @@ export interface Internal {
   isArrayBuffer(value: unknown): value is ArrayBuffer;
   /** False when the host removed SharedArrayBuffer before the bootstrap ran. */
   isSharedArrayBuffer(value: unknown): value is SharedArrayBuffer;
+  /** Brand check: true for any DataView (its buffer may be detached). */
+  isDataView(value: unknown): value is DataView;
+  /** A typed array's [[TypedArrayName]] ("Uint8Array"...), undefined for anything else. */
+  typedArrayName(value: unknown): string | undefined;
+  /**
+   * The bytes of a BufferSource: a Uint8Array over the same memory (not a copy) of an
+   * ArrayBuffer, a typed array or a DataView; undefined for anything else, and for
+   * SharedArrayBuffer memory unless `allowShared` (WebIDL's [AllowShared]: then a
+   * SharedArrayBuffer and any view qualify). By the built-ins of bootstrap time, whatever
+   * the guest has done to them since. A detached ArrayBuffer, or a view on one, throws a TypeError.
+   */
+  bufferSourceBytes(value: unknown, allowShared?: boolean): Uint8Array | undefined;
 
   // dom-exception.ts
   DOMException: AnyClass;
@@ -131,13 +157,7 @@ export interface Internal {
    * The web streams classes, loading the bundle on first use (which also turns the lazy
    * stream globals into data properties). The same classes as the globals of bootstrap time.
    */
-  streamClasses(): Readonly<Record<
-    | 'ReadableStream' | 'ReadableStreamDefaultReader' | 'ReadableStreamBYOBReader' | 'ReadableStreamBYOBRequest'
-    | 'ReadableStreamDefaultController' | 'ReadableByteStreamController' | 'WritableStream'
-    | 'WritableStreamDefaultWriter' | 'WritableStreamDefaultController' | 'TransformStream'
-    | 'TransformStreamDefaultController' | 'ByteLengthQueuingStrategy' | 'CountQueuingStrategy',
-    AnyClass
-  >>;
+  streamClasses(): Readonly<Record<(typeof STREAM_GLOBALS)[number], AnyClass>>;
   /** True for the polyfill's ReadableStream objects (brand check, no bundle load if none exists yet). */
   isReadableStream(value: unknown): boolean;
 
@@ -146,6 +166,8 @@ export interface Internal {
   // file.ts
   File: AnyClass;
   isFile(value: unknown): boolean;
+  /** A File's name and lastModified, from its internal slots. Brand-checks. */
+  fileState(file: object): { name: string; lastModified: number };
 
   // form-data.ts
   /**

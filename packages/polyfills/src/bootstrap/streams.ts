@@ -24,23 +24,9 @@ import type { GlobalObject, Internal } from './internal.js';
  * @internal
  */
 export function installStreams(g: GlobalObject, internal: Internal): void {
-  const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf, freeze } = Object;
+  const { defineProperty, getOwnPropertyDescriptor, freeze } = Object;
   const apply = Reflect.apply;
-  const names = [
-    'ReadableStream',
-    'ReadableStreamDefaultReader',
-    'ReadableStreamBYOBReader',
-    'ReadableStreamBYOBRequest',
-    'ReadableStreamDefaultController',
-    'ReadableByteStreamController',
-    'WritableStream',
-    'WritableStreamDefaultWriter',
-    'WritableStreamDefaultController',
-    'TransformStream',
-    'TransformStreamDefaultController',
-    'ByteLengthQueuingStrategy',
-    'CountQueuingStrategy',
-  ] as const;
+  const names = internal.streamGlobals;
   type Classes = ReturnType<Internal['streamClasses']>;
 
   // What the bundle sees as `globalThis` (and `self`, `global`): only what it reads from it.
@@ -65,24 +51,14 @@ export function installStreams(g: GlobalObject, internal: Internal): void {
 
   let classes: Classes | undefined;
   let lockedGetter: ((this: unknown) => boolean) | undefined;
-  const accessors: Record<string, PropertyDescriptor> = {};
-
-  const load = (): Classes => {
-    if (classes === undefined) {
-      const loaded = internal.runStreamsBundle(intrinsics);
-      const picked: Record<string, unknown> = { __proto__: null } as never;
-      for (const name of names) picked[name] = loaded[name];
-      classes = freeze(picked) as Classes;
-      lockedGetter = getOwnPropertyDescriptor(classes.ReadableStream.prototype, 'locked')!.get as (this: unknown) => boolean;
-      // Globals the guest has not replaced or deleted meanwhile become data properties.
-      for (const name of names) {
-        const current = getOwnPropertyDescriptor(g, name);
-        if (current !== undefined && current.get === accessors[name]!.get) internal.define(name, classes[name]);
-      }
-    }
+  internal.streamClasses = internal.defineLazyGroup(names, (): Classes => {
+    const loaded = internal.runStreamsBundle(intrinsics);
+    const picked: Record<string, unknown> = { __proto__: null } as never;
+    for (const name of names) picked[name] = loaded[name];
+    classes = freeze(picked) as Classes;
+    lockedGetter = getOwnPropertyDescriptor(classes.ReadableStream.prototype, 'locked')!.get as (this: unknown) => boolean;
     return classes;
-  };
-  internal.streamClasses = load;
+  });
   // No stream can exist before the bundle ran.
   internal.isReadableStream = (value) => {
     if (lockedGetter === undefined || value === null || typeof value !== 'object') return false;
@@ -102,47 +78,18 @@ export function installStreams(g: GlobalObject, internal: Internal): void {
     return false;
   });
 
-  for (const name of names) {
-    const descriptor: PropertyDescriptor = {
-      get: () => load()[name],
-      // Assigning replaces the global, as assigning a writable data property would.
-      set: (value: unknown) => internal.define(name, value),
-      enumerable: false,
-      configurable: true,
-    };
-    accessors[name] = descriptor;
-    defineProperty(g, name, descriptor);
-  }
-
   // Blob.prototype.stream(): a byte stream of the blob's bytes, in chunks of at most 64 KiB
   // (each a fresh Uint8Array the reader may keep), answering BYOB reads in the reader's buffer.
   const CHUNK = 65536;
   const U8 = Uint8Array;
-  const typedArray = getPrototypeOf(U8.prototype) as object;
-  const viewBuffer = getOwnPropertyDescriptor(typedArray, 'buffer')!.get!;
-  const viewOffset = getOwnPropertyDescriptor(typedArray, 'byteOffset')!.get!;
-  const viewLength = getOwnPropertyDescriptor(typedArray, 'byteLength')!.get!;
-  const dataViewBuffer = getOwnPropertyDescriptor(DataView.prototype, 'buffer')!.get!;
-  const dataViewOffset = getOwnPropertyDescriptor(DataView.prototype, 'byteOffset')!.get!;
-  const dataViewLength = getOwnPropertyDescriptor(DataView.prototype, 'byteLength')!.get!;
-  const isTyped = getOwnPropertyDescriptor(typedArray, Symbol.toStringTag)!.get!;
   const setBytes = U8.prototype.set;
   const slice = U8.prototype.slice;
   const subarray = U8.prototype.subarray;
-  // The bytes a BYOB request's view covers (a typed array or a DataView).
-  const bytesOfView = (view: object): Uint8Array => {
-    const typed = apply(isTyped, view, []) !== undefined;
-    return new U8(
-      apply(typed ? viewBuffer : dataViewBuffer, view, []),
-      apply(typed ? viewOffset : dataViewOffset, view, []),
-      apply(typed ? viewLength : dataViewLength, view, []),
-    );
-  };
 
   const methods = {
     stream(this: unknown): unknown {
       const bytes = internal.blobBytes(this as object);
-      const { ReadableStream } = load();
+      const { ReadableStream } = internal.streamClasses();
       const size = bytes.length;
       let position = 0;
       return new ReadableStream({
@@ -155,7 +102,8 @@ export function installStreams(g: GlobalObject, internal: Internal): void {
           if (position < size) {
             const request = controller.byobRequest;
             if (request !== null && request !== undefined) {
-              const target = bytesOfView(request.view);
+              // The bytes the BYOB request's view covers (a typed array or a DataView).
+              const target = internal.bufferSourceBytes(request.view, true)!;
               const n = Math.min(target.length, size - position);
               apply(setBytes, target, [apply(subarray, bytes, [position, position + n])]);
               position += n;

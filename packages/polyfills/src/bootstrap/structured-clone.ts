@@ -6,7 +6,7 @@ import type { GlobalObject, Internal } from './internal.js';
  * BigInt wrappers, Date, RegExp, ArrayBuffer (resizable ones stay
  * resizable), typed arrays and DataView (sharing a buffer still share the
  * clone of it), Map, Set, Error and its standard subclasses (name, message,
- * stack, cause), DOMException, Blob, arrays (holes kept) and plain objects
+ * stack, cause), DOMException, Blob and File, arrays (holes kept) and plain objects
  * (own enumerable string keys), with cycles and shared references
  * preserved. Functions, symbols, WeakMap / WeakSet / WeakRef / Promise,
  * SharedArrayBuffer and the other polyfill objects throw a `DataCloneError`
@@ -25,7 +25,6 @@ export function installStructuredClone(_g: GlobalObject, internal: Internal): vo
   const hasOwn = Object.hasOwn;
   const objectToString = Object.prototype.toString;
   const getter = (proto: object, key: PropertyKey): (() => unknown) => getOwnPropertyDescriptor(proto, key)!.get!;
-  const typedArrayTag = getter(Object.getPrototypeOf(Uint8Array.prototype) as object, Symbol.toStringTag);
   const mapEntries = Map.prototype.entries;
   const setValues = Set.prototype.values;
   const isError =
@@ -140,7 +139,7 @@ export function installStructuredClone(_g: GlobalObject, internal: Internal): vo
       case 'DataView':
       default: {
         if (ArrayBuffer.isView(input)) {
-          const name = tag === 'DataView' ? 'DataView' : (apply(typedArrayTag, input, []) as string | undefined);
+          const name = tag === 'DataView' ? 'DataView' : internal.typedArrayName(input);
           if (name === undefined) break;
           const view = input as ArrayBufferView;
           const buffer = cloneValue(view.buffer, memory) as ArrayBuffer;
@@ -203,7 +202,13 @@ export function installStructuredClone(_g: GlobalObject, internal: Internal): vo
     }
 
     if (internal.isBlob(input)) {
-      const blob = new internal.Blob([input], { type: (input as { type: string }).type });
+      const type = (input as { type: string }).type;
+      // A File stays a File, with its name and lastModified (file.ts, which installs later, set these hooks).
+      let blob: object;
+      if (internal.isFile(input)) {
+        const { name, lastModified } = internal.fileState(input);
+        blob = new internal.File([input], name, { type, lastModified });
+      } else blob = new internal.Blob([input], { type });
       memory.set(input, blob);
       return blob;
     }

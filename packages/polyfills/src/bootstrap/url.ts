@@ -17,8 +17,7 @@ import type { GlobalObject, Internal, UrlClasses } from './internal.js';
  * @internal
  */
 export function installUrl(g: GlobalObject, internal: Internal): void {
-  const { defineProperty, getOwnPropertyDescriptor, freeze } = Object;
-  const names = ['URL', 'URLSearchParams', 'URLPattern'] as const;
+  const freeze = Object.freeze;
 
   // What the bundle sees as `globalThis`: only what it reads from it. Without
   // `Buffer` and with non-native encoders, @exodus/bytes takes its pure-JS paths.
@@ -41,32 +40,8 @@ export function installUrl(g: GlobalObject, internal: Internal): void {
   const encoder = g.TextEncoder;
   const decoder = g.TextDecoder;
 
-  let classes: UrlClasses | undefined;
-  const accessors: Record<string, PropertyDescriptor> = {};
-
-  const load = (): UrlClasses => {
-    if (classes === undefined) {
-      const loaded = internal.runUrlBundle(scope, encoder, decoder, shared);
-      classes = freeze({ URL: loaded.URL, URLSearchParams: loaded.URLSearchParams, URLPattern: loaded.URLPattern });
-      // Globals the guest has not replaced or deleted meanwhile become data properties.
-      for (const name of names) {
-        const current = getOwnPropertyDescriptor(g, name);
-        if (current !== undefined && current.get === accessors[name]!.get) internal.define(name, classes[name]);
-      }
-    }
-    return classes;
-  };
-  internal.urlClasses = load;
-
-  for (const name of names) {
-    const descriptor: PropertyDescriptor = {
-      get: () => load()[name],
-      // Assigning replaces the global, as assigning a writable data property would.
-      set: (value: unknown) => internal.define(name, value),
-      enumerable: false,
-      configurable: true,
-    };
-    accessors[name] = descriptor;
-    defineProperty(g, name, descriptor);
-  }
+  internal.urlClasses = internal.defineLazyGroup(internal.urlGlobals, (): UrlClasses => {
+    const loaded = internal.runUrlBundle(scope, encoder, decoder, shared);
+    return freeze({ URL: loaded.URL, URLSearchParams: loaded.URLSearchParams, URLPattern: loaded.URLPattern });
+  });
 }

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { createSandbox, NO_CODE_GENERATION, type SandboxOptions } from './isolate.js';
+import { createSandbox, MODES, type SandboxOptions } from './isolate.js';
 
 /**
  * A conformance case: [what, guest expression, expected value]. The expression may be a
@@ -8,6 +8,9 @@ import { createSandbox, NO_CODE_GENERATION, type SandboxOptions } from './isolat
  * 'none'), `rejected(promise)` the name of the error it rejects with (or 'none').
  */
 export type Case = readonly [what: string, expression: string, expected: unknown];
+
+/** Guest code for a ReadableStream of the chunks that `chunks` (guest code: an array) evaluates to. */
+export const stream = (chunks: string): string => `new ReadableStream({ start(c) { for (const x of ${chunks}) c.enqueue(x); c.close(); } })`;
 
 export const GUEST_HELPERS = `
 globalThis.thrown = (fn) => { try { fn(); return 'none'; } catch (e) { return e?.name ?? typeof e; } };
@@ -19,7 +22,7 @@ globalThis.rejected = async (p) => { try { await p; return 'none'; } catch (e) {
  * bootstrap (NO_CODE_GENERATION). `options.before` runs first (e.g. to define a transport).
  */
 export function caseSuites(suites: Record<string, readonly Case[]>, options: SandboxOptions = {}): void {
-  for (const [mode, extra] of [['', ''], [' (no eval)', NO_CODE_GENERATION]] as const) {
+  for (const [mode, { before: extra = '' }] of MODES) {
     for (const [suite, cases] of Object.entries(suites)) {
       test(`${suite}${mode}`, async (t) => {
         const s = await createSandbox({ ...options, before: `${options.before ?? ''}\n${extra}` });

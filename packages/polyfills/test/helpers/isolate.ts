@@ -68,6 +68,12 @@ export const NO_CODE_GENERATION = `
   }
   globalThis.Function = no;`;
 
+/** The two modes suites run in: as is, and with code generation disabled before the bootstrap. */
+export const MODES: ReadonlyArray<readonly [mode: string, options: SandboxOptions]> = [
+  ['', {}],
+  [' (no eval)', { before: NO_CODE_GENERATION }],
+];
+
 export interface SandboxOptions {
   /** Code run before the bootstrap (e.g. to disable eval). */
   before?: string;
@@ -130,4 +136,14 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
       if (!isolate.isDisposed) isolate.dispose();
     },
   };
+}
+
+/** Runs `fn` with a new sandbox, disposed of afterwards. */
+export async function withSandbox<T>(options: SandboxOptions, fn: (s: Sandbox) => Promise<T> | T): Promise<T> {
+  const s = await createSandbox(options);
+  try {
+    return await fn(s);
+  } finally {
+    s.dispose();
+  }
 }

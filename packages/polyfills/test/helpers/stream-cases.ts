@@ -1,5 +1,5 @@
 import type { ExecutionContext } from 'ava';
-import { createSandbox, NO_CODE_GENERATION, type Sandbox, type SandboxOptions } from './isolate.js';
+import { createSandbox, type Sandbox, type SandboxOptions } from './isolate.js';
 
 /**
  * A conformance case of the streams tests (streams, encoding-streams, compression), run in the
@@ -57,9 +57,3 @@ export async function checkCases(t: ExecutionContext, s: Sandbox, cases: readonl
     t.deepEqual(r.ok ? r.value : { rejected: r.error }, expected, what);
   }
 }
-
-/** The two modes every suite runs in: as is, and with code generation disabled before the bootstrap. */
-export const STREAM_MODES = [
-  ['', {}],
-  [' (no eval)', { before: NO_CODE_GENERATION }],
-] as const satisfies ReadonlyArray<readonly [string, SandboxOptions]>;
