@@ -812,11 +812,15 @@ function fetchTool(egress: AgentSandboxOptions['egress'], redact: boolean): Sess
       if (error instanceof EgressRefused) throw named('EgressRefused', error.message);
       if (error instanceof EgressFailed) throw named(error.reason === 'aborted' ? 'AbortError' : 'EgressFailed', error.message);
       // As the runtime shows a handler's own error: only its kind, unless redactHostErrors is false.
-      throw named('Error', redact ? "the host's egress handler failed" : describeThrown(error).message);
+      throw named(HANDLER_ERROR, redact ? "the host's egress handler failed" : describeThrown(error).message);
     }
   };
   return { name: FETCH_TOOL, description: "the guest's fetch, under the session's egress", execute: execute as SessionTool['execute'], needsApproval: async () => false };
 }
+
+// How a fetch failure of the session's egress handler itself is journaled; other names are
+// Egress errors or the session's own refusals (a limit, a call outside a cell), shown as they are.
+const HANDLER_ERROR = 'EgressHandlerError';
 
 function named(name: string, message: string): Error {
   const error = new Error(message);
@@ -828,7 +832,7 @@ function named(name: string, message: string): Error {
 function egressErrorOf(name: string, message: string): Error {
   if (name === 'EgressRefused') return new EgressRefused(message, 'request');
   if (name === 'AbortError') return new EgressFailed(message, 'aborted');
-  if (name === 'Error') return new Error(message);
+  if (name === HANDLER_ERROR) return new Error(message);
   return new EgressFailed(message, 'network');
 }
 

@@ -4,6 +4,7 @@
 import test, { type ExecutionContext } from 'ava';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { WEB_POLYFILLS } from '@strata/polyfills';
 import { AgentSandbox, type Journal, type SessionEvent } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
@@ -116,4 +117,25 @@ test('without egress the guest fetch refuses, and nothing is journaled', async (
 
 test('egress beside a tool named fetch is refused: both would answer the guest\'s fetch', async (t) => {
   await t.throwsAsync(AgentSandbox.start({ sandbox, egress: { allow: ['https://a.test/*'] }, tools: { fetch: async () => 1 } }), { message: /egress and a tool named fetch/ });
+});
+
+test("a pooled session's requests are journaled with its own egress, and a handler's failure is redacted as in the runtime", async (t) => {
+  const server = await api(t);
+  const { SandboxPool } = await import('@strata/runtime');
+  const pool = await SandboxPool.start({ size: 1, sandbox, clock: { at: 0, seed: 1 }, bootstrap: [WEB_POLYFILLS] });
+  t.teardown(() => pool.close());
+  await using session = await AgentSandbox.start({ pool, egress: { allow: [`${server.origin}/v1/*`] } });
+  const result = await session.run(`(await (await fetch('${server.origin}/v1/items/5')).json()).price`);
+  t.is(result.status, 'ok', `${result.errorType}: ${result.error}`);
+  t.is(result.result, 7.5);
+  t.is(result.calls[0]!.tool, 'fetch');
+  await using failing = await AgentSandbox.start({
+    sandbox,
+    egress: async () => {
+      throw new Error(`upstream refused ${SECRET}`);
+    },
+  });
+  const failed = await failing.run(`try { await fetch('https://api.test/x'); 'fetched' } catch (e) { e.name + ': ' + e.message }`);
+  t.is(failed.result, "TypeError: fetch failed: the host's egress handler failed");
+  t.false(JSON.stringify(failing.journal).includes(SECRET));
 });
