@@ -232,13 +232,13 @@ test('run: long output streams in full; --json keeps the capped capture and says
   t.true(out.stdout.length < 70 * 1024);
 });
 
-test('run: web polyfills are on by default and off with --no-polyfills; Node and network APIs are never there', async (t) => {
+test('run: web polyfills are on by default and off with --no-polyfills; Node APIs are never there, and fetch reaches no network', async (t) => {
   const [on, off] = await Promise.all([
     strata(['run', fixture('globals.js'), '--sandbox', 'off']),
     strata(['run', fixture('globals.js'), '--sandbox', 'off', '--no-polyfills']),
   ]);
-  t.is(on.stdout, 'function function undefined undefined undefined\n');
-  t.is(off.stdout, 'undefined undefined undefined undefined undefined\n');
+  t.is(on.stdout, 'function function undefined undefined function TypeError\n');
+  t.is(off.stdout, 'undefined undefined undefined undefined undefined none\n');
 });
 
 test('doctor --json: the report as JSON, exit 0 when all is in force and 1 when degraded', async (t) => {
