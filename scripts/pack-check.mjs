@@ -101,16 +101,24 @@ try {
     }
     out.withoutOsLayers = await IsolatedRuntime.start({ sandbox: 'require', replaceDefaultLayers: true, layers: [] }).then((rt) => rt.close().then(() => 'started'), (e) => e.code);
     const { AgentSandbox } = await import('@strata/agent');
-    const session = await AgentSandbox.start({ sandbox: 'require', tools: { lookup: async (sku) => ({ A1: 3.5 })[sku] } });
+    // The guest's fetch through an egress policy, against a server here; journaled as a call of fetch.
+    const http = await import('node:http');
+    const server = http.createServer((req, res) => res.end(JSON.stringify({ n: 21 })));
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const origin = 'http://127.0.0.1:' + server.address().port;
+    const session = await AgentSandbox.start({ sandbox: 'require', tools: { lookup: async (sku) => ({ A1: 3.5 })[sku] }, egress: { allow: [origin + '/api/*'] } });
     await session.run('const total = await lookup("A1")');
     out.session = (await session.run('total * 2')).result;
+    const fetched = await session.run('(await (await fetch("' + origin + '/api/n")).json()).n * 2');
+    out.fetched = [fetched.result, fetched.calls.map((c) => c.tool).join()];
     await session.close();
+    server.close();
     console.log(JSON.stringify(out));`;
   writeFileSync(join(app, 'check.mjs'), program);
   const outcome = JSON.parse(run(join(bin, 'node'), ['check.mjs'], { cwd: app, env }).trim().split('\n').pop());
-  const expected = { value: 7, sandbox: 'landlock+seccomp', extras: ['emptyroot'], withoutOsLayers: 'ERR_STRATA_SANDBOX_UNAVAILABLE', session: 7 };
+  const expected = { value: 7, sandbox: 'landlock+seccomp', extras: ['emptyroot'], withoutOsLayers: 'ERR_STRATA_SANDBOX_UNAVAILABLE', session: 7, fetched: [42, 'fetch'] };
   if (JSON.stringify(outcome) !== JSON.stringify(expected)) fail(`the program printed ${JSON.stringify(outcome)}, expected ${JSON.stringify(expected)}`);
-  console.log(`pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}`);
+  console.log(`pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}; its guest's fetch through an egress policy: ${outcome.fetched[0]}, journaled as ${outcome.fetched[1]}`);
   // 6. A parent on Node 22 (hosts/node22, when installed): refused until it has a Node 24 for
   // the worker, which the app does not install; then started on workerNode, fully sandboxed.
   const node22 = join(root, 'hosts', 'node22', 'node_modules', `node-linux-${process.arch}`, 'bin', 'node');
