@@ -11,7 +11,7 @@
  */
 import { jsonSchema, tool, type Tool, type ToolExecutionOptions } from 'ai';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { InvalidOption, IsolatedRuntime, SandboxPool, type Runtime } from '@strata/runtime';
+import { egressHandler, InvalidOption, IsolatedRuntime, SandboxPool, type IsolatedRuntimeOptions, type Runtime } from '@strata/runtime';
 import { toTaggedJson, type JsonValue } from '@strata/wire';
 import { executeCell } from './cell-code.js';
 import { normalizeCode } from './normalize-code.js';
@@ -32,6 +32,12 @@ export interface CodeToolOptions {
    * a `sandbox`, set it there (`SandboxPool.start({ timeout })`): giving both is an `InvalidOption`.
    */
   timeout?: number;
+  /**
+   * What the model's `fetch` may reach, when Strata starts the runtime (no `sandbox`): the
+   * runtime's `egress` (a policy, or your own handler). Default none: `fetch` refuses. With a
+   * `sandbox`, set it there (`SandboxPool.start({ egress })`): giving both is an `InvalidOption`.
+   */
+  egress?: IsolatedRuntimeOptions['egress'];
   /** Extra text for the tool's description (after the declarations). */
   description?: string;
 }
@@ -107,7 +113,7 @@ export function codeTool(options: CodeToolOptions): Tool<CodeToolInput, CodeTool
 type StartRuntime = () => Promise<IsolatedRuntime | Runtime>;
 
 function checkOptions(options: CodeToolOptions): { bridges: readonly ToolBridge[]; start: StartRuntime; description: string | undefined } {
-  if (options === null || typeof options !== 'object') throw new InvalidOption('codeTool options must be an object ({ bridge, sandbox?, timeout?, description? })');
+  if (options === null || typeof options !== 'object') throw new InvalidOption('codeTool options must be an object ({ bridge, sandbox?, timeout?, egress?, description? })');
   const bridges: readonly ToolBridge[] = Array.isArray(options.bridge) ? options.bridge : [options.bridge as ToolBridge];
   const namespaces = new Map<string, number>();
   for (const [i, bridge] of bridges.entries()) {
@@ -118,15 +124,20 @@ function checkOptions(options: CodeToolOptions): { bridges: readonly ToolBridge[
     namespaces.set(bridge.namespace, i);
   }
   if (options.description !== undefined && typeof options.description !== 'string') throw new InvalidOption('description must be a string');
-  const { sandbox, timeout } = options;
+  const { sandbox, timeout, egress } = options;
   if (timeout !== undefined && (typeof timeout !== 'number' || Number.isNaN(timeout) || timeout <= 0)) {
     throw new InvalidOption(`timeout must be a positive number of milliseconds (or Infinity), got ${String(timeout)}`);
   }
   if (sandbox !== undefined && timeout !== undefined) {
     throw new InvalidOption('timeout applies only to the runtimes Strata starts; with a sandbox, set the timeout there (SandboxPool.start({ timeout }) or in your function)');
   }
+  if (sandbox !== undefined && egress !== undefined) {
+    throw new InvalidOption('egress applies only to the runtimes Strata starts; with a sandbox, set it there (SandboxPool.start({ egress }) or in your function)');
+  }
+  // A policy is checked (and becomes its handler) once, here, not at every call.
+  const handler = egress === undefined || typeof egress === 'function' ? egress : egressHandler(egress);
   let start: StartRuntime;
-  if (sandbox === undefined) start = () => IsolatedRuntime.start({ bootstrap: [WEB_POLYFILLS], timeout: timeout ?? DEFAULT_TIMEOUT });
+  if (sandbox === undefined) start = () => IsolatedRuntime.start({ bootstrap: [WEB_POLYFILLS], timeout: timeout ?? DEFAULT_TIMEOUT, ...(handler === undefined ? {} : { egress: handler }) });
   else if (sandbox instanceof SandboxPool) start = () => sandbox.checkout();
   else if (typeof sandbox === 'function') start = sandbox;
   else throw new InvalidOption('sandbox must be a SandboxPool or a function that resolves to an IsolatedRuntime or a Runtime');

@@ -15,7 +15,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { InvalidOption, SandboxPool, type IsolatedRuntime, type SandboxMode } from '@strata/runtime';
+import { egressHandler, InvalidOption, SandboxPool, type EgressPolicy, type IsolatedRuntime, type SandboxMode } from '@strata/runtime';
 import { toTaggedJson } from '@strata/wire';
 import { AgentSandbox } from './agent-sandbox.js';
 import { executeCell } from './cell-code.js';
@@ -42,6 +42,8 @@ export interface McpServerConfig {
   readonly poolSize?: number;
   /** Type-check the code against the tools' declarations before it runs (needs `typescript`); code that does not check is a tool error with the diagnostics. */
   readonly typecheck?: boolean;
+  /** What the code's `fetch` may reach: an egress policy (`@strata/runtime`'s `EgressPolicy`). Default none: `fetch` refuses. */
+  readonly egress?: EgressPolicy;
 }
 
 /** The `execute` tool's name. */
@@ -71,7 +73,7 @@ export async function loadMcpConfig(path: string): Promise<McpServerConfig> {
 export function checkConfig(config: unknown): McpServerConfig {
   if (config === null || typeof config !== 'object' || Array.isArray(config)) throw new InvalidOption('the MCP server config must be an object');
   const c = config as Record<string, unknown>;
-  const known = ['tools', 'session', 'sandbox', 'timeout', 'maxMemory', 'poolSize', 'typecheck'];
+  const known = ['tools', 'session', 'sandbox', 'timeout', 'maxMemory', 'poolSize', 'typecheck', 'egress'];
   const unknown = Object.keys(c).filter((key) => !known.includes(key));
   if (unknown.length > 0) throw new InvalidOption(`the config has unknown fields: ${unknown.join(', ')} (known: ${known.join(', ')})`);
   if (c['tools'] !== undefined && !Array.isArray(c['tools'])) throw new InvalidOption('config.tools must be an array of { module, export?, namespace? } or { mcp: { command, args? }, namespace }');
@@ -89,6 +91,11 @@ export function checkConfig(config: unknown): McpServerConfig {
   if (c['sandbox'] !== undefined && !['require', 'auto', 'off'].includes(c['sandbox'] as string)) throw new InvalidOption("config.sandbox must be 'require', 'auto' or 'off'");
   for (const key of ['timeout', 'maxMemory', 'poolSize'] as const) {
     if (c[key] !== undefined && (!Number.isSafeInteger(c[key]) || (c[key] as number) < 1)) throw new InvalidOption(`config.${key} must be a positive integer`);
+  }
+  if (c['egress'] !== undefined) {
+    if (c['egress'] === null || typeof c['egress'] !== 'object' || Array.isArray(c['egress'])) throw new InvalidOption("config.egress must be an egress policy such as { \"allow\": [\"https://api.example.com/v1/*\"] }");
+    // Checked now, so a bad policy stops the server before it serves (InvalidOption names the field).
+    egressHandler(c['egress'] as EgressPolicy);
   }
   return c as McpServerConfig;
 }
@@ -129,6 +136,7 @@ export async function startMcpServer(config: McpServerConfig, transport: Transpo
       sandbox: checked.sandbox ?? 'auto',
       timeout: checked.timeout ?? 30_000,
       ...(checked.maxMemory === undefined ? {} : { maxMemory: checked.maxMemory }),
+      ...(checked.egress === undefined ? {} : { egress: checked.egress }),
     } as const;
     if (checked.session === true) session = await AgentSandbox.start({ ...runtimeOptions, tools: bridges });
     else pool = await SandboxPool.start({ ...runtimeOptions, size: checked.poolSize ?? 2, bootstrap: [WEB_POLYFILLS] });

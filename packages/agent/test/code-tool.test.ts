@@ -195,6 +195,8 @@ test('bad options are InvalidOption when the tool is made; a bad input is an ans
   t.throws(() => codeTool({ bridge, timeout: 1_000, sandbox: async () => Runtime.start() }), { instanceOf: InvalidOption, message: /with a sandbox, set the timeout there/ });
   t.throws(() => codeTool({ bridge, sandbox: {} as SandboxPool }), { instanceOf: InvalidOption, message: /sandbox must be a SandboxPool or a function/ });
   t.throws(() => codeTool({ bridge, description: 3 as unknown as string }), { instanceOf: InvalidOption, message: /description must be a string/ });
+  t.throws(() => codeTool({ bridge, egress: { allow: ['https://a.test/*'] }, sandbox: async () => Runtime.start() }), { instanceOf: InvalidOption, message: /egress applies only to the runtimes Strata starts/ });
+  t.throws(() => codeTool({ bridge, egress: { allow: [] } }), { instanceOf: InvalidOption, message: /egress policy: allow must be a non-empty array/ });
   const notARuntime = codeTool({ bridge, sandbox: async () => ({}) as Runtime });
   await t.throwsAsync(async () => notARuntime.execute!({ code: '1' }, execution()), { instanceOf: InvalidOption, message: /must resolve to an IsolatedRuntime or a Runtime/ });
   const tool = codeTool({ bridge });
@@ -210,4 +212,19 @@ test('bad options are InvalidOption when the tool is made; a bad input is an ans
   t.is(result.steps[0]!.toolResults.length, 0);
   const toolError = result.steps[0]!.content.find((part) => part.type === 'tool-error');
   t.regex(String((toolError as { error?: unknown } | undefined)?.error), /the input must be \{ code: string \}/);
+});
+
+test("egress: the model's fetch reaches what the policy allows, and refuses without one", async (t) => {
+  const { bridge } = weatherBridge();
+  const http = await import('node:http');
+  const server = http.createServer((_req, res) => res.end(JSON.stringify({ answer: 42 })));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const code = `(await (await fetch('${origin}/v1/answer')).json()).answer`;
+  const allowed = (await codeTool({ bridge, egress: { allow: [`${origin}/v1/*`] } }).execute!({ code }, execution())) as CodeToolOutput;
+  t.like(allowed, { status: 'ok', result: 42 });
+  const refused = (await codeTool({ bridge }).execute!({ code }, execution())) as CodeToolOutput;
+  t.like(refused, { status: 'error', errorType: 'TypeError' });
+  t.regex(String(refused.error), /no egress policy/);
 });

@@ -102,6 +102,14 @@ test('strata mcp refuses a bad config before serving, with exit status 2', async
   t.is(ran.stdout, '', 'nothing but the protocol on stdout');
 });
 
+test('strata mcp checks config.egress before serving: a policy that is wrong is refused naming its field', async (t) => {
+  const { checkConfig } = await import('../src/mcp-server.js');
+  t.notThrows(() => checkConfig({ egress: { allow: ['https://api.example.com/v1/*'], headers: { 'https://api.example.com': { authorization: 'Bearer x' } } } }));
+  t.throws(() => checkConfig({ egress: { allow: ['ftp://x/'] } }), { message: /egress policy: allow\[0\]/ });
+  t.throws(() => checkConfig({ egress: ['https://x/*'] }), { message: /config\.egress must be an egress policy/ });
+  t.throws(() => checkConfig({ egress: { allow: ['https://x/*'], timeout: 1 } }), { message: /unknown field "timeout"/ });
+});
+
 test('mcpTools: a real upstream server’s tools become bridge tools: structured content preferred, text otherwise, isError a rejection', async (t) => {
   const upstream = await mcpTools({ command: process.execPath, args: [UPSTREAM] });
   t.teardown(() => upstream.close());
