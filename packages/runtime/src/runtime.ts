@@ -21,7 +21,7 @@ import { execute, type ExecutionResult } from './execution-result.js';
 import { guestPrelude } from './guest/prelude.js';
 import { GuestDeadline } from './guest-deadline.js';
 import { encodedSize } from './encoded-size.js';
-import { answerGuestFetch, FETCH_GLOBAL, type EgressHandler } from './egress/guest-fetch.js';
+import { answerGuestFetch, EgressGate, FETCH_GLOBAL, type EgressHandler } from './egress/guest-fetch.js';
 import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
 import { assertTransferable, MAX_VALUE_NODES } from './values.js';
@@ -338,7 +338,8 @@ export class Runtime implements AsyncDisposable {
    * flight are aborted when the runtime closes.
    */
   #offerFetch(egress: EgressHandler): void {
-    const answer = (request: unknown) => answerGuestFetch(egress, request, this.#egressAbort.signal, this.#options.redactHostErrors);
+    const gate = new EgressGate();
+    const answer = (request: unknown) => answerGuestFetch(egress, request, gate, this.#egressAbort.signal, this.#options.redactHostErrors);
     this.#bindGlobal(FETCH_GLOBAL, answer, 'Runtime.start');
     this.#globals.delete(FETCH_GLOBAL);
   }

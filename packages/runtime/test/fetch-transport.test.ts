@@ -6,6 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { IsolatedRuntime, Runtime, SandboxPool, egressHandler, type EgressHandler, type EgressRequest } from '../src/index.js';
+import { MAX_CONCURRENT_REQUESTS } from '../src/egress/guest-fetch.js';
 import { runtimeFor } from './helpers/runtime.js';
 
 const SECRET = 'sk-live-TRANSPORT-4b1d9e';
@@ -131,6 +132,22 @@ for (const engine of ['Runtime', 'IsolatedRuntime'] as const) {
       t.regex((error as { message: string }).message, /the request is malformed/, bad);
     }
     t.is(calls, 0);
+  });
+
+  test(`${engine}: at most MAX_CONCURRENT_REQUESTS requests are in flight at once; the others wait their turn and all complete`, async (t) => {
+    let running = 0;
+    let most = 0;
+    const handler: EgressHandler = async (request) => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      running--;
+      return { status: 200, statusText: 'OK', url: request.url, redirected: false, headers: [], body: new Uint8Array([1]) };
+    };
+    const rt = await start(t, handler);
+    const done = await rt.eval(`Promise.all(Array.from({ length: 20 }, (_, i) => rawFetch({ url: 'http://x/' + i, method: 'GET', headers: [] }))).then((all) => all.length)`);
+    t.is(done, 20);
+    t.is(most, MAX_CONCURRENT_REQUESTS);
   });
 }
 

@@ -81,6 +81,41 @@ export function resolveEgressOption(egress: unknown): EgressHandler | undefined 
 export const NO_EGRESS =
   "fetch is not allowed: this sandbox has no egress policy, so it reaches no network. The host allows URLs with the egress option, e.g. egress: { allow: ['https://api.example.com/v1/*'] }";
 
+/**
+ * Requests one runtime has in flight at once (as a browser's per-host limit); the guest's others
+ * wait their turn. It bounds what a guest can make the host hold: at most this many responses
+ * of `maxResponseBytes` each, per runtime.
+ */
+export const MAX_CONCURRENT_REQUESTS = 6;
+
+/** One runtime's turn-taking for {@link MAX_CONCURRENT_REQUESTS}. */
+export class EgressGate {
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  /** Runs `work` when a place is free; a wait ends early, rejected, when `signal` aborts. */
+  async run<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T> {
+    if (this.#running >= MAX_CONCURRENT_REQUESTS) {
+      await new Promise<void>((resolve, reject) => {
+        if (signal.aborted) return reject(new GuestFacingError('AbortError', 'fetch aborted: the runtime closed'));
+        const onAbort = () => reject(new GuestFacingError('AbortError', 'fetch aborted: the runtime closed'));
+        signal.addEventListener('abort', onAbort, { once: true });
+        this.#waiting.push(() => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        });
+      });
+    }
+    this.#running++;
+    try {
+      return await work();
+    } finally {
+      this.#running--;
+      this.#waiting.shift()?.();
+    }
+  }
+}
+
 const MAX_HEADERS = 1_000;
 const MAX_URL_CHARS = 64 * 1024;
 const MAX_RESPONSE_BODY = 32 * 1024 * 1024;
@@ -90,15 +125,16 @@ const MAX_RESPONSE_BODY = 32 * 1024 * 1024;
  * every failure is a {@link GuestFacingError} (`TypeError`, or `AbortError` for an aborted
  * request) whose message says what was refused or failed and carries no credential.
  */
-export async function answerGuestFetch(handler: EgressHandler | undefined, sent: unknown, signal: AbortSignal, redact: boolean): Promise<EgressResponse> {
+export async function answerGuestFetch(handler: EgressHandler | undefined, sent: unknown, gate: EgressGate, signal: AbortSignal, redact: boolean): Promise<EgressResponse> {
   if (handler === undefined) throw new GuestFacingError('TypeError', NO_EGRESS);
   const request = toRequest(sent);
-  let response: unknown;
-  try {
-    response = await handler(request, { signal });
-  } catch (error) {
-    throw toGuestError(error, redact);
-  }
+  const response = await gate.run(signal, async () => {
+    try {
+      return (await handler(request, { signal })) as unknown;
+    } catch (error) {
+      throw toGuestError(error, redact);
+    }
+  });
   return toResponse(response, request.url);
 }
 
