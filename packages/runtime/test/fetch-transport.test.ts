@@ -137,16 +137,25 @@ for (const engine of ['Runtime', 'IsolatedRuntime'] as const) {
   test(`${engine}: at most MAX_CONCURRENT_REQUESTS requests are in flight at once; the others wait their turn and all complete`, async (t) => {
     let running = 0;
     let most = 0;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // Every request holds its place until the test lets them all go.
     const handler: EgressHandler = async (request) => {
       running++;
       most = Math.max(most, running);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await released;
       running--;
       return { status: 200, statusText: 'OK', url: request.url, redirected: false, headers: [], body: new Uint8Array([1]) };
     };
     const rt = await start(t, handler);
-    const done = await rt.eval(`Promise.all(Array.from({ length: 20 }, (_, i) => rawFetch({ url: 'http://x/' + i, method: 'GET', headers: [] }))).then((all) => all.length)`);
-    t.is(done, 20);
+    const done = rt.eval(`Promise.all(Array.from({ length: 20 }, (_, i) => rawFetch({ url: 'http://x/' + i, method: 'GET', headers: [] }))).then((all) => all.length)`);
+    for (let i = 0; i < 1000 && running < MAX_CONCURRENT_REQUESTS; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    t.is(running, MAX_CONCURRENT_REQUESTS, 'the first ones are in flight');
+    // Time for any request past the limit to arrive, if one could.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    t.is(most, MAX_CONCURRENT_REQUESTS);
+    release();
+    t.is(await done, 20);
     t.is(most, MAX_CONCURRENT_REQUESTS);
   });
 }
