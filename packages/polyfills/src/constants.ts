@@ -29,6 +29,17 @@ export const ENTROPY_GLOBAL = '__strataEntropy';
 export const FETCH_GLOBAL = '__strataFetch';
 
 /**
+ * Name of the global function through which a host lets the bootstrap's
+ * `fetch` cancel a request: `(id: number) => void`. `fetch` calls the
+ * {@link FETCH_GLOBAL} transport as `transport(request, id)`, with an id
+ * unique in the context (1, 2, …), and, when the request's signal aborts
+ * while the host has it, `cancel(id)`: the host stops that request (its
+ * answer is ignored either way). Optional; captured and deleted like the
+ * transport.
+ */
+export const FETCH_CANCEL_GLOBAL = '__strataFetchCancel';
+
+/**
  * How many times one `setInterval` may fire before it is cut off (cleared,
  * with a `console.warn`). 10,000 runs is 160 s of 16 ms animation frames.
  */

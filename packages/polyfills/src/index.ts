@@ -9,6 +9,7 @@ export type { StrataEventLoop } from './event-loop-contract.js';
 export {
   ENTROPY_GLOBAL,
   EVENT_LOOP_GLOBAL,
+  FETCH_CANCEL_GLOBAL,
   FETCH_GLOBAL,
   LAZY_GLOBALS,
   MAX_INTERVAL_RUNS,

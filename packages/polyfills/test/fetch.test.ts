@@ -5,7 +5,7 @@
 // function (an isolated-vm Callback).
 import test from 'ava';
 import ivm from 'isolated-vm';
-import { FETCH_GLOBAL } from '../src/index.js';
+import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL } from '../src/index.js';
 import { caseSuites, GUEST_HELPERS, stream, type Case } from './helpers/fetch-cases.js';
 import { createSandbox } from './helpers/isolate.js';
 
@@ -15,7 +15,12 @@ const TRANSPORT = `
   Object.defineProperty(globalThis, '__seen', { value: [] });
   globalThis.__defaultAnswer = (req) => ({ status: 200, statusText: 'OK', url: req.url, redirected: false, headers: [['content-type', 'text/plain']], body: new TextEncoder().encode('ok') });
   globalThis.__answer = __defaultAnswer;
-  globalThis.__strataFetch = (req) => { __seen.push(req); return Promise.resolve().then(() => __answer(req)); };
+  Object.defineProperty(globalThis, '__ids', { value: [] });
+  Object.defineProperty(globalThis, '__cancelled', { value: [] });
+  globalThis.__strataFetch = (req, id) => { __seen.push(req); __ids.push(id); return Promise.resolve().then(() => __answer(req)); };
+  globalThis.__strataFetchCancel = (id) => { __cancelled.push(id); };
+  globalThis.lastId = () => __ids[__ids.length - 1];
+  globalThis.cancelled = () => [...__cancelled];
   globalThis.answering = async (answer, run) => { __answer = answer; try { return await run(); } finally { __answer = __defaultAnswer; } };
   globalThis.lastSeen = () => __seen[__seen.length - 1];
   globalThis.seenCount = () => __seen.length;
@@ -113,6 +118,21 @@ const ABORTS: Case[] = [
       await later(2000);
       return [atAbort, settled];
     })()`, ['changed my mind', 'changed my mind']],
+  ['each call of the transport has its own id; an abort while the host has the request cancels that id, once', `(async () => {
+      await fetch('https://x.test/a');
+      const first = lastId();
+      await fetch('https://x.test/b');
+      const second = lastId();
+      const c = new AbortController();
+      const p = answering(() => later(1000, { status: 200, headers: [], body: new Uint8Array(0) }), () => outcome(fetch('https://x.test/c', { signal: c.signal })));
+      await later(10);
+      const third = lastId();
+      c.abort('stop');
+      c.abort('again');
+      const o = await p;
+      return [second - first, third - second, o, cancelled().filter((id) => id === third).length, cancelled().includes(second)];
+    })()`, [1, 1, 'stop', 1, false]],
+  ['an abort before the host has the request cancels nothing', `(async () => { const before = cancelled().length; await outcome(fetch('https://x.test/', { signal: AbortSignal.abort() })); return cancelled().length - before; })()`, 0],
   ['AbortSignal.timeout() on virtual time', `answering(() => later(60000, { status: 200, headers: [] }), () => outcome(fetch('https://x.test/', { signal: AbortSignal.timeout(50) })))`, ['TimeoutError', 'signal timed out', true, false]],
   ['abort while the request body streams cancels the stream', `(async () => {
       const c = new AbortController();
@@ -134,8 +154,8 @@ const FAILURES: Case[] = [
     ['TypeError', "fetch refused by the host's egress policy: https://x.test/ is not allowed", false, true]],
   ['a rejection with a string', `answering(() => Promise.reject('no route'), () => outcome(fetch('https://x.test/')))`, ['TypeError', 'no route', false, true]],
   ['a transport that throws synchronously', `answering(() => { throw new Error('sync'); }, () => outcome(fetch('https://x.test/')))`, ['TypeError', 'sync', false, true]],
-  ['the transport global is gone before guest code; a new one changes nothing', `(async () => { const before = [typeof __strataFetch, Object.getOwnPropertyNames(globalThis).includes('__strataFetch')]; const n = seenCount(); globalThis.__strataFetch = () => Promise.reject(new Error('guest transport')); const o = await outcome(fetch('https://x.test/')); delete globalThis.__strataFetch; return [before, o, seenCount() - n]; })()`,
-    [['undefined', false], 200, 1]],
+  ['the transport global is gone before guest code; a new one changes nothing', `(async () => { const before = [typeof __strataFetch, Object.getOwnPropertyNames(globalThis).includes('__strataFetch'), typeof __strataFetchCancel]; const n = seenCount(); globalThis.__strataFetch = () => Promise.reject(new Error('guest transport')); const o = await outcome(fetch('https://x.test/')); delete globalThis.__strataFetch; return [before, o, seenCount() - n]; })()`,
+    [['undefined', false, 'undefined'], 200, 1]],
 ];
 
 caseSuites({ 'fetch: what the host receives': SENT, 'fetch: what the guest gets': RECEIVED, 'fetch: redirects': REDIRECTS, 'fetch: aborts': ABORTS, 'fetch: transport failures': FAILURES }, { before: TRANSPORT });
@@ -157,8 +177,9 @@ caseSuites({ 'fetch with a transport that is not a function': [
   ['it is ignored and deleted all the same', `(async () => [typeof __strataFetch, await fetch('https://x.test/').then(() => 'resolved', (e) => e.message === ${JSON.stringify(NO_NETWORK)})])()`, ['undefined', true]],
 ] }, { before: `globalThis.__strataFetch = 'not a function';` });
 
-test('FETCH_GLOBAL names the transport global', (t) => {
+test('FETCH_GLOBAL and FETCH_CANCEL_GLOBAL name the transport globals', (t) => {
   t.is(FETCH_GLOBAL, '__strataFetch');
+  t.is(FETCH_CANCEL_GLOBAL, '__strataFetchCancel');
 });
 
 test("undici parses the multipart body the host receives", async (t) => {

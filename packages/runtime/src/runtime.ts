@@ -21,7 +21,7 @@ import { execute, type ExecutionResult } from './execution-result.js';
 import { guestPrelude } from './guest/prelude.js';
 import { GuestDeadline } from './guest-deadline.js';
 import { encodedSize } from './encoded-size.js';
-import { answerGuestFetch, EgressGate, FETCH_GLOBAL, type EgressHandler } from './egress/guest-fetch.js';
+import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches, type EgressHandler } from './egress/guest-fetch.js';
 import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
 import { assertTransferable, MAX_VALUE_NODES } from './values.js';
@@ -298,7 +298,7 @@ export class Runtime implements AsyncDisposable {
         (name) => !resolved.allowGlobals.includes(name),
       );
       // Whatever no bootstrap took: guest code never sees the host's entropy source or fetch transport.
-      removeGlobals.push(ENTROPY_GLOBAL, FETCH_GLOBAL);
+      removeGlobals.push(ENTROPY_GLOBAL, FETCH_GLOBAL, FETCH_CANCEL_GLOBAL);
       const loop = runtime.#enterBounded('Runtime.start', () =>
         runtime.#internals.finalize.applySync(undefined, [new ivm.ExternalCopy(removeGlobals).copyInto()], { result: { reference: true } }),
       ) as IsolatedVm.Reference;
@@ -331,17 +331,19 @@ export class Runtime implements AsyncDisposable {
   }
 
   /**
-   * Offers the bootstrap scripts `globalThis.__strataFetch(request)`: an async host function
-   * that answers with `egress` (`WEB_POLYFILLS`' `fetch` captures it and deletes the global; the
-   * finalize step deletes it otherwise). Not a binding: `revoke` cannot reach it and a later
+   * Offers the bootstrap scripts `globalThis.__strataFetch(request, id)`: an async host function
+   * that answers with `egress`, and `__strataFetchCancel(id)`, which stops that request
+   * (`WEB_POLYFILLS`' `fetch` captures both and deletes the globals; the finalize step deletes
+   * them otherwise). Not a binding: `revoke` cannot reach it and a later
    * `bindFunction` of the same name does not replace what the bootstrap captured. Requests in
    * flight are aborted when the runtime closes.
    */
   #offerFetch(egress: EgressHandler): void {
-    const gate = new EgressGate();
-    const answer = (request: unknown) => answerGuestFetch(egress, request, gate, this.#egressAbort.signal, this.#options.redactHostErrors);
-    this.#bindGlobal(FETCH_GLOBAL, answer, 'Runtime.start');
+    const fetches = new GuestFetches(this.#egressAbort.signal);
+    this.#bindGlobal(FETCH_GLOBAL, (request: unknown, id: unknown) => fetches.answer(egress, request, id, this.#options.redactHostErrors), 'Runtime.start');
+    this.#bindGlobal(FETCH_CANCEL_GLOBAL, (id: unknown) => fetches.cancel(id), 'Runtime.start');
     this.#globals.delete(FETCH_GLOBAL);
+    this.#globals.delete(FETCH_CANCEL_GLOBAL);
   }
 
   /** The resolved options this runtime runs with. */

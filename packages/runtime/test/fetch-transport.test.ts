@@ -6,6 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { IsolatedRuntime, Runtime, SandboxPool, egressHandler, type EgressHandler, type EgressRequest } from '../src/index.js';
+import { WEB_POLYFILLS } from '@strata/polyfills';
 import { MAX_CONCURRENT_REQUESTS } from '../src/egress/guest-fetch.js';
 import { runtimeFor } from './helpers/runtime.js';
 
@@ -80,8 +81,8 @@ test('without egress an IsolatedRuntime refuses every request, saying how to all
 // ---------------------------------------------------------------- a policy, in both engines
 
 for (const engine of ['Runtime', 'IsolatedRuntime'] as const) {
-  const start = async (t: ExecutionContext, egress: NonNullable<Parameters<typeof Runtime.start>[0]>['egress']) =>
-    engine === 'Runtime' ? runtimeFor(t, { bootstrap: EXPOSE_TRANSPORT, egress }) : isolatedFor(t, { egress });
+  const start = async (t: ExecutionContext, egress: NonNullable<Parameters<typeof Runtime.start>[0]>['egress'], bootstrap: string[] = [EXPOSE_TRANSPORT]) =>
+    engine === 'Runtime' ? runtimeFor(t, { bootstrap, egress }) : isolatedFor(t, { egress, bootstrap });
 
   test(`${engine}: an allowed request is performed by the host and its response reaches the guest as data`, async (t) => {
     const server = await startServer(t);
@@ -158,6 +159,47 @@ for (const engine of ['Runtime', 'IsolatedRuntime'] as const) {
     t.is(await done, 20);
     t.is(most, MAX_CONCURRENT_REQUESTS);
   });
+  test(`${engine}: the guest's abort reaches the handler, so a cancelled request frees its place at once`, async (t) => {
+    const signals: AbortSignal[] = [];
+    const handler: EgressHandler = (request, { signal }) => {
+      if (request.url.endsWith('/ok')) return Promise.resolve({ status: 200, statusText: 'OK', url: request.url, redirected: false, headers: [], body: new Uint8Array() });
+      signals.push(signal);
+      // A request that never answers by itself: only an abort ends it.
+      return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('stopped'))));
+    };
+    const rt = await start(t, handler, [WEB_POLYFILLS]);
+    // The guest's timers are virtual and wait for host calls in flight: a host call that answers
+    // after a while is how the guest gets to run while its requests hang.
+    rt.bindFunction('pause', async () => new Promise((resolve) => setTimeout(resolve, 100)));
+    // Six requests that hang, each aborted by the guest once the host has it; then a seventh,
+    // which must not wait behind them.
+    const out = await rt.eval(`(async () => {
+      const controllers = Array.from({ length: ${MAX_CONCURRENT_REQUESTS} }, () => new AbortController());
+      const hung = controllers.map((c) => fetch('http://x/hang', { signal: c.signal }).catch((e) => e.name));
+      await pause();
+      for (const c of controllers) c.abort();
+      const names = await Promise.all(hung);
+      // Would wait for ever behind the six if cancelling did not free their places.
+      names.push((await fetch('http://x/ok')).status);
+      return names;
+    })()`);
+    t.deepEqual(out, [...Array.from({ length: MAX_CONCURRENT_REQUESTS }, () => 'AbortError'), 200]);
+    for (let i = 0; i < 500 && signals.filter((s) => s.aborted).length < MAX_CONCURRENT_REQUESTS; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    t.is(signals.length, MAX_CONCURRENT_REQUESTS, 'all six reached the handler before the guest aborted them');
+    t.is(signals.filter((s) => s.aborted).length, MAX_CONCURRENT_REQUESTS, 'every cancelled request was aborted in the host');
+  });
+
+  test(`${engine}: a request the guest aborts at once is never sent`, async (t) => {
+    let calls = 0;
+    const rt = await start(t, async (request) => {
+      calls++;
+      return { status: 200, statusText: 'OK', url: request.url, redirected: false, headers: [], body: new Uint8Array() };
+    }, [WEB_POLYFILLS]);
+    const out = await rt.eval(`(async () => { const c = new AbortController(); const p = fetch('http://x/', { signal: c.signal }); c.abort(); return p.then(() => 'fetched', (e) => e.name); })()`);
+    t.is(out, 'AbortError');
+    t.is(calls, 0);
+  });
+
 }
 
 // ---------------------------------------------------------------- your own handler

@@ -28,8 +28,13 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
   const { Blob, DOMException } = internal;
 
   const TRANSPORT = '__strataFetch';
+  const CANCEL = '__strataFetchCancel';
   const transport: unknown = g[TRANSPORT];
+  const cancelTransport: unknown = g[CANCEL];
   Reflect.deleteProperty(g, TRANSPORT);
+  Reflect.deleteProperty(g, CANCEL);
+  // Each call of the transport is numbered, so an abort can name the request it cancels.
+  let nextRequestId = 1;
 
   const TOKEN = /^[!#$%&'*+\-.^_\x60|~0-9A-Za-z]+$/;
   const NULL_BODY_STATUS = [101, 103, 204, 205, 304];
@@ -653,6 +658,8 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
       const signal = s.signal;
       let done = false;
       let reader: Reader | null = null;
+      // Set once the transport has the request: an abort then tells the host to stop it.
+      let sentId = 0;
       const settle = (fn: (value: unknown) => void, value: unknown): void => {
         if (done) return;
         done = true;
@@ -663,6 +670,13 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
         if (done) return;
         const reason: unknown = apply(signalReason, signal, []);
         settle(reject, reason);
+        if (sentId !== 0 && typeof cancelTransport === 'function') {
+          try {
+            apply(cancelTransport, undefined, [sentId]);
+          } catch {
+            // The host stops the request at its own deadline anyway.
+          }
+        }
         try {
           if (reader !== null) apply(streams().cancelReader, reader, [reason]).then(undefined, noop);
           else if (s.body?.stream && !locked(s.body)) (s.body.stream as { cancel(r: unknown): Promise<void> }).cancel(reason).then(undefined, noop);
@@ -688,7 +702,8 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
         if (body !== undefined) plain.body = body;
         let answer: HostResponse;
         try {
-          answer = (await apply(transport, undefined, [plain])) as HostResponse;
+          sentId = nextRequestId++;
+          answer = (await apply(transport, undefined, [plain, sentId])) as HostResponse;
         } catch (e) {
           throw fromHostError(e);
         }

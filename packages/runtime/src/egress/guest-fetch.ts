@@ -88,31 +88,86 @@ export const NO_EGRESS =
  */
 export const MAX_CONCURRENT_REQUESTS = 6;
 
-/** One runtime's turn-taking for {@link MAX_CONCURRENT_REQUESTS}. */
-export class EgressGate {
+/**
+ * The global through which a runtime offers the bootstrap scripts the cancelling of a request
+ * (`FETCH_CANCEL_GLOBAL` in `@strata/polyfills`): `(id) => void`, for the `id` the transport was
+ * called with. Removed before guest code runs.
+ */
+export const FETCH_CANCEL_GLOBAL = '__strataFetchCancel';
+
+/**
+ * One runtime's requests: each answered by the egress in force, at most
+ * {@link MAX_CONCURRENT_REQUESTS} at once, each cancellable by the guest (its `AbortSignal`) by the
+ * id it was sent with, all aborted when the runtime closes.
+ */
+export class GuestFetches {
+  readonly #closing: AbortSignal;
+  readonly #inFlight = new Map<number, AbortController>();
   #running = 0;
   readonly #waiting: (() => void)[] = [];
 
-  /** Runs `work` when a place is free; a wait ends early, rejected, when `signal` aborts. */
-  async run<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T> {
+  constructor(closing: AbortSignal) {
+    this.#closing = closing;
+  }
+
+  /**
+   * Answers one call of the guest's fetch transport. Never lets a handler's raw error through:
+   * every failure is a {@link GuestFacingError} (`TypeError`, or `AbortError` for an aborted
+   * request) whose message says what was refused or failed and carries no credential.
+   */
+  async answer(handler: EgressHandler | undefined, sent: unknown, id: unknown, redact: boolean): Promise<EgressResponse> {
+    if (handler === undefined) throw new GuestFacingError('TypeError', NO_EGRESS);
+    const request = toRequest(sent);
+    if (id !== undefined && (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1)) throw malformed('the request id must be a positive integer');
+    if (typeof id === 'number' && this.#inFlight.has(id)) throw malformed(`request id ${id} is already in flight`);
+    const cancel = new AbortController();
+    if (typeof id === 'number') this.#inFlight.set(id, cancel);
+    const signal = AbortSignal.any([this.#closing, cancel.signal]);
+    try {
+      await this.#turn(signal);
+      try {
+        let response: unknown;
+        try {
+          // Cancelled while it waited (or before a microtask let it start): never sent.
+          if (signal.aborted) throw new GuestFacingError('AbortError', 'fetch aborted before it was sent');
+          response = await handler(request, { signal });
+        } catch (error) {
+          throw toGuestError(error, redact);
+        }
+        return toResponse(response, request.url);
+      } finally {
+        this.#running--;
+        this.#waiting.shift()?.();
+      }
+    } finally {
+      if (typeof id === 'number') this.#inFlight.delete(id);
+    }
+  }
+
+  /** The guest aborted request `id`: stop it (waiting or in flight); its answer is ignored anyway. Unknown ids are ignored. */
+  cancel(id: unknown): void {
+    if (typeof id === 'number') this.#inFlight.get(id)?.abort(new Error('cancelled by the guest'));
+  }
+
+  /** Waits for a free place (ends early, rejected, when `signal` aborts), then takes it. */
+  async #turn(signal: AbortSignal): Promise<void> {
     if (this.#running >= MAX_CONCURRENT_REQUESTS) {
       await new Promise<void>((resolve, reject) => {
-        if (signal.aborted) return reject(new GuestFacingError('AbortError', 'fetch aborted: the runtime closed'));
-        const onAbort = () => reject(new GuestFacingError('AbortError', 'fetch aborted: the runtime closed'));
-        signal.addEventListener('abort', onAbort, { once: true });
-        this.#waiting.push(() => {
+        const onAbort = () => {
+          const at = this.#waiting.indexOf(go);
+          if (at >= 0) this.#waiting.splice(at, 1);
+          reject(new GuestFacingError('AbortError', 'fetch aborted before it was sent'));
+        };
+        const go = () => {
           signal.removeEventListener('abort', onAbort);
           resolve();
-        });
+        };
+        if (signal.aborted) return onAbort();
+        signal.addEventListener('abort', onAbort, { once: true });
+        this.#waiting.push(go);
       });
     }
     this.#running++;
-    try {
-      return await work();
-    } finally {
-      this.#running--;
-      this.#waiting.shift()?.();
-    }
   }
 }
 
@@ -120,27 +175,10 @@ const MAX_HEADERS = 1_000;
 const MAX_URL_CHARS = 64 * 1024;
 const MAX_RESPONSE_BODY = 32 * 1024 * 1024;
 
-/**
- * Answers one call of the guest's fetch transport. Never lets a handler's raw error through:
- * every failure is a {@link GuestFacingError} (`TypeError`, or `AbortError` for an aborted
- * request) whose message says what was refused or failed and carries no credential.
- */
-export async function answerGuestFetch(handler: EgressHandler | undefined, sent: unknown, gate: EgressGate, signal: AbortSignal, redact: boolean): Promise<EgressResponse> {
-  if (handler === undefined) throw new GuestFacingError('TypeError', NO_EGRESS);
-  const request = toRequest(sent);
-  const response = await gate.run(signal, async () => {
-    try {
-      return (await handler(request, { signal })) as unknown;
-    } catch (error) {
-      throw toGuestError(error, redact);
-    }
-  });
-  return toResponse(response, request.url);
-}
-
 /** What the guest sent, as a fresh, frozen request; a malformed one is refused before any handler sees it. */
+const malformed = (what: string) => new GuestFacingError('TypeError', `fetch: the request is malformed: ${what}`);
+
 function toRequest(sent: unknown): EgressRequest {
-  const malformed = (what: string) => new GuestFacingError('TypeError', `fetch: the request is malformed: ${what}`);
   if (sent === null || typeof sent !== 'object') throw malformed('not an object');
   const { url, method, headers, body, redirect } = sent as Record<string, unknown>;
   if (typeof url !== 'string' || url.length > MAX_URL_CHARS) throw malformed(`url must be a string of at most ${MAX_URL_CHARS} characters`);

@@ -6,7 +6,7 @@ import type { ConsoleCapture, ConsoleEntry } from '../console-capture.js';
 import { ConsoleHub } from '../console-hub.js';
 import { splitFunctions } from '../bound-functions.js';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
-import { answerGuestFetch, EgressGate, FETCH_GLOBAL } from '../egress/guest-fetch.js';
+import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches } from '../egress/guest-fetch.js';
 import { describeHostError, thenableOf } from '../host-errors.js';
 import { HeapLimitExceeded, InvalidOption, LayerConfigError, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
 import type { ExecutionResult } from '../execution-result.js';
@@ -149,9 +149,10 @@ export class IsolatedRuntime implements AsyncDisposable {
     worker.onExit((error) => this.#onWorkerExit(error));
     // The guest's fetch: every worker asks here, and the egress of the options in force (a pool
     // may set it per checkout) answers, or refuses when there is none.
-    const gate = new EgressGate();
-    const fetch = (request: unknown) => answerGuestFetch(this.#options.runtime.egress, request, gate, this.#egressAbort.signal, this.#options.runtime.redactHostErrors);
+    const fetches = new GuestFetches(this.#egressAbort.signal);
+    const fetch = (request: unknown, id: unknown) => fetches.answer(this.#options.runtime.egress, request, id, this.#options.runtime.redactHostErrors);
     this.#functions.set(FETCH_GLOBAL, { fn: fetch, async: true, revoked: false, returnedPromise: true });
+    this.#functions.set(FETCH_CANCEL_GLOBAL, { fn: (id: unknown) => fetches.cancel(id), async: false, revoked: false, returnedPromise: false });
   }
 
   /**

@@ -1,6 +1,6 @@
 import { ProtocolError, type ErrorPayload, type Message, type MessageOf, type WireObject } from '@strata/wire';
 import type { EgressRequest } from '../egress/check-request.js';
-import { FETCH_GLOBAL } from '../egress/guest-fetch.js';
+import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, type EgressContext } from '../egress/guest-fetch.js';
 import type { EgressResponse } from '../egress/perform-request.js';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
 import { GuestFacingError } from '../host-errors.js';
@@ -39,6 +39,7 @@ export class WorkerSession {
   readonly #runtime: Runtime;
   readonly #pendingCalls = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>();
   #currentId: number | undefined;
+  #nextFetchId = 1;
 
   readonly #watchdog: MemoryWatchdog;
   readonly #cpuSecondsPerCommand: number | undefined;
@@ -71,7 +72,7 @@ export class WorkerSession {
     // guest's fetch is always answered by the parent, which holds the egress policy (or refuses,
     // saying why): the worker has no network and never sees the policy's credentials.
     let session: WorkerSession | undefined;
-    const runtimeOptions: RuntimeOptions = { ...rest, redactHostErrors: false, egress: (request) => session!.#fetchViaParent(request) };
+    const runtimeOptions: RuntimeOptions = { ...rest, redactHostErrors: false, egress: (request, context) => session!.#fetchViaParent(request, context) };
     const bootstrap = typeof runtimeOptions.bootstrap === 'string' ? [runtimeOptions.bootstrap] : [...(runtimeOptions.bootstrap ?? [])];
     // The worker checks its own resident memory every 20 ms, also while the guest runs (the
     // parent checks every 50 ms from outside). Started before the layers: it opens
@@ -97,10 +98,24 @@ export class WorkerSession {
     return session;
   }
 
-  /** The guest's fetch, asked of the parent; its refusals come back as the guest should see them. */
-  async #fetchViaParent(request: EgressRequest): Promise<EgressResponse> {
+  /**
+   * The guest's fetch, asked of the parent under an id of this worker's; its refusals come back as
+   * the guest should see them. When the guest aborts it, the parent is told to stop it (not when
+   * this runtime closes: the parent is closing it then, and no command is running to carry a call).
+   */
+  async #fetchViaParent(request: EgressRequest, context: EgressContext): Promise<EgressResponse> {
+    if (context.signal.aborted) throw new GuestFacingError('AbortError', 'fetch aborted before it was sent');
+    const id = this.#nextFetchId++;
+    context.signal.addEventListener('abort', () => {
+      if (this.#runtime.closed) return;
+      try {
+        this.#callParent(FETCH_CANCEL_GLOBAL, [id]);
+      } catch {
+        // The parent stops the request at its own deadline anyway.
+      }
+    }, { once: true });
     try {
-      return (await this.#callParent(FETCH_GLOBAL, [request])) as EgressResponse;
+      return (await this.#callParent(FETCH_GLOBAL, [request, id])) as EgressResponse;
     } catch (error) {
       const { name, message } = error as Error;
       throw new GuestFacingError(name === 'AbortError' ? 'AbortError' : 'TypeError', message);
