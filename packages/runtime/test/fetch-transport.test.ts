@@ -170,7 +170,10 @@ for (const engine of ['Runtime', 'IsolatedRuntime'] as const) {
     const rt = await start(t, handler, [WEB_POLYFILLS]);
     // The guest's timers are virtual and wait for host calls in flight: a host call that answers
     // after a while is how the guest gets to run while its requests hang.
-    rt.bindFunction('pause', async () => new Promise((resolve) => setTimeout(resolve, 100)));
+    rt.bindFunction('pause', async () => {
+      // Until the six are in the handler (a loaded machine may take a while to deliver them).
+      for (let i = 0; i < 500 && signals.length < MAX_CONCURRENT_REQUESTS; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    });
     // Six requests that hang, each aborted by the guest once the host has it; then a seventh,
     // which must not wait behind them.
     const out = await rt.eval(`(async () => {
