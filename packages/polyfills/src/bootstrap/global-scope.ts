@@ -28,7 +28,10 @@ export function installGlobalScope(g: GlobalObject, internal: Internal): void {
     }
   }
   internal.webidl(Navigator, 'Navigator');
-  internal.define('navigator', new Navigator());
+  const navigator = new Navigator();
+  // Not serializable: structuredClone refuses it, as browsers do.
+  internal.platformBrands.push((value) => value === navigator);
+  internal.define('navigator', navigator);
   internal.define('self', g);
 
   const methods = internal.EventTarget.prototype as Record<string, unknown>;

@@ -29,5 +29,8 @@ export function installPerformance(_g: GlobalObject, internal: Internal): void {
     }
   }
   internal.webidl(Performance, 'Performance');
-  internal.define('performance', new Performance());
+  const performance = new Performance();
+  // Not serializable: structuredClone refuses it, as browsers do.
+  internal.platformBrands.push((value) => value === performance);
+  internal.define('performance', performance);
 }

@@ -40,8 +40,27 @@ export function installUrl(g: GlobalObject, internal: Internal): void {
   const encoder = g.TextEncoder;
   const decoder = g.TextDecoder;
 
+  // structuredClone refuses URL objects (platform objects, not serializable), as browsers do.
+  // The brand is a getter of the class that throws for anything but a real instance; until the
+  // bundle has run there are none.
+  let brands: ((value: object) => boolean)[] = [];
+  internal.platformBrands.push((value) => brands.some((isBrand) => isBrand(value)));
+  const brandBy = (cls: { prototype: object }, getter: string) => {
+    const get = Object.getOwnPropertyDescriptor(cls.prototype, getter)?.get;
+    return (value: object): boolean => {
+      if (get === undefined) return false;
+      try {
+        Reflect.apply(get, value, []);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+  };
+
   internal.urlClasses = internal.defineLazyGroup(internal.urlGlobals, (): UrlClasses => {
     const loaded = internal.runUrlBundle(scope, encoder, decoder, shared);
+    brands = [brandBy(loaded.URL, 'href'), brandBy(loaded.URLSearchParams, 'size'), brandBy(loaded.URLPattern, 'protocol')];
     return freeze({ URL: loaded.URL, URLSearchParams: loaded.URLSearchParams, URLPattern: loaded.URLPattern });
   });
 }
