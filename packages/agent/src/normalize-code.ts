@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { stripTypes } from '@strata/runtime';
 import { parse, type Node } from 'acorn';
 
 /**
@@ -27,8 +28,11 @@ import { parse, type Node } from 'acorn';
  *   The completion value is the call's when the export is the cell's last statement (or only
  *   declarations follow it, in a cell without a top-level `await`). Code longer than
  *   32 KiB is not rewritten.
- * - TypeScript is taken out of its fence as it is; with its types it does not parse as
- *   JavaScript, so its exports are left as they are (`Runtime.eval` runs it with `language: 'typescript'`).
+ * - TypeScript is taken out of its fence as it is, and its default export is rewritten the same
+ *   way: the places come from the code with its types stripped (`stripTypes`, which keeps every
+ *   character where it was), the edits go to the TypeScript itself, so the result is still
+ *   TypeScript for `language: 'typescript'`. TypeScript that has no JavaScript form (an `enum`)
+ *   is left as it is.
  *
  * ```ts
  * normalizeCode('Here you go:\n```js\nconst r = await lookup("A1");\nr\n```'); // 'const r = await lookup("A1");\nr'
@@ -146,7 +150,9 @@ export const MAX_REWRITTEN_CHARS = 32 * 1024;
 /** The code with its default export called (see {@link normalizeCode}); as it is when it has none or does not parse. */
 function callDefaultExport(code: string): string {
   if (code.length > MAX_REWRITTEN_CHARS || !code.includes('export')) return code;
-  const program = parseProgram(code);
+  // TypeScript: parsed without its types, which stripTypes replaces by blanks in place, so every
+  // node's position is the same in `code`.
+  const program = parseProgram(code) ?? parseWithoutTypes(code);
   if (program === undefined) return code;
   const body = program['body'] as AnyNode[];
   const functions = topLevelFunctions(body);
@@ -188,6 +194,18 @@ function parseProgram(code: string): AnyNode | undefined {
     }
   }
   return undefined;
+}
+
+/** `code` as TypeScript, parsed with its types blanked out; undefined when it is not TypeScript that strips. */
+function parseWithoutTypes(code: string): AnyNode | undefined {
+  let stripped: string;
+  try {
+    stripped = stripTypes(code);
+  } catch {
+    return undefined;
+  }
+  // Positions are what the rewrite relies on: a stripping that moved anything is not used.
+  return stripped.length === code.length ? parseProgram(stripped) : undefined;
 }
 
 /** The value of `module.exports = value`, as a statement of its own. */

@@ -51,7 +51,10 @@ const CASES: readonly [string, string, string][] = [
   ['export before declarations and export lists are blanked', 'export const a = 1;\nexport function f() {}\nexport { a as b };\na', '       const a = 1;\n       function f() {}\n                  \na'],
   ['a fenced default export with top-level await before it', `${FENCE}js\nconst base = await lookup("A1");\nexport default async () => base * 2;\n${FENCE}`, 'const base = await lookup("A1");\n;(             async () => base * 2)();'],
   ['code that does not parse is left alone', 'export default async () => {', 'export default async () => {'],
-  ['TypeScript with types is left alone', 'export default async (): Promise<number> => 1', 'export default async (): Promise<number> => 1'],
+  ['TypeScript: the default export is called, its types kept', 'export default async (): Promise<number> => 1', ';(             async (): Promise<number> => 1)();'],
+  ['TypeScript: a typed function and typed exports', 'interface Item { price: number }\nexport const items: Item[] = [];\nexport default function total(list: Item[] = items): number { return list.length }',
+    'interface Item { price: number }\n       const items: Item[] = [];\n;(             function total(list: Item[] = items): number { return list.length })();'],
+  ['TypeScript that has no JavaScript form is left alone', 'enum E { A }\nexport default () => E.A', 'enum E { A }\nexport default () => E.A'],
   ['re-exports are left alone', "export { a } from 'x';", "export { a } from 'x';"],
   ['the word export in a string is no export', 'const s = "export default 1"; s', 'const s = "export default 1"; s'],
 ];
@@ -147,6 +150,14 @@ test('normalized cells run in a session: fences, top-level await, default export
     t.is(result.status, 'ok', `${reply}: ${result.error}`);
     t.deepEqual(result.result, expected, reply);
   }
+});
+
+test('a normalized TypeScript reply with a default export runs as a typescript cell', async (t) => {
+  await using session = await AgentSandbox.start({ sandbox: 'off' });
+  const reply = '```ts\ninterface Item { price: number }\nconst items: Item[] = [{ price: 2 }, { price: 3 }];\nexport default async (): Promise<number> => items.reduce((sum: number, i: Item) => sum + i.price, 0);\n```';
+  const result = await session.run(normalizeCode(reply), { language: 'typescript' });
+  t.is(result.status, 'ok', result.error);
+  t.is(result.result, 5);
 });
 
 test("a normalized cell's errors keep the reply's lines", async (t) => {
