@@ -133,8 +133,8 @@ const crypto = await bundle({
   globalName: 'strataCryptoBundle',
 });
 writeBundleModule('crypto-bundle.ts', 'CRYPTO_BUNDLE', [
-  'Script text declaring `var strataCryptoBundle = { sha1, sha256, sha384, sha512 }`: the hash',
-  'functions of @noble/hashes, each taking and returning a Uint8Array. @internal',
+  'Script text declaring `var strataCryptoBundle = { hmac, sha1, sha256, sha384, sha512 }`: the hash',
+  'functions of @noble/hashes, each taking and returning a Uint8Array, and `hmac(hash, key, message)`. @internal',
 ], crypto);
 
 const streams = await bundle({

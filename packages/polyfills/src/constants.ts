@@ -121,6 +121,7 @@ export const POLYFILLED_GLOBALS = [
   ...URL_GLOBALS,
   'crypto',
   'Crypto',
+  'CryptoKey',
   'SubtleCrypto',
   ...STREAM_GLOBALS,
   'TextEncoderStream',

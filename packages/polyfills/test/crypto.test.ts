@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import test from 'ava';
 import { ENTROPY_GLOBAL } from '../src/index.js';
 import { createSandbox, MODES, type Sandbox, type SandboxOptions } from './helpers/isolate.js';
@@ -100,7 +100,7 @@ test('crypto, Crypto and SubtleCrypto look like the web interfaces', async (t) =
       thrown(() => new Crypto()), thrown(() => new SubtleCrypto()), typeof CryptoKey,
       Object.keys(Object.getPrototypeOf(crypto.subtle)),
     ]`),
-    ['[object Crypto]', true, true, '[object SubtleCrypto]', true, true, 'TypeError', 'TypeError', 'undefined', ['digest']],
+    ['[object Crypto]', true, true, '[object SubtleCrypto]', true, true, 'TypeError', 'TypeError', 'function', ['importKey', 'exportKey', 'generateKey', 'sign', 'verify', 'digest']],
   );
   // Own writable properties, so a later layer (the frozen clock) can put seeded versions in their place.
   t.deepEqual(
@@ -173,4 +173,87 @@ test('the hash code, loaded on the first digest, keeps the built-ins of bootstra
   const s = await withEntropy(t);
   s.value(`globalThis.savedU8 = Uint8Array; globalThis.Uint8Array = class {}; globalThis.Object = {}; globalThis.BigInt = () => 0; 0`);
   t.is(await digest(s, `crypto.subtle.digest('SHA-512', new savedU8([0x61, 0x62, 0x63]))`), nodeDigest('sha512', Buffer.from('abc')));
+});
+
+// HMAC keys (RFC 2104 over the bundled hashes), checked against node:crypto's createHmac.
+const nodeHmac = (algorithm: string, key: Uint8Array, data: Uint8Array) => createHmac(algorithm, key).update(data).digest('hex');
+
+for (const [mode, { before = '' }] of MODES) {
+  test(`HMAC: importKey raw, sign and verify match node:crypto for each hash, keys shorter and longer than a block${mode}`, async (t) => {
+    const s = await withEntropy(t, before);
+    for (const [name, node] of ALGORITHMS) {
+      for (const keyLength of [1, 32, 200]) {
+        const key = new Uint8Array(keyLength).map((_, i) => (i * 7 + 3) & 255);
+        const message = 'the quick brown fox';
+        const outcome = await s.run<[string, boolean, boolean]>(`(async () => {
+          const key = await crypto.subtle.importKey('raw', new Uint8Array(${keyLength}).map((_, i) => (i * 7 + 3) & 255), { name: 'HMAC', hash: '${name}' }, false, ['sign', 'verify']);
+          const data = new TextEncoder().encode('${message}');
+          const mac = await crypto.subtle.sign('HMAC', key, data);
+          const other = new Uint8Array(mac).slice(); other[0] ^= 1;
+          return [hex(mac), await crypto.subtle.verify('HMAC', key, mac, data), await crypto.subtle.verify({ name: 'HMAC' }, key, other, data)];
+        })()`);
+        t.true(outcome.ok, JSON.stringify(outcome.error));
+        t.deepEqual(outcome.value, [nodeHmac(node, key, Buffer.from(message)), true, false], `${name}, ${keyLength}-byte key`);
+      }
+    }
+  });
+}
+
+test('HMAC: RFC 4231 test case 2, jwk import and export, generateKey from the entropy source', async (t) => {
+  const s = await withEntropy(t);
+  const outcome = await s.run(`(async () => {
+    const key = await crypto.subtle.importKey('raw', new TextEncoder().encode('Jefe'), { name: 'hmac', hash: { name: 'sha-256' } }, true, ['sign']);
+    const mac = hex(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode('what do ya want for nothing?')));
+    const jwk = await crypto.subtle.exportKey('jwk', key);
+    const again = await crypto.subtle.importKey('jwk', jwk, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+    const same = hex(await crypto.subtle.sign('HMAC', again, new TextEncoder().encode('what do ya want for nothing?'))) === mac;
+    const generated = await crypto.subtle.generateKey({ name: 'HMAC', hash: 'SHA-512' }, true, ['sign', 'verify']);
+    const raw = new Uint8Array(await crypto.subtle.exportKey('raw', generated));
+    return {
+      mac, jwk, same,
+      key: [key.type, key.extractable, key.algorithm, key.usages, Object.prototype.toString.call(key), key instanceof CryptoKey],
+      generated: [generated.algorithm.length, raw.length, raw[0], raw[1], entropyCalls.at(-1)],
+    };
+  })()`);
+  t.true(outcome.ok, JSON.stringify(outcome.error));
+  t.deepEqual(outcome.value, {
+    mac: '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
+    jwk: { kty: 'oct', k: 'SmVmZQ', alg: 'HS256', key_ops: ['sign'], ext: true },
+    same: true,
+    key: ['secret', true, { name: 'HMAC', hash: { name: 'SHA-256' }, length: 32 }, ['sign'], '[object CryptoKey]', true],
+    // A SHA-512 key is one block (1024 bits) by default, its bytes the entropy source's (the counter here).
+    generated: [1024, 128, 0, 1, 128],
+  });
+});
+
+test('HMAC keys refuse what WebCrypto refuses', async (t) => {
+  const s = await withEntropy(t);
+  const rejection = async (expression: string) => {
+    const outcome = await s.run(`(${expression}).then(() => 'fulfilled', (e) => e instanceof DOMException ? e.name : e.constructor.name)`);
+    return outcome.value;
+  };
+  const key = (usages: string, extractable = false) => `crypto.subtle.importKey('raw', new Uint8Array([1, 2, 3]), { name: 'HMAC', hash: 'SHA-256' }, ${extractable}, ${usages})`;
+  t.is(await rejection(`${key("['sign']")}.then((k) => crypto.subtle.verify('HMAC', k, new Uint8Array(32), new Uint8Array(1)))`), 'InvalidAccessError');
+  t.is(await rejection(`${key("['verify']")}.then((k) => crypto.subtle.sign('HMAC', k, new Uint8Array(1)))`), 'InvalidAccessError');
+  t.is(await rejection(`${key("['sign']")}.then((k) => crypto.subtle.exportKey('raw', k))`), 'InvalidAccessError');
+  t.is(await rejection(key("['encrypt']")), 'SyntaxError');
+  t.is(await rejection(key('[]')), 'SyntaxError');
+  t.is(await rejection(`crypto.subtle.importKey('raw', new Uint8Array(0), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign'])`), 'DataError');
+  t.is(await rejection(`crypto.subtle.importKey('raw', new Uint8Array(3), { name: 'AES-GCM' }, false, ['encrypt'])`), 'NotSupportedError');
+  t.is(await rejection(`crypto.subtle.importKey('raw', new Uint8Array(3), { name: 'HMAC', hash: 'MD5' }, false, ['sign'])`), 'NotSupportedError');
+  t.is(await rejection(`crypto.subtle.importKey('raw', new Uint8Array(3), { name: 'HMAC' }, false, ['sign'])`), 'TypeError');
+  t.is(await rejection(`crypto.subtle.importKey('spki', new Uint8Array(3), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign'])`), 'NotSupportedError');
+  t.is(await rejection(`crypto.subtle.sign('HMAC', { type: 'secret' }, new Uint8Array(1))`), 'TypeError');
+  t.is(s.value(`thrown(() => new CryptoKey())`), 'TypeError');
+  t.is(s.value(`thrown(() => structuredClone(Object.create(CryptoKey.prototype)))`), 'none');
+});
+
+test('generateKey draws through crypto.getRandomValues as it is at the call (so the frozen clock seeds it)', async (t) => {
+  const s = await withEntropy(t);
+  const outcome = await s.run(`(async () => {
+    crypto.getRandomValues = (array) => array.fill(0xab);
+    const key = await crypto.subtle.generateKey({ name: 'HMAC', hash: 'SHA-256', length: 64 }, true, ['sign']);
+    return Array.from(new Uint8Array(await crypto.subtle.exportKey('raw', key)));
+  })()`);
+  t.deepEqual(outcome.value, [0xab, 0xab, 0xab, 0xab, 0xab, 0xab, 0xab, 0xab]);
 });

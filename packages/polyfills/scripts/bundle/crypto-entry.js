@@ -1,6 +1,8 @@
 // Entry of the crypto bundle (scripts/bundle.mjs): the hash functions behind
-// crypto.subtle.digest, returned to the installer in src/bootstrap/crypto.ts.
+// crypto.subtle.digest, and HMAC over them for sign/verify, returned to the installer in
+// src/bootstrap/crypto.ts.
+import { hmac } from '@noble/hashes/hmac.js';
 import { sha1 } from '@noble/hashes/legacy.js';
 import { sha256, sha384, sha512 } from '@noble/hashes/sha2.js';
 
-export { sha1, sha256, sha384, sha512 };
+export { hmac, sha1, sha256, sha384, sha512 };

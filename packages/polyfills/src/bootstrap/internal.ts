@@ -51,7 +51,7 @@ export interface Internal {
    * Runs the third-party crypto bundle, with the given built-ins for the free
    * names it uses, and returns its hash functions (see crypto.ts).
    */
-  runCryptoBundle(intrinsics: object): Record<string, (bytes: Uint8Array) => Uint8Array>;
+  runCryptoBundle(intrinsics: object): Record<string, (...bytes: any[]) => Uint8Array>;
 
   // globals.ts
   /** Installs a global the way WebIDL does: writable, configurable, not enumerable. */
