@@ -26,6 +26,7 @@ export function installGlobals(g: GlobalObject, internal: Internal): void {
       return false;
     }
   };
+  internal.brandCheck = brand;
   const isArrayBuffer = brand(byteLengthGetter(g.ArrayBuffer)) as Internal['isArrayBuffer'];
   const isSharedArrayBuffer = brand(byteLengthGetter(g.SharedArrayBuffer)) as Internal['isSharedArrayBuffer'];
   internal.isArrayBuffer = isArrayBuffer;

@@ -77,6 +77,11 @@ export interface Internal {
   warn(message: string): void;
   /** Predicates recognising polyfill objects that structuredClone must refuse. */
   platformBrands: Array<(value: object) => boolean>;
+  /**
+   * A brand check from a getter that throws for anything but a real instance (a built-in's, or a
+   * bundled class's): true when calling it on the value does not throw. Undefined getter: false.
+   */
+  brandCheck(getter: ((this: unknown) => unknown) | undefined): (value: unknown) => boolean;
   /** Brand checks (a `Symbol.toStringTag` can lie). */
   isArrayBuffer(value: unknown): value is ArrayBuffer;
   /** False when the host removed SharedArrayBuffer before the bootstrap ran. */

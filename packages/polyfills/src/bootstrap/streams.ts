@@ -50,25 +50,17 @@ export function installStreams(g: GlobalObject, internal: Internal): void {
   });
 
   let classes: Classes | undefined;
-  let lockedGetter: ((this: unknown) => boolean) | undefined;
+  // No stream can exist before the bundle ran; then, ReadableStream's `locked` getter is the brand.
+  let isReadableStream = (_value: unknown): boolean => false;
   internal.streamClasses = internal.defineLazyGroup(names, (): Classes => {
     const loaded = internal.runStreamsBundle(intrinsics);
     const picked: Record<string, unknown> = { __proto__: null } as never;
     for (const name of names) picked[name] = loaded[name];
     classes = freeze(picked) as Classes;
-    lockedGetter = getOwnPropertyDescriptor(classes.ReadableStream.prototype, 'locked')!.get as (this: unknown) => boolean;
+    isReadableStream = internal.brandCheck(getOwnPropertyDescriptor(classes.ReadableStream.prototype, 'locked')?.get);
     return classes;
   });
-  // No stream can exist before the bundle ran.
-  internal.isReadableStream = (value) => {
-    if (lockedGetter === undefined || value === null || typeof value !== 'object') return false;
-    try {
-      apply(lockedGetter, value, []);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  internal.isReadableStream = (value) => isReadableStream(value);
 
   // structuredClone refuses streams, readers, controllers and strategies (platform objects
   // that are not serializable) instead of copying their internal slots as plain data.

@@ -45,18 +45,7 @@ export function installUrl(g: GlobalObject, internal: Internal): void {
   // bundle has run there are none.
   let brands: ((value: object) => boolean)[] = [];
   internal.platformBrands.push((value) => brands.some((isBrand) => isBrand(value)));
-  const brandBy = (cls: { prototype: object }, getter: string) => {
-    const get = Object.getOwnPropertyDescriptor(cls.prototype, getter)?.get;
-    return (value: object): boolean => {
-      if (get === undefined) return false;
-      try {
-        Reflect.apply(get, value, []);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-  };
+  const brandBy = (cls: { prototype: object }, getter: string) => internal.brandCheck(Object.getOwnPropertyDescriptor(cls.prototype, getter)?.get);
 
   internal.urlClasses = internal.defineLazyGroup(internal.urlGlobals, (): UrlClasses => {
     const loaded = internal.runUrlBundle(scope, encoder, decoder, shared);
