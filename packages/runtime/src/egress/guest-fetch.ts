@@ -226,5 +226,8 @@ function toResponse(response: unknown, requestUrl: string): EgressResponse {
   if (!(body instanceof Uint8Array)) throw bad('a body that is not a Uint8Array');
   if (body.byteLength > MAX_RESPONSE_BODY) throw bad(`a body larger than ${MAX_RESPONSE_BODY} bytes`);
   // A plain Uint8Array (not a Buffer or a subclass): the wire and the isolate copy exactly that.
-  return { status, statusText, url, redirected, headers: pairs, body: new Uint8Array(body) };
+  // One that is already plain goes as it is: a body of up to 32 MiB is not copied for nothing
+  // (the worker checks the parent's answer again, and the egress engine's is plain).
+  const plain = Object.getPrototypeOf(body) === Uint8Array.prototype ? body : new Uint8Array(body);
+  return { status, statusText, url, redirected, headers: pairs, body: plain };
 }
