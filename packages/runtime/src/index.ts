@@ -56,6 +56,7 @@ export {
   PromiseNeverSettled,
   WorkerCrashed,
   SandboxUnavailable,
+  ThreadUnavailable,
   CrashBudgetExceeded,
   EgressRefused,
   EgressFailed,

@@ -42,6 +42,7 @@ const MAIN = [
   'PromiseNeverSettled',
   'WorkerCrashed',
   'SandboxUnavailable',
+  'ThreadUnavailable',
   'CrashBudgetExceeded',
   'EgressRefused',
   'EgressFailed',

@@ -146,16 +146,14 @@ test.serial('the module-level eval and execute take language too', async (t) => 
   await strata.closeDefaultRuntime();
 });
 
-test('a Node.js without module.stripTypeScriptTypes is InvalidOption naming the Node.js version needed', (t) => {
+test('a Node.js without module.stripTypeScriptTypes is InvalidOption naming the Node.js version needed', async (t) => {
   const error = t.throws(() => assertLanguage('typescript', 'eval', null), { instanceOf: InvalidOption });
   t.regex(error?.message ?? '', /^eval: language 'typescript' needs Node\.js 22\.13 \(or 23\.2\) or later, whose module\.stripTypeScriptTypes strips the types; this is v\d+/);
   t.notThrows(() => assertLanguage('javascript', 'eval', null), 'JavaScript needs no stripper');
-  t.is(toJavaScript('1 + 1', undefined, '<eval>', 'eval', null), '1 + 1');
+  t.is(await toJavaScript('1 + 1', undefined, '<eval>', 'eval', null), '1 + 1');
   // A Node.js built without TypeScript support.
-  const noTypeScript = () => {
-    throw Object.assign(new Error('Node.js is not compiled with TypeScript support'), { code: 'ERR_NO_TYPESCRIPT' });
-  };
-  t.throws(() => toJavaScript('let a: number', 'typescript', '<eval>', 'eval', noTypeScript), { instanceOf: InvalidOption, message: /built without TypeScript support/ });
+  const noTypeScript = async () => ({ status: 'error', error: { name: 'Error', message: 'Node.js is not compiled with TypeScript support', code: 'ERR_NO_TYPESCRIPT', stack: '' } }) as const;
+  await t.throwsAsync(toJavaScript('let a: number', 'typescript', '<eval>', 'eval', noTypeScript), { instanceOf: InvalidOption, message: /built without TypeScript support/ });
 });
 
 test("the stripper's place and messages: the column only where the frame's line is the source's own", (t) => {
