@@ -17,13 +17,13 @@ const bridge = new ToolBridge({
 });
 const declarations = bridge.declarations();
 
-test('correct code checks: JavaScript with top-level await and the guest globals; TypeScript with its types', (t) => {
-  t.deepEqual(typecheck('const w = await tools.weather({ city: "Oslo", unit: "C" });\nconsole.log(w.tempC.toFixed(1));\nw.tempC * 2', declarations), []);
-  t.deepEqual(typecheck('let x = 1; x = "a"; const list = []; list.push(3); setTimeout(() => {}, 5); x', declarations), [], 'JavaScript is checked as JavaScript');
-  t.deepEqual(typecheck('const city: string = "Bergen";\nconst w = await tools.weather({ city });\nconst t2: number = w.tempC;\nt2', declarations, 'typescript'), []);
+test('correct code checks: JavaScript with top-level await and the guest globals; TypeScript with its types', async (t) => {
+  t.deepEqual(await typecheck('const w = await tools.weather({ city: "Oslo", unit: "C" });\nconsole.log(w.tempC.toFixed(1));\nw.tempC * 2', declarations), []);
+  t.deepEqual(await typecheck('let x = 1; x = "a"; const list = []; list.push(3); setTimeout(() => {}, 5); x', declarations), [], 'JavaScript is checked as JavaScript');
+  t.deepEqual(await typecheck('const city: string = "Bergen";\nconst w = await tools.weather({ city });\nconst t2: number = w.tempC;\nt2', declarations, 'typescript'), []);
 });
 
-test('a hallucinated tool, a missing field, a wrong type and a wrong enum value are diagnostics at their lines', (t) => {
+test('a hallucinated tool, a missing field, a wrong type and a wrong enum value are diagnostics at their lines', async (t) => {
   const cases: [string, number, RegExp][] = [
     ['const a = 1;\nawait tools.forecast({ city: "Oslo" })', 2, /Property 'forecast' does not exist on type/],
     ['await tools.weather({})', 1, /Property 'city' is missing/],
@@ -33,13 +33,13 @@ test('a hallucinated tool, a missing field, a wrong type and a wrong enum value 
     ['await fetch("https://example.com")', 1, /Cannot find name 'fetch'/],
   ];
   for (const [code, line, message] of cases) {
-    const diagnostics = typecheck(code, declarations);
+    const diagnostics = await typecheck(code, declarations);
     t.true(diagnostics.length > 0, code);
     t.is(diagnostics[0]!.line, line, code);
     t.regex(diagnostics[0]!.message, message, code);
     t.regex(diagnostics[0]!.code, /^TS\d+$/);
   }
-  t.regex(formatDiagnostics(typecheck('await tools.forecast({})', declarations)), /^1:\d+ TS2339 Property 'forecast' does not exist/);
+  t.regex(formatDiagnostics(await typecheck('await tools.forecast({})', declarations)), /^1:\d+ TS2339 Property 'forecast' does not exist/);
 });
 
 test('AgentSandbox.run with typecheck: a cell that does not check is not run nor journaled; the cells before it declare what it may use', async (t) => {

@@ -1,8 +1,9 @@
 /**
  * `@strata/runtime`: the engine (`Runtime`, an isolate in this process), the isolated, sandboxed
  * worker built on it (`IsolatedRuntime`, `SandboxPool`), their options, results and errors. What a
- * layer author needs is in `@strata/runtime/layers`, test helpers in `@strata/runtime/testing`;
- * nothing else is public.
+ * layer author needs is in `@strata/runtime/layers`, test helpers in `@strata/runtime/testing`,
+ * the worker thread that runs parent-side work on untrusted input in
+ * `@strata/runtime/bounded-worker`; nothing else is public.
  *
  * @packageDocumentation
  */
