@@ -124,11 +124,22 @@ export class BoundedWorker<Request, Response> {
   async #start(): Promise<BoundedOutcome<Response> | undefined> {
     if (this.#closed) return { status: 'unavailable', message: 'it is closing' };
     let worker: Worker;
-    try {
-      worker = new Worker(this.#options.script, {
+    const create = (execArgv: string[] | undefined) =>
+      new Worker(this.#options.script, {
         workerData: { options: this.#options.options, generation: ++this.#generation },
+        ...(execArgv === undefined ? {} : { execArgv }),
         ...(this.#options.resourceLimits === undefined ? {} : { resourceLimits: this.#options.resourceLimits }),
       });
+    // Inherited flags are the default; only a main thread run from `-e` needs its own.
+    const execArgv = workerExecArgv(process.execArgv);
+    try {
+      try {
+        worker = create(execArgv.length === process.execArgv.length ? undefined : execArgv);
+      } catch (error) {
+        // Flags given explicitly are checked, and a process-wide one (--expose-gc) is refused.
+        if ((error as { code?: unknown }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw error;
+        worker = create([]);
+      }
     } catch (error) {
       return { status: 'unavailable', message: `a worker thread could not be created: ${(error as Error).message}` };
     }
@@ -163,6 +174,25 @@ export class BoundedWorker<Request, Response> {
     this.#worker = undefined;
     await worker?.terminate().catch(() => undefined);
   }
+}
+
+// Flags of the main script's own input, which a worker thread refuses (it has a script file).
+const MAIN_INPUT_FLAGS = new Set(['-e', '--eval', '-p', '--print', '--input-type']);
+
+/**
+ * The process's flags as a worker thread takes them: loaders (`--import`), limits and the rest
+ * are kept; the flags that give the main thread its input (`-e`, `--input-type`) are not.
+ */
+export function workerExecArgv(execArgv: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const flag = execArgv[i]!;
+    const name = flag.split('=', 1)[0]!;
+    if (!MAIN_INPUT_FLAGS.has(name)) kept.push(flag);
+    // Without `=`, the next argument is the flag's value (`-e code`).
+    else if (name === flag) i++;
+  }
+  return kept;
 }
 
 /** The `workerData` a {@link BoundedWorker}'s script receives. */

@@ -24,8 +24,11 @@ export type SourceLanguage = 'javascript' | 'typescript';
 /** What strips the types of one input: the worker thread's stripper, or a stand-in (tests). */
 export type Stripper = (code: string) => Promise<BoundedOutcome<string>>;
 
-/** The longest TypeScript stripped, in UTF-16 code units (2 Mi): longer is the guest's SyntaxError. */
-export const MAX_TYPESCRIPT_CHARS = 2 * 1024 * 1024;
+/**
+ * The longest TypeScript stripped, in UTF-16 code units (1 Mi, about 1 MB of code; a model's cell
+ * is a few KB): longer is the guest's SyntaxError.
+ */
+export const MAX_TYPESCRIPT_CHARS = 1024 * 1024;
 
 /**
  * The deepest nesting of brackets (`(`, `[`, `{`, `${`) outside strings and comments that is
@@ -34,8 +37,12 @@ export const MAX_TYPESCRIPT_CHARS = 2 * 1024 * 1024;
  */
 export const MAX_TYPESCRIPT_NESTING = 500;
 
-/** How long one strip may take in the stripper's thread before the thread is terminated, in ms. */
-export const STRIP_TIMEOUT_MS = 10_000;
+/**
+ * How long one strip may take in the stripper's thread before the thread is terminated, in ms.
+ * A strip at {@link MAX_TYPESCRIPT_CHARS} takes about 0.3 s on an idle machine: the margin is for
+ * a loaded one.
+ */
+export const STRIP_TIMEOUT_MS = 20_000;
 
 // How long the stripper's thread may take to start and load the stripper.
 const STRIP_START_TIMEOUT_MS = 30_000;
