@@ -1,6 +1,8 @@
 // normalizeCode: a model's reply → a cell. A table of replies and the cell text each becomes; a few
 // run for real in a session (top-level await and the last expression stay the session's); hostile
 // and huge texts never throw and take linear time.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import test from 'ava';
 import { AgentSandbox } from '../src/index.js';
 import { MAX_REWRITTEN_CHARS, normalizeCode } from '../src/normalize-code.js';
@@ -169,3 +171,46 @@ test("a normalized cell's errors keep the reply's lines", async (t) => {
   const thrown = await session.run(await normalizeCode('export default async () => {\n\n  throw new RangeError("third line");\n}'));
   t.like(thrown, { status: 'error', errorType: 'RangeError', error: 'third line' });
 });
+
+test('a hostile JavaScript reply breaks no later normalizeCode, stripTypes or TypeScript cell (in a fresh child process)', async (t) => {
+  // A reply that never asked for TypeScript, whose default export does not parse as JavaScript
+  // (`(x: number)`), so normalizeCode strips its types; nested past what Node's stripper takes.
+  // A child process of its own: a poisoned stripper cannot hide behind a fresh one.
+  const script = `
+    import { AgentSandbox, normalizeCode } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
+    import { stripTypes } from ${JSON.stringify(import.meta.resolve('@strata/runtime'))};
+    const hostile = [
+      'export default (x: number) => ' + '('.repeat(3000) + 'x' + ')'.repeat(3000),
+      'export default (x: number) => ' + 'x=>'.repeat(3000) + '1',
+      'export default (x: number) => ' + 'if(1)'.repeat(3000),
+      'export default (x: number) => 1' + '+1'.repeat(30000),
+    ];
+    const out = { unchanged: [] };
+    for (const reply of hostile) out.unchanged.push((await normalizeCode(reply)) === reply);
+    out.normalized = await normalizeCode('export default (x: number = 2): number => x * 21');
+    out.stripped = await stripTypes('let a: number = 1');
+    const session = await AgentSandbox.start({ sandbox: 'off' });
+    out.cell = await session.run(out.normalized, { language: 'typescript' });
+    out.hostileCell = await session.run(hostile[1], { language: 'typescript' });
+    out.cellAfter = await session.run('const b: number = 1; b + 1', { language: 'typescript' });
+    await session.close();
+    process.stdout.write(JSON.stringify(out));
+    process.exit(0);
+  `;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], { timeout: 300_000, maxBuffer: 16 * 1024 * 1024 });
+  const out = JSON.parse(stdout) as { unchanged: boolean[]; normalized: string; stripped: string; cell: CellOutcome; hostileCell: CellOutcome; cellAfter: CellOutcome };
+  t.deepEqual(out.unchanged, [true, true, true, true], 'a reply the stripper refuses is left as it is');
+  t.is(out.normalized, ';(             (x: number = 2): number => x * 21)();', 'a later reply is still rewritten');
+  t.is(out.stripped, 'let a         = 1');
+  t.like(out.cell, { status: 'ok', result: 42 });
+  t.like(out.hostileCell, { status: 'error', errorType: 'SyntaxError' });
+  t.regex(out.hostileCell.error ?? '', /the type stripper could not take this TypeScript.*\[cell-2\]/);
+  t.like(out.cellAfter, { status: 'ok', result: 2 }, 'a later TypeScript cell runs');
+});
+
+interface CellOutcome {
+  readonly status: string;
+  readonly result?: unknown;
+  readonly error?: string;
+  readonly errorType?: string;
+}
