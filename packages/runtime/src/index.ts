@@ -37,7 +37,7 @@ export type { ModuleLoader, ModuleResolver } from './module-registry.js';
 export type { RuntimeOptions, ResolvedRuntimeOptions, OptionalGlobal } from './options.js';
 export type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
 export type { ExecutionResult } from './execution-result.js';
-export { stripTypes } from './typescript-input.js';
+export { stripTypes, MAX_TYPESCRIPT_CHARS, MAX_TYPESCRIPT_NESTING, STRIP_TIMEOUT_MS } from './typescript-input.js';
 export { egressHandler } from './egress/guest-fetch.js';
 export type { EgressContext, EgressHandler, EgressHandlerOptions } from './egress/guest-fetch.js';
 export type { EgressPolicy } from './egress/egress-policy.js';

@@ -39,8 +39,8 @@ export const MAX_TYPESCRIPT_NESTING = 500;
 
 /**
  * How long one strip may take in the stripper's thread before the thread is terminated, in ms.
- * A strip at {@link MAX_TYPESCRIPT_CHARS} takes about 0.3 s on an idle machine: the margin is for
- * a loaded one.
+ * A strip at {@link MAX_TYPESCRIPT_CHARS} takes well under a second on an idle machine: the margin
+ * is for a loaded one.
  */
 export const STRIP_TIMEOUT_MS = 20_000;
 
