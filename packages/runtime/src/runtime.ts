@@ -26,7 +26,7 @@ import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
 import { assertTransferable, MAX_VALUE_NODES } from './values.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ModuleSource } from './module-registry.js';
-import { toJavaScript } from './typescript-input.js';
+import { stripIfTypeScript } from './typescript-input.js';
 
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
 
@@ -373,17 +373,17 @@ export class Runtime implements AsyncDisposable {
   eval(code: string, options: EvalOptions = {}): Promise<unknown> {
     if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
     const filename = options.filename ?? '<eval>';
-    let script: Promise<string>;
+    let stripping: Promise<string> | undefined;
     try {
-      script = toJavaScript(code, options.language, filename, 'eval');
+      stripping = stripIfTypeScript(code, options.language, filename, 'eval');
     } catch (error) {
       return Promise.reject(error);
     }
     return this.#command(async (budget) => {
-      const javascript = await script;
-      const completion = this.#enter(budget, () => this.#context.evalSync(javascript, { reference: true, filename })) as IsolatedVm.Reference;
+      const script = stripping === undefined ? code : await stripping;
+      const completion = this.#enter(budget, () => this.#context.evalSync(script, { reference: true, filename })) as IsolatedVm.Reference;
       return this.#settle(completion, budget);
-    }, script);
+    }, stripping);
   }
 
   /**
@@ -473,14 +473,14 @@ export class Runtime implements AsyncDisposable {
   evalModule(source: string, options: EvalModuleOptions = {}): Promise<Record<string, unknown>> {
     if (typeof source !== 'string') return Promise.reject(new InvalidOption('evalModule(source): source must be a string'));
     const specifier = options.specifier ?? 'strata:main';
-    let stripped: Promise<string>;
+    let stripping: Promise<string> | undefined;
     try {
-      stripped = toJavaScript(source, options.language, specifier, 'evalModule');
+      stripping = stripIfTypeScript(source, options.language, specifier, 'evalModule');
     } catch (error) {
       return Promise.reject(error);
     }
     return this.#command(async (budget) => {
-      const module = this.#compileModule(await stripped, specifier);
+      const module = this.#compileModule(stripping === undefined ? source : await stripping, specifier);
       await module.instantiate(this.#context, (request, referrer) => this.#resolveImport(request, this.#moduleSpecifiers.get(referrer) ?? specifier));
       // isolated-vm does not hand out the promise of a module's top-level await, so a wrapper
       // imports the module: the wrapper's binding leaves its temporal dead zone only once the
@@ -505,7 +505,7 @@ export class Runtime implements AsyncDisposable {
         this.#internals.namespaceToObject.applySync(undefined, [namespace!.derefInto()], { result: { reference: true } }),
       ) as IsolatedVm.Reference;
       return this.#export(exportsObject, budget) as Record<string, unknown>;
-    }, stripped);
+    }, stripping);
   }
 
   /** Calls `listener` for every `console.*` call of the guest. Returns a function that unsubscribes it. */
@@ -541,8 +541,10 @@ export class Runtime implements AsyncDisposable {
     }
   }
 
-  /** Runs commands one at a time: the isolate has one thread and one event loop. */
-  /** Runs `task` in its turn; `input` (the stripped code) is awaited first, outside the task's budget. */
+  /**
+   * Runs commands one at a time: the isolate has one thread and one event loop. `input` (code
+   * being stripped of its types) is awaited in the command's turn, before its budget starts.
+   */
   #command<T>(task: (budget: GuestBudget) => Promise<T>, input?: Promise<unknown>): Promise<T> {
     try {
       this.#assertUsable('command');

@@ -104,6 +104,15 @@ export function toJavaScript(code: string, language: unknown, filename: string, 
   });
 }
 
+/**
+ * {@link toJavaScript} for TypeScript; undefined for JavaScript (after the same check of
+ * `language`), so that JavaScript stays on its synchronous path.
+ */
+export function stripIfTypeScript(code: string, language: unknown, filename: string, method: string): Promise<string> | undefined {
+  assertLanguage(language, method);
+  return language === 'typescript' ? toJavaScript(code, language, filename, method) : undefined;
+}
+
 /** The guest's SyntaxError at `[filename]` or `[filename:line]`, saying `text`. */
 function syntaxError(text: string, at: string): JsError {
   return new JsError('SyntaxError', `${text} [${at}]`, `SyntaxError: ${text} [${at}]\n    at ${at}`);

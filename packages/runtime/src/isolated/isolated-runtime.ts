@@ -14,7 +14,7 @@ import { execute } from '../execution-result.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver } from '../module-registry.js';
 import type { EvalModuleOptions, EvalOptions, HostFunction } from '../runtime.js';
 import { assertTransferable } from '../values.js';
-import { toJavaScript } from '../typescript-input.js';
+import { stripIfTypeScript } from '../typescript-input.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
 import type { ResolvedRuntimeOptions } from '../options.js';
 import { selectLayers } from '../layers/compose.js';
@@ -262,15 +262,15 @@ export class IsolatedRuntime implements AsyncDisposable {
    */
   eval(code: string, options: EvalOptions = {}): Promise<unknown> {
     if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
-    let script: Promise<string>;
+    let stripping: Promise<string> | undefined;
     try {
-      script = toJavaScript(code, options.language, options.filename ?? '<eval>', 'eval');
+      stripping = stripIfTypeScript(code, options.language, options.filename ?? '<eval>', 'eval');
     } catch (error) {
       return Promise.reject(error);
     }
-    const message: MessageOf<'eval'> = { type: 'eval', id: 0, code: '' };
+    const message: MessageOf<'eval'> = { type: 'eval', id: 0, code };
     if (options.filename !== undefined) message.options = { filename: options.filename };
-    return this.#command(message, script);
+    return this.#command(message, stripping);
   }
 
   /**
@@ -279,15 +279,15 @@ export class IsolatedRuntime implements AsyncDisposable {
    */
   evalModule(source: string, options: EvalModuleOptions = {}): Promise<Record<string, unknown>> {
     if (typeof source !== 'string') return Promise.reject(new InvalidOption('evalModule(source): source must be a string'));
-    let javascript: Promise<string>;
+    let stripping: Promise<string> | undefined;
     try {
-      javascript = toJavaScript(source, options.language, options.specifier ?? 'strata:main', 'evalModule');
+      stripping = stripIfTypeScript(source, options.language, options.specifier ?? 'strata:main', 'evalModule');
     } catch (error) {
       return Promise.reject(error);
     }
-    const message: MessageOf<'evalModule'> = { type: 'evalModule', id: 0, code: '' };
+    const message: MessageOf<'evalModule'> = { type: 'evalModule', id: 0, code: source };
     if (options.specifier !== undefined) message.specifier = options.specifier;
-    return this.#command(message, javascript) as Promise<Record<string, unknown>>;
+    return this.#command(message, stripping) as Promise<Record<string, unknown>>;
   }
 
   /** See `Runtime.execute`: never throws for the run's own failure, a crash or a hard timeout included. */
@@ -394,8 +394,10 @@ export class IsolatedRuntime implements AsyncDisposable {
     });
   }
 
-  /** Sends a command and waits for its answer, one command at a time. */
-  /** Sends `message` in its turn; `code` (the stripped code) is awaited first and becomes the message's `code`. */
+  /**
+   * Sends a command and waits for its answer, one command at a time. `code` (the message's code
+   * being stripped of its types) is awaited in the command's turn and replaces the message's.
+   */
   #command(message: Message, code?: Promise<string>): Promise<unknown> {
     try {
       this.#assertUsable();
