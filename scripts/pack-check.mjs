@@ -111,14 +111,19 @@ try {
     out.session = (await session.run('total * 2')).result;
     const fetched = await session.run('(await (await fetch("' + origin + '/api/n")).json()).n * 2');
     out.fetched = [fetched.result, fetched.calls.map((c) => c.tool).join()];
+    // TypeScript is stripped in a worker thread whose script is in the installed package; so is
+    // the type checker's (here without its optional peer, typescript: InvalidOption).
+    out.typescript = (await session.run('const half: number = 21; half * 2', { language: 'typescript' })).result;
+    const { typecheck } = await import('@strata/agent');
+    out.typecheck = await typecheck('1', '').then(() => 'checked', (e) => e.code);
     await session.close();
     server.close();
     console.log(JSON.stringify(out));`;
   writeFileSync(join(app, 'check.mjs'), program);
   const outcome = JSON.parse(run(join(bin, 'node'), ['check.mjs'], { cwd: app, env }).trim().split('\n').pop());
-  const expected = { value: 7, sandbox: 'landlock+seccomp', extras: ['emptyroot'], withoutOsLayers: 'ERR_STRATA_SANDBOX_UNAVAILABLE', session: 7, fetched: [42, 'fetch'] };
+  const expected = { value: 7, sandbox: 'landlock+seccomp', extras: ['emptyroot'], withoutOsLayers: 'ERR_STRATA_SANDBOX_UNAVAILABLE', session: 7, fetched: [42, 'fetch'], typescript: 42, typecheck: 'ERR_STRATA_INVALID_OPTION' };
   if (JSON.stringify(outcome) !== JSON.stringify(expected)) fail(`the program printed ${JSON.stringify(outcome)}, expected ${JSON.stringify(expected)}`);
-  console.log(`pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}; its guest's fetch through an egress policy: ${outcome.fetched[0]}, journaled as ${outcome.fetched[1]}`);
+  console.log(`pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}; its guest's fetch through an egress policy: ${outcome.fetched[0]}, journaled as ${outcome.fetched[1]}; a TypeScript cell (stripped in its worker thread): ${outcome.typescript}; typecheck without typescript: ${outcome.typecheck}`);
   // 6. A parent on Node 22 (hosts/node22, when installed): refused until it has a Node 24 for
   // the worker, which the app does not install; then started on workerNode, fully sandboxed.
   const node22 = join(root, 'hosts', 'node22', 'node_modules', `node-linux-${process.arch}`, 'bin', 'node');

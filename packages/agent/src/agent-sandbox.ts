@@ -29,7 +29,7 @@ import {
 import { fromTaggedJson, type JsonValue } from '@strata/wire';
 import { executeCell } from './cell-code.js';
 import { describeThrown, recordable } from './describe.js';
-import { JournalError, SessionLimitExceeded, SessionStateError } from './errors.js';
+import { JournalError, SessionLimitExceeded, SessionStateError, TypeCheckFailed } from './errors.js';
 import {
   checkJournal,
   JOURNAL_FORMAT,
@@ -89,9 +89,12 @@ export interface RunOptions {
   /**
    * Type-check the cell against the tools' declarations (and the cells before it) first: a cell
    * that does not check does not run, and its result is `errorType: 'TypeCheckFailed'` with the
-   * diagnostics as its error. Needs the `typescript` package. Default `false`.
+   * diagnostics as its error (also when the check cannot finish: past `typecheckTimeout`, or
+   * the compiler failing on the code). Needs the `typescript` package (>=5.5 <7). Default `false`.
    */
   typecheck?: boolean;
+  /** With `typecheck`: how long the check may take, in ms, in the checker's worker thread. Default 5 000. */
+  typecheckTimeout?: number;
   /** `'typescript'`: the cell's types are stripped in the parent (`stripTypes`), lines kept; recorded in the journal, so a replay strips it again. Default `'javascript'`. */
   language?: 'javascript' | 'typescript';
 }
@@ -338,6 +341,10 @@ export class AgentSandbox {
     if (options.language !== undefined && options.language !== 'javascript' && options.language !== 'typescript') {
       throw new InvalidOption(`language must be 'javascript' or 'typescript' (got ${String(options.language)})`);
     }
+    const timeout = options.typecheckTimeout;
+    if (timeout !== undefined && (!Number.isInteger(timeout) || timeout <= 0 || timeout > 2 ** 31 - 1)) {
+      throw new InvalidOption(`typecheckTimeout must be a positive whole number of ms (got ${String(timeout)})`);
+    }
     const typescript = options.language === 'typescript';
     return this.#exclusive(async () => {
       const pending = this.pending;
@@ -349,7 +356,7 @@ export class AgentSandbox {
         throw new SessionLimitExceeded('maxJournalBytes', `this cell would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`);
       }
       if (options.typecheck === true) {
-        const refused = this.#typecheck(code, journal, typescript ? 'typescript' : 'javascript');
+        const refused = await this.#typecheck(code, journal, typescript ? 'typescript' : 'javascript', options.typecheckTimeout);
         if (refused !== undefined) return refused;
       }
       await this.#ensureWorker();
@@ -408,20 +415,28 @@ export class AgentSandbox {
   }
 
   /** The result of a cell that does not type-check (it is not run, nor journaled), or undefined when it checks. */
-  #typecheck(code: string, journal: Journal, language: 'javascript' | 'typescript'): CellResult | undefined {
+  async #typecheck(code: string, journal: Journal, language: 'javascript' | 'typescript', timeout: number | undefined): Promise<CellResult | undefined> {
     // The cells before it declare what it may use: checked as one module, only its own lines reported.
     const before = journal.cells.filter((c) => c.status === 'ok').map((c) => c.code).join(';\n');
     const offset = before === '' ? 0 : before.split('\n').length;
     const text = before === '' ? code : `${before};\n${code}`;
-    const diagnostics = typecheck(text, this.#declarations(), language)
-      .filter((d) => d.line === 0 || d.line > offset)
-      .map((d) => (d.line === 0 ? d : { ...d, line: d.line - offset }));
-    if (diagnostics.length === 0) return undefined;
+    let error: string;
+    try {
+      const diagnostics = (await typecheck(text, this.#declarations(), language, timeout === undefined ? {} : { timeout }))
+        .filter((d) => d.line === 0 || d.line > offset)
+        .map((d) => (d.line === 0 ? d : { ...d, line: d.line - offset }));
+      if (diagnostics.length === 0) return undefined;
+      error = formatDiagnostics(diagnostics);
+    } catch (failure) {
+      // A check that could not finish refuses the cell too, saying why; a missing compiler throws.
+      if (!(failure instanceof TypeCheckFailed)) throw failure;
+      error = failure.message;
+    }
     return {
       status: 'error',
       cell: journal.cells.length + 1,
       result: undefined,
-      error: formatDiagnostics(diagnostics),
+      error,
       errorType: 'TypeCheckFailed',
       stdout: '',
       stderr: '',

@@ -39,14 +39,15 @@ export interface CellRunner {
 }
 
 /**
- * Runs a cell: its types stripped first when it is TypeScript (TypeScript that cannot be stripped
- * is the cell's SyntaxError, as the guest's own parser would report it), then {@link prepareCell}.
+ * Runs a cell: its types stripped first when it is TypeScript (in the stripper's worker thread;
+ * TypeScript that cannot be stripped, or is past the stripper's bounds, is the cell's
+ * SyntaxError, as the guest's own parser would report it), then {@link prepareCell}.
  */
 export async function executeCell(runner: CellRunner, code: string, language: 'javascript' | 'typescript', filename: string): Promise<ExecutionResult> {
   let js = code;
   if (language === 'typescript') {
     try {
-      js = stripTypes(code, filename);
+      js = await stripTypes(code, filename);
     } catch (error) {
       if (!(error instanceof JsError)) throw error;
       return { status: 'error', stdout: '', stderr: '', result: undefined, error: error.message.replace(/^SyntaxError: /, ''), errorType: 'SyntaxError', truncated: false };

@@ -179,7 +179,7 @@ async function run(bridges: readonly ToolBridge[], start: StartRuntime, input: C
   try {
     if (aborted()) return failure('AbortError', 'the generation was aborted before the code ran', calls);
     for (const bridge of bridges) await bridge.bind(runtime, { onCall: (receipt) => calls.push(receipt) });
-    const outcome = await executeCell(runtime, normalizeCode(input.code), 'javascript', 'code');
+    const outcome = await executeCell(runtime, await normalizeCode(input.code), 'javascript', 'code');
     if (outcome.status === 'error' && aborted()) return { ...failure('AbortError', 'the generation was aborted: the run was stopped', calls), stdout: outcome.stdout, stderr: outcome.stderr };
     return {
       status: outcome.status,

@@ -42,3 +42,14 @@ export class SessionStateError extends StrataError {
     super(message, { code: 'ERR_STRATA_SESSION_STATE' });
   }
 }
+
+/**
+ * The type check (`typecheck: true`) could not be completed: it ran past its time budget
+ * (`typecheckTimeout`), or the compiler failed on the code (nested past its stack, out of its
+ * heap). The code did not run. Diagnostics are not this error: they are the check's result.
+ */
+export class TypeCheckFailed extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_TYPECHECK' });
+  }
+}

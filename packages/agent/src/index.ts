@@ -11,16 +11,16 @@
  */
 export { AgentSandbox, SESSION_EVENTS_CHANNEL } from './agent-sandbox.js';
 export type { AgentSandboxOptions, CellResult, RunOptions, SessionEvent, ToolCall } from './agent-sandbox.js';
-export { JournalError, SessionLimitExceeded, SessionStateError } from './errors.js';
+export { JournalError, SessionLimitExceeded, SessionStateError, TypeCheckFailed } from './errors.js';
 export { JOURNAL_FORMAT, JOURNAL_VERSION } from './journal.js';
 export type { CallRecord, CallStatus, CellRecord, CellStatus, Journal, JournalSettings, RecordedError } from './journal.js';
 export type { Tool, ToolFunction, ToolObject, ToolSet } from './tools.js';
 export { ToolBridge, toIdentifier } from './tool-bridge.js';
 export type { BindOptions, BridgeTool, BridgedTool, JsonSchema, StandardResult, StandardSchemaV1, ToolBridgeOptions, ToolCallReceipt } from './tool-bridge.js';
 export { mcpTools } from './mcp-tools.js';
-export { typecheck, formatDiagnostics } from './typecheck.js';
+export { typecheck, formatDiagnostics, DEFAULT_TYPECHECK_TIMEOUT_MS } from './typecheck.js';
 export { normalizeCode } from './normalize-code.js';
 export { renderDeclarations, schemaToType } from './declarations.js';
 export type { DeclarationOptions, DeclaredTool } from './declarations.js';
-export type { TypeDiagnostic } from './typecheck.js';
+export type { TypeDiagnostic, TypecheckOptions } from './typecheck.js';
 export type { McpServerCommand, McpTools, McpToolsOptions } from './mcp-tools.js';

@@ -20,6 +20,7 @@ import { toTaggedJson } from '@strata/wire';
 import { AgentSandbox } from './agent-sandbox.js';
 import { executeCell } from './cell-code.js';
 import { normalizeCode } from './normalize-code.js';
+import { TypeCheckFailed } from './errors.js';
 import { formatDiagnostics, typecheck } from './typecheck.js';
 import { mcpTools, type McpServerCommand, type McpTools } from './mcp-tools.js';
 import { ToolBridge, type BridgeTool, type ToolCallReceipt } from './tool-bridge.js';
@@ -42,6 +43,8 @@ export interface McpServerConfig {
   readonly poolSize?: number;
   /** Type-check the code against the tools' declarations before it runs (needs `typescript`); code that does not check is a tool error with the diagnostics. */
   readonly typecheck?: boolean;
+  /** With `typecheck`: how long one check may take, ms (in the checker's worker thread). Default 5 000. */
+  readonly typecheckTimeout?: number;
   /** What the code's `fetch` may reach: an egress policy (`@strata/runtime`'s `EgressPolicy`). Default none: `fetch` refuses. */
   readonly egress?: EgressPolicy;
 }
@@ -73,7 +76,7 @@ export async function loadMcpConfig(path: string): Promise<McpServerConfig> {
 export function checkConfig(config: unknown): McpServerConfig {
   if (config === null || typeof config !== 'object' || Array.isArray(config)) throw new InvalidOption('the MCP server config must be an object');
   const c = config as Record<string, unknown>;
-  const known = ['tools', 'session', 'sandbox', 'timeout', 'maxMemory', 'poolSize', 'typecheck', 'egress'];
+  const known = ['tools', 'session', 'sandbox', 'timeout', 'maxMemory', 'poolSize', 'typecheck', 'typecheckTimeout', 'egress'];
   const unknown = Object.keys(c).filter((key) => !known.includes(key));
   if (unknown.length > 0) throw new InvalidOption(`the config has unknown fields: ${unknown.join(', ')} (known: ${known.join(', ')})`);
   if (c['tools'] !== undefined && !Array.isArray(c['tools'])) throw new InvalidOption('config.tools must be an array of { module, export?, namespace? } or { mcp: { command, args? }, namespace }');
@@ -89,7 +92,7 @@ export function checkConfig(config: unknown): McpServerConfig {
     if (c[key] !== undefined && typeof c[key] !== 'boolean') throw new InvalidOption(`config.${key} must be true or false`);
   }
   if (c['sandbox'] !== undefined && !['require', 'auto', 'off'].includes(c['sandbox'] as string)) throw new InvalidOption("config.sandbox must be 'require', 'auto' or 'off'");
-  for (const key of ['timeout', 'maxMemory', 'poolSize'] as const) {
+  for (const key of ['timeout', 'maxMemory', 'poolSize', 'typecheckTimeout'] as const) {
     if (c[key] !== undefined && (!Number.isSafeInteger(c[key]) || (c[key] as number) < 1)) throw new InvalidOption(`config.${key} must be a positive integer`);
   }
   if (c['egress'] !== undefined) {
@@ -169,13 +172,15 @@ export async function startMcpServer(config: McpServerConfig, transport: Transpo
       if (typeof args['code'] !== 'string') return toolError('execute needs code: a string of JavaScript');
       const language = args['language'] ?? 'javascript';
       if (language !== 'javascript' && language !== 'typescript') return toolError("language must be 'javascript' or 'typescript'");
-      const code = normalizeCode(args['code']);
+      const code = await normalizeCode(args['code']);
+      const timeout = checked.typecheckTimeout === undefined ? {} : { timeout: checked.typecheckTimeout };
       if (checked.typecheck === true && session === undefined) {
-        const diagnostics = typecheck(code, bridges.map((bridge) => bridge.declarations()).join('\n'), language);
+        const diagnostics = await typecheck(code, bridges.map((bridge) => bridge.declarations()).join('\n'), language, timeout);
         if (diagnostics.length > 0) return toolError(`TypeCheckFailed: the code does not check against the tools' declarations:\n${formatDiagnostics(diagnostics)}`);
       }
-      return session !== undefined ? await runInSession(session, code, language, checked.typecheck === true) : await runFresh(pool!, bridges, code, language);
+      return session !== undefined ? await runInSession(session, code, language, checked.typecheck === true, checked.typecheckTimeout) : await runFresh(pool!, bridges, code, language);
     } catch (error) {
+      if (error instanceof TypeCheckFailed) return toolError(`TypeCheckFailed: ${error.message}`);
       return toolError(`the sandbox could not run the code: ${error instanceof Error ? error.message : String(error)}`);
     }
   });
@@ -214,8 +219,8 @@ async function runFresh(pool: SandboxPool, bridges: readonly ToolBridge[], code:
   }
 }
 
-async function runInSession(session: AgentSandbox, code: string, language: 'javascript' | 'typescript', check: boolean) {
-  const outcome = await session.run(code, { language, typecheck: check });
+async function runInSession(session: AgentSandbox, code: string, language: 'javascript' | 'typescript', check: boolean, typecheckTimeout: number | undefined) {
+  const outcome = await session.run(code, { language, typecheck: check, ...(typecheckTimeout === undefined ? {} : { typecheckTimeout }) });
   return answer({ ...outcome, calls: outcome.calls.map(({ tool, args, status, result, error, ms }) => ({ tool, args, status, result, error, ms })) });
 }
 

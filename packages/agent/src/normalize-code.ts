@@ -11,8 +11,9 @@ import { stripTypes } from '@strata/runtime';
 import { parse, type Node } from 'acorn';
 
 /**
- * Model output → a cell `AgentSandbox`'s `session.run` (or `Runtime.eval`) can run. Pure; never
- * throws, and linear in the text's length.
+ * Model output → a cell `AgentSandbox`'s `session.run` (or `Runtime.eval`) can run. Never
+ * rejects, and linear in the text's length; asynchronous because TypeScript is parsed with its
+ * types stripped, in the stripper's worker thread (`stripTypes`), never on the caller's event loop.
  *
  * - **Fences.** With fenced blocks (```` ``` ```` or `~~~`), the code is the blocks labelled
  *   `js`, `javascript`, `ts` or `typescript` (also `mjs`, `cjs`, `mts`, `cts`), joined in order
@@ -31,22 +32,22 @@ import { parse, type Node } from 'acorn';
  * - TypeScript is taken out of its fence as it is, and its default export is rewritten the same
  *   way: the places come from the code with its types stripped (`stripTypes`, which keeps every
  *   character where it was), the edits go to the TypeScript itself, so the result is still
- *   TypeScript for `language: 'typescript'`. TypeScript that has no JavaScript form (an `enum`)
- *   is left as it is.
+ *   TypeScript for `language: 'typescript'`. TypeScript that has no JavaScript form (an `enum`),
+ *   or that the stripper refuses (past its bounds), is left as it is.
  *
  * ```ts
- * normalizeCode('Here you go:\n```js\nconst r = await lookup("A1");\nr\n```'); // 'const r = await lookup("A1");\nr'
- * normalizeCode('export default async () => 42'); // ';(             async () => 42)();'
+ * await normalizeCode('Here you go:\n```js\nconst r = await lookup("A1");\nr\n```'); // 'const r = await lookup("A1");\nr'
+ * await normalizeCode('export default async () => 42'); // ';(             async () => 42)();'
  * ```
  *
  * Anything but a string gives `''`.
  */
-export function normalizeCode(text: string): string {
+export async function normalizeCode(text: string): Promise<string> {
   if (typeof text !== 'string') return '';
   let code = text;
   try {
     code = fencedCode(text);
-    return callDefaultExport(code);
+    return await callDefaultExport(code);
   } catch {
     // Nothing above is meant to throw; should anything (an engine limit on a huge text), the
     // guest reports what it makes of the code.
@@ -148,11 +149,11 @@ interface Edit {
 export const MAX_REWRITTEN_CHARS = 32 * 1024;
 
 /** The code with its default export called (see {@link normalizeCode}); as it is when it has none or does not parse. */
-function callDefaultExport(code: string): string {
+async function callDefaultExport(code: string): Promise<string> {
   if (code.length > MAX_REWRITTEN_CHARS || !code.includes('export')) return code;
   // TypeScript: parsed without its types, which stripTypes replaces by blanks in place, so every
   // node's position is the same in `code`.
-  const program = parseProgram(code) ?? parseWithoutTypes(code);
+  const program = parseProgram(code) ?? (await parseWithoutTypes(code));
   if (program === undefined) return code;
   const body = program['body'] as AnyNode[];
   const functions = topLevelFunctions(body);
@@ -197,10 +198,10 @@ function parseProgram(code: string): AnyNode | undefined {
 }
 
 /** `code` as TypeScript, parsed with its types blanked out; undefined when it is not TypeScript that strips. */
-function parseWithoutTypes(code: string): AnyNode | undefined {
+async function parseWithoutTypes(code: string): Promise<AnyNode | undefined> {
   let stripped: string;
   try {
-    stripped = stripTypes(code);
+    stripped = await stripTypes(code);
   } catch {
     return undefined;
   }

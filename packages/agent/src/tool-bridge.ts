@@ -14,7 +14,7 @@ import addFormatsModule from 'ajv-formats';
 import { InvalidOption, type IsolatedRuntime, type Runtime } from '@strata/runtime';
 import { renderDeclarations } from './declarations.js';
 import { guestToolFunctions, type SessionTool } from './tools.js';
-import { typecheck, type TypeDiagnostic } from './typecheck.js';
+import { typecheck, type TypecheckOptions, type TypeDiagnostic } from './typecheck.js';
 
 /** A JSON Schema (draft-07 or 2020-12, by its `$schema`; draft-07 rules when it has none). */
 export type JsonSchema = Readonly<Record<string, unknown>> | boolean;
@@ -175,10 +175,11 @@ export class ToolBridge {
   /**
    * Type-checks the model's code against {@link ToolBridge.declarations} before it runs (the
    * TypeScript compiler, an optional peer dependency): a hallucinated tool, a missing field, a
-   * wrong argument come back as diagnostics at the code's lines; none when it checks.
+   * wrong argument come back as diagnostics at the code's lines; none when it checks. Runs in
+   * the checker's worker thread within `options.timeout` (see `typecheck`).
    */
-  typecheck(code: string, language: 'javascript' | 'typescript' = 'javascript'): TypeDiagnostic[] {
-    return typecheck(code, this.declarations(), language);
+  typecheck(code: string, language: 'javascript' | 'typescript' = 'javascript', options: TypecheckOptions = {}): Promise<TypeDiagnostic[]> {
+    return typecheck(code, this.declarations(), language, options);
   }
 
   /**

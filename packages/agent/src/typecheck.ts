@@ -2,8 +2,12 @@
  * Checking the model's code against the tools' declarations before anything runs, with the
  * TypeScript compiler API: a hallucinated tool, a missing field or a wrong argument type comes
  * back as diagnostics at the code's own lines. Opt-in (`typecheck: true`), because it costs: the
- * compiler is loaded on first use (`typescript` is an optional peer dependency) and the standard
- * library's declarations are parsed once per process; each check then parses only the cell.
+ * compiler (`typescript` >=5.5 <7, an optional peer dependency) is loaded on first use and the
+ * standard library's declarations are parsed once, in a worker thread of their own; each check then
+ * parses only the cell, in that thread, off the host's event loop, within a time budget
+ * ({@link DEFAULT_TYPECHECK_TIMEOUT_MS} by default). A check that runs past it, or that the
+ * compiler cannot finish (deep nesting overflows its stack), is {@link TypeCheckFailed}, and the
+ * thread is replaced.
  * TypeScript is checked as TypeScript. JavaScript is checked as JavaScript (`checkJs`), and of its
  * diagnostics only those about the API are kept: a name or property that does not exist, a call
  * with the wrong arguments, a value that does not fit a type the declarations give. Inference
@@ -11,8 +15,10 @@
  *
  * @module
  */
-import { createRequire } from 'node:module';
 import { InvalidOption } from '@strata/runtime';
+import { BoundedWorker } from '@strata/runtime/bounded-worker';
+import { TypeCheckFailed } from './errors.js';
+import { COMPILER_MISSING, COMPILER_UNSUPPORTED, type TypecheckRequest } from './typecheck-protocol.js';
 
 /** One problem the compiler found in the code, at the code's own line and column (from 1). */
 export interface TypeDiagnostic {
@@ -23,99 +29,68 @@ export interface TypeDiagnostic {
   readonly code: string;
 }
 
-type Ts = typeof import('typescript');
+/** How long one check may take, by default, in ms (the compiler's first load is not counted). */
+export const DEFAULT_TYPECHECK_TIMEOUT_MS = 5_000;
 
-let ts: Ts | undefined;
-const libFiles = new Map<string, unknown>();
+// How long the checker's thread may take to load the compiler and parse the standard library.
+const START_TIMEOUT_MS = 60_000;
 
-function compiler(): Ts {
-  if (ts === undefined) {
-    try {
-      ts = createRequire(import.meta.url)('typescript') as Ts;
-    } catch {
-      throw new InvalidOption('typecheck needs the TypeScript compiler: npm install typescript (an optional peer dependency of @strata/agent)');
-    }
-  }
-  return ts;
+// The compiler's heap: a check past it fails (TypeCheckFailed) instead of growing the host.
+const CHECKER_HEAP_MB = 512;
+
+let checker: BoundedWorker<TypecheckRequest, TypeDiagnostic[]> | undefined;
+
+/** Options of {@link typecheck}. */
+export interface TypecheckOptions {
+  /** How long the check may take, in ms, before it is stopped (`TypeCheckFailed`). Default {@link DEFAULT_TYPECHECK_TIMEOUT_MS}. */
+  readonly timeout?: number;
 }
-
-// What the guest has beside the language (WEB_POLYFILLS' part of it that code reaches for).
-const GUEST_GLOBALS = `
-declare var console: { log(...data: any[]): void; info(...data: any[]): void; warn(...data: any[]): void; error(...data: any[]): void; debug(...data: any[]): void };
-declare function setTimeout(handler: (...args: any[]) => void, timeout?: number, ...args: any[]): number;
-declare function clearTimeout(id: number | undefined): void;
-declare function setInterval(handler: (...args: any[]) => void, timeout?: number, ...args: any[]): number;
-declare function clearInterval(id: number | undefined): void;
-declare function queueMicrotask(callback: () => void): void;
-declare function structuredClone<T>(value: T): T;
-declare function atob(data: string): string;
-declare function btoa(data: string): string;
-declare class TextEncoder { encode(input?: string): Uint8Array }
-declare class TextDecoder { constructor(label?: string); decode(input?: ArrayBufferView | ArrayBuffer): string }
-`;
-
-// In JavaScript, the diagnostics kept whatever they relate to: names and properties that do not
-// exist (2304, 2339, 2551, 2552), arity (2554, 2555), arguments (2345), object literals with
-// fields a type does not have or without the ones it needs (2353, 2561, 2739, 2740, 2741), syntax
-// (1xxx are added below). Others count when they point into the declarations (relatedInformation).
-const API_MISUSE = new Set([2304, 2339, 2551, 2552, 2554, 2555, 2345, 2353, 2561, 2739, 2740, 2741]);
-
-const CELL = '/strata/cell';
-const DECLARATIONS = '/strata/declarations.d.ts';
-const GLOBALS = '/strata/guest-globals.d.ts';
 
 /**
  * Type-checks `code` (a cell: top-level await allowed) against `declarations` (a bridge's
- * `declarations()`, or several joined). Returns the problems, none when it checks.
+ * `declarations()`, or several joined), in the checker's worker thread. Resolves to the problems,
+ * none when it checks.
  *
- * @throws `InvalidOption` (from `@strata/runtime`) when the `typescript` package is not installed.
+ * ```ts
+ * const diagnostics = await typecheck('await tools.forecast({})', bridge.declarations());
+ * formatDiagnostics(diagnostics); // "1:13 TS2339 Property 'forecast' does not exist on type …"
+ * ```
+ *
+ * Rejects with `InvalidOption` (from `@strata/runtime`) when the `typescript` package is not
+ * installed or its version is not supported (the message names it), or for a bad `timeout`;
+ * {@link TypeCheckFailed} when the check runs past `timeout` or the compiler fails on the code.
  */
-export function typecheck(code: string, declarations: string, language: 'javascript' | 'typescript' = 'javascript'): TypeDiagnostic[] {
-  const t = compiler();
-  // A module, so that top-level await is allowed; its one line of prefix is taken off the lines.
-  const file = `${CELL}.${language === 'typescript' ? 'ts' : 'js'}`;
-  const text = `export {};\n${code}`;
-  const options = {
-    target: t.ScriptTarget.ES2022,
-    module: t.ModuleKind.ES2022,
-    lib: ['lib.es2023.d.ts'],
-    strict: false,
-    noImplicitAny: false,
-    allowJs: true,
-    checkJs: true,
-    noEmit: true,
-    skipLibCheck: true,
-    types: [],
-  };
-  const sources: Record<string, string> = { [file]: text, [DECLARATIONS]: declarations, [GLOBALS]: GUEST_GLOBALS };
-  const defaultHost = t.createCompilerHost(options);
-  const host = {
-    ...defaultHost,
-    fileExists: (name: string) => name in sources || defaultHost.fileExists(name),
-    readFile: (name: string) => sources[name] ?? defaultHost.readFile(name),
-    getSourceFile: (name: string, version: unknown) => {
-      if (name in sources) return t.createSourceFile(name, sources[name]!, t.ScriptTarget.ES2022, true);
-      // The standard library's files are the same for every check: parsed once.
-      let cached = libFiles.get(name) as ReturnType<typeof t.createSourceFile> | undefined;
-      if (cached === undefined) {
-        const content = defaultHost.readFile(name);
-        if (content === undefined) return undefined;
-        cached = t.createSourceFile(name, content, version as never, false);
-        libFiles.set(name, cached);
-      }
-      return cached;
-    },
-    writeFile: () => undefined,
-  };
-  const program = t.createProgram({ rootNames: [file, DECLARATIONS, GLOBALS], options, host: host as never });
-  const all = [...program.getSyntacticDiagnostics(), ...program.getSemanticDiagnostics(), ...program.getGlobalDiagnostics()];
-  const diagnostics = language === 'typescript' ? all : all.filter((d) => d.code < 2000 || API_MISUSE.has(d.code) || (d.relatedInformation ?? []).some((r) => r.file?.fileName === DECLARATIONS));
-  return diagnostics.map((d) => {
-    const message = t.flattenDiagnosticMessageText(d.messageText, '\n');
-    if (d.file === undefined || d.start === undefined || d.file.fileName !== file) return { line: 0, column: 0, message, code: `TS${d.code}` };
-    const at = d.file.getLineAndCharacterOfPosition(d.start);
-    return { line: at.line, column: at.character + 1, message, code: `TS${d.code}` };
+export async function typecheck(code: string, declarations: string, language: 'javascript' | 'typescript' = 'javascript', options: TypecheckOptions = {}): Promise<TypeDiagnostic[]> {
+  if (typeof code !== 'string' || typeof declarations !== 'string') throw new InvalidOption('typecheck: code and declarations must be strings');
+  if (language !== 'javascript' && language !== 'typescript') throw new InvalidOption(`typecheck: language must be 'javascript' or 'typescript' (got ${String(language)})`);
+  const timeout = options.timeout ?? DEFAULT_TYPECHECK_TIMEOUT_MS;
+  if (!Number.isInteger(timeout) || timeout <= 0 || timeout > 2 ** 31 - 1) throw new InvalidOption(`typecheck: timeout (typecheckTimeout) must be a positive whole number of ms (got ${String(timeout)})`);
+  checker ??= new BoundedWorker({
+    script: new URL('./typecheck-worker.js', import.meta.url),
+    startTimeout: START_TIMEOUT_MS,
+    resourceLimits: { maxOldGenerationSizeMb: CHECKER_HEAP_MB },
   });
+  const outcome = await checker.run({ code, declarations, language }, timeout);
+  switch (outcome.status) {
+    case 'ok':
+      return outcome.value;
+    case 'timeout':
+      throw new TypeCheckFailed(`the type check took longer than ${timeout} ms (typecheckTimeout) and was stopped: simplify or split the code, raise typecheckTimeout, or run it without typecheck`);
+    case 'crashed':
+      throw new TypeCheckFailed(`the type checker failed on this code (its thread died: ${outcome.message}): simplify or split the code, or run it without typecheck`);
+    case 'unavailable':
+      throw new TypeCheckFailed(`the type checker's worker thread could not be started (${outcome.message}); nothing was checked`);
+    case 'error': {
+      const { code: errorCode, name, message } = outcome.error;
+      if (errorCode === COMPILER_MISSING || errorCode === COMPILER_UNSUPPORTED) throw new InvalidOption(message);
+      throw new TypeCheckFailed(`the type checker failed on this code (${name}: ${message.split('\n', 1)[0]}), most likely because it is nested too deeply: simplify it, or run it without typecheck`);
+    }
+  }
+}
+
+/** Terminates the checker's thread (a later check starts a new one): for tests that count threads. */
+export async function closeTypechecker(): Promise<void> {
+  await checker?.close();
 }
 
 /** Diagnostics as the text of an error: one line each, `line:column TS2339 message`. */

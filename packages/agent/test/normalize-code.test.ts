@@ -1,6 +1,8 @@
 // normalizeCode: a model's reply → a cell. A table of replies and the cell text each becomes; a few
 // run for real in a session (top-level await and the last expression stay the session's); hostile
 // and huge texts never throw and take linear time.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import test from 'ava';
 import { AgentSandbox } from '../src/index.js';
 import { MAX_REWRITTEN_CHARS, normalizeCode } from '../src/normalize-code.js';
@@ -60,14 +62,14 @@ const CASES: readonly [string, string, string][] = [
 ];
 
 for (const [title, reply, cell] of CASES) {
-  test(`normalizeCode: ${title}`, (t) => {
-    t.is(normalizeCode(reply), cell);
+  test(`normalizeCode: ${title}`, async (t) => {
+    t.is(await normalizeCode(reply), cell);
   });
 }
 
-test('normalizeCode: the rewrite keeps every line where it was', (t) => {
+test('normalizeCode: the rewrite keeps every line where it was', async (t) => {
   const reply = 'const a = 1;\nexport default async () => {\n  const b = a + 1;\n  throw new Error("line 4");\n};\n// trailing comment';
-  const cell = normalizeCode(reply);
+  const cell = await normalizeCode(reply);
   const before = reply.split('\n');
   const after = cell.split('\n');
   t.is(after.length, before.length);
@@ -75,7 +77,7 @@ test('normalizeCode: the rewrite keeps every line where it was', (t) => {
   t.is(after[3], before[3]);
 });
 
-test('normalizeCode never throws, on anything', (t) => {
+test('normalizeCode never rejects, on anything', async (t) => {
   const hostile: unknown[] = [
     undefined,
     null,
@@ -95,11 +97,11 @@ test('normalizeCode never throws, on anything', (t) => {
     '\uD800export default () => 1',
     `${FENCE}js\nexport default async () => {`,
   ];
-  for (const input of hostile) t.notThrows(() => normalizeCode(input as string), String(input).slice(0, 40));
-  t.is(normalizeCode(undefined as never), '');
+  for (const input of hostile) await t.notThrowsAsync(normalizeCode(input as string), String(input).slice(0, 40));
+  t.is(await normalizeCode(undefined as never), '');
 });
 
-test('normalizeCode is linear on huge texts: many fences, many exports, long lines', (t) => {
+test('normalizeCode is linear on huge texts: many fences, many exports, long lines', async (t) => {
   const huge: [string, string][] = [
     ['200 000 fence lines', `${FENCE}js\n${FENCE}\n`.repeat(100_000)],
     ['a fence opener with a 4 MB info string ending in a backtick', `${FENCE}${'a'.repeat(4_000_000)}\`\n`],
@@ -108,23 +110,23 @@ test('normalizeCode is linear on huge texts: many fences, many exports, long lin
   ];
   for (const [what, text] of huge) {
     const t0 = performance.now();
-    const cell = normalizeCode(text);
+    const cell = await normalizeCode(text);
     const ms = performance.now() - t0;
     t.is(typeof cell, 'string');
     t.true(ms < 5_000, `${what}: ${ms.toFixed(0)} ms`);
   }
 });
 
-test('normalizeCode rewrites exports up to MAX_REWRITTEN_CHARS of code; longer code is left as it is', (t) => {
+test('normalizeCode rewrites exports up to MAX_REWRITTEN_CHARS of code; longer code is left as it is', async (t) => {
   const tail = 'export default () => 1';
   const atLimit = `${' '.repeat(MAX_REWRITTEN_CHARS - tail.length)}${tail}`;
-  t.true(normalizeCode(atLimit).endsWith('() => 1)();'));
+  t.true((await normalizeCode(atLimit)).endsWith('() => 1)();'));
   const over = ` ${atLimit}`;
-  t.is(normalizeCode(over), over);
+  t.is(await normalizeCode(over), over);
   // The worst case under the limit: as many top-level declarations as fit, each one exported.
   const declarations = Array.from({ length: 6_000 }, (_, i) => `export const a${i} = ${i};`).join('\n').slice(0, MAX_REWRITTEN_CHARS - 30);
   const t0 = performance.now();
-  const cell = normalizeCode(`${declarations.slice(0, declarations.lastIndexOf('\n'))}\nexport default () => 1`);
+  const cell = await normalizeCode(`${declarations.slice(0, declarations.lastIndexOf('\n'))}\nexport default () => 1`);
   const ms = performance.now() - t0;
   t.true(cell.endsWith('() => 1)();') && cell.startsWith('       const a0 = 0;'));
   t.true(ms < 2_000, `${ms.toFixed(0)} ms`);
@@ -146,7 +148,7 @@ test('normalized cells run in a session: fences, top-level await, default export
     ['export default { total: r + base };', { total: 13.5 }],
   ];
   for (const [reply, expected] of replies) {
-    const result = await session.run(normalizeCode(reply));
+    const result = await session.run(await normalizeCode(reply));
     t.is(result.status, 'ok', `${reply}: ${result.error}`);
     t.deepEqual(result.result, expected, reply);
   }
@@ -155,7 +157,7 @@ test('normalized cells run in a session: fences, top-level await, default export
 test('a normalized TypeScript reply with a default export runs as a typescript cell', async (t) => {
   await using session = await AgentSandbox.start({ sandbox: 'off' });
   const reply = '```ts\ninterface Item { price: number }\nconst items: Item[] = [{ price: 2 }, { price: 3 }];\nexport default async (): Promise<number> => items.reduce((sum: number, i: Item) => sum + i.price, 0);\n```';
-  const result = await session.run(normalizeCode(reply), { language: 'typescript' });
+  const result = await session.run(await normalizeCode(reply), { language: 'typescript' });
   t.is(result.status, 'ok', result.error);
   t.is(result.result, 5);
 });
@@ -163,9 +165,52 @@ test('a normalized TypeScript reply with a default export runs as a typescript c
 test("a normalized cell's errors keep the reply's lines", async (t) => {
   await using session = await AgentSandbox.start({ tools: { lookup: async (sku: string) => sku } });
   const reply = `${FENCE}js\nexport default async () => {\n  await lookup("A1");\n  try { null.x } catch (e) { return e.stack }\n}\n${FENCE}`;
-  const result = await session.run(normalizeCode(reply));
+  const result = await session.run(await normalizeCode(reply));
   t.is(result.status, 'ok', result.error);
   t.regex(String(result.result), /cell-1:3:/);
-  const thrown = await session.run(normalizeCode('export default async () => {\n\n  throw new RangeError("third line");\n}'));
+  const thrown = await session.run(await normalizeCode('export default async () => {\n\n  throw new RangeError("third line");\n}'));
   t.like(thrown, { status: 'error', errorType: 'RangeError', error: 'third line' });
 });
+
+test('a hostile JavaScript reply breaks no later normalizeCode, stripTypes or TypeScript cell (in a fresh child process)', async (t) => {
+  // A reply that never asked for TypeScript, whose default export does not parse as JavaScript
+  // (`(x: number)`), so normalizeCode strips its types; nested past what Node's stripper takes.
+  // A child process of its own: a poisoned stripper cannot hide behind a fresh one.
+  const script = `
+    import { AgentSandbox, normalizeCode } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
+    import { stripTypes } from ${JSON.stringify(import.meta.resolve('@strata/runtime'))};
+    const hostile = [
+      'export default (x: number) => ' + '('.repeat(3000) + 'x' + ')'.repeat(3000),
+      'export default (x: number) => ' + 'x=>'.repeat(3000) + '1',
+      'export default (x: number) => ' + 'if(1)'.repeat(3000),
+      'export default (x: number) => 1' + '+1'.repeat(30000),
+    ];
+    const out = { unchanged: [] };
+    for (const reply of hostile) out.unchanged.push((await normalizeCode(reply)) === reply);
+    out.normalized = await normalizeCode('export default (x: number = 2): number => x * 21');
+    out.stripped = await stripTypes('let a: number = 1');
+    const session = await AgentSandbox.start({ sandbox: 'off' });
+    out.cell = await session.run(out.normalized, { language: 'typescript' });
+    out.hostileCell = await session.run(hostile[1], { language: 'typescript' });
+    out.cellAfter = await session.run('const b: number = 1; b + 1', { language: 'typescript' });
+    await session.close();
+    process.stdout.write(JSON.stringify(out));
+    process.exit(0);
+  `;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], { timeout: 300_000, maxBuffer: 16 * 1024 * 1024 });
+  const out = JSON.parse(stdout) as { unchanged: boolean[]; normalized: string; stripped: string; cell: CellOutcome; hostileCell: CellOutcome; cellAfter: CellOutcome };
+  t.deepEqual(out.unchanged, [true, true, true, true], 'a reply the stripper refuses is left as it is');
+  t.is(out.normalized, ';(             (x: number = 2): number => x * 21)();', 'a later reply is still rewritten');
+  t.is(out.stripped, 'let a         = 1');
+  t.like(out.cell, { status: 'ok', result: 42 });
+  t.like(out.hostileCell, { status: 'error', errorType: 'SyntaxError' });
+  t.regex(out.hostileCell.error ?? '', /the type stripper could not take this TypeScript.*\[cell-2\]/);
+  t.like(out.cellAfter, { status: 'ok', result: 2 }, 'a later TypeScript cell runs');
+});
+
+interface CellOutcome {
+  readonly status: string;
+  readonly result?: unknown;
+  readonly error?: string;
+  readonly errorType?: string;
+}

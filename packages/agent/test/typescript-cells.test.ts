@@ -32,3 +32,16 @@ test('a TypeScript cell runs, top-level await and state included, and replays fr
   t.deepEqual((await again.run('[p.sku, p.value, typeof n]')).result, ['A1', 3, 'number']);
   await t.throwsAsync(again.run('1', { language: 'python' as never }), { code: 'ERR_STRATA_INVALID_OPTION', message: /language must be 'javascript' or 'typescript'/ });
 });
+
+test("a TypeScript cell past the stripper's bounds is the cell's SyntaxError naming the limit; the session goes on", async (t) => {
+  await using session = await AgentSandbox.start({ sandbox: 'off' });
+  const deep = await session.run(`const a =\n${'['.repeat(600)}1${']'.repeat(600)}`, { language: 'typescript' });
+  t.like(deep, { status: 'error', errorType: 'SyntaxError' });
+  t.regex(deep.error ?? '', /more than 500 deep \(MAX_TYPESCRIPT_NESTING\).*\[cell-1:2\]$/);
+  const trapping = await session.run(`${'x=>'.repeat(3_000)}1`, { language: 'typescript' });
+  t.like(trapping, { status: 'error', errorType: 'SyntaxError' });
+  t.regex(trapping.error ?? '', /the type stripper could not take this TypeScript .*\[cell-2\]$/);
+  const big = await session.run(`// ${'x'.repeat(1024 * 1024)}\n1`, { language: 'typescript' });
+  t.regex(big.error ?? '', /past the 1048576 \(MAX_TYPESCRIPT_CHARS\)/);
+  t.like(await session.run('const n: number = 41; n + 1', { language: 'typescript' }), { status: 'ok', result: 42 });
+});

@@ -21,6 +21,7 @@ export type StrataErrorCode =
   | 'ERR_STRATA_NEVER_SETTLED'
   | 'ERR_STRATA_WORKER_CRASHED'
   | 'ERR_STRATA_SANDBOX_UNAVAILABLE'
+  | 'ERR_STRATA_THREAD_UNAVAILABLE'
   | 'ERR_STRATA_LAYER_FAILED'
   | 'ERR_STRATA_LAYER_CONFIG'
   | 'ERR_STRATA_CRASH_BUDGET'
@@ -29,7 +30,8 @@ export type StrataErrorCode =
   // @strata/agent
   | 'ERR_STRATA_JOURNAL'
   | 'ERR_STRATA_SESSION_LIMIT'
-  | 'ERR_STRATA_SESSION_STATE';
+  | 'ERR_STRATA_SESSION_STATE'
+  | 'ERR_STRATA_TYPECHECK';
 
 /** Base class of every error Strata raises. */
 export class StrataError extends Error {
@@ -149,6 +151,17 @@ export class WorkerCrashed extends StrataError {
   constructor(message: string, reason: CrashReason, options?: { cause?: unknown }) {
     super(message, { code: 'ERR_STRATA_WORKER_CRASHED', ...(options?.cause === undefined ? {} : { cause: options.cause }) });
     this.reason = reason;
+  }
+}
+
+/**
+ * A worker thread Strata runs parent-side work in (the type stripper of `language: 'typescript'`)
+ * could not be started: the process may be at its thread or memory limit. Nothing ran; retry
+ * once the process has room, or pass JavaScript.
+ */
+export class ThreadUnavailable extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_THREAD_UNAVAILABLE' });
   }
 }
 

@@ -1,8 +1,9 @@
 /**
  * `@strata/runtime`: the engine (`Runtime`, an isolate in this process), the isolated, sandboxed
  * worker built on it (`IsolatedRuntime`, `SandboxPool`), their options, results and errors. What a
- * layer author needs is in `@strata/runtime/layers`, test helpers in `@strata/runtime/testing`;
- * nothing else is public.
+ * layer author needs is in `@strata/runtime/layers`, test helpers in `@strata/runtime/testing`,
+ * the worker thread that runs parent-side work on untrusted input in
+ * `@strata/runtime/bounded-worker`; nothing else is public.
  *
  * @packageDocumentation
  */
@@ -36,7 +37,7 @@ export type { ModuleLoader, ModuleResolver } from './module-registry.js';
 export type { RuntimeOptions, ResolvedRuntimeOptions, OptionalGlobal } from './options.js';
 export type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
 export type { ExecutionResult } from './execution-result.js';
-export { stripTypes } from './typescript-input.js';
+export { stripTypes, MAX_TYPESCRIPT_CHARS, MAX_TYPESCRIPT_NESTING, STRIP_TIMEOUT_MS } from './typescript-input.js';
 export { egressHandler } from './egress/guest-fetch.js';
 export type { EgressContext, EgressHandler, EgressHandlerOptions } from './egress/guest-fetch.js';
 export type { EgressPolicy } from './egress/egress-policy.js';
@@ -56,6 +57,7 @@ export {
   PromiseNeverSettled,
   WorkerCrashed,
   SandboxUnavailable,
+  ThreadUnavailable,
   CrashBudgetExceeded,
   EgressRefused,
   EgressFailed,

@@ -26,7 +26,7 @@ import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
 import { assertTransferable, MAX_VALUE_NODES } from './values.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ModuleSource } from './module-registry.js';
-import { toJavaScript } from './typescript-input.js';
+import { stripIfTypeScript } from './typescript-input.js';
 
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
 
@@ -373,16 +373,17 @@ export class Runtime implements AsyncDisposable {
   eval(code: string, options: EvalOptions = {}): Promise<unknown> {
     if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
     const filename = options.filename ?? '<eval>';
-    let script: string;
+    let stripping: Promise<string> | undefined;
     try {
-      script = toJavaScript(code, options.language, filename, 'eval');
+      stripping = stripIfTypeScript(code, options.language, filename, 'eval');
     } catch (error) {
       return Promise.reject(error);
     }
     return this.#command(async (budget) => {
+      const script = stripping === undefined ? code : await stripping;
       const completion = this.#enter(budget, () => this.#context.evalSync(script, { reference: true, filename })) as IsolatedVm.Reference;
       return this.#settle(completion, budget);
-    });
+    }, stripping);
   }
 
   /**
@@ -472,14 +473,14 @@ export class Runtime implements AsyncDisposable {
   evalModule(source: string, options: EvalModuleOptions = {}): Promise<Record<string, unknown>> {
     if (typeof source !== 'string') return Promise.reject(new InvalidOption('evalModule(source): source must be a string'));
     const specifier = options.specifier ?? 'strata:main';
-    let javascript: string;
+    let stripping: Promise<string> | undefined;
     try {
-      javascript = toJavaScript(source, options.language, specifier, 'evalModule');
+      stripping = stripIfTypeScript(source, options.language, specifier, 'evalModule');
     } catch (error) {
       return Promise.reject(error);
     }
     return this.#command(async (budget) => {
-      const module = this.#compileModule(javascript, specifier);
+      const module = this.#compileModule(stripping === undefined ? source : await stripping, specifier);
       await module.instantiate(this.#context, (request, referrer) => this.#resolveImport(request, this.#moduleSpecifiers.get(referrer) ?? specifier));
       // isolated-vm does not hand out the promise of a module's top-level await, so a wrapper
       // imports the module: the wrapper's binding leaves its temporal dead zone only once the
@@ -504,7 +505,7 @@ export class Runtime implements AsyncDisposable {
         this.#internals.namespaceToObject.applySync(undefined, [namespace!.derefInto()], { result: { reference: true } }),
       ) as IsolatedVm.Reference;
       return this.#export(exportsObject, budget) as Record<string, unknown>;
-    });
+    }, stripping);
   }
 
   /** Calls `listener` for every `console.*` call of the guest. Returns a function that unsubscribes it. */
@@ -540,15 +541,20 @@ export class Runtime implements AsyncDisposable {
     }
   }
 
-  /** Runs commands one at a time: the isolate has one thread and one event loop. */
-  #command<T>(task: (budget: GuestBudget) => Promise<T>): Promise<T> {
+  /**
+   * Runs commands one at a time: the isolate has one thread and one event loop. `input` (code
+   * being stripped of its types) is awaited in the command's turn, before its budget starts.
+   */
+  #command<T>(task: (budget: GuestBudget) => Promise<T>, input?: Promise<unknown>): Promise<T> {
     try {
       this.#assertUsable('command');
     } catch (error) {
       return Promise.reject(error);
     }
+    // Awaited in turn; until then its rejection is not unhandled.
+    input?.catch(() => undefined);
     // An idle runtime starts the command at once; otherwise it waits its turn.
-    const run = this.#queued === 0 ? this.#run(task) : this.#queue.then(() => this.#run(task));
+    const run = this.#queued === 0 ? this.#run(task, input) : this.#queue.then(() => this.#run(task, input));
     this.#queued++;
     const settled = run.then(
       () => void this.#queued--,
@@ -558,7 +564,9 @@ export class Runtime implements AsyncDisposable {
     return run;
   }
 
-  async #run<T>(task: (budget: GuestBudget) => Promise<T>): Promise<T> {
+  async #run<T>(task: (budget: GuestBudget) => Promise<T>, input?: Promise<unknown>): Promise<T> {
+    // The strip's own refusal (the guest's SyntaxError) is thrown as it is.
+    if (input !== undefined) await input;
     if (this.#closed) throw this.#closeReason ?? new RuntimeClosed('the runtime is closed');
     this.#busy = true;
     try {

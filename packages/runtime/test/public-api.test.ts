@@ -21,6 +21,9 @@ const MAIN = [
   'closeDefaultRuntime',
   // TypeScript input
   'stripTypes',
+  'MAX_TYPESCRIPT_CHARS',
+  'MAX_TYPESCRIPT_NESTING',
+  'STRIP_TIMEOUT_MS',
   // the guest's fetch, performed by the host under a policy
   'egressHandler',
   // layers as an application passes them
@@ -42,6 +45,7 @@ const MAIN = [
   'PromiseNeverSettled',
   'WorkerCrashed',
   'SandboxUnavailable',
+  'ThreadUnavailable',
   'CrashBudgetExceeded',
   'EgressRefused',
   'EgressFailed',
@@ -83,5 +87,10 @@ test('the one spelling of the sandbox modes is the layer requirements', async (t
 
 test('the package exports no deep paths beyond its entries', (t) => {
   const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, unknown> };
-  t.deepEqual(Object.keys(manifest.exports).sort(), ['.', './layers', './native', './native-build', './package.json', './testing']);
+  t.deepEqual(Object.keys(manifest.exports).sort(), ['.', './bounded-worker', './layers', './native', './native-build', './package.json', './testing']);
+});
+
+test('the bounded worker thread is in @strata/runtime/bounded-worker: its parent side and its worker side', async (t) => {
+  const entry = await import('@strata/runtime/bounded-worker');
+  t.deepEqual(Object.keys(entry).sort(), ['BoundedWorker', 'boundedWorkerData', 'serveBoundedRequests', 'workerExecArgv']);
 });

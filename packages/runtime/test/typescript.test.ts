@@ -2,10 +2,12 @@
 // (strip mode: types become whitespace), against both runtimes. Typed code runs; errors keep their
 // original lines; what needs a transform (an enum, a namespace with values) and what does not parse
 // is the guest's SyntaxError, saying why and what to write instead; the option is validated.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
 import * as strata from '../src/index.js';
 import { InvalidOption, IsolatedRuntime, JsError, Runtime } from '../src/index.js';
-import { assertLanguage, needsTransform, placeOf, toJavaScript } from '../src/typescript-input.js';
+import { MAX_TYPESCRIPT_CHARS, MAX_TYPESCRIPT_NESTING, assertLanguage, needsTransform, placeOf, precheck, toJavaScript } from '../src/typescript-input.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
 checkNoLeaks(test);
@@ -146,16 +148,14 @@ test.serial('the module-level eval and execute take language too', async (t) => 
   await strata.closeDefaultRuntime();
 });
 
-test('a Node.js without module.stripTypeScriptTypes is InvalidOption naming the Node.js version needed', (t) => {
+test('a Node.js without module.stripTypeScriptTypes is InvalidOption naming the Node.js version needed', async (t) => {
   const error = t.throws(() => assertLanguage('typescript', 'eval', null), { instanceOf: InvalidOption });
   t.regex(error?.message ?? '', /^eval: language 'typescript' needs Node\.js 22\.13 \(or 23\.2\) or later, whose module\.stripTypeScriptTypes strips the types; this is v\d+/);
   t.notThrows(() => assertLanguage('javascript', 'eval', null), 'JavaScript needs no stripper');
-  t.is(toJavaScript('1 + 1', undefined, '<eval>', 'eval', null), '1 + 1');
+  t.is(await toJavaScript('1 + 1', undefined, '<eval>', 'eval', null), '1 + 1');
   // A Node.js built without TypeScript support.
-  const noTypeScript = () => {
-    throw Object.assign(new Error('Node.js is not compiled with TypeScript support'), { code: 'ERR_NO_TYPESCRIPT' });
-  };
-  t.throws(() => toJavaScript('let a: number', 'typescript', '<eval>', 'eval', noTypeScript), { instanceOf: InvalidOption, message: /built without TypeScript support/ });
+  const noTypeScript = async () => ({ status: 'error', error: { name: 'Error', message: 'Node.js is not compiled with TypeScript support', code: 'ERR_NO_TYPESCRIPT', stack: '' } }) as const;
+  await t.throwsAsync(toJavaScript('let a: number', 'typescript', '<eval>', 'eval', noTypeScript), { instanceOf: InvalidOption, message: /built without TypeScript support/ });
 });
 
 test("the stripper's place and messages: the column only where the frame's line is the source's own", (t) => {
@@ -165,4 +165,105 @@ test("the stripper's place and messages: the column only where the frame's line 
   t.deepEqual(placeOf(framed(':3\n  > namespace N {\n  > }\n\nSyntaxError'), 'a\nb\nnamespace N {\n}'), { line: 3, column: undefined });
   t.is(placeOf(framed('SyntaxError: no frame'), 'x'), undefined);
   t.regex(needsTransform('Some future construct is not supported in strip-only mode'), /^Some future construct .* \(Strata strips types and does not transform TypeScript\)$/);
+});
+
+// --- bounds: no input stalls the host or poisons a later strip --------------------------------
+
+/**
+ * Hostile TypeScript of the shapes that trap Node's stripper (or overflow it), each a few KB, as
+ * the source of an array of [what, code] (built in the child: it is too long for a command line).
+ */
+const HOSTILE = `[
+  ['3 000 nested parentheses', '('.repeat(3000) + '1' + ')'.repeat(3000)],
+  ['3 000 nested arrows', 'x=>'.repeat(3000) + '1'],
+  ['3 000 nested ifs', 'if(1)'.repeat(3000) + ';'],
+  ['3 000 nested Array<> types', 'let a: ' + 'Array<'.repeat(3000) + 'number' + '>'.repeat(3000)],
+  ['3 000 nested template literals', '\`\${'.repeat(3000) + '1' + '}\`'.repeat(3000)],
+  ['3 000 nested blocks', '{'.repeat(3000) + '}'.repeat(3000)],
+  ['1 500 nested objects', '(' + '{a:'.repeat(1500) + '1' + '}'.repeat(1500) + ')'],
+  ['10 000 nested ternaries', '1?1:'.repeat(10000) + '1'],
+  ['10 000 unary !', '!'.repeat(10000) + '1'],
+  ['30 000 additions', '1' + '+1'.repeat(30000)],
+]`;
+
+test('hostile TypeScript is the guest\'s SyntaxError and poisons no later strip: eval, stripTypes (in a fresh child process)', async (t) => {
+  // A child process of its own: a poisoned stripper cannot hide behind a fresh one.
+  const script = `
+    import { Runtime, stripTypes } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
+    const hostile = ${HOSTILE};
+    const rt = await Runtime.start({ timeout: 30000 });
+    const settle = (promise) => promise.then((value) => ({ value }), (error) => ({ error: { name: error?.name, guestName: error?.guestName, message: String(error?.message).slice(0, 300) } }));
+    const out = [];
+    for (const [what, code] of hostile) {
+      out.push({
+        what,
+        viaEval: await settle(rt.eval(code, { language: 'typescript', filename: 'cell-1' })),
+        viaStrip: await settle(Promise.resolve().then(() => stripTypes(code))),
+        after: await settle(Promise.resolve().then(() => stripTypes('let a: number = 1'))),
+        evalAfter: await settle(rt.eval('((n: number) => n + 1)(41)', { language: 'typescript' })),
+      });
+    }
+    await rt.close();
+    process.stdout.write(JSON.stringify(out));
+    process.exit(0);
+  `;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], { timeout: 300_000, maxBuffer: 16 * 1024 * 1024 });
+  const results = JSON.parse(stdout) as { what: string; viaEval: Settled; viaStrip: Settled; after: Settled; evalAfter: Settled }[];
+  t.is(results.length, 10);
+  for (const { what, viaEval, viaStrip, after, evalAfter } of results) {
+    for (const refused of [viaEval, viaStrip]) {
+      t.is(refused.error?.name, 'JsError', `${what}: ${JSON.stringify(refused)}`);
+      t.is(refused.error?.guestName, 'SyntaxError', what);
+      t.regex(refused.error?.message ?? '', /MAX_TYPESCRIPT_NESTING|the type stripper could not take this TypeScript/, what);
+      t.notRegex(refused.error?.message ?? '', /Please open an issue/, `${what}: Node's internal-error boilerplate is not the guest's message`);
+    }
+    t.regex(viaEval.error?.message ?? '', /\[cell-1(:\d+)?\]$/, `${what}: placed at the cell`);
+    t.deepEqual(after, { value: 'let a         = 1' }, `${what}: a later strip works`);
+    t.deepEqual(evalAfter, { value: 42 }, `${what}: a later TypeScript eval works`);
+  }
+});
+
+interface Settled {
+  readonly value?: unknown;
+  readonly error?: { readonly name?: string; readonly guestName?: string; readonly message?: string };
+}
+
+// Serial: a test running beside it (an in-process Runtime's synchronous work) would stop the ticks.
+test.serial("stripping does not block the host's event loop; 8 MB, past MAX_TYPESCRIPT_CHARS, is refused at once", async (t) => {
+  const line = 'let a: number = 1;\n';
+  // Large enough to take the stripper many milliseconds, small enough for a loaded machine.
+  const quarter = line.repeat(Math.floor(MAX_TYPESCRIPT_CHARS / 2 / line.length));
+  let ticks = 0;
+  const ticker = setInterval(() => ticks++, 1);
+  try {
+    const stripped = await strata.stripTypes(quarter);
+    t.is(stripped.length, quarter.length);
+    t.true(stripped.startsWith('let a         = 1;\n'));
+    // The strip took tens of milliseconds or more in its thread; the host kept ticking meanwhile.
+    t.true(ticks >= 2, `the host's event loop ticked ${ticks} times during the strip`);
+    const eightMegabytes = line.repeat(Math.ceil((8 * 1024 * 1024) / line.length));
+    const refused = await t.throwsAsync(strata.stripTypes(eightMegabytes, 'big.ts'), { instanceOf: JsError });
+    t.is(refused?.guestName, 'SyntaxError');
+    t.regex(refused?.message ?? '', new RegExp(`past the ${MAX_TYPESCRIPT_CHARS} \\(MAX_TYPESCRIPT_CHARS\\).*\\[big\\.ts\\]$`));
+  } finally {
+    clearInterval(ticker);
+  }
+});
+
+test('nesting past MAX_TYPESCRIPT_NESTING is refused at its line, naming the limit; brackets in strings, comments and template text do not count', async (t) => {
+  const nested = (depth: number) => `const x =\n${'['.repeat(depth)}1${']'.repeat(depth)}`;
+  t.is(await strata.stripTypes(`let n: number = 1;\n${nested(MAX_TYPESCRIPT_NESTING - 1)}`), `let n         = 1;\n${nested(MAX_TYPESCRIPT_NESTING - 1)}`, 'at the limit (the file itself is one level) it strips');
+  const refused = await t.throwsAsync(strata.stripTypes(nested(MAX_TYPESCRIPT_NESTING + 1), 'deep.ts'), { instanceOf: JsError });
+  t.is(refused?.guestName, 'SyntaxError');
+  t.regex(refused?.message ?? '', new RegExp(`more than ${MAX_TYPESCRIPT_NESTING} deep \\(MAX_TYPESCRIPT_NESTING\\).*\\[deep\\.ts:2\\]$`));
+  const deep = '('.repeat(MAX_TYPESCRIPT_NESTING + 1);
+  for (const quiet of [`'${deep}'`, `"${deep}"`, `// ${deep}\n1`, `/* ${deep} */ 1`, `\`${deep}\``, `\`\${'${deep}'}\``]) {
+    t.is(precheck(quiet, 'x'), undefined, quiet.slice(0, 12));
+  }
+  t.truthy(precheck(`\`\${${deep}1\``, 'x'), "a template's substitution is code");
+});
+
+both('a TypeScript eval keeps its turn: commands run in the order they were made', async (t, rt) => {
+  const [, order] = await Promise.all([rt.eval('const order: string[] = ["ts"]; 1', { language: 'typescript' }), rt.eval('order.push("js"); order.join()')]);
+  t.is(order, 'ts,js');
 });

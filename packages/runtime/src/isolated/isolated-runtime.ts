@@ -14,7 +14,7 @@ import { execute } from '../execution-result.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver } from '../module-registry.js';
 import type { EvalModuleOptions, EvalOptions, HostFunction } from '../runtime.js';
 import { assertTransferable } from '../values.js';
-import { toJavaScript } from '../typescript-input.js';
+import { stripIfTypeScript } from '../typescript-input.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
 import type { ResolvedRuntimeOptions } from '../options.js';
 import { selectLayers } from '../layers/compose.js';
@@ -262,15 +262,15 @@ export class IsolatedRuntime implements AsyncDisposable {
    */
   eval(code: string, options: EvalOptions = {}): Promise<unknown> {
     if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
-    let script: string;
+    let stripping: Promise<string> | undefined;
     try {
-      script = toJavaScript(code, options.language, options.filename ?? '<eval>', 'eval');
+      stripping = stripIfTypeScript(code, options.language, options.filename ?? '<eval>', 'eval');
     } catch (error) {
       return Promise.reject(error);
     }
-    const message: MessageOf<'eval'> = { type: 'eval', id: 0, code: script };
+    const message: MessageOf<'eval'> = { type: 'eval', id: 0, code };
     if (options.filename !== undefined) message.options = { filename: options.filename };
-    return this.#command(message);
+    return this.#command(message, stripping);
   }
 
   /**
@@ -279,15 +279,15 @@ export class IsolatedRuntime implements AsyncDisposable {
    */
   evalModule(source: string, options: EvalModuleOptions = {}): Promise<Record<string, unknown>> {
     if (typeof source !== 'string') return Promise.reject(new InvalidOption('evalModule(source): source must be a string'));
-    let javascript: string;
+    let stripping: Promise<string> | undefined;
     try {
-      javascript = toJavaScript(source, options.language, options.specifier ?? 'strata:main', 'evalModule');
+      stripping = stripIfTypeScript(source, options.language, options.specifier ?? 'strata:main', 'evalModule');
     } catch (error) {
       return Promise.reject(error);
     }
-    const message: MessageOf<'evalModule'> = { type: 'evalModule', id: 0, code: javascript };
+    const message: MessageOf<'evalModule'> = { type: 'evalModule', id: 0, code: source };
     if (options.specifier !== undefined) message.specifier = options.specifier;
-    return this.#command(message) as Promise<Record<string, unknown>>;
+    return this.#command(message, stripping) as Promise<Record<string, unknown>>;
   }
 
   /** See `Runtime.execute`: never throws for the run's own failure, a crash or a hard timeout included. */
@@ -394,16 +394,22 @@ export class IsolatedRuntime implements AsyncDisposable {
     });
   }
 
-  /** Sends a command and waits for its answer, one command at a time. */
-  #command(message: Message): Promise<unknown> {
+  /**
+   * Sends a command and waits for its answer, one command at a time. `code` (the message's code
+   * being stripped of its types) is awaited in the command's turn and replaces the message's.
+   */
+  #command(message: Message, code?: Promise<string>): Promise<unknown> {
     try {
       this.#assertUsable();
     } catch (error) {
       return Promise.reject(error);
     }
-    const send = () => {
+    // Awaited in turn; until then its rejection is not unhandled.
+    code?.catch(() => undefined);
+    const send = async () => {
+      const stripped = code === undefined ? {} : { code: await code };
       if (this.#closed) throw this.#closeReason ?? new RuntimeClosed('the runtime is closed');
-      return this.#request({ ...message, id: this.#nextId++ } as Message);
+      return this.#request({ ...message, ...stripped, id: this.#nextId++ } as Message);
     };
     // An idle runtime sends at once; otherwise the command waits its turn.
     const run = this.#queued === 0 ? send() : this.#queue.then(send);

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { TestFn } from 'ava';
 import { discardSpare } from '../../src/isolated/prewarm.js';
+import { closeStripper } from '../../src/typescript-input.js';
 
 /** Live child processes of this process, from /proc. */
 export function childPids(): number[] {
@@ -35,6 +36,7 @@ export function checkNoLeaks(test: TestFn): void {
   });
   test.after.always('no leaked child process or file descriptor', async (t) => {
     await discardSpare();
+    await closeStripper();
     // Polled, not slept: generous bounds (20 s, 10 s) cost nothing when nothing leaked.
     let children = childPids();
     for (let i = 0; i < 200 && children.length > 0; i++) {
