@@ -78,6 +78,18 @@ test.serial('a guest starved of CPU, running with a tool call in flight, still e
   clearInterval(starve);
   t.true(error instanceof RuntimeTimeout, String(error));
   t.true(['requestTimeout', 'cpu'].includes((error as RuntimeTimeout).limit), (error as RuntimeTimeout).limit);
-  t.log(error!.message);
   t.true(rt.closed);
+});
+
+// Regression test (fixed; it was a bug in packages/runtime, src/worker/worker-session.ts create):
+// a layer's self-test ran its guest script under the guest's soft timeout, so a start with a
+// short timeout failed as LayerFailed ("the guest ran past its timeout") whenever the machine was
+// loaded enough to slow the self-test past it (the clock layer's, at load 15, with timeout 200).
+// The self-test here takes longer than the timeout on any machine; only startTimeout bounds it.
+test.serial("a layer's self-test is not bound by the guest's soft timeout", async (t) => {
+  const layer = { module: new URL('./fixtures/layers/configurable-layer.js', import.meta.url).href, options: { name: 'slowcheck', selfTestGuestMs: 1_500 } };
+  await using rt = await IsolatedRuntime.start({ timeout: 1_000, layers: [layer] });
+  t.is(rt.report.layers.find((l) => l.name === 'slowcheck')?.selfTest, 'passed');
+  // The guest's own code still has the timeout.
+  await t.throwsAsync(rt.eval('for (;;) {}'), { instanceOf: RuntimeTimeout, message: /timeout \(1000 ms\)/ });
 });
