@@ -63,8 +63,8 @@ export class JsError extends StrataError {
 /**
  * Which time limit ended a command, as `RuntimeTimeout.limit`: the soft `timeout` (the runtime
  * stays usable), or one the worker's supervisor enforces by killing the worker (the runtime is
- * closed): `requestTimeout`, `maxHostWait`, `startTimeout`, or `cpu`, the CPU time cap of a
- * command (twice `requestTimeout`).
+ * closed): `requestTimeout`, `maxHostWait`, `cpu` (the CPU time cap of a command, twice
+ * `requestTimeout`), or `startTimeout` (a start, or `SandboxPool.waitReady`).
  */
 export type TimeoutLimit = 'timeout' | 'requestTimeout' | 'maxHostWait' | 'startTimeout' | 'cpu';
 
