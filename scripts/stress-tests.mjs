@@ -1,9 +1,11 @@
-// Runs the test suite N times beside a CPU burner on every core, to find the tests that only pass
-// on an idle machine (timing, or which of two racing mechanisms wins).
+// Runs the test suite N times beside CPU burners (one per core unless told), to find the tests
+// that only pass on an idle machine (timing, or which of two racing mechanisms wins).
 //
-//   node scripts/stress-tests.mjs [RUNS] [PACKAGE_DIR] [-- EXTRA_ARGS...]
+//   node scripts/stress-tests.mjs [RUNS] [PACKAGE_DIR] [--burners N] [-- EXTRA_ARGS...]
 //
-// RUNS defaults to 3. Without PACKAGE_DIR each run is `npx turbo run test --concurrency=1
+// RUNS defaults to 3. --burners N starts N spinning processes instead of one per core: more
+// burners than cores is how a loaded machine looks (load average 15 on 2 cores is ~7 per core),
+// e.g. `node scripts/stress-tests.mjs 2 packages/agent --burners 8 -- test/crash.test.ts`. Without PACKAGE_DIR each run is `npx turbo run test --concurrency=1
 // --continue` at the repository root (every package's tests, even after one fails); with it
 // (e.g. packages/layer-landlock) each run is `npx ava` in that directory.
 // Arguments after `--` are added to that command (e.g. `-- test/seal-order.test.ts` for ava).
@@ -16,17 +18,32 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const usage = 'usage: node scripts/stress-tests.mjs [RUNS] [PACKAGE_DIR] [-- EXTRA_ARGS...]';
+const usage = 'usage: node scripts/stress-tests.mjs [RUNS] [PACKAGE_DIR] [--burners N] [-- EXTRA_ARGS...]';
+// More would only fight the tests for memory and pids; 64 is already ~30 per core on a laptop.
+const MAX_BURNERS = 64;
 
 let runs = 3;
 let packageDir;
+let burnerCount = availableParallelism();
 const argv = process.argv.slice(2);
 const dashes = argv.indexOf('--');
 const extra = dashes < 0 ? [] : argv.slice(dashes + 1);
-for (const arg of dashes < 0 ? argv : argv.slice(0, dashes)) {
+const own = dashes < 0 ? argv : argv.slice(0, dashes);
+for (let i = 0; i < own.length; i++) {
+  const arg = own[i];
   if (arg === '-h' || arg === '--help') {
     console.log(usage);
     process.exit(0);
+  } else if (arg === '--burners' || arg.startsWith('--burners=')) {
+    const value = arg === '--burners' ? own[++i] : arg.slice('--burners='.length);
+    if (value === undefined || !/^\d+$/.test(value) || Number(value) > MAX_BURNERS) {
+      console.error(`stress-tests: --burners takes a whole number from 0 to ${MAX_BURNERS} (got ${value === undefined ? 'nothing' : JSON.stringify(value)})\n${usage}`);
+      process.exit(2);
+    }
+    burnerCount = Number(value);
+  } else if (arg.startsWith('-')) {
+    console.error(`stress-tests: unknown option ${arg}\n${usage}`);
+    process.exit(2);
   } else if (/^\d+$/.test(arg)) {
     runs = Number(arg);
   } else {
@@ -56,12 +73,12 @@ if (build.status !== 0) {
   process.exit(1);
 }
 
-// --- the burner: one spinning child per core, killed by pid whatever happens ----------------
+// --- the burners: spinning children (one per core by default), killed by pid whatever happens -
 // Each also ends itself once this process is gone (its parent pid changes), should it be SIGKILLed.
 const BURN = 'const parent = process.ppid; for (let i = 1; ; i++) if (i % 0x4000000 === 0 && process.ppid !== parent) process.exit(0);';
 const burners = [];
 function startBurners() {
-  for (let i = 0; i < availableParallelism(); i++) {
+  for (let i = 0; i < burnerCount; i++) {
     const child = spawn(process.execPath, ['-e', BURN], { stdio: 'ignore' });
     child.on('error', () => {});
     burners.push(child);
@@ -125,7 +142,7 @@ function runOnce(logPath) {
 
 const logs = mkdtempSync(join(tmpdir(), 'strata-stress-'));
 const what = `${command[0]} ${command[1].join(' ')}${packageDir === undefined ? '' : ` (in ${packageDir})`}`;
-console.log(`stress-tests: ${runs} run(s) of \`${what}\` beside ${availableParallelism()} CPU burner(s); logs in ${logs}`);
+console.log(`stress-tests: ${runs} run(s) of \`${what}\` beside ${burnerCount} CPU burner(s) on ${availableParallelism()} core(s); logs in ${logs}`);
 startBurners();
 const results = [];
 for (let i = 1; i <= runs; i++) {

@@ -151,7 +151,9 @@ test.serial('the hard timeout, no call in flight: RuntimeTimeout, crashed, and t
   const crashed = await session.run('await count(); globalThis.partial = 1; const a = []; a[2 ** 32 - 2] = 1; a.sort()');
   t.is(crashed.status, 'error');
   t.is(crashed.errorType, 'RuntimeTimeout', crashed.error);
-  t.regex(crashed.error!, /requestTimeout \(3000 ms\)/);
+  // The deadline (3000 ms) or, should this process be starved of CPU while the worker is not, the
+  // worker's CPU cap (6 s of CPU): the same error, the message names the one that fired.
+  t.regex(crashed.error!, /requestTimeout \(3000 ms\)|CPU time cap \(6 s of CPU/);
   t.deepEqual(crashed.calls.map((c) => [c.tool, c.status]), [['count', 'completed']]);
   t.is(session.journal.cells[1]!.status, 'crashed');
   const next = await session.run(AFTER);
@@ -166,6 +168,10 @@ test.serial('the hard timeout, no call in flight: RuntimeTimeout, crashed, and t
 // limit); only the CPU watchdog at twice requestTimeout stops it, as WorkerCrashed ('cpu'), and
 // a guest that is not burning CPU is bounded by maxHostWait (600 s) alone. Expected: RuntimeTimeout
 // at requestTimeout, as without the call in flight (the test above).
+// Then (fixed too, in the same file and src/isolated/worker-end.ts): on a loaded machine the
+// guest got less than half a core, was judged idle again, and the CPU cap ended it as
+// WorkerCrashed. Now a running guest is charged its CPU time, and a CPU cap that stops guest code
+// is RuntimeTimeout too (packages/runtime/test/hard-timeout.test.ts forces both cases).
 test.serial('the hard timeout with a tool call in flight is still RuntimeTimeout at requestTimeout', async (t) => {
   const { release, tools } = crashTools();
   t.teardown(() => release.open());

@@ -7,8 +7,9 @@
  *                                            maxMemory <limit> bytes` to fd 2 and _exit(exitCode)s
  *   rss()                                    the resident set size now, in bytes
  *   threads()                                how many threads the process has now
- *   setCpuSoftLimit(seconds)                 RLIMIT_CPU soft limit = CPU used so far + seconds
- *                                            (capped at the hard limit): a per-command CPU cap
+ *   setCpuSoftLimit(seconds)                 RLIMIT_CPU soft limit = CPU used so far, rounded up
+ *                                            to a second, + seconds (capped at the hard limit):
+ *                                            a per-command CPU cap of seconds to seconds + 1
  *   disableDumping()                         PR_SET_DUMPABLE 0 (execve() resets it, so the
  *                                            worker sets it itself once Node is running)
  *
@@ -299,7 +300,10 @@ static napi_value set_cpu_soft_limit(napi_env env, napi_callback_info info) {
     napi_throw_error(env, "ERR_STRATA_CPU_LIMIT", "strata-watchdog: cannot read the CPU time or its limit");
     return NULL;
   }
-  rlim_t used = (rlim_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + 1);
+  /* CPU used so far, rounded up to a whole second: the guest gets at least `seconds` more, never
+   * less (summing the two whole-second parts alone could lose almost two seconds). */
+  uint64_t used_us = (uint64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000u + (uint64_t)usage.ru_utime.tv_usec + (uint64_t)usage.ru_stime.tv_usec;
+  rlim_t used = (rlim_t)((used_us + 999999u) / 1000000u);
   rlim_t soft = used + (rlim_t)seconds;
   if (limit.rlim_max != RLIM_INFINITY && soft > limit.rlim_max) soft = limit.rlim_max;
   limit.rlim_cur = soft;

@@ -62,10 +62,26 @@ export class JsError extends StrataError {
   }
 }
 
-/** The guest ran past its `timeout`. The runtime stays usable. */
+/**
+ * Which time limit ended a command, as `RuntimeTimeout.limit`: the soft `timeout` (the runtime
+ * stays usable), or one the worker's supervisor enforces by killing the worker (the runtime is
+ * closed): `requestTimeout`, `maxHostWait`, `cpu` (the CPU time cap of a command, twice
+ * `requestTimeout`), or `startTimeout` (a start, or `SandboxPool.waitReady`).
+ */
+export type TimeoutLimit = 'timeout' | 'requestTimeout' | 'maxHostWait' | 'startTimeout' | 'cpu';
+
+/**
+ * The guest ran too long. After the soft `timeout` (`limit: 'timeout'`) the runtime stays usable;
+ * after any other limit the worker was killed and the runtime is closed. Which of two limits that
+ * are near each other ends a run can depend on the machine's load; the class does not.
+ */
 export class RuntimeTimeout extends StrataError {
-  constructor(message: string) {
+  /** The limit that fired. */
+  readonly limit: TimeoutLimit;
+
+  constructor(message: string, limit: TimeoutLimit = 'timeout') {
     super(message, { code: 'ERR_STRATA_TIMEOUT' });
+    this.limit = limit;
   }
 }
 

@@ -62,7 +62,7 @@ export {
   EgressRefused,
   EgressFailed,
 } from './errors.js';
-export type { StrataErrorCode, CrashReason, LayerHook, EgressRule, EgressFailure } from './errors.js';
+export type { StrataErrorCode, CrashReason, TimeoutLimit, LayerHook, EgressRule, EgressFailure } from './errors.js';
 export { LayerFailed, LayerConfigError } from './errors.js';
 // Layers as an application passes and reads them; what a layer author needs is in
 // `@strata/runtime/layers`.

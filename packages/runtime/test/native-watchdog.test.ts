@@ -125,3 +125,39 @@ test('loadWatchdog() without a build says how to build it', async (t) => {
   const error = t.throws(() => copy.loadWatchdog());
   t.regex(error?.message ?? '', /build\/Release\/strata_watchdog\.node is missing: run `npm ci` \(or `npm rebuild @strata\/runtime`\)/);
 });
+
+// Regression test (fixed; it was a bug in native/memory-watchdog.c set_cpu_soft_limit): the CPU
+// used so far was taken as the whole seconds of user time plus the whole seconds of system time
+// plus one, so a worker whose two fractions add up to more than a second got a cap up to almost
+// two seconds short of `seconds` (with requestTimeout 500 ms, a cap of 1 s of CPU could fire at
+// once). The child runs until both fractions are past half a second, then sets a 1 s cap and
+// reports it: at least a second of CPU must be left, and less than two.
+test('setCpuSoftLimit(seconds) leaves at least `seconds` of CPU, however the time used splits into user and system', async (t) => {
+  const exit = await runWithWatchdog(`
+    import { openSync, readSync, readFileSync } from 'node:fs';
+    const fraction = (us) => (us % 1e6) / 1e6;
+    const late = (us) => fraction(us) >= 0.55 && fraction(us) < 0.9;
+    const zero = openSync('/dev/zero', 'r');
+    const buffer = Buffer.alloc(1 << 20);
+    for (;;) {
+      const { user, system } = process.cpuUsage();
+      if (late(user) && late(system)) break;
+      if (user + system > 30e6) { console.log(JSON.stringify({ gaveUp: { user, system } })); process.exit(0); }
+      if (!late(system)) readSync(zero, buffer, 0, buffer.length, null); // kernel time
+      else for (let i = 0; i < 1e5; i++); // user time
+    }
+    const before = process.cpuUsage();
+    watchdog.setCpuSoftLimit(1);
+    const after = process.cpuUsage();
+    const soft = Number(/^Max cpu time\\s+(\\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))[1]);
+    console.log(JSON.stringify({ before, after, soft }));
+  `);
+  t.is(exit.status, 0, exit.stderr);
+  const report = JSON.parse(exit.stdout) as { gaveUp?: unknown; before: NodeJS.CpuUsage; after: NodeJS.CpuUsage; soft: number };
+  t.is(report.gaveUp, undefined, 'the child could not bring both fractions past half a second');
+  const usedBefore = (report.before.user + report.before.system) / 1e6;
+  const usedAfter = (report.after.user + report.after.system) / 1e6;
+  t.true(Math.floor(report.before.user / 1e6) + Math.floor(report.before.system / 1e6) + 1 < usedBefore, 'the case the old rounding got wrong');
+  t.true(report.soft - usedAfter >= 0.99, `soft limit ${report.soft} s with ${usedAfter} s used: less than a second left`);
+  t.true(report.soft - usedBefore < 2, `soft limit ${report.soft} s with ${usedBefore} s used: more than seconds + 1`);
+});

@@ -26,6 +26,8 @@ import { verifyWorker, type OutsideView } from './verify-worker.js';
 import { buildWorkerFlags } from './v8-flags.js';
 import { resolveWorkerNode } from './worker-node.js';
 import { WORKER_ENTRY, sampleProcess, type LaunchPlan, type WorkerProcess } from './worker-process.js';
+import { cpuCapExceeded, type WorkerActivity } from './worker-end.js';
+import { chargeTick } from './tick-charge.js';
 
 /** The parent kills a worker with more threads than this: a thread bomb stays under any memory ceiling. */
 export const MAX_WORKER_THREADS = 64;
@@ -69,6 +71,8 @@ interface Command {
   lastTick: number;
   syncHostMs: number;
   cpuAtStart: number | undefined;
+  /** Whether the command runs guest code; decides how a CPU cap that stops it is named. */
+  readonly activity: WorkerActivity;
   /** The worker's CPU time at the last tick, to tell a guest that runs from one that waits. */
   lastCpuMs?: number;
 }
@@ -423,12 +427,21 @@ export class IsolatedRuntime implements AsyncDisposable {
 
   #request(message: Message, deadline = this.#options.requestTimeout): Promise<unknown> {
     let release: (() => void) | undefined;
+    const activity = activityOf(message);
     return new Promise((resolve, reject) => {
+      // Idle again as soon as the answer is in: a death after it is not this command's.
+      const settle =
+        <T>(done: (value: T) => void) =>
+        (value: T) => {
+          this.#worker.setActivity('idle');
+          done(value);
+        };
       this.#current = {
         id: (message as { id: number }).id,
         deadline,
-        resolve,
-        reject,
+        activity,
+        resolve: settle(resolve),
+        reject: settle(reject),
         hostCalls: 0,
         guestMs: 0,
         hostWaitMs: 0,
@@ -439,9 +452,11 @@ export class IsolatedRuntime implements AsyncDisposable {
       };
       release = this.#worker.hold();
       this.#ticker = setInterval(() => this.#supervise(), SUPERVISOR_TICK_MS);
+      this.#worker.setActivity(activity);
       this.#worker.send(message);
     }).finally(() => {
       this.#current = undefined;
+      this.#worker.setActivity('idle');
       clearInterval(this.#ticker);
       this.#ticker = undefined;
       release?.();
@@ -468,21 +483,22 @@ export class IsolatedRuntime implements AsyncDisposable {
     current.lastTick = now;
     current.syncHostMs = 0;
     const sample = sampleProcess(this.#worker.pid);
-    const cpuMs = sample === undefined || current.lastCpuMs === undefined ? 0 : sample.cpuMs - current.lastCpuMs;
+    const workerCpuMs = sample === undefined || current.lastCpuMs === undefined ? 0 : sample.cpuMs - current.lastCpuMs;
     if (sample !== undefined) current.lastCpuMs = sample.cpuMs;
     // Time in host functions is not charged to the guest; it is counted against maxHostWait. A
-    // call in flight does not make the guest idle, though: a guest that leaves an async call
-    // pending and runs meanwhile (its CPU time says so) is charged, so it meets requestTimeout.
-    const guestRan = cpuMs > elapsed / 2;
-    if (this.#inflightHostCalls > 0 && !guestRan) current.hostWaitMs += elapsed;
-    else current.guestMs += elapsed;
+    // call in flight does not make the guest idle, though: the guest is charged what the worker
+    // ran meanwhile (its CPU time), so it meets requestTimeout however loaded the machine is.
+    const charge = chargeTick({ elapsedMs: elapsed, workerCpuMs, hostCallsInFlight: this.#inflightHostCalls });
+    current.guestMs += charge.guestMs;
+    current.hostWaitMs += charge.hostWaitMs;
     const o = this.#options;
     if (current.deadline !== undefined && current.guestMs > current.deadline) {
-      const what = current.deadline === o.requestTimeout ? `requestTimeout (${o.requestTimeout} ms)` : `its start deadline (${current.deadline} ms)`;
-      return this.#kill(new RuntimeTimeout(`the command ran past ${what}; the worker was killed and the runtime is closed`));
+      const isRequestTimeout = current.deadline === o.requestTimeout;
+      const what = isRequestTimeout ? `requestTimeout (${o.requestTimeout} ms)` : `its start deadline (${current.deadline} ms)`;
+      return this.#kill(new RuntimeTimeout(`the command ran past ${what}; the worker was killed and the runtime is closed`, isRequestTimeout ? 'requestTimeout' : 'startTimeout'));
     }
     if (o.maxHostWait !== undefined && current.hostWaitMs > o.maxHostWait) {
-      return this.#kill(new RuntimeTimeout(`the command waited on host functions past maxHostWait (${o.maxHostWait} ms); the worker was killed`));
+      return this.#kill(new RuntimeTimeout(`the command waited on host functions past maxHostWait (${o.maxHostWait} ms); the worker was killed`, 'maxHostWait'));
     }
     if (sample !== undefined) {
       if (o.maxMemory !== undefined && sample.rssBytes > o.maxMemory) {
@@ -493,7 +509,7 @@ export class IsolatedRuntime implements AsyncDisposable {
       }
       current.cpuAtStart ??= sample.cpuMs;
       if (o.requestTimeout !== undefined && sample.cpuMs - current.cpuAtStart > 2 * o.requestTimeout) {
-        return this.#kill(new WorkerCrashed(`the worker used more than twice requestTimeout in CPU time; it was killed`, 'cpu'));
+        return this.#kill(cpuCapExceeded(current.activity, `its CPU time cap (${2 * o.requestTimeout} ms of CPU: twice requestTimeout)`));
       }
     }
     if (this.#worker.reader.isStalled(o.writeStallTimeout ?? 10_000, now)) {
@@ -711,6 +727,11 @@ function assertReachableByNobody(node: string, entry: string): void {
       'start',
     );
   }
+}
+
+/** Guest code runs in `eval` and `evalModule`; the parent's own commands (configure, bind, revoke) run none. */
+function activityOf(message: Message): WorkerActivity {
+  return message.type === 'eval' || message.type === 'evalModule' ? 'guest' : 'host';
 }
 
 let testEntry: string | undefined;

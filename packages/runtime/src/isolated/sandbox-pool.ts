@@ -239,7 +239,7 @@ export class SandboxPool implements AsyncDisposable {
       };
       const timer = setTimeout(() => {
         this.#waiters.delete(waiter);
-        reject(new RuntimeTimeout(`the pool was not full within ${timeoutMs} ms (ready ${this.#ready.length} of ${this.#size}; last error: ${this.#lastError ?? 'none'})`));
+        reject(new RuntimeTimeout(`the pool was not full within ${timeoutMs} ms (ready ${this.#ready.length} of ${this.#size}; last error: ${this.#lastError ?? 'none'})`, 'startTimeout'));
       }, timeoutMs);
       this.#waiters.add(waiter);
     });

@@ -6,8 +6,7 @@ import { FrameReader, ProtocolError, encodeFrame, type Message } from '@strata/w
 import { WorkerCrashed, type StrataError } from '../errors.js';
 import type { LaunchStep } from '../layers/layer.js';
 import { execHelperPath } from '../native/native-paths.js';
-
-import { WATCHDOG_EXIT_CODE } from '../native/native-paths.js';
+import { classifyWorkerEnd, type WorkerActivity } from './worker-end.js';
 
 import { WORKER_FRAME_LIMITS } from '../channel-limits.js';
 
@@ -96,10 +95,13 @@ export class WorkerProcess {
   readonly #exitListeners: ((error: StrataError) => void)[] = [];
   #writeStalledSince: number | undefined;
   #holds = 0;
+  readonly #cpuSeconds: number | undefined;
+  #activity: WorkerActivity = 'idle';
 
-  private constructor(child: ChildProcess) {
+  private constructor(child: ChildProcess, cpuSeconds: number | undefined) {
     this.child = child;
     this.pid = child.pid!;
+    this.#cpuSeconds = cpuSeconds;
     this.#commands = child.stdio[0] as Writable;
     this.#replies = child.stdio[3] as Writable;
     this.#settlements = child.stdio[4] as Writable;
@@ -132,7 +134,7 @@ export class WorkerProcess {
         child.on('error', (error) => reject(new WorkerCrashed(`the worker could not be started: ${error.message}`, 'start', { cause: error })));
         return;
       }
-      const worker = new WorkerProcess(child);
+      const worker = new WorkerProcess(child, plan.cpuSeconds);
       // Kept referenced only while starting: an idle worker never keeps this process alive.
       const releaseStart = worker.hold();
       const deadline = setTimeout(
@@ -167,6 +169,11 @@ export class WorkerProcess {
 
   get exited(): boolean {
     return this.#exited;
+  }
+
+  /** Says what the worker is doing now; how its end is named depends on it (`classifyWorkerEnd`). */
+  setActivity(activity: WorkerActivity): void {
+    this.#activity = activity;
   }
 
   /** A command, or the settlement of an async host call. */
@@ -248,14 +255,8 @@ export class WorkerProcess {
   #exit(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.#exited) return;
     this.#exited = true;
-    const tail = this.#stderrTail.trim().split('\n').slice(-3).join(' | ');
-    const said = tail === '' ? '' : ` (worker stderr: ${tail.slice(0, 500)})`;
-    let error: StrataError;
-    if (this.#killReason !== undefined) error = this.#killReason;
-    else if (code === WATCHDOG_EXIT_CODE) error = new WorkerCrashed(`the worker's resident memory passed maxMemory; it stopped itself${said}`, 'maxMemory');
-    else if (signal === 'SIGXCPU') error = new WorkerCrashed(`the worker used up its CPU time cap${said}`, 'cpu');
-    else if (signal !== null) error = new WorkerCrashed(`the worker died of ${signal}${said}`, 'signal');
-    else error = new WorkerCrashed(`the worker exited with status ${code}${said}`, 'exit');
+    const tail = this.#stderrTail.trim().split('\n').slice(-3).join(' | ').slice(0, 500);
+    const error = classifyWorkerEnd({ killedFor: this.#killReason, code, signal, activity: this.#activity, cpuSeconds: this.#cpuSeconds, stderrTail: tail });
     this.#exitError = error;
     for (const listener of this.#exitListeners.splice(0)) listener(error);
   }

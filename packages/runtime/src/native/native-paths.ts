@@ -29,7 +29,7 @@ export interface MemoryWatchdog {
   rss(): number;
   /** The number of threads in the process now. */
   threads(): number;
-  /** Sets the RLIMIT_CPU soft limit to the CPU time used so far plus `seconds` (at most the hard limit). */
+  /** Sets the RLIMIT_CPU soft limit to the CPU time used so far, rounded up to a second, plus `seconds` (at most the hard limit): at least `seconds` more, less than `seconds + 1`. */
   setCpuSoftLimit(seconds: number): void;
   /** `PR_SET_DUMPABLE 0`: no core dump, no ptrace attach by same-uid processes, /proc/<pid> owned by root. */
   disableDumping(): void;

@@ -85,7 +85,10 @@ export class WorkerSession {
     const pipeline = await applyPipeline(layerSteps ?? [], {
       platform: process.platform,
       evalInGuest: async (code, extra) => {
-        const probe = await RuntimeClass.start({ ...runtimeOptions, bootstrap: [...bootstrap, ...extra] });
+        // Not the guest's soft timeout: a self-test is the layer's code, and on a loaded machine
+        // it can take longer than a short guest timeout (a start failed as LayerFailed at load 15).
+        // The parent's start deadline (startTimeout) bounds it, killing the worker.
+        const probe = await RuntimeClass.start({ ...runtimeOptions, timeout: Infinity, bootstrap: [...bootstrap, ...extra] });
         try {
           return await probe.eval(code);
         } finally {
