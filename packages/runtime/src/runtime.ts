@@ -220,7 +220,10 @@ export class Runtime implements AsyncDisposable {
   #closeReason: StrataError | undefined;
   readonly #modules = new ModuleRegistry();
   #moduleSource: ModuleSource = this.#modules;
-  readonly #compiledModules = new Map<string, Promise<IsolatedVm.Module>>();
+  // Modules that linked, by canonical specifier: later imports of the same specifier get the same
+  // instance, as a realm's module map does. What an evaluation compiled joins only once its whole
+  // graph linked, so a graph that failed or timed out leaves nothing half-linked behind.
+  readonly #linkedModules = new Map<string, IsolatedVm.Module>();
   readonly #moduleSpecifiers = new WeakMap<IsolatedVm.Module, string>();
 
   private constructor(options: ResolvedRuntimeOptions) {
@@ -480,7 +483,7 @@ export class Runtime implements AsyncDisposable {
     }
     return this.#command(async (budget) => {
       const module = this.#compileModule(javascript, specifier);
-      await module.instantiate(this.#context, (request, referrer) => this.#resolveImport(request, this.#moduleSpecifiers.get(referrer) ?? specifier));
+      await this.#link(module, specifier);
       // isolated-vm does not hand out the promise of a module's top-level await, so a wrapper
       // imports the module: the wrapper's binding leaves its temporal dead zone only once the
       // module has finished evaluating.
@@ -866,17 +869,47 @@ export class Runtime implements AsyncDisposable {
     return module;
   }
 
-  async #resolveImport(request: string, referrer: string): Promise<IsolatedVm.Module> {
+  /**
+   * Links `module` and its graph. isolated-vm's linker walks the graph itself and asks for each
+   * import once: the answer is a compiled module, never one awaiting its own linking, so a cycle
+   * (legal ECMAScript) links as the specification says instead of waiting on itself. The whole
+   * walk, the host's resolver and loader included, is bounded by the command's `timeout`.
+   */
+  async #link(module: IsolatedVm.Module, specifier: string): Promise<void> {
+    const compiling = new Map<string, Promise<IsolatedVm.Module>>();
+    const linking = module.instantiate(this.#context, (request, referrer) =>
+      // The module under evaluation may import itself by its own specifier, which no registry knows.
+      request === specifier ? module : this.#resolveImport(request, this.#moduleSpecifiers.get(referrer) ?? specifier, compiling),
+    );
+    const timeout = this.#options.timeout;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      if (timeout !== Infinity) {
+        timer = setTimeout(
+          () => reject(new RuntimeTimeout(`the module graph did not link within the timeout (${timeout} ms): a module resolver or loader did not answer in time`)),
+          timeout,
+        );
+      }
+    });
+    // A linker that lost the race may still settle later; nothing waits for it then.
+    linking.catch(() => undefined);
+    try {
+      await Promise.race([linking, expired]);
+    } finally {
+      clearTimeout(timer);
+    }
+    for (const [canonical, compiled] of compiling) this.#linkedModules.set(canonical, await compiled);
+  }
+
+  /** The module `request` names, compiled once per canonical specifier for the evaluation in `compiling`. */
+  async #resolveImport(request: string, referrer: string, compiling: Map<string, Promise<IsolatedVm.Module>>): Promise<IsolatedVm.Module> {
     const { specifier, source } = await this.#moduleSource.load(request, referrer);
-    let compiled = this.#compiledModules.get(specifier);
+    const linked = this.#linkedModules.get(specifier);
+    if (linked !== undefined) return linked;
+    let compiled = compiling.get(specifier);
     if (compiled === undefined) {
-      compiled = (async () => {
-        const module = this.#compileModule(source, specifier);
-        await module.instantiate(this.#context, (r, ref) => this.#resolveImport(r, this.#moduleSpecifiers.get(ref) ?? specifier));
-        return module;
-      })();
-      this.#compiledModules.set(specifier, compiled);
-      compiled.catch(() => this.#compiledModules.delete(specifier));
+      compiled = Promise.resolve().then(() => this.#compileModule(source, specifier));
+      compiling.set(specifier, compiled);
     }
     return compiled;
   }
