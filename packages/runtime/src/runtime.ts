@@ -104,6 +104,8 @@ const IVM_MEMORY = 'Isolate was disposed during execution due to memory limit';
 // as Web Crypto's getRandomValues allows.
 const ENTROPY_GLOBAL = '__strataEntropy';
 const MAX_ENTROPY_BYTES = 65_536;
+// The most characters of an unhandled rejection's description that reach the console.
+const MAX_REJECTION_CHARS = 4_096;
 // The specifier under which a completion wrapper imports the module being evaluated.
 const MODULE_UNDER_EVALUATION = 'strata:module-under-evaluation';
 
@@ -198,7 +200,13 @@ export class Runtime implements AsyncDisposable {
     watch: IsolatedVm.Reference;
     takeOutcome: IsolatedVm.Reference;
     finalize: IsolatedVm.Reference;
+    enter: IsolatedVm.Reference;
   };
+  // The step `internals.enter` calls back into (see #enter).
+  #nestedStep: (() => void) | undefined;
+  // Unhandled rejections reported so far, and the last one (see #reportUnhandledRejection).
+  #rejections = 0;
+  #lastRejection: unknown;
   readonly #deadline: GuestDeadline;
   // The budget of the entry in progress, so that a host function can stop the guest's clock.
   #activeBudget: GuestBudget | undefined;
@@ -247,6 +255,7 @@ export class Runtime implements AsyncDisposable {
           new ivm.Callback((level: string, stream: 'stdout' | 'stderr', text: string) => this.#console.emit({ level, stream, text })),
           new ivm.Callback((id: number, ok: boolean) => void this.#settled.set(id, ok)),
           new ivm.Callback(() => this.#isolate.getHeapStatisticsSync().externally_allocated_size),
+          new ivm.Callback(() => this.#nestedStep?.()),
           new ivm.ExternalCopy({
             maxBufferBytes: options.maxBufferBytes,
             maxDepth: MAX_DEPTH,
@@ -269,6 +278,7 @@ export class Runtime implements AsyncDisposable {
         watch: get('watch'),
         takeOutcome: get('takeOutcome'),
         finalize: get('finalize'),
+        enter: get('enter'),
       };
     } catch (error) {
       deadline?.release();
@@ -383,8 +393,18 @@ export class Runtime implements AsyncDisposable {
       return Promise.reject(error);
     }
     return this.#command(async (budget) => {
-      const completion = this.#enter(budget, () => this.#context.evalSync(script, { reference: true, filename })) as IsolatedVm.Reference;
-      return this.#settle(completion, budget);
+      // A returned promise is watched in the script's own task, so that it has a handler before
+      // the task ends and is never reported as an unhandled rejection.
+      const watchId = this.#nextId++;
+      const { completion, watched } = this.#enter(
+        budget,
+        () => {
+          const value = this.#context.evalSync(script, { reference: true, filename }) as IsolatedVm.Reference;
+          return { completion: value, watched: value.typeof === 'object' && this.#internals.watch.applySync(undefined, [value.derefInto(), watchId]) === true };
+        },
+        true,
+      );
+      return watched ? this.#awaitPromise(watchId, budget) : this.#settle(completion, budget);
     });
   }
 
@@ -491,7 +511,8 @@ export class Runtime implements AsyncDisposable {
         filename: `${specifier} (completion)`,
       });
       await wrapper.instantiate(this.#context, () => module);
-      this.#enter(budget, () => wrapper.evaluateSync());
+      const rejectionsBefore = this.#rejections;
+      this.#enter(budget, () => wrapper.evaluateSync(), true);
       const wrapperNamespace = wrapper.namespace;
       let namespace: IsolatedVm.Reference | undefined;
       const finished = () => {
@@ -502,7 +523,14 @@ export class Runtime implements AsyncDisposable {
           return false;
         }
       };
-      await this.#drive(finished, budget, "the module's top-level await (or it threw after its first await, which isolated-vm cannot report)");
+      try {
+        await this.#drive(finished, budget, "the module's top-level await");
+      } catch (error) {
+        // isolated-vm hands out no module's evaluation promise: a module that threw (before or
+        // after an await) is known by the rejection it left unhandled, the last one reported.
+        if (error instanceof PromiseNeverSettled && this.#rejections !== rejectionsBefore) throw this.#translate(this.#lastRejection);
+        throw error;
+      }
       const exportsObject = this.#enter(budget, () =>
         this.#internals.namespaceToObject.applySync(undefined, [namespace!.derefInto()], { result: { reference: true } }),
       ) as IsolatedVm.Reference;
@@ -579,24 +607,64 @@ export class Runtime implements AsyncDisposable {
    * Enters the isolate synchronously under the command's deadline and charges the time to its
    * budget. A deadline that fired is a {@link RuntimeTimeout}, whatever the entry returned (a
    * termination inside the microtasks that run as it returns is not reported by isolated-vm).
+   *
+   * A step that runs the guest's code (`runsGuestCode`) keeps its outcome when the guest left a
+   * promise rejected with no handler: isolated-vm throws the first such rejection at the end of
+   * each task, in place of the task's result. The step runs nested, called back from the guest's
+   * `enter`, so the host holds its outcome before the task ends; the rejection is reported as
+   * browsers do, on the console (`Uncaught (in promise) …`, level `error`), and the outcome stands.
    */
-  #enter<T>(budget: GuestBudget, step: () => T): T {
+  #enter<T>(budget: GuestBudget, step: () => T, runsGuestCode = false): T {
     budget.start();
     const outer = this.#activeBudget;
     this.#activeBudget = budget;
-    let result: T | undefined;
-    let failure: unknown;
-    let failed = false;
-    try {
-      result = step();
-    } catch (error) {
-      failed = true;
-      failure = error;
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
+    const run = () => {
+      try {
+        outcome = { ok: true, value: step() };
+      } catch (error) {
+        outcome = { ok: false, error };
+      }
+    };
+    let taskEnd: { error: unknown } | undefined;
+    if (runsGuestCode) {
+      const outerStep = this.#nestedStep;
+      this.#nestedStep = run;
+      try {
+        this.#internals.enter.applySync(undefined, []);
+      } catch (error) {
+        taskEnd = { error };
+      } finally {
+        this.#nestedStep = outerStep;
+      }
+    } else {
+      run();
     }
     this.#activeBudget = outer;
     if (budget.stop()) throw new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
-    if (failed) throw failure;
-    return result as T;
+    if (taskEnd !== undefined) {
+      // Once the nested step returned, only the end of the task throws: a memory limit, or an unhandled rejection.
+      if (outcome === undefined || this.#isolate.isDisposed || isEngineFailure(taskEnd.error)) throw taskEnd.error;
+      this.#reportUnhandledRejection(taskEnd.error);
+    }
+    if (outcome === undefined) throw new StrataError('the guest did not run the host\'s step');
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
+  }
+
+  /** An unhandled rejection the guest left, on its console as a browser reports it; the command goes on. */
+  #reportUnhandledRejection(reason: unknown): void {
+    this.#rejections++;
+    this.#lastRejection = reason;
+    let text: string;
+    if (reason instanceof Error) {
+      const stack = typeof reason.stack === 'string' && reason.stack !== '' ? reason.stack : `${reason.name}: ${reason.message}`;
+      text = stack;
+    } else {
+      text = typeof reason === 'string' ? reason : String(reason);
+    }
+    if (text.length > MAX_REJECTION_CHARS) text = `${text.slice(0, MAX_REJECTION_CHARS)}…`;
+    this.#console.emit({ level: 'error', stream: 'stderr', text: `Uncaught (in promise) ${text}` });
   }
 
   /** An entry outside any command, bounded by {@link HOST_OPERATION_MS}; past it the runtime is closed. */
@@ -633,7 +701,7 @@ export class Runtime implements AsyncDisposable {
       const id = this.#nextId++;
       const isPromise = this.#enter(budget, () =>
         this.#internals.watch.applySync(undefined, [completion.derefInto(), id]),
-      ) as boolean;
+      true) as boolean;
       if (!isPromise) throw new ValueNotTransferable(`the value cannot cross: ${copyFailure(copyError)}`);
       return this.#awaitPromise(id, budget);
     }
@@ -671,7 +739,7 @@ export class Runtime implements AsyncDisposable {
   #runTimer(budget: GuestBudget): boolean {
     const loop = this.#eventLoop!;
     const runNext = this.#runNext!;
-    return this.#enter(budget, () => runNext.applySync(loop.derefInto(), []) === true);
+    return this.#enter(budget, () => runNext.applySync(loop.derefInto(), []) === true, true);
   }
 
   /** Copies a guest value out, refusing anything outside the transferable set. */
@@ -710,7 +778,7 @@ export class Runtime implements AsyncDisposable {
   #guestError(thrown: IsolatedVm.Reference, budget: GuestBudget): JsError {
     const [name, message, stack] = this.#enter(budget, () =>
       this.#internals.describeError.applySync(undefined, [thrown.derefInto()], { result: { copy: true } }),
-    ) as [string, string, string | undefined];
+    true) as [string, string, string | undefined];
     return new JsError(name, message, stack);
   }
 
@@ -857,7 +925,7 @@ export class Runtime implements AsyncDisposable {
       } else {
         args = [callId, false, undefined, ...this.#hostErrorForGuest(value)];
       }
-      this.#enter(budget, () => this.#internals.settleHostCall.applySync(undefined, args));
+      this.#enter(budget, () => this.#internals.settleHostCall.applySync(undefined, args), true);
     }
   }
 
@@ -913,6 +981,12 @@ export class Runtime implements AsyncDisposable {
     }
     return compiled;
   }
+}
+
+/** What isolated-vm throws for itself (a memory limit, a timeout, a disposed isolate), never a guest value. */
+function isEngineFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return error.message === IVM_MEMORY || error.message === IVM_TIMEOUT || /isolate.*disposed/i.test(error.message);
 }
 
 /** Why isolated-vm's serializer refused a value, in words a user can act on. */

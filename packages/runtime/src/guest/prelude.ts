@@ -40,6 +40,7 @@ export function guestPrelude(
   hostConsole: any,
   hostSettled: any,
   hostBufferBytes: any,
+  hostStep: any,
   config: PreludeConfig,
 ): any {
   'use strict';
@@ -708,6 +709,13 @@ export function guestPrelude(
     ObjectDefineProperty(g, 'eval', { __proto__: null, value: tamedEval, writable: false, enumerable: false, configurable: false });
   }
 
+  // The host runs a step that runs guest code as a call back from here: the step is then a nested
+  // entry, and the end of the task (microtasks, then isolated-vm's report of a promise rejected
+  // with no handler) comes after the host has the step's outcome.
+  function enter(): void {
+    hostStep();
+  }
+
   // Before any bootstrap script: what a bootstrap captures is already tamed.
   if (config.strictEval) tameCodeGeneration();
 
@@ -722,6 +730,7 @@ export function guestPrelude(
     watch,
     takeOutcome,
     finalize,
+    enter,
     isSafeInteger: NumberIsSafeInteger,
   });
 }
