@@ -237,7 +237,11 @@ export class Runtime implements AsyncDisposable {
   private constructor(options: ResolvedRuntimeOptions) {
     this.#options = options;
     this.#console = new ConsoleHub(options.maxOutputBytes);
-    this.#isolate = new ivm.Isolate({ memoryLimit: Math.ceil(options.maxHeapSize / (1024 * 1024)) });
+    // isolated-vm's memory limit counts the heap and array buffers together, and past it V8 may
+    // abort the process (an allocation that cannot fit during a collection). It is set to the
+    // sum of the two caps, maxHeapSize (the deadline addon's heap check) and maxBufferBytes (the
+    // prelude's), so that it is only ever the outer bound.
+    this.#isolate = new ivm.Isolate({ memoryLimit: Math.ceil((options.maxHeapSize + options.maxBufferBytes) / (1024 * 1024)) });
     let deadline: GuestDeadline | undefined;
     try {
       // With --expose-gc (as every Strata worker runs), the context has V8's gc(), which the
@@ -245,6 +249,7 @@ export class Runtime implements AsyncDisposable {
       // threads, and a change under a running isolate can crash the process.
       this.#context = this.#isolate.createContextSync();
       deadline = GuestDeadline.attach(this.#context);
+      deadline.limitHeap(options.maxHeapSize);
       this.#deadline = deadline;
       const prelude = this.#isolate.compileScriptSync(`(${guestPrelude.toString()})`, { filename: 'strata:prelude' });
       const preludeFn = prelude.runSync(this.#context, { reference: true }) as IsolatedVm.Reference;
@@ -641,7 +646,9 @@ export class Runtime implements AsyncDisposable {
       run();
     }
     this.#activeBudget = outer;
-    if (budget.stop()) throw new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
+    const timedOut = budget.stop();
+    if (this.#deadline.heapExceeded()) throw this.#heapLimitExceeded();
+    if (timedOut) throw new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
     if (taskEnd !== undefined) {
       // Once the nested step returned, only the end of the task throws: a memory limit, or an unhandled rejection.
       if (outcome === undefined || this.#isolate.isDisposed || isEngineFailure(taskEnd.error)) throw taskEnd.error;
@@ -650,6 +657,10 @@ export class Runtime implements AsyncDisposable {
     if (outcome === undefined) throw new StrataError('the guest did not run the host\'s step');
     if (!outcome.ok) throw outcome.error;
     return outcome.value;
+  }
+
+  #heapLimitExceeded(): HeapLimitExceeded {
+    return new HeapLimitExceeded(`the guest's heap grew past maxHeapSize (${this.#options.maxHeapSize} bytes); the runtime is closed`);
   }
 
   /** An unhandled rejection the guest left, on its console as a browser reports it; the command goes on. */
@@ -790,15 +801,15 @@ export class Runtime implements AsyncDisposable {
       if (error instanceof HeapLimitExceeded) this.#dispose(error);
       return error;
     }
-    if (this.#isolate.isDisposed && !this.#closed) {
-      const reason = new HeapLimitExceeded(`the guest's heap grew past maxHeapSize (${this.#options.maxHeapSize} bytes); the runtime is closed`);
+    if ((this.#isolate.isDisposed || this.#deadline.heapExceeded()) && !this.#closed) {
+      const reason = this.#heapLimitExceeded();
       this.#dispose(reason);
       return reason;
     }
     if (error instanceof Error) {
       if (error.message === IVM_TIMEOUT) return new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
       if (error.message === IVM_MEMORY) {
-        const reason = new HeapLimitExceeded(`the guest's heap grew past maxHeapSize (${this.#options.maxHeapSize} bytes); the runtime is closed`);
+        const reason = this.#heapLimitExceeded();
         this.#dispose(reason);
         return reason;
       }
