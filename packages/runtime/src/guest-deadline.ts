@@ -12,6 +12,7 @@
  * @module
  */
 import { loadEngine, type IsolatedVm } from './engine.js';
+import { StrataError } from './errors.js';
 import { deadlineAddonPath, loadDeadlineAddon } from './native/native-paths.js';
 
 interface DeadlineAddon {
@@ -34,6 +35,10 @@ let loaded: { readonly addon: DeadlineAddon; readonly module: IsolatedVm.NativeM
 export function loadGuestDeadline(): void {
   if (loaded !== undefined) return;
   const addon = loadDeadlineAddon() as DeadlineAddon;
+  // An addon built from an older checkout has no heap limit: the runtime would run without one.
+  if (typeof addon.limitHeap !== 'function' || typeof addon.heapExceeded !== 'function') {
+    throw new StrataError(`${deadlineAddonPath()} was built from an older @strata/runtime and cannot enforce maxHeapSize; rebuild it (npm rebuild @strata/runtime)`);
+  }
   loaded = { addon, module: new (loadEngine().NativeModule)(deadlineAddonPath()) };
 }
 
