@@ -860,9 +860,11 @@ export function guestPrelude(
       replaceConstructor('Memory', OriginalMemory, Memory);
     }
     if (typeof OriginalModule !== 'function') return;
-    const Module = function Module(this: any, bytes: any): any {
+    const Module = function Module(this: any, bytes: any, options: any): any {
       if (new.target === undefined) return ReflectApply(OriginalModule, this, [bytes]);
-      return ReflectConstruct(OriginalModule, [checkedModuleBytes(bytes, 'WebAssembly.Module')], new.target === Module ? OriginalModule : new.target);
+      const checked = checkedModuleBytes(bytes, 'WebAssembly.Module');
+      // Compile options (builtins, imported string constants) pass through as given.
+      return ReflectConstruct(OriginalModule, arguments.length > 1 ? [checked, options] : [checked], new.target === Module ? OriginalModule : new.target);
     };
     replaceConstructor('Module', OriginalModule, Module);
     // WebAssembly.Module.exports throws for anything but a compiled module: a brand check that runs no guest code.
