@@ -46,6 +46,13 @@ export const FETCH_CANCEL_GLOBAL = '__strataFetchCancel';
 export const MAX_INTERVAL_RUNS = 10_000;
 
 /**
+ * How many timers may wait to fire at once (`setTimeout`, `setInterval` and
+ * the polyfills' own tasks together). Past it, `setTimeout` and
+ * `setInterval` throw a `RangeError` in the guest instead of filling its heap.
+ */
+export const MAX_PENDING_TIMERS = 100_000;
+
+/**
  * How far each `performance.now()` call advances the virtual clock, in
  * milliseconds (1/128 ms, a power of two so sums stay exact).
  */

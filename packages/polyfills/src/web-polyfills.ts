@@ -163,7 +163,9 @@ function assemble(): string {
  * sleeps. A string handler (`setTimeout('code')`) is never compiled: the
  * timer gets an id and never runs. A `setInterval` that fires
  * `MAX_INTERVAL_RUNS` (10,000) times is cut off: it is cleared and a warning
- * goes to `console.warn` if the host installed a console. Exceptions thrown
+ * goes to `console.warn` if the host installed a console. At most
+ * `MAX_PENDING_TIMERS` (100,000) timers wait at once; past it `setTimeout`
+ * and `setInterval` throw a `RangeError`. Exceptions thrown
  * by callbacks and listeners go to `console.error` and never stop the loop.
  *
  * The script is strict, uses neither `eval` nor `Function`, so it loads

@@ -5,6 +5,7 @@ import {
   EVENT_LOOP_GLOBAL,
   LAZY_GLOBALS,
   MAX_INTERVAL_RUNS,
+  MAX_PENDING_TIMERS,
   NEVER_DEFINED_GLOBALS,
   PERFORMANCE_TICK_MS,
   POLYFILLED_GLOBALS,
@@ -123,6 +124,7 @@ test('evaluating it twice in one context is a no-op; separate contexts are indep
 test('the constants describe the bootstrap', async (t) => {
   t.is(EVENT_LOOP_GLOBAL, '__strataEventLoop');
   t.true(WEB_POLYFILLS.includes(`const MAX_INTERVAL_RUNS = ${MAX_INTERVAL_RUNS.toLocaleString('en').replace(/,/g, '_')};`));
+  t.true(WEB_POLYFILLS.includes(`const MAX_PENDING_TIMERS = ${MAX_PENDING_TIMERS.toLocaleString('en').replace(/,/g, '_')};`));
   t.true(WEB_POLYFILLS.includes(`const TICK_MS = 1 / ${1 / PERFORMANCE_TICK_MS};`));
 });
 

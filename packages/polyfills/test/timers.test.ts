@@ -1,5 +1,5 @@
 import test from 'ava';
-import { MAX_INTERVAL_RUNS } from '../src/index.js';
+import { MAX_INTERVAL_RUNS, MAX_PENDING_TIMERS } from '../src/index.js';
 import { withSandbox } from './helpers/isolate.js';
 
 test('timers fire in order of delay, then of scheduling', async (t) => {
@@ -274,5 +274,26 @@ test('many cleared timers do not leave the heap growing', async (t) => {
     })`);
     t.deepEqual(r.value, { kept: [4, 3, 2, 1, 0], pending: 0 });
     t.is(r.steps, 6);
+  });
+});
+
+test('a timer flood stops at MAX_PENDING_TIMERS with a RangeError; cleared timers make room again', async (t) => {
+  await withSandbox({}, async (s) => {
+    const made = s.value(`(() => {
+      const ids = [];
+      try {
+        for (let i = 0; i < 2e6; i++) ids.push(setTimeout(() => {}, 1));
+        return { made: ids.length, error: 'none' };
+      } catch (e) {
+        globalThis.flood = ids;
+        return { made: ids.length, error: e.name + ': ' + e.message };
+      }
+    })()`) as { made: number; error: string };
+    t.is(made.made, MAX_PENDING_TIMERS);
+    t.regex(made.error, /^RangeError: setTimeout: 100000 timers are already pending.*Clear timers/);
+    t.throws(() => s.value('setInterval(() => {}, 5)'), { message: /setInterval: 100000 timers are already pending/ });
+    // Clearing makes room; the table has no memory of the flood.
+    t.is(s.value('for (const id of flood) clearTimeout(id); typeof setTimeout(() => {}, 1)'), 'number');
+    t.is(s.value('__strataEventLoop.pending()'), 1);
   });
 });

@@ -50,6 +50,8 @@ struct Slot {
   bool armed = false;
   bool fired = false;
   Clock::time_point deadline{};
+  size_t heap_limit = 0;  // 0: not watched
+  bool heap_exceeded = false;
 };
 
 // Allocated once and never freed: the watcher thread may still wait on the condition variable
@@ -101,6 +103,52 @@ uint32_t take_slot(v8::Isolate* isolate) {
   return static_cast<uint32_t>(registry.slots.size() - 1);
 }
 
+/*
+ * The guest's heap limit (limitHeap), enforced from inside V8: after every collection, a heap
+ * still larger than the limit stops the guest's JavaScript (TerminateExecution) and marks the
+ * slot, so the owner reports a heap limit rather than a timeout. isolated-vm's own memory limit
+ * stays as the outer bound; it is set with headroom above this one, because V8 aborts the whole
+ * process when an allocation cannot fit in the heap during a collection it cannot interrupt (a
+ * Map's table doubling, a large array), which is how a full heap used to become SIGABRT.
+ */
+void mark_heap_exceeded(v8::Isolate* isolate, uint32_t index) {
+  {
+    std::lock_guard<std::mutex> held{registry.lock};
+    if (index >= registry.slots.size() || registry.slots[index].isolate != isolate) return;
+    registry.slots[index].heap_exceeded = true;
+  }
+  isolate->TerminateExecution();
+}
+
+void after_collection(v8::Isolate* isolate, v8::GCType, v8::GCCallbackFlags, void* data) {
+  const uint32_t index = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(data));
+  size_t limit = 0;
+  {
+    std::lock_guard<std::mutex> held{registry.lock};
+    if (index >= registry.slots.size() || registry.slots[index].isolate != isolate || registry.slots[index].heap_exceeded) return;
+    limit = registry.slots[index].heap_limit;
+  }
+  if (limit == 0) return;
+  v8::HeapStatistics heap;
+  isolate->GetHeapStatistics(&heap);
+  if (heap.used_heap_size() > limit) mark_heap_exceeded(isolate, index);
+}
+
+// V8 is about to run out of heap: the guest is stopped, and V8 gets room for the allocation in
+// progress (half the current limit again) so that it does not abort the process before the
+// termination takes effect. V8 calls the callback added last only: this one, added after
+// isolated-vm's.
+size_t near_heap_limit(void* data, size_t current_heap_limit, size_t /*initial_heap_limit*/) {
+  v8::Isolate* isolate = nullptr;
+  const uint32_t index = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(data));
+  {
+    std::lock_guard<std::mutex> held{registry.lock};
+    if (index < registry.slots.size()) isolate = registry.slots[index].isolate;
+  }
+  if (isolate != nullptr) mark_heap_exceeded(isolate, index);
+  return current_heap_limit + current_heap_limit / 2;
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) void InitForContext(v8::Isolate* isolate, v8::Local<v8::Context> context, v8::Local<v8::Object> target) {
@@ -109,7 +157,13 @@ extern "C" __attribute__((visibility("default"))) void InitForContext(v8::Isolat
   if (target->Set(context, key, v8::Integer::NewFromUnsigned(isolate, slot)).IsNothing()) {
     std::lock_guard<std::mutex> held{registry.lock};
     registry.slots[slot] = Slot{};
+    return;
   }
+  // The callbacks live as long as the isolate; they find their slot by index and act only while
+  // it still holds this isolate (release() empties it before the isolate is disposed).
+  void* data = reinterpret_cast<void*>(static_cast<uintptr_t>(slot));
+  isolate->AddGCEpilogueCallback(after_collection, data, v8::kGCTypeAll);
+  isolate->AddNearHeapLimitCallback(near_heap_limit, data);
 }
 
 /* ---- the Node face ------------------------------------------------------------------------- */
@@ -236,6 +290,27 @@ napi_value release(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// limitHeap(slot, bytes): stop the slot's isolate once its heap is larger than `bytes` after a collection.
+napi_value limit_heap(napi_env env, napi_callback_info info) {
+  std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
+  double bytes = -1;
+  Slot* slot = slot_and_ms(env, info, held, &bytes);
+  if (slot != nullptr) slot->heap_limit = static_cast<size_t>(bytes);
+  return nullptr;
+}
+
+// heapExceeded(slot) -> whether the heap limit stopped the slot's isolate.
+napi_value heap_exceeded(napi_env env, napi_callback_info info) {
+  std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
+  Slot* slot = slot_only(env, info, held);
+  if (slot == nullptr) return nullptr;
+  const bool exceeded = slot->heap_exceeded;
+  held.unlock();
+  napi_value result;
+  napi_get_boolean(env, exceeded, &result);
+  return result;
+}
+
 bool export_function(napi_env env, napi_value exports, const char* name, napi_callback fn) {
   napi_value function;
   return napi_create_function(env, name, NAPI_AUTO_LENGTH, fn, nullptr, &function) == napi_ok &&
@@ -247,7 +322,8 @@ bool export_function(napi_env env, napi_value exports, const char* name, napi_ca
 NAPI_MODULE_INIT() {
   if (!export_function(env, exports, "arm", arm) || !export_function(env, exports, "disarm", disarm) ||
       !export_function(env, exports, "cancel", cancel) || !export_function(env, exports, "resume", resume) ||
-      !export_function(env, exports, "release", release)) {
+      !export_function(env, exports, "release", release) || !export_function(env, exports, "limitHeap", limit_heap) ||
+      !export_function(env, exports, "heapExceeded", heap_exceeded)) {
     return nullptr;
   }
   return exports;

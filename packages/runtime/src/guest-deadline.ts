@@ -12,6 +12,7 @@
  * @module
  */
 import { loadEngine, type IsolatedVm } from './engine.js';
+import { StrataError } from './errors.js';
 import { deadlineAddonPath, loadDeadlineAddon } from './native/native-paths.js';
 
 interface DeadlineAddon {
@@ -20,6 +21,8 @@ interface DeadlineAddon {
   cancel(slot: number): void;
   resume(slot: number, ms: number): void;
   release(slot: number): void;
+  limitHeap(slot: number, bytes: number): void;
+  heapExceeded(slot: number): boolean;
 }
 
 let loaded: { readonly addon: DeadlineAddon; readonly module: IsolatedVm.NativeModule } | undefined;
@@ -32,6 +35,10 @@ let loaded: { readonly addon: DeadlineAddon; readonly module: IsolatedVm.NativeM
 export function loadGuestDeadline(): void {
   if (loaded !== undefined) return;
   const addon = loadDeadlineAddon() as DeadlineAddon;
+  // An addon built from an older checkout has no heap limit: the runtime would run without one.
+  if (typeof addon.limitHeap !== 'function' || typeof addon.heapExceeded !== 'function') {
+    throw new StrataError(`${deadlineAddonPath()} was built from an older @strata/runtime and cannot enforce maxHeapSize; rebuild it (npm rebuild @strata/runtime)`);
+  }
   loaded = { addon, module: new (loadEngine().NativeModule)(deadlineAddonPath()) };
 }
 
@@ -78,6 +85,19 @@ export class GuestDeadline {
    */
   resume(ms: number): void {
     this.#addon.resume(this.#slot, Math.min(Math.max(ms, 0), 1e12));
+  }
+
+  /**
+   * Stops the isolate's JavaScript once its heap is still larger than `bytes` after a garbage
+   * collection (checked inside V8, after every collection, also in the middle of a long entry).
+   */
+  limitHeap(bytes: number): void {
+    this.#addon.limitHeap(this.#slot, Math.min(Math.max(bytes, 0), 1e12));
+  }
+
+  /** Whether the heap limit stopped the isolate; from then on the isolate is not to be trusted. */
+  heapExceeded(): boolean {
+    return !this.#released && this.#addon.heapExceeded(this.#slot);
   }
 
   /** Forgets the isolate. Idempotent. */

@@ -15,7 +15,11 @@ export interface RuntimeOptions {
    * Default 30 000; `Infinity` removes it.
    */
   timeout?: number;
-  /** Limit of the guest's JavaScript heap. Past it V8 disposes the isolate: `HeapLimitExceeded`, runtime closed. Default 128 MiB. */
+  /**
+   * Limit of the guest's JavaScript heap, checked after every garbage collection. Past it the
+   * guest is stopped: `HeapLimitExceeded`, runtime closed (whatever it allocated; one allocation
+   * may overshoot before the check). Default 128 MiB.
+   */
   maxHeapSize?: number;
   /**
    * Limit of live ArrayBuffer bytes (resizable ones charged at their committed size). An

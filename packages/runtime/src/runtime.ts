@@ -104,6 +104,8 @@ const IVM_MEMORY = 'Isolate was disposed during execution due to memory limit';
 // as Web Crypto's getRandomValues allows.
 const ENTROPY_GLOBAL = '__strataEntropy';
 const MAX_ENTROPY_BYTES = 65_536;
+// The most characters of an unhandled rejection's description that reach the console.
+const MAX_REJECTION_CHARS = 4_096;
 // The specifier under which a completion wrapper imports the module being evaluated.
 const MODULE_UNDER_EVALUATION = 'strata:module-under-evaluation';
 
@@ -198,7 +200,13 @@ export class Runtime implements AsyncDisposable {
     watch: IsolatedVm.Reference;
     takeOutcome: IsolatedVm.Reference;
     finalize: IsolatedVm.Reference;
+    enter: IsolatedVm.Reference;
   };
+  // The step `internals.enter` calls back into (see #enter).
+  #nestedStep: (() => void) | undefined;
+  // Unhandled rejections reported so far, and the last one (see #reportUnhandledRejection).
+  #rejections = 0;
+  #lastRejection: unknown;
   readonly #deadline: GuestDeadline;
   // The budget of the entry in progress, so that a host function can stop the guest's clock.
   #activeBudget: GuestBudget | undefined;
@@ -220,13 +228,20 @@ export class Runtime implements AsyncDisposable {
   #closeReason: StrataError | undefined;
   readonly #modules = new ModuleRegistry();
   #moduleSource: ModuleSource = this.#modules;
-  readonly #compiledModules = new Map<string, Promise<IsolatedVm.Module>>();
+  // Modules that linked, by canonical specifier: later imports of the same specifier get the same
+  // instance, as a realm's module map does. What an evaluation compiled joins only once its whole
+  // graph linked, so a graph that failed or timed out leaves nothing half-linked behind.
+  readonly #linkedModules = new Map<string, IsolatedVm.Module>();
   readonly #moduleSpecifiers = new WeakMap<IsolatedVm.Module, string>();
 
   private constructor(options: ResolvedRuntimeOptions) {
     this.#options = options;
     this.#console = new ConsoleHub(options.maxOutputBytes);
-    this.#isolate = new ivm.Isolate({ memoryLimit: Math.ceil(options.maxHeapSize / (1024 * 1024)) });
+    // isolated-vm's memory limit counts the heap and array buffers together, and past it V8 may
+    // abort the process (an allocation that cannot fit during a collection). It is set to the
+    // sum of the two caps, maxHeapSize (the deadline addon's heap check) and maxBufferBytes (the
+    // prelude's), so that it is only ever the outer bound.
+    this.#isolate = new ivm.Isolate({ memoryLimit: Math.ceil((options.maxHeapSize + options.maxBufferBytes) / (1024 * 1024)) });
     let deadline: GuestDeadline | undefined;
     try {
       // With --expose-gc (as every Strata worker runs), the context has V8's gc(), which the
@@ -234,6 +249,7 @@ export class Runtime implements AsyncDisposable {
       // threads, and a change under a running isolate can crash the process.
       this.#context = this.#isolate.createContextSync();
       deadline = GuestDeadline.attach(this.#context);
+      deadline.limitHeap(options.maxHeapSize);
       this.#deadline = deadline;
       const prelude = this.#isolate.compileScriptSync(`(${guestPrelude.toString()})`, { filename: 'strata:prelude' });
       const preludeFn = prelude.runSync(this.#context, { reference: true }) as IsolatedVm.Reference;
@@ -244,6 +260,7 @@ export class Runtime implements AsyncDisposable {
           new ivm.Callback((level: string, stream: 'stdout' | 'stderr', text: string) => this.#console.emit({ level, stream, text })),
           new ivm.Callback((id: number, ok: boolean) => void this.#settled.set(id, ok)),
           new ivm.Callback(() => this.#isolate.getHeapStatisticsSync().externally_allocated_size),
+          new ivm.Callback(() => this.#nestedStep?.()),
           new ivm.ExternalCopy({
             maxBufferBytes: options.maxBufferBytes,
             maxDepth: MAX_DEPTH,
@@ -266,6 +283,7 @@ export class Runtime implements AsyncDisposable {
         watch: get('watch'),
         takeOutcome: get('takeOutcome'),
         finalize: get('finalize'),
+        enter: get('enter'),
       };
     } catch (error) {
       deadline?.release();
@@ -381,8 +399,18 @@ export class Runtime implements AsyncDisposable {
     }
     return this.#command(async (budget) => {
       const script = stripping === undefined ? code : await stripping;
-      const completion = this.#enter(budget, () => this.#context.evalSync(script, { reference: true, filename })) as IsolatedVm.Reference;
-      return this.#settle(completion, budget);
+      // A returned promise is watched in the script's own task, so that it has a handler before
+      // the task ends and is never reported as an unhandled rejection.
+      const watchId = this.#nextId++;
+      const { completion, watched } = this.#enter(
+        budget,
+        () => {
+          const value = this.#context.evalSync(script, { reference: true, filename }) as IsolatedVm.Reference;
+          return { completion: value, watched: value.typeof === 'object' && this.#internals.watch.applySync(undefined, [value.derefInto(), watchId]) === true };
+        },
+        true,
+      );
+      return watched ? this.#awaitPromise(watchId, budget) : this.#settle(completion, budget);
     }, stripping);
   }
 
@@ -481,7 +509,7 @@ export class Runtime implements AsyncDisposable {
     }
     return this.#command(async (budget) => {
       const module = this.#compileModule(stripping === undefined ? source : await stripping, specifier);
-      await module.instantiate(this.#context, (request, referrer) => this.#resolveImport(request, this.#moduleSpecifiers.get(referrer) ?? specifier));
+      await this.#link(module, specifier);
       // isolated-vm does not hand out the promise of a module's top-level await, so a wrapper
       // imports the module: the wrapper's binding leaves its temporal dead zone only once the
       // module has finished evaluating.
@@ -489,7 +517,8 @@ export class Runtime implements AsyncDisposable {
         filename: `${specifier} (completion)`,
       });
       await wrapper.instantiate(this.#context, () => module);
-      this.#enter(budget, () => wrapper.evaluateSync());
+      const rejectionsBefore = this.#rejections;
+      this.#enter(budget, () => wrapper.evaluateSync(), true);
       const wrapperNamespace = wrapper.namespace;
       let namespace: IsolatedVm.Reference | undefined;
       const finished = () => {
@@ -500,7 +529,14 @@ export class Runtime implements AsyncDisposable {
           return false;
         }
       };
-      await this.#drive(finished, budget, "the module's top-level await (or it threw after its first await, which isolated-vm cannot report)");
+      try {
+        await this.#drive(finished, budget, "the module's top-level await");
+      } catch (error) {
+        // isolated-vm hands out no module's evaluation promise: a module that threw (before or
+        // after an await) is known by the rejection it left unhandled, the last one reported.
+        if (error instanceof PromiseNeverSettled && this.#rejections !== rejectionsBefore) throw this.#translate(this.#lastRejection);
+        throw error;
+      }
       const exportsObject = this.#enter(budget, () =>
         this.#internals.namespaceToObject.applySync(undefined, [namespace!.derefInto()], { result: { reference: true } }),
       ) as IsolatedVm.Reference;
@@ -584,24 +620,70 @@ export class Runtime implements AsyncDisposable {
    * Enters the isolate synchronously under the command's deadline and charges the time to its
    * budget. A deadline that fired is a {@link RuntimeTimeout}, whatever the entry returned (a
    * termination inside the microtasks that run as it returns is not reported by isolated-vm).
+   *
+   * A step that runs the guest's code (`runsGuestCode`) keeps its outcome when the guest left a
+   * promise rejected with no handler: isolated-vm throws the first such rejection at the end of
+   * each task, in place of the task's result. The step runs nested, called back from the guest's
+   * `enter`, so the host holds its outcome before the task ends; the rejection is reported as
+   * browsers do, on the console (`Uncaught (in promise) …`, level `error`), and the outcome stands.
    */
-  #enter<T>(budget: GuestBudget, step: () => T): T {
+  #enter<T>(budget: GuestBudget, step: () => T, runsGuestCode = false): T {
     budget.start();
     const outer = this.#activeBudget;
     this.#activeBudget = budget;
-    let result: T | undefined;
-    let failure: unknown;
-    let failed = false;
-    try {
-      result = step();
-    } catch (error) {
-      failed = true;
-      failure = error;
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
+    const run = () => {
+      try {
+        outcome = { ok: true, value: step() };
+      } catch (error) {
+        outcome = { ok: false, error };
+      }
+    };
+    let taskEnd: { error: unknown } | undefined;
+    if (runsGuestCode) {
+      const outerStep = this.#nestedStep;
+      this.#nestedStep = run;
+      try {
+        this.#internals.enter.applySync(undefined, []);
+      } catch (error) {
+        taskEnd = { error };
+      } finally {
+        this.#nestedStep = outerStep;
+      }
+    } else {
+      run();
     }
     this.#activeBudget = outer;
-    if (budget.stop()) throw new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
-    if (failed) throw failure;
-    return result as T;
+    const timedOut = budget.stop();
+    if (this.#deadline.heapExceeded()) throw this.#heapLimitExceeded();
+    if (timedOut) throw new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
+    if (taskEnd !== undefined) {
+      // Once the nested step returned, only the end of the task throws: a memory limit, or an unhandled rejection.
+      if (outcome === undefined || this.#isolate.isDisposed || isEngineFailure(taskEnd.error)) throw taskEnd.error;
+      this.#reportUnhandledRejection(taskEnd.error);
+    }
+    if (outcome === undefined) throw new StrataError('the guest did not run the host\'s step');
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
+  }
+
+  #heapLimitExceeded(): HeapLimitExceeded {
+    return new HeapLimitExceeded(`the guest's heap grew past maxHeapSize (${this.#options.maxHeapSize} bytes); the runtime is closed`);
+  }
+
+  /** An unhandled rejection the guest left, on its console as a browser reports it; the command goes on. */
+  #reportUnhandledRejection(reason: unknown): void {
+    this.#rejections++;
+    this.#lastRejection = reason;
+    let text: string;
+    if (reason instanceof Error) {
+      const stack = typeof reason.stack === 'string' && reason.stack !== '' ? reason.stack : `${reason.name}: ${reason.message}`;
+      text = stack;
+    } else {
+      text = typeof reason === 'string' ? reason : String(reason);
+    }
+    if (text.length > MAX_REJECTION_CHARS) text = `${text.slice(0, MAX_REJECTION_CHARS)}…`;
+    this.#console.emit({ level: 'error', stream: 'stderr', text: `Uncaught (in promise) ${text}` });
   }
 
   /** An entry outside any command, bounded by {@link HOST_OPERATION_MS}; past it the runtime is closed. */
@@ -638,7 +720,7 @@ export class Runtime implements AsyncDisposable {
       const id = this.#nextId++;
       const isPromise = this.#enter(budget, () =>
         this.#internals.watch.applySync(undefined, [completion.derefInto(), id]),
-      ) as boolean;
+      true) as boolean;
       if (!isPromise) throw new ValueNotTransferable(`the value cannot cross: ${copyFailure(copyError)}`);
       return this.#awaitPromise(id, budget);
     }
@@ -676,7 +758,7 @@ export class Runtime implements AsyncDisposable {
   #runTimer(budget: GuestBudget): boolean {
     const loop = this.#eventLoop!;
     const runNext = this.#runNext!;
-    return this.#enter(budget, () => runNext.applySync(loop.derefInto(), []) === true);
+    return this.#enter(budget, () => runNext.applySync(loop.derefInto(), []) === true, true);
   }
 
   /** Copies a guest value out, refusing anything outside the transferable set. */
@@ -715,7 +797,7 @@ export class Runtime implements AsyncDisposable {
   #guestError(thrown: IsolatedVm.Reference, budget: GuestBudget): JsError {
     const [name, message, stack] = this.#enter(budget, () =>
       this.#internals.describeError.applySync(undefined, [thrown.derefInto()], { result: { copy: true } }),
-    ) as [string, string, string | undefined];
+    true) as [string, string, string | undefined];
     return new JsError(name, message, stack);
   }
 
@@ -727,15 +809,15 @@ export class Runtime implements AsyncDisposable {
       if (error instanceof HeapLimitExceeded) this.#dispose(error);
       return error;
     }
-    if (this.#isolate.isDisposed && !this.#closed) {
-      const reason = new HeapLimitExceeded(`the guest's heap grew past maxHeapSize (${this.#options.maxHeapSize} bytes); the runtime is closed`);
+    if ((this.#isolate.isDisposed || this.#deadline.heapExceeded()) && !this.#closed) {
+      const reason = this.#heapLimitExceeded();
       this.#dispose(reason);
       return reason;
     }
     if (error instanceof Error) {
       if (error.message === IVM_TIMEOUT) return new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
       if (error.message === IVM_MEMORY) {
-        const reason = new HeapLimitExceeded(`the guest's heap grew past maxHeapSize (${this.#options.maxHeapSize} bytes); the runtime is closed`);
+        const reason = this.#heapLimitExceeded();
         this.#dispose(reason);
         return reason;
       }
@@ -862,7 +944,7 @@ export class Runtime implements AsyncDisposable {
       } else {
         args = [callId, false, undefined, ...this.#hostErrorForGuest(value)];
       }
-      this.#enter(budget, () => this.#internals.settleHostCall.applySync(undefined, args));
+      this.#enter(budget, () => this.#internals.settleHostCall.applySync(undefined, args), true);
     }
   }
 
@@ -874,20 +956,56 @@ export class Runtime implements AsyncDisposable {
     return module;
   }
 
-  async #resolveImport(request: string, referrer: string): Promise<IsolatedVm.Module> {
+  /**
+   * Links `module` and its graph. isolated-vm's linker walks the graph itself and asks for each
+   * import once: the answer is a compiled module, never one awaiting its own linking, so a cycle
+   * (legal ECMAScript) links as the specification says instead of waiting on itself. The whole
+   * walk, the host's resolver and loader included, is bounded by the command's `timeout`.
+   */
+  async #link(module: IsolatedVm.Module, specifier: string): Promise<void> {
+    const compiling = new Map<string, Promise<IsolatedVm.Module>>();
+    const linking = module.instantiate(this.#context, (request, referrer) =>
+      // The module under evaluation may import itself by its own specifier, which no registry knows.
+      request === specifier ? module : this.#resolveImport(request, this.#moduleSpecifiers.get(referrer) ?? specifier, compiling),
+    );
+    const timeout = this.#options.timeout;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      if (timeout !== Infinity) {
+        timer = setTimeout(
+          () => reject(new RuntimeTimeout(`the module graph did not link within the timeout (${timeout} ms): a module resolver or loader did not answer in time`)),
+          timeout,
+        );
+      }
+    });
+    // A linker that lost the race may still settle later; nothing waits for it then.
+    linking.catch(() => undefined);
+    try {
+      await Promise.race([linking, expired]);
+    } finally {
+      clearTimeout(timer);
+    }
+    for (const [canonical, compiled] of compiling) this.#linkedModules.set(canonical, await compiled);
+  }
+
+  /** The module `request` names, compiled once per canonical specifier for the evaluation in `compiling`. */
+  async #resolveImport(request: string, referrer: string, compiling: Map<string, Promise<IsolatedVm.Module>>): Promise<IsolatedVm.Module> {
     const { specifier, source } = await this.#moduleSource.load(request, referrer);
-    let compiled = this.#compiledModules.get(specifier);
+    const linked = this.#linkedModules.get(specifier);
+    if (linked !== undefined) return linked;
+    let compiled = compiling.get(specifier);
     if (compiled === undefined) {
-      compiled = (async () => {
-        const module = this.#compileModule(source, specifier);
-        await module.instantiate(this.#context, (r, ref) => this.#resolveImport(r, this.#moduleSpecifiers.get(ref) ?? specifier));
-        return module;
-      })();
-      this.#compiledModules.set(specifier, compiled);
-      compiled.catch(() => this.#compiledModules.delete(specifier));
+      compiled = Promise.resolve().then(() => this.#compileModule(source, specifier));
+      compiling.set(specifier, compiled);
     }
     return compiled;
   }
+}
+
+/** What isolated-vm throws for itself (a memory limit, a timeout, a disposed isolate), never a guest value. */
+function isEngineFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return error.message === IVM_MEMORY || error.message === IVM_TIMEOUT || /isolate.*disposed/i.test(error.message);
 }
 
 /** Why isolated-vm's serializer refused a value, in words a user can act on. */

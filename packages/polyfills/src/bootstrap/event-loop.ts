@@ -20,6 +20,12 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
   // needs that, yet it stops a forgotten interval from making the host spin
   // until its deadline.
   const MAX_INTERVAL_RUNS = 10_000;
+  // Keep in step with MAX_PENDING_TIMERS in src/constants.ts (a test checks).
+  // Timers waiting to fire, guest and internal ones together: a flood stops
+  // here with a RangeError, long before the timer table fills the heap
+  // (each pending timer is a few hundred bytes with its callback).
+  const MAX_PENDING_TIMERS = 100_000;
+  const RangeErrorCtor = RangeError;
   // Each performance.now() call advances the clock by this much, so a
   // busy-wait on performance.now() ends. A power of two keeps sums exact.
   const TICK_MS = 1 / 128;
@@ -143,7 +149,17 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
   // HTML: past nesting level 5, timeouts under 4 ms are raised to 4 ms.
   const clamp = (timeout: number, level: number): number => (level > 5 && timeout < 4 ? 4 : timeout);
 
+  /** Throws before a timer is made when MAX_PENDING_TIMERS are already waiting. */
+  function assertRoom(what: string): void {
+    if (live < MAX_PENDING_TIMERS) return;
+    throw new RangeErrorCtor(
+      `${what}: ${MAX_PENDING_TIMERS} timers are already pending, the most this runtime keeps. ` +
+        'Clear timers you no longer need, or schedule the work in batches.',
+    );
+  }
+
   function initTimer(handler: unknown, timeoutArg: unknown, args: unknown[], repeat: boolean): number {
+    assertRoom(repeat ? 'setInterval' : 'setTimeout');
     const timeout = toTimeout(timeoutArg);
     const id = nextId++;
     // A string handler would be compiled in a browser. We never compile
@@ -261,12 +277,14 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
   internal.now = () => clock;
   internal.tick = () => (clock += TICK_MS);
   internal.queueTask = (fn) => {
+    assertRoom('a queued task');
     const t = newTimer();
     t.run = fn;
     push(t, 0);
     return t;
   };
   internal.setInternalTimer = (fn, ms) => {
+    assertRoom('a timer');
     const t = newTimer();
     t.run = fn;
     push(t, ms > 0 ? ms : 0);

@@ -40,6 +40,7 @@ export function guestPrelude(
   hostConsole: any,
   hostSettled: any,
   hostBufferBytes: any,
+  hostStep: any,
   config: PreludeConfig,
 ): any {
   'use strict';
@@ -673,10 +674,257 @@ export function guestPrelude(
     );
   }
 
+  // --- shared memory ------------------------------------------------------------------------
+  // With SharedArrayBuffer removed, no shared buffer may reach the guest by any route: the
+  // constructor stays reachable from every instance's prototype, so the instances themselves are
+  // refused where they are made. WebAssembly (present on hosts with the JIT) is the only other
+  // maker: a shared Memory, and a module that defines or imports a shared memory. The originals
+  // are taken now, before any bootstrap script could replace them.
+  const SharedPrototype: any = typeof g.SharedArrayBuffer === 'function' ? g.SharedArrayBuffer.prototype : undefined;
+  const Wasm: any = ownValue(g, 'WebAssembly');
+  const WasmOriginals: any =
+    Wasm !== null && typeof Wasm === 'object'
+      ? {
+          __proto__: null,
+          Memory: ownValue(Wasm, 'Memory'),
+          Module: ownValue(Wasm, 'Module'),
+          compile: ownValue(Wasm, 'compile'),
+          instantiate: ownValue(Wasm, 'instantiate'),
+          compileStreaming: ownValue(Wasm, 'compileStreaming'),
+          instantiateStreaming: ownValue(Wasm, 'instantiateStreaming'),
+          CompileError: ownValue(Wasm, 'CompileError'),
+        }
+      : undefined;
+  const ArrayBufferIsView = ArrayBuffer.isView;
+  const SafeUint8Array: any = Uint8Array;
+  const TypedArrayBuffer = ObjectGetOwnPropertyDescriptor(TypedArrayPrototype, 'buffer')!.get!;
+  const TypedArrayByteOffset = ObjectGetOwnPropertyDescriptor(TypedArrayPrototype, 'byteOffset')!.get!;
+  const DataViewPrototype = DataView.prototype;
+  const DataViewBuffer = ObjectGetOwnPropertyDescriptor(DataViewPrototype, 'buffer')!.get!;
+  const DataViewByteOffset = ObjectGetOwnPropertyDescriptor(DataViewPrototype, 'byteOffset')!.get!;
+  const DataViewByteLength = ObjectGetOwnPropertyDescriptor(DataViewPrototype, 'byteLength')!.get!;
+  const PromiseResolve = Promise.resolve;
+  const PromiseReject = Promise.reject;
+  const SHARED_REFUSED = "shared memory is disabled: SharedArrayBuffer is removed (allowGlobals: ['SharedArrayBuffer'] keeps it)";
+
+  /**
+   * A private copy of a BufferSource's bytes, read through the built-ins' own getters, so that
+   * what is checked is what gets compiled; undefined for anything else (the original refuses it).
+   */
+  function copyOfBytes(source: any): any {
+    if (source === null || typeof source !== 'object') return undefined;
+    if (hasBrand(ArrayBufferByteLength, source)) return new SafeUint8Array(new SafeUint8Array(source));
+    if (!ArrayBufferIsView(source)) return undefined;
+    const view = hasBrand(TypedArrayByteLength, source)
+      ? new SafeUint8Array(call(TypedArrayBuffer, source), call(TypedArrayByteOffset, source), call(TypedArrayByteLength, source))
+      : new SafeUint8Array(call(DataViewBuffer, source), call(DataViewByteOffset, source), call(DataViewByteLength, source));
+    return new SafeUint8Array(view);
+  }
+
+  /**
+   * Whether a WebAssembly binary defines or imports a shared memory (limits flag 0x02), from its
+   * import (2) and memory (5) sections. What this reader does not understand in those sections is
+   * refused too: a module V8 accepts must never slip past it.
+   */
+  function declaresSharedMemory(bytes: any): boolean {
+    const end = bytes.length;
+    let at = 8;
+    const unreadable = () => new WasmOriginals.CompileError(`WebAssembly.Module: the module's imports or memories could not be checked for shared memory (${SHARED_REFUSED})`);
+    const byte = (): number => {
+      if (at >= end) throw unreadable();
+      return bytes[at++];
+    };
+    const leb = (): number => {
+      let result = 0;
+      let scale = 1;
+      for (let i = 0; i < 10; i++) {
+        const b = byte();
+        result += (b & 0x7f) * scale;
+        if ((b & 0x80) === 0) return result;
+        scale *= 128;
+      }
+      throw unreadable();
+    };
+    const skip = (n: number) => {
+      if (n > end - at) throw unreadable();
+      at += n;
+    };
+    // Limits: flags, minimum, maximum if flag 0x01, page size if 0x08. True when shared (0x02).
+    const limits = (): boolean => {
+      const flags = leb();
+      if (flags > 0x0f) throw unreadable();
+      leb();
+      if (flags & 0x01) leb();
+      if (flags & 0x08) leb();
+      return (flags & 0x02) !== 0;
+    };
+    const valueType = () => {
+      const type = byte();
+      // (ref null? heaptype): the heap type follows as a signed LEB.
+      if (type === 0x63 || type === 0x64) leb();
+    };
+    // Not a WebAssembly binary this reader knows: the original compiler refuses it.
+    if (end < 8 || bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d || bytes[4] !== 1 || bytes[5] !== 0 || bytes[6] !== 0 || bytes[7] !== 0) return false;
+    while (at < end) {
+      const id = byte();
+      const size = leb();
+      if (size > end - at) throw unreadable();
+      const sectionEnd = at + size;
+      if (id === 2) {
+        for (let count = leb(); count > 0; count--) {
+          skip(leb());
+          skip(leb());
+          const kind = byte();
+          if (kind === 0x00) leb();
+          else if (kind === 0x01) {
+            valueType();
+            limits();
+          } else if (kind === 0x02) {
+            if (limits()) return true;
+          } else if (kind === 0x03) {
+            valueType();
+            byte();
+          } else if (kind === 0x04) {
+            byte();
+            leb();
+          } else throw unreadable();
+        }
+        if (at !== sectionEnd) throw unreadable();
+      } else if (id === 5) {
+        for (let count = leb(); count > 0; count--) if (limits()) return true;
+        if (at !== sectionEnd) throw unreadable();
+      }
+      at = sectionEnd;
+    }
+    return false;
+  }
+
+  /** The bytes to compile in place of `source`: a checked copy, or `source` itself when it is no BufferSource. */
+  function checkedModuleBytes(source: any, what: string): any {
+    const copy = copyOfBytes(source);
+    if (copy === undefined) return source;
+    if (declaresSharedMemory(copy)) throw new WasmOriginals.CompileError(`${what}: the module defines or imports a shared memory; ${SHARED_REFUSED}`);
+    return copy;
+  }
+
+  function replaceConstructor(name: string, Original: any, replacement: any): void {
+    ObjectDefineProperty(replacement, 'name', { __proto__: null, value: name });
+    ObjectDefineProperty(replacement, 'length', { __proto__: null, value: Original.length });
+    ObjectDefineProperty(replacement, 'prototype', { __proto__: null, value: Original.prototype, writable: false, enumerable: false, configurable: false });
+    const statics = ReflectOwnKeys(Original);
+    for (let i = 0; i < statics.length; i++) {
+      const key = statics[i];
+      if (key === 'name' || key === 'length' || key === 'prototype') continue;
+      ObjectDefineProperty(replacement, key, ObjectGetOwnPropertyDescriptor(Original, key!));
+    }
+    ObjectDefineProperty(Original.prototype, 'constructor', { __proto__: null, value: replacement, writable: true, enumerable: false, configurable: true });
+    ObjectDefineProperty(Wasm, name, { __proto__: null, value: replacement, writable: true, enumerable: false, configurable: true });
+  }
+
+  function replaceFunction(name: string, replacement: any, length: number): void {
+    ObjectDefineProperty(replacement, 'name', { __proto__: null, value: name });
+    ObjectDefineProperty(replacement, 'length', { __proto__: null, value: length });
+    ObjectDefineProperty(Wasm, name, { __proto__: null, value: replacement, writable: true, enumerable: false, configurable: true });
+  }
+
+  // The keys a WebAssembly.Memory descriptor may have, read once each: a getter that answers
+  // `shared: false` to the check and `true` to the constructor gets one question only.
+  const MEMORY_DESCRIPTOR_KEYS = ['address', 'index', 'initial', 'minimum', 'maximum', 'pageSize', 'shared'];
+
+  function closeSharedMemory(): void {
+    if (SharedPrototype !== undefined) {
+      const removed = function SharedArrayBuffer() {
+        throw new TypeErrorCtor(`SharedArrayBuffer: ${SHARED_REFUSED}`);
+      };
+      ObjectDefineProperty(removed, 'prototype', { __proto__: null, value: SharedPrototype, writable: false, enumerable: false, configurable: false });
+      ObjectDefineProperty(SharedPrototype, 'constructor', { __proto__: null, value: removed, writable: false, enumerable: false, configurable: false });
+    }
+    if (WasmOriginals === undefined) return;
+    const OriginalMemory = WasmOriginals.Memory;
+    const OriginalModule = WasmOriginals.Module;
+    if (typeof OriginalMemory === 'function') {
+      const Memory = function Memory(this: any, descriptor: any): any {
+        if (new.target === undefined || descriptor === null || (typeof descriptor !== 'object' && typeof descriptor !== 'function')) {
+          // Not a construction, or no descriptor: the original's own TypeError.
+          return new.target === undefined ? ReflectApply(OriginalMemory, this, [descriptor]) : ReflectConstruct(OriginalMemory, [descriptor], OriginalMemory);
+        }
+        const copy: any = { __proto__: null };
+        for (let i = 0; i < MEMORY_DESCRIPTOR_KEYS.length; i++) {
+          const key = MEMORY_DESCRIPTOR_KEYS[i]!;
+          const value = descriptor[key];
+          if (value !== undefined) copy[key] = value;
+        }
+        if (copy.shared) throw new TypeErrorCtor(`WebAssembly.Memory: ${SHARED_REFUSED}`);
+        return ReflectConstruct(OriginalMemory, [copy], new.target === Memory ? OriginalMemory : new.target);
+      };
+      replaceConstructor('Memory', OriginalMemory, Memory);
+    }
+    if (typeof OriginalModule !== 'function') return;
+    const Module = function Module(this: any, bytes: any, options: any): any {
+      if (new.target === undefined) return ReflectApply(OriginalModule, this, [bytes]);
+      const checked = checkedModuleBytes(bytes, 'WebAssembly.Module');
+      // Compile options (builtins, imported string constants) pass through as given.
+      return ReflectConstruct(OriginalModule, arguments.length > 1 ? [checked, options] : [checked], new.target === Module ? OriginalModule : new.target);
+    };
+    replaceConstructor('Module', OriginalModule, Module);
+    // WebAssembly.Module.exports throws for anything but a compiled module: a brand check that runs no guest code.
+    const OriginalModuleExports = ownValue(OriginalModule, 'exports');
+    const isCompiledModule = (value: any) => {
+      try {
+        ReflectApply(OriginalModuleExports, undefined, [value]);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const compile = WasmOriginals.compile;
+    const instantiate = WasmOriginals.instantiate;
+    if (typeof compile === 'function') {
+      replaceFunction('compile', function compile_(this: any, bytes: any, options: any): any {
+        let checked: any;
+        try {
+          checked = checkedModuleBytes(bytes, 'WebAssembly.compile');
+        } catch (error) {
+          return call(PromiseReject, SafePromise, error);
+        }
+        return arguments.length > 1 ? call(compile, Wasm, checked, options) : call(compile, Wasm, checked);
+      }, 1);
+    }
+    if (typeof instantiate === 'function') {
+      replaceFunction('instantiate', function instantiate_(this: any, source: any, imports: any, options: any): any {
+        let checked: any = source;
+        if (!isCompiledModule(source)) {
+          try {
+            checked = checkedModuleBytes(source, 'WebAssembly.instantiate');
+          } catch (error) {
+            return call(PromiseReject, SafePromise, error);
+          }
+        }
+        return arguments.length > 2 ? call(instantiate, Wasm, checked, imports, options) : call(instantiate, Wasm, checked, imports);
+      }, 1);
+    }
+    // Streaming compiles bytes the check never sees: they go through the checked path instead.
+    const viaBytes = (compileBytes: any) =>
+      function (this: any, source: any, imports: any): any {
+        const response = call(PromiseResolve, SafePromise, source);
+        return call(PromisePrototypeThen, call(PromisePrototypeThen, response, (r: any) => r.arrayBuffer()), (bytes: any) =>
+          call(compileBytes, Wasm, bytes, imports),
+        );
+      };
+    if (typeof WasmOriginals.compileStreaming === 'function') replaceFunction('compileStreaming', viaBytes(ownValue(Wasm, 'compile')), 1);
+    if (typeof WasmOriginals.instantiateStreaming === 'function') replaceFunction('instantiateStreaming', viaBytes(ownValue(Wasm, 'instantiate')), 1);
+  }
+
   // --- after the host's bootstrap scripts --------------------------------------------------
   // `removeGlobals` is a fresh copy from the host; the event loop hook is frozen by its bootstrap.
   function finalize(removeGlobals: string[]): any {
-    for (let i = 0; i < removeGlobals.length; i++) ReflectDeleteProperty(g, ownValue(removeGlobals, i));
+    let sharedRemoved = false;
+    for (let i = 0; i < removeGlobals.length; i++) {
+      const name = ownValue(removeGlobals, i);
+      if (name === 'SharedArrayBuffer') sharedRemoved = true;
+      ReflectDeleteProperty(g, name);
+    }
+    if (sharedRemoved) closeSharedMemory();
     const loop = ownValue(g, '__strataEventLoop');
     return loop !== null && typeof loop === 'object' && typeof ownValue(loop, 'runNext') === 'function' ? loop : undefined;
   }
@@ -708,6 +956,13 @@ export function guestPrelude(
     ObjectDefineProperty(g, 'eval', { __proto__: null, value: tamedEval, writable: false, enumerable: false, configurable: false });
   }
 
+  // The host runs a step that runs guest code as a call back from here: the step is then a nested
+  // entry, and the end of the task (microtasks, then isolated-vm's report of a promise rejected
+  // with no handler) comes after the host has the step's outcome.
+  function enter(): void {
+    hostStep();
+  }
+
   // Before any bootstrap script: what a bootstrap captures is already tamed.
   if (config.strictEval) tameCodeGeneration();
 
@@ -722,6 +977,7 @@ export function guestPrelude(
     watch,
     takeOutcome,
     finalize,
+    enter,
     isSafeInteger: NumberIsSafeInteger,
   });
 }

@@ -11,7 +11,7 @@ import { describeHostError, thenableOf } from '../host-errors.js';
 import { HeapLimitExceeded, InvalidOption, LayerConfigError, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
 import type { ExecutionResult } from '../execution-result.js';
 import { execute } from '../execution-result.js';
-import { ModuleRegistry, type ModuleLoader, type ModuleResolver } from '../module-registry.js';
+import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ResolvedModule } from '../module-registry.js';
 import type { EvalModuleOptions, EvalOptions, HostFunction } from '../runtime.js';
 import { assertTransferable } from '../values.js';
 import { stripIfTypeScript } from '../typescript-input.js';
@@ -116,6 +116,8 @@ export class IsolatedRuntime implements AsyncDisposable {
   readonly #worker: WorkerProcess;
   readonly #report: SandboxReport;
   readonly #modules = new ModuleRegistry();
+  // When the command in flight asked for its first import: its imports share its timeout.
+  #linking: { readonly commandId: number | undefined; readonly since: number } | undefined;
   readonly #functions = new Map<string, Bound>();
   readonly #globals = new Map<string, string[]>();
   readonly #console: ConsoleHub;
@@ -672,11 +674,38 @@ export class IsolatedRuntime implements AsyncDisposable {
     return { ...toErrorPayload(new StrataError(message)), name };
   }
 
+  /**
+   * Answers one import of the command in flight, within what is left of its `timeout` since its
+   * first import: the worker waits for the answer, so a resolver or loader that never answers
+   * would otherwise hold the command until the hard deadline kills the worker.
+   */
+  async #loadWithinTimeout(message: MessageOf<'moduleRequest'>): Promise<ResolvedModule> {
+    const commandId = this.#current?.id;
+    if (this.#linking?.commandId !== commandId) this.#linking = { commandId, since: performance.now() };
+    const timeout = this.#options.runtime.timeout;
+    const loading = this.#modules.load(message.specifier, message.referrer);
+    if (timeout === Infinity) return loading;
+    loading.catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      const left = Math.max(0, timeout - (performance.now() - this.#linking!.since));
+      timer = setTimeout(
+        () => reject(new RuntimeTimeout(`the module graph did not link within the timeout (${timeout} ms): a module resolver or loader did not answer in time`)),
+        left,
+      );
+    });
+    try {
+      return await Promise.race([loading, expired]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async #onModuleRequest(message: MessageOf<'moduleRequest'>): Promise<void> {
     if (this.#current === undefined) return this.#violation('a module request while no command was running');
     let outcome: MessageOf<'callResult'>['outcome'];
     try {
-      const resolved = await this.#modules.load(message.specifier, message.referrer);
+      const resolved = await this.#loadWithinTimeout(message);
       outcome = { ok: true, value: { specifier: resolved.specifier, source: resolved.source } };
     } catch (error) {
       outcome = { ok: false, error: toErrorPayload(error) };
