@@ -49,7 +49,7 @@ const edits: [string, (j: any) => void, RegExp][] = [
   ['a started call in a cell that did not crash', (j) => (j.cells[0].calls[0].status = 'started'), /started without an outcome, but its cell did not crash/],
   ['a pending call in a finished cell', (j) => (j.cells[0].calls[0].status = 'pending'), /only a call of a cell awaiting approval can be/],
   ['approval awaited in a cell that is not the last', (j) => j.cells.push({ cell: 4, code: '', status: 'ok', calls: [] }), /awaits approval but is not the last cell/],
-  ['an awaiting cell without its pending call', (j) => (j.cells[2].calls[0].status = 'completed'), /exactly one of its calls must be pending/],
+  ['an awaiting cell without its pending call', (j) => Object.assign(j.cells[2].calls[0], { status: 'completed', result: 1 }), /at least one of its calls must be pending without a decision/],
   ['nextSeq behind the calls', (j) => (j.nextSeq = 2), /nextSeq must be an integer from 3/],
   ['a negative duration', (j) => (j.cells[0].calls[0].ms = -1), /ms must be an integer from 0/],
 ];
