@@ -389,7 +389,7 @@ export class AgentSandbox {
         throw new SessionStateError(`call${pending.length > 1 ? 's' : ''} ${seqs} await${pending.length > 1 ? '' : 's'} approval: approve(${first}) or deny(${first}, reason) first`);
       }
       const journal = this.#assertJournal();
-      if (journal.cells.length >= this.#limits.maxCells) throw new SessionLimitExceeded('maxCells', `the session has run ${journal.cells.length} cells, its maxCells`);
+      if (journal.cells.length >= this.#limits.maxCells) throw new SessionLimitExceeded('maxCells', `the session has run ${journal.cells.length} cells, its maxCells (${this.#limits.maxCells}): start another, or restore its journal with a larger maxCells`);
       const bytes = Buffer.byteLength(JSON.stringify(code)) + 64;
       if (this.#journalBytes + bytes > this.#limits.maxJournalBytes) {
         throw new SessionLimitExceeded('maxJournalBytes', `this cell would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`);
