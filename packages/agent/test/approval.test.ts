@@ -3,9 +3,9 @@
 // survives the journal, into another AgentSandbox. Parallel calls that need approval are each
 // pending, each decided, and the cell resumes once none is undecided; the journal is restorable at
 // every point, and every recorded value is checked when it is restored.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { StrataError } from '@strata/runtime';
-import { AgentSandbox, JournalError, SessionStateError } from '../src/index.js';
+import { AgentSandbox, JournalError, SessionStateError, type CellResult, type Journal } from '../src/index.js';
 import { checkJournal } from '../src/journal.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
@@ -239,3 +239,111 @@ test('a recorded value with a bad tag is refused by restore (JournalError naming
   t.deepEqual(session.journal, journal, 'refused calls change nothing');
   t.deepEqual((await session.approve(seq)).result, ['sent to ops', 3.5], 'and the session goes on');
 });
+
+// Property: random interleavings of parallel calls (some needing approval, decided after random
+// waits), approvals and denials in random order, crashes and restores. After every step the
+// journal passes checkJournal, restoring it gives the same journal, pending calls and guest state,
+// no tool runs twice, no call that needs approval runs or fails without a decision, and every
+// finished cell's result is what its decisions say. Seeded: a failure names its seed.
+
+/** xorshift32 (Marsaglia): a small seeded generator, so a failing case runs again from its seed. */
+function seeded(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 2 ** 32;
+  };
+}
+
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function approvalCase(t: ExecutionContext, seed: number, steps: number): Promise<void> {
+  const random = seeded(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const at = (step: number | string) => `seed ${seed}, step ${step}`;
+  const ran = new Map<number, number>();
+  const decisions = new Map<number, { approved: boolean; reason: string }>();
+  /** The ops of each cell run, by cell number; a cell with boom() ends crashed. */
+  const cells = new Map<number, { ops: { id: number; needs: boolean }[]; boom: boolean }>();
+  let nextId = 1;
+  let session: AgentSandbox | undefined;
+  const tools = {
+    op: {
+      needsApproval: async (_id: number, needs: boolean, ms: number) => (await wait(ms), needs),
+      execute: async (id: number, _needs: boolean, ms: number) => {
+        ran.set(id, (ran.get(id) ?? 0) + 1);
+        await wait(ms);
+        return `r${id}`;
+      },
+    },
+    boom: async () => {
+      const pid = session?.pid;
+      if (pid !== undefined) process.kill(pid, 'SIGKILL');
+      await wait(20);
+      return 'boom';
+    },
+  };
+  const expected = (cell: number): unknown[] =>
+    cells.get(cell)!.ops.map(({ id, needs }) => {
+      if (!needs) return `r${id}`;
+      const decision = decisions.get(id);
+      if (decision === undefined) return `ran ${id} without a decision`;
+      return decision.approved ? `r${id}` : `E:the call to op was denied: ${decision.reason}`;
+    });
+  const check = (result: CellResult, step: number) => {
+    t.false(JSON.stringify(result).includes('did not complete'), `${at(step)}: a call failed without a decision`);
+    if (result.status === 'ok') t.deepEqual(result.result, expected(result.cell), `${at(step)}: cell ${result.cell}`);
+    if (result.status === 'awaiting-approval') t.deepEqual(result.pendingCalls, session!.pendingCalls, at(step));
+  };
+  session = await AgentSandbox.start({ tools });
+  try {
+    for (let step = 0; step < steps; step++) {
+      const pending = session.pendingCalls;
+      const action = pick(pending.length > 0 ? ['decide', 'decide', 'decide', 'restore'] : ['run', 'run', 'crash', 'restore']);
+      if (action === 'run' || action === 'crash') {
+        const ops = Array.from({ length: 1 + Math.floor(random() * 4) }, () => ({ id: nextId++, needs: random() < 0.5, ms: Math.floor(random() * 12) }));
+        const calls = ops.map(({ id, needs, ms }) => `op(${id}, ${needs}, ${ms})`);
+        if (action === 'crash') calls.splice(Math.floor(random() * (calls.length + 1)), 0, 'boom()');
+        const cell = session.journal.cells.length + 1;
+        cells.set(cell, { ops: ops.map(({ id, needs }) => ({ id, needs })), boom: action === 'crash' });
+        check(await session.run(`globalThis.out ??= {}; out[${cell}] = (await Promise.allSettled([${calls.join(', ')}])).filter((r) => r.value !== 'boom').map((r) => r.status === 'fulfilled' ? r.value : 'E:' + r.reason.message); out[${cell}]`), step);
+      } else if (action === 'decide') {
+        const call = pick(pending);
+        const id = call.args[0] as number;
+        const decision = { approved: random() < 0.5, reason: `no ${id}` };
+        decisions.set(id, decision);
+        check(decision.approved ? await session.approve(call.seq) : await session.deny(call.seq, decision.reason), step);
+      } else {
+        const journal: Journal = session.journal;
+        const restored: AgentSandbox = await AgentSandbox.restore(JSON.parse(JSON.stringify(journal)), { tools });
+        const before: AgentSandbox = session;
+        session = restored;
+        t.deepEqual(restored.journal, journal, `${at(step)}: the restore replays to the same journal`);
+        t.deepEqual(restored.pendingCalls, before.pendingCalls, `${at(step)}: the same pending calls`);
+        if (restored.pendingCalls.length === 0) {
+          const probe = 'JSON.stringify(globalThis.out ?? {})';
+          t.is((await restored.run(probe)).result, (await before.run(probe)).result, `${at(step)}: the same guest state`);
+        }
+        await before.close();
+      }
+      t.notThrows(() => checkJournal(session!.journal), `${at(step)}: the journal passes checkJournal`);
+      for (const [id, times] of ran) t.true(times === 1, `${at(step)}: op ${id} ran ${times} times`);
+    }
+    // Each call that needs approval ran only once decided, approved.
+    for (const [, { ops }] of cells) {
+      for (const { id, needs } of ops) if (needs && ran.has(id)) t.true(decisions.get(id)?.approved, `${at('end')}: op ${id} ran without an approval`);
+    }
+  } finally {
+    await session.close();
+  }
+}
+
+// Serial, one seed a test: a case starts several workers, and results come in one at a time.
+for (let seed = 1; seed <= 30; seed++) {
+  test.serial(`property: random parallel approvals, decisions, crashes and restores keep the journal restorable and replaying to the same state (seed ${seed})`, async (t) => {
+    await approvalCase(t, seed * 7919, 5);
+  });
+}
