@@ -65,13 +65,13 @@ export interface AgentSandboxOptions extends IsolatedRuntimeOptions {
   tenant?: string;
   /** After the worker dies during a cell: `'replay'` (default) recovers on the next `run` in a fresh worker; `'never'` closes the session. */
   recover?: 'replay' | 'never';
-  /** Cells per session. Default 1 000. */
+  /** Cells per session (`restore` refuses a journal with more). Default 1 000. */
   maxCells?: number;
-  /** Tool calls per cell; past it a call fails in the guest, and the tool does not run. Default 1 000. */
+  /** Tool calls per cell; past it a call fails in the guest, and the tool does not run (`restore` refuses a journal cell with more). Default 1 000. */
   maxCallsPerCell?: number;
-  /** The largest tool arguments or answer (as JSON) the journal keeps; a call past it fails in the guest. Default 1 MiB. */
+  /** The largest tool arguments, answer or `deny` reason (as JSON) the journal keeps; a call past it fails in the guest, a reason past it is refused, `restore` refuses a journal holding a larger value. Default 1 MiB. */
   maxValueBytes?: number;
-  /** The largest journal (as JSON); a cell or call that would pass it is refused. Default 16 MiB. */
+  /** The largest journal (as JSON); a cell, call or `deny` reason that would pass it is refused, and `restore` refuses a larger journal. Default 16 MiB. */
   maxJournalBytes?: number;
   /**
    * What the guest's `fetch` may reach, as `IsolatedRuntime`'s `egress` (a policy, or your own
