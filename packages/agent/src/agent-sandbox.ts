@@ -20,6 +20,7 @@ import {
   InvalidOption,
   IsolatedRuntime,
   SandboxPool,
+  StrataError,
   type EgressHandler,
   type EgressRequest,
   type EgressResponse,
@@ -31,7 +32,7 @@ import { executeCell } from './cell-code.js';
 import { describeThrown, recordable } from './describe.js';
 import { JournalError, SessionLimitExceeded, SessionStateError, TypeCheckFailed } from './errors.js';
 import {
-  checkJournal,
+  checkJournalSized,
   JOURNAL_FORMAT,
   JOURNAL_VERSION,
   settingsMismatch,
@@ -64,13 +65,13 @@ export interface AgentSandboxOptions extends IsolatedRuntimeOptions {
   tenant?: string;
   /** After the worker dies during a cell: `'replay'` (default) recovers on the next `run` in a fresh worker; `'never'` closes the session. */
   recover?: 'replay' | 'never';
-  /** Cells per session. Default 1 000. */
+  /** Cells per session (`restore` refuses a journal with more). Default 1 000. */
   maxCells?: number;
-  /** Tool calls per cell; past it a call fails in the guest, and the tool does not run. Default 1 000. */
+  /** Tool calls per cell; past it a call fails in the guest, and the tool does not run (`restore` refuses a journal cell with more). Default 1 000. */
   maxCallsPerCell?: number;
-  /** The largest tool arguments or answer (as JSON) the journal keeps; a call past it fails in the guest. Default 1 MiB. */
+  /** The largest tool arguments, answer or `deny` reason (as JSON) the journal keeps; a call past it fails in the guest, a reason past it is refused, `restore` refuses a journal holding a larger value. Default 1 MiB. */
   maxValueBytes?: number;
-  /** The largest journal (as JSON); a cell or call that would pass it is refused. Default 16 MiB. */
+  /** The largest journal (as JSON); a cell, call or `deny` reason that would pass it is refused, and `restore` refuses a larger journal. Default 16 MiB. */
   maxJournalBytes?: number;
   /**
    * What the guest's `fetch` may reach, as `IsolatedRuntime`'s `egress` (a policy, or your own
@@ -133,8 +134,17 @@ export interface CellResult extends Omit<ExecutionResult, 'status'> {
   /** The cell's number, from 1. */
   readonly cell: number;
   readonly calls: readonly ToolCall[];
-  /** The call awaiting approval, when `status` is `'awaiting-approval'`. */
-  readonly pending?: { readonly seq: number; readonly tool: string; readonly args: readonly unknown[] };
+  /** The first call awaiting a decision, when `status` is `'awaiting-approval'` (the first of {@link CellResult.pendingCalls}). */
+  readonly pending?: PendingCall;
+  /** Every call awaiting a decision, in `seq` order, when `status` is `'awaiting-approval'` (parallel calls may each need one). */
+  readonly pendingCalls?: readonly PendingCall[];
+}
+
+/** A tool call awaiting approval: `approve(seq)` or `deny(seq, reason)` decides it. */
+export interface PendingCall {
+  readonly seq: number;
+  readonly tool: string;
+  readonly args: readonly unknown[];
 }
 
 /** Events of every session, for tracing tools: `{ session, event }` (`session` is `AgentSandbox.id`). */
@@ -161,6 +171,15 @@ interface Limits {
   readonly maxJournalBytes: number;
 }
 
+/** The journal before the operation running now (`run`, `approve`, `deny`): what `journal` shows meanwhile, and what a failed one goes back to. */
+interface Checkpoint {
+  readonly cells: number;
+  /** The last cell as JSON, when it awaited approval (a decision and a resume change it). */
+  readonly last: string | undefined;
+  readonly nextSeq: number;
+  readonly bytes: number;
+}
+
 /** What answers the guest's tool wrapper. */
 type Answer = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly name: string; readonly message: string };
 
@@ -169,24 +188,25 @@ interface Running {
   readonly record: CellRecord;
   /** Calls answered from the journal: those before this index. */
   readonly replayUntil: number;
-  /** The decided pending call a resumed cell reaches (its index), run or refused live. */
-  readonly resumeAt: number | undefined;
+  /** The decided pending calls a resumed cell reaches (their indexes), each run or refused live. */
+  readonly resumeAt: ReadonlySet<number>;
   readonly onEvent: ((event: SessionEvent) => void) | undefined;
   /** Calls seen so far in this run of the cell. */
   index: number;
   /** Events are delivered once the run is past the journal's part. */
   live: boolean;
-  /** The cell stopped before a call that needs approval. */
+  /** The cell stopped before a call that needs approval: calls already made settle (and may need approval too), no later one is made. */
   stopped: boolean;
+  /** The stop waited maxHostWait for a tool still running, and gave up. */
+  stopTimedOut: boolean;
   ended: boolean;
   divergence: JournalError | undefined;
   /** A replay of a recorded cell: a call past the journal's is a divergence, never live. */
   readonly replaying: boolean;
   /** The session limit that cut the cell short, if one did. */
   limit: { readonly name: string; readonly message: string } | undefined;
-  /** Every call's answer in flight, and the tools running. */
+  /** Every live call until the journal has its outcome (or its `pending`): its approval check, then its tool. */
   readonly inflight: Set<Promise<unknown>>;
-  readonly executions: Set<Promise<unknown>>;
 }
 
 /**
@@ -224,8 +244,9 @@ export class AgentSandbox {
   #busy = false;
   #closed = false;
   #running: Running | undefined;
+  #checkpoint: Checkpoint | undefined;
 
-  private constructor(options: AgentSandboxOptions, journal: Journal | undefined) {
+  private constructor(options: AgentSandboxOptions, input: unknown) {
     if (options === null || typeof options !== 'object') throw new InvalidOption('options must be an object');
     const bridges = options.tools instanceof ToolBridge ? [options.tools] : Array.isArray(options.tools) ? (options.tools as readonly unknown[]) : undefined;
     if (bridges !== undefined) {
@@ -255,6 +276,9 @@ export class AgentSandbox {
       maxValueBytes: limit('maxValueBytes', options.maxValueBytes, MiB),
       maxJournalBytes: limit('maxJournalBytes', options.maxJournalBytes, 16 * MiB),
     };
+    // A journal to restore is checked against the limits before anything else reads it.
+    const checked = input === undefined ? undefined : checkJournalSized(input, this.#limits);
+    const journal = checked?.journal;
     const runtime: Record<string, unknown> = { ...options };
     for (const key of SESSION_KEYS) delete runtime[key];
     this.#fetchTool = fetchTool(options.egress, options.redactHostErrors !== false);
@@ -276,7 +300,7 @@ export class AgentSandbox {
     this.#settleWaitMs = typeof runtime['maxHostWait'] === 'number' ? runtime['maxHostWait'] : runtime['maxHostWait'] === null ? 2 ** 31 - 1 : 600_000;
     this.#layers = layersOf(runtime);
     this.#journal = journal;
-    if (journal !== undefined) this.#journalBytes = Buffer.byteLength(JSON.stringify(journal));
+    if (checked !== undefined) this.#journalBytes = checked.bytes;
   }
 
   /**
@@ -295,25 +319,42 @@ export class AgentSandbox {
    * runs the journal's cells again, every tool call answered from the journal, no tool called.
    * Then it is live. A call awaiting approval in the journal can be approved or denied here.
    *
-   * @throws {@link JournalError} when the journal is malformed, was recorded with other settings,
-   * or its replay diverges.
+   * @throws {@link JournalError} when the journal is malformed (every field and every recorded
+   * value is checked), was recorded with other settings, or its replay diverges;
+   * {@link SessionLimitExceeded} when it is over one of this session's limits (`maxJournalBytes`,
+   * `maxCells`, `maxCallsPerCell`, `maxValueBytes`): restore it with larger ones.
    */
   static async restore(journal: unknown, options: AgentSandboxOptions = {}): Promise<AgentSandbox> {
-    const session = new AgentSandbox(options, checkJournal(journal));
+    if (journal === undefined) throw new JournalError('restore needs a journal (session.journal, or JSON.parse of one kept)');
+    const session = new AgentSandbox(options, journal);
     await session.#ready();
     return session;
   }
 
-  /** The journal so far: plain JSON data (a copy), versioned. `JSON.stringify` it to keep it. */
+  /**
+   * The journal so far: plain JSON data (a copy), versioned. `JSON.stringify` it to keep it.
+   * While a cell runs (`run`, `approve`, `deny`), it is the journal as it was before: what it
+   * gives can always be restored.
+   */
   get journal(): Journal {
-    return JSON.parse(JSON.stringify(this.#assertJournal())) as Journal;
+    const journal = this.#assertJournal();
+    const checkpoint = this.#checkpoint;
+    if (checkpoint === undefined) return JSON.parse(JSON.stringify(journal)) as Journal;
+    const kept = journal.cells.slice(0, checkpoint.last === undefined ? checkpoint.cells : checkpoint.cells - 1);
+    const cells = checkpoint.last === undefined ? kept : [...kept, JSON.parse(checkpoint.last) as CellRecord];
+    return JSON.parse(JSON.stringify({ ...journal, cells, nextSeq: checkpoint.nextSeq })) as Journal;
   }
 
-  /** The call awaiting approval, if the last cell stopped before one. */
-  get pending(): CellResult['pending'] {
+  /** The first call awaiting a decision (see {@link AgentSandbox.pendingCalls}), if the last cell stopped before one. */
+  get pending(): PendingCall | undefined {
+    return this.pendingCalls[0];
+  }
+
+  /** Every call awaiting a decision, in `seq` order: a cell that made several in parallel stopped before all of them, and resumes once each is decided. */
+  get pendingCalls(): readonly PendingCall[] {
     const last = this.#journal?.cells.at(-1);
-    const call = last?.status === 'awaiting-approval' ? last.calls.find((c) => c.status === 'pending') : undefined;
-    return call === undefined ? undefined : { seq: call.seq, tool: call.tool, args: fromTaggedJson(call.args) as unknown[] };
+    if (last?.status !== 'awaiting-approval') return [];
+    return last.calls.filter((c) => c.status === 'pending' && c.approval === undefined).map((c) => ({ seq: c.seq, tool: c.tool, args: decoded(c.args) as unknown[] }));
   }
 
   /** The current worker's process id, when one is running. */
@@ -338,6 +379,7 @@ export class AgentSandbox {
    */
   async run(code: string, options: RunOptions = {}): Promise<CellResult> {
     if (typeof code !== 'string') throw new InvalidOption('code must be a string');
+    checkRunOptions(options);
     if (options.language !== undefined && options.language !== 'javascript' && options.language !== 'typescript') {
       throw new InvalidOption(`language must be 'javascript' or 'typescript' (got ${String(options.language)})`);
     }
@@ -347,10 +389,14 @@ export class AgentSandbox {
     }
     const typescript = options.language === 'typescript';
     return this.#exclusive(async () => {
-      const pending = this.pending;
-      if (pending !== undefined) throw new SessionStateError(`call ${pending.seq} (${pending.tool}) awaits approval: approve(${pending.seq}) or deny(${pending.seq}, reason) first`);
+      const pending = this.pendingCalls;
+      if (pending.length > 0) {
+        const seqs = pending.map((call) => `${call.seq} (${call.tool})`).join(', ');
+        const first = pending[0]!.seq;
+        throw new SessionStateError(`call${pending.length > 1 ? 's' : ''} ${seqs} await${pending.length > 1 ? '' : 's'} approval: approve(${first}) or deny(${first}, reason) first`);
+      }
       const journal = this.#assertJournal();
-      if (journal.cells.length >= this.#limits.maxCells) throw new SessionLimitExceeded('maxCells', `the session has run ${journal.cells.length} cells, its maxCells`);
+      if (journal.cells.length >= this.#limits.maxCells) throw new SessionLimitExceeded('maxCells', `the session has run ${journal.cells.length} cells, its maxCells (${this.#limits.maxCells}): start another, or restore its journal with a larger maxCells`);
       const bytes = Buffer.byteLength(JSON.stringify(code)) + 64;
       if (this.#journalBytes + bytes > this.#limits.maxJournalBytes) {
         throw new SessionLimitExceeded('maxJournalBytes', `this cell would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`);
@@ -363,18 +409,34 @@ export class AgentSandbox {
       const record: CellRecord = { cell: journal.cells.length + 1, code, ...(typescript ? { language: 'typescript' as const } : {}), status: 'ok', calls: [] };
       journal.cells.push(record);
       this.#journalBytes += bytes;
-      return this.#runCell(record, { replayUntil: 0, resumeAt: undefined, onEvent: options.onEvent });
+      return this.#runCell(record, { replayUntil: 0, resumeAt: new Set(), onEvent: options.onEvent });
     });
   }
 
-  /** Lets the call awaiting approval run once, resuming its cell (by replay), and resolves to the cell's result. */
-  approve(seq: number, options: RunOptions = {}): Promise<CellResult> {
+  /**
+   * Lets a call awaiting approval run once. When it was the last undecided call of its cell, the
+   * cell resumes (by replay) and this resolves to its result; until then it resolves to the cell
+   * still `'awaiting-approval'`, with the calls left to decide.
+   *
+   * @throws (rejects) {@link SessionStateError} when `seq` does not await a decision;
+   * `InvalidOption` for options that are not.
+   */
+  async approve(seq: number, options: RunOptions = {}): Promise<CellResult> {
+    checkRunOptions(options);
     return this.#decide(seq, { approved: true }, options);
   }
 
-  /** Refuses the call awaiting approval: it throws an Error in the guest (with `reason`), which the cell may catch; resolves to the cell's result. */
-  deny(seq: number, reason?: string, options: RunOptions = {}): Promise<CellResult> {
-    if (reason !== undefined && typeof reason !== 'string') throw new InvalidOption('reason must be a string');
+  /**
+   * Refuses a call awaiting approval: it throws an Error in the guest (with `reason`), which the
+   * cell may catch. Resolves as {@link AgentSandbox.approve} does. The reason is journaled and
+   * given to the guest, so it counts towards `maxValueBytes` and `maxJournalBytes`.
+   *
+   * @throws (rejects) `InvalidOption` when `reason` is not a string, {@link SessionLimitExceeded}
+   * when it is too large, {@link SessionStateError} when `seq` does not await a decision.
+   */
+  async deny(seq: number, reason?: string, options: RunOptions = {}): Promise<CellResult> {
+    if (reason !== undefined && typeof reason !== 'string') throw new InvalidOption(`reason must be a string (got ${typeof reason})`);
+    checkRunOptions(options);
     return this.#decide(seq, reason === undefined ? { approved: false } : { approved: false, reason }, options);
   }
 
@@ -453,30 +515,56 @@ export class AgentSandbox {
   }
 
   async #decide(seq: number, approval: { approved: boolean; reason?: string }, options: RunOptions): Promise<CellResult> {
+    if (!Number.isSafeInteger(seq)) throw new InvalidOption(`seq must be the integer seq of a call awaiting approval (got ${typeof seq === 'number' ? seq : typeof seq})`);
     return this.#exclusive(async () => {
       const record = this.#journal?.cells.at(-1);
-      const at = record?.status === 'awaiting-approval' ? record.calls.findIndex((c) => c.status === 'pending') : -1;
-      if (record === undefined || at < 0) throw new SessionStateError('no call awaits approval');
-      const call = record.calls[at]!;
-      if (call.seq !== seq) throw new SessionStateError(`call ${String(seq)} does not await approval; call ${call.seq} (${call.tool}) does`);
+      const undecided = this.pendingCalls;
+      if (record === undefined || undecided.length === 0) throw new SessionStateError('no call awaits approval');
+      const call = record.calls.find((c) => c.seq === seq && c.status === 'pending');
+      if (call === undefined || call.approval !== undefined) {
+        const what = call === undefined ? 'does not await approval' : `was already ${call.approval!.approved ? 'approved' : 'denied'}`;
+        const list = undecided.map((c) => `${c.seq} (${c.tool})`).join(', ');
+        throw new SessionStateError(`call ${seq} ${what}; ${undecided.length > 1 ? `calls ${list} do` : `call ${list} does`}`);
+      }
+      if (approval.reason !== undefined) {
+        // The reason is journaled and becomes the guest's error message: a value like any other.
+        const bytes = Buffer.byteLength(JSON.stringify(approval.reason));
+        if (bytes > this.#limits.maxValueBytes) throw new SessionLimitExceeded('maxValueBytes', `the reason is ${bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes}): give a shorter one`);
+        if (this.#journalBytes + bytes > this.#limits.maxJournalBytes) {
+          throw new SessionLimitExceeded('maxJournalBytes', `the reason would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes): give a shorter one, or none`);
+        }
+        this.#journalBytes += bytes;
+      }
+      // Without a reason a decision fits in what the call's record was counted for.
       call.approval = approval;
+      const pendingCalls = this.pendingCalls;
+      if (pendingCalls.length > 0) {
+        // Others of the cell's calls await a decision: it resumes once none does.
+        return { status: 'awaiting-approval', cell: record.cell, calls: record.calls.map(toolCall), pending: pendingCalls[0]!, pendingCalls, result: undefined, error: undefined, errorType: undefined, stdout: '', stderr: '', truncated: false };
+      }
       await this.#ensureWorker();
-      return this.#runCell(record, { replayUntil: record.calls.length, resumeAt: at, onEvent: options.onEvent });
+      const decided = new Set(record.calls.flatMap((c, index) => (c.status === 'pending' ? [index] : [])));
+      return this.#runCell(record, { replayUntil: record.calls.length, resumeAt: decided, onEvent: options.onEvent });
     });
   }
 
-  async #runCell(record: CellRecord, mode: { replayUntil: number; resumeAt: number | undefined; onEvent: RunOptions['onEvent'] }): Promise<CellResult> {
-    const running: Running = { record, ...mode, index: 0, live: mode.replayUntil === 0, stopped: false, ended: false, divergence: undefined, replaying: false, limit: undefined, inflight: new Set(), executions: new Set() };
+  async #runCell(record: CellRecord, mode: { replayUntil: number; resumeAt: ReadonlySet<number>; onEvent: RunOptions['onEvent'] }): Promise<CellResult> {
+    const running: Running = { record, ...mode, index: 0, live: mode.replayUntil === 0, stopped: false, stopTimedOut: false, ended: false, divergence: undefined, replaying: false, limit: undefined, inflight: new Set(), };
     const rt = this.#rt!;
     const { outcome, unsettled } = await this.#performCell(rt, running);
-    const calls = record.calls.map(toolCall);
-    if (running.stopped) {
+    // A stop for approval keeps the cell only when every call it made has an outcome or awaits a
+    // decision: otherwise (a tool still running past maxHostWait, or the worker died first) it is lost.
+    const settled = !record.calls.some((c) => c.status === 'started');
+    if (running.stopped && settled) {
       record.status = 'awaiting-approval';
-      return { ...outcome, status: 'awaiting-approval', result: undefined, error: undefined, errorType: undefined, cell: record.cell, calls, pending: this.pending! };
+      const pendingCalls = this.pendingCalls;
+      return { ...outcome, status: 'awaiting-approval', result: undefined, error: undefined, errorType: undefined, cell: record.cell, calls: record.calls.map(toolCall), pending: pendingCalls[0]!, pendingCalls };
     }
+    const calls = record.calls.map(toolCall);
     // How the cell ended, for the journal and for the caller.
     let ended: { status: 'ok' } | { status: 'error' | 'crashed' | 'interrupted'; type: string; message: string };
-    if (running.limit !== undefined) ended = { status: 'interrupted', type: 'SessionLimitExceeded', message: running.limit.message };
+    if (running.stopTimedOut) ended = { status: 'interrupted', type: 'RuntimeTimeout', message: `the cell stopped for approval, and a tool call it made was still running after ${this.#settleWaitMs} ms (maxHostWait)` };
+    else if (running.limit !== undefined) ended = { status: 'interrupted', type: 'SessionLimitExceeded', message: running.limit.message };
     else if (unsettled) ended = { status: 'interrupted', type: 'RuntimeTimeout', message: `the cell's code ended and a tool call it made was still running after ${this.#settleWaitMs} ms (maxHostWait)` };
     else if (outcome.status === 'ok') ended = { status: 'ok' };
     else ended = { status: LOST.has(outcome.errorType ?? '') ? (rt.closed ? 'crashed' : 'interrupted') : 'error', type: outcome.errorType ?? 'Error', message: outcome.error ?? '' };
@@ -512,9 +600,7 @@ export class AgentSandbox {
   #callTool(tool: SessionTool, args: unknown[]): Promise<Answer> {
     const running = this.#running;
     if (running === undefined || running.ended) return Promise.resolve(refusal('Error', 'a tool can be called only while a cell runs'));
-    const answer = this.#call(running, tool, args);
-    running.inflight.add(answer);
-    return answer;
+    return this.#call(running, tool, args);
   }
 
   /**
@@ -544,8 +630,8 @@ export class AgentSandbox {
           { cell: record.cell, seq: recorded.seq },
         ));
       }
-      if (index !== running.resumeAt) return answerOf(recorded);
-      // The decided pending call: from here the cell is live.
+      if (!running.resumeAt.has(index)) return answerOf(recorded);
+      // A decided pending call: from here the cell is live.
       running.live = true;
       const decision = recorded.approval;
       delete recorded.approval;
@@ -556,7 +642,7 @@ export class AgentSandbox {
         return answerOf(recorded);
       }
       recorded.status = 'started';
-      return this.#execute(running, tool, fromTaggedJson(recorded.args) as unknown[], recorded);
+      return this.#track(running, this.#execute(running, tool, decoded(recorded.args) as unknown[], recorded));
     }
     // Past every call the journal has for a replayed cell: the replay went elsewhere. Never live.
     if (running.replaying) {
@@ -590,8 +676,22 @@ export class AgentSandbox {
       this.#emit(running, { type: 'tool-result', cell: record.cell, seq, tool: tool.name, status: 'failed', ms: 0, error: call.error });
       return answerOf(call);
     }
-    const guestArgs = fromTaggedJson(call.args) as unknown[];
+    const guestArgs = decoded(call.args) as unknown[];
     this.#emit(running, { type: 'tool-call', cell: record.cell, seq, tool: tool.name, args: guestArgs });
+    return this.#track(running, this.#approveAndExecute(running, tool, guestArgs, call));
+  }
+
+  /**
+   * Keeps a live call in `running.inflight` until the journal has its outcome or its `pending`,
+   * and gives the guest its answer (never, for a call that awaits approval: the worker goes).
+   */
+  #track(running: Running, lifecycle: Promise<Answer | undefined>): Promise<Answer> {
+    running.inflight.add(lifecycle);
+    return lifecycle.then((answer) => answer ?? new Promise<Answer>(() => {}));
+  }
+
+  /** A live call: its approval check, then its tool; undefined when it awaits approval. */
+  async #approveAndExecute(running: Running, tool: SessionTool, guestArgs: unknown[], call: CallRecord): Promise<Answer | undefined> {
     let needsApproval: boolean;
     try {
       needsApproval = await tool.needsApproval(guestArgs);
@@ -599,33 +699,38 @@ export class AgentSandbox {
       const thrown = describeThrown(error);
       return this.#settle(running, call, 0, { ok: false, error: { name: thrown.name, message: `needsApproval of ${tool.name} threw: ${thrown.message}` } });
     }
-    if (needsApproval) {
-      // Stop the cell before the tool runs: the worker goes (its state is mid-cell), and
-      // approve or deny resumes the cell by replay.
-      call.status = 'pending';
-      running.stopped = true;
-      this.#emit(running, { type: 'tool-result', cell: record.cell, seq, tool: tool.name, status: 'pending', ms: 0 });
-      this.#stale = true;
-      // Tools already running finish and are journaled first (a parallel call), then the worker goes.
-      const rt = this.#rt;
-      void Promise.allSettled([...running.executions]).then(() => rt?.close());
-      return new Promise<Answer>(() => {});
+    if (running.ended) {
+      // The worker died while needsApproval decided: the tool is never called now.
+      call.afterCrash = { status: 'failed', error: { name: 'Error', message: `${tool.name} was not called: the worker died before needsApproval decided` } };
+      this.#journalBytes += Buffer.byteLength(JSON.stringify(call.afterCrash)) + 16;
+      return answerOf(call);
     }
-    return this.#execute(running, tool, guestArgs, call);
+    if (!needsApproval) return this.#execute(running, tool, guestArgs, call);
+    // The cell stops before the tool runs; the calls it made in parallel settle first (each may
+    // need approval too, and is then pending as well), then the worker goes: its state is
+    // mid-cell, and approve or deny resumes the cell by replay once every pending call is decided.
+    call.status = 'pending';
+    this.#emit(running, { type: 'tool-result', cell: running.record.cell, seq: call.seq, tool: tool.name, status: 'pending', ms: 0 });
+    if (!running.stopped) {
+      running.stopped = true;
+      this.#stale = true;
+      const rt = this.#rt;
+      void settledWithin(running.inflight, this.#settleWaitMs).then((settled) => {
+        running.stopTimedOut = !settled;
+        return rt?.close();
+      });
+    }
+    return undefined;
   }
 
-  #execute(running: Running, tool: SessionTool, args: unknown[], call: CallRecord): Promise<Answer> {
+  async #execute(running: Running, tool: SessionTool, args: unknown[], call: CallRecord): Promise<Answer> {
     const started = performance.now();
-    const execution = (async () => {
-      try {
-        const value = await tool.execute(...args);
-        return this.#settle(running, call, performance.now() - started, { ok: true, value });
-      } catch (error) {
-        return this.#settle(running, call, performance.now() - started, { ok: false, error: describeThrown(error) });
-      }
-    })();
-    running.executions.add(execution);
-    return execution;
+    try {
+      const value = await tool.execute(...args);
+      return this.#settle(running, call, performance.now() - started, { ok: true, value });
+    } catch (error) {
+      return this.#settle(running, call, performance.now() - started, { ok: false, error: describeThrown(error) });
+    }
   }
 
   /** Records how a live call ended and answers the guest with exactly what a replay will give it. */
@@ -645,6 +750,7 @@ export class AgentSandbox {
     if (running.ended) {
       // The worker died while the tool ran: the guest never heard back. The call stays 'started'; what the tool did is kept for reconciling.
       call.afterCrash = ended;
+      this.#journalBytes += Buffer.byteLength(JSON.stringify(ended)) + 16;
       return answerOf(call);
     }
     call.status = ended.status;
@@ -658,7 +764,7 @@ export class AgentSandbox {
       tool: call.tool,
       status: call.status,
       ms: call.ms,
-      ...(call.status === 'completed' ? { result: fromTaggedJson(call.result) } : { error: call.error! }),
+      ...(call.status === 'completed' ? { result: decoded(call.result) } : { error: call.error! }),
     });
     return answerOf(call);
   }
@@ -729,7 +835,7 @@ export class AgentSandbox {
   /** Runs a recorded cell again, every call answered from the journal, and checks it ends as it did. */
   async #replay(cell: CellRecord): Promise<void> {
     const recorded = { status: cell.status, result: cell.result, error: cell.error, calls: cell.calls.length };
-    const running: Running = { record: cell, replayUntil: cell.calls.length, resumeAt: undefined, onEvent: undefined, index: 0, live: false, stopped: false, ended: false, divergence: undefined, replaying: true, limit: undefined, inflight: new Set(), executions: new Set() };
+    const running: Running = { record: cell, replayUntil: cell.calls.length, resumeAt: new Set(), onEvent: undefined, index: 0, live: false, stopped: false, stopTimedOut: false, ended: false, divergence: undefined, replaying: true, limit: undefined, inflight: new Set() };
     const { outcome } = await this.#performCell(this.#rt!, running);
     if (outcome.status === 'error' && LOST.has(outcome.errorType ?? '')) {
       this.#stale = true;
@@ -773,20 +879,66 @@ export class AgentSandbox {
     return error;
   }
 
+  /**
+   * One operation at a time (`run`, `approve`, `deny`). Meanwhile `journal` shows the journal as
+   * it was before; an operation that fails leaves it as it was, so it stays restorable. It
+   * rejects only with Strata's errors: anything else is a bug, wrapped with it as the cause.
+   */
   async #exclusive<T>(work: () => Promise<T>): Promise<T> {
     if (this.#closed) throw new SessionStateError('the session is closed');
     if (this.#busy) throw new SessionStateError('a cell is running: one at a time (await the last run, approve or deny first)');
+    const journal = this.#assertJournal();
+    const last = journal.cells.at(-1);
+    this.#checkpoint = {
+      cells: journal.cells.length,
+      last: last?.status === 'awaiting-approval' ? JSON.stringify(last) : undefined,
+      nextSeq: journal.nextSeq,
+      bytes: this.#journalBytes,
+    };
     this.#busy = true;
     try {
       return await work();
+    } catch (error) {
+      this.#rollBack(journal, this.#checkpoint);
+      if (error instanceof StrataError) throw error;
+      throw new SessionStateError(`the session failed unexpectedly (${describeThrown(error).name}: ${describeThrown(error).message}); its journal is as it was before this call`, { cause: error });
     } finally {
+      this.#checkpoint = undefined;
       this.#busy = false;
     }
+  }
+
+  #rollBack(journal: Journal, checkpoint: Checkpoint): void {
+    journal.cells.length = checkpoint.cells;
+    if (checkpoint.last !== undefined) journal.cells[checkpoint.cells - 1] = JSON.parse(checkpoint.last) as CellRecord;
+    journal.nextSeq = checkpoint.nextSeq;
+    this.#journalBytes = checkpoint.bytes;
   }
 
   #assertJournal(): Journal {
     if (this.#journal === undefined) throw new SessionStateError('the session has not started');
     return this.#journal;
+  }
+}
+
+/** Options of run, approve and deny, checked: a listener that is not a function would be ignored silently. */
+function checkRunOptions(options: unknown): asserts options is RunOptions {
+  if (options === null || typeof options !== 'object') throw new InvalidOption(`options must be an object (got ${options === null ? 'null' : typeof options})`);
+  const { onEvent, typecheck: check } = options as RunOptions;
+  if (onEvent !== undefined && typeof onEvent !== 'function') throw new InvalidOption('onEvent must be a function');
+  if (check !== undefined && typeof check !== 'boolean') throw new InvalidOption('typecheck must be true or false');
+}
+
+/**
+ * A recorded value decoded for the guest or the caller. Every journal value was written by
+ * toTaggedJson or checked by checkJournal, so this cannot fail; if it ever did, it is a
+ * JournalError, not a TypeError out of a getter.
+ */
+function decoded(json: JsonValue | undefined): unknown {
+  try {
+    return fromTaggedJson(json);
+  } catch (error) {
+    throw new JournalError(`a recorded value cannot be decoded: ${describeThrown(error).message}`);
   }
 }
 
@@ -883,7 +1035,7 @@ function deeperThan(value: unknown, limit: number): boolean {
 
 /** The guest's answer for a recorded call. */
 function answerOf(call: CallRecord): Answer {
-  if (call.status === 'completed') return { ok: true, value: fromTaggedJson(call.result) };
+  if (call.status === 'completed') return { ok: true, value: decoded(call.result) };
   return refusal(call.error?.name ?? 'Error', call.error?.message ?? `the call to ${call.tool} did not complete`);
 }
 
@@ -891,9 +1043,9 @@ function toolCall(call: CallRecord): ToolCall {
   return {
     seq: call.seq,
     tool: call.tool,
-    args: fromTaggedJson(call.args) as unknown[],
+    args: decoded(call.args) as unknown[],
     status: call.status,
-    ...(call.result === undefined ? {} : { result: fromTaggedJson(call.result) }),
+    ...(call.result === undefined ? {} : { result: decoded(call.result) }),
     ...(call.error === undefined ? {} : { error: { ...call.error } }),
     ms: call.ms,
   };

@@ -36,10 +36,14 @@ export class SessionLimitExceeded extends StrataError {
   }
 }
 
-/** The session cannot do that now: it is closed, a cell is running, or a call awaits approval (or none does). */
+/**
+ * The session cannot do that now: it is closed, a cell is running, or a call awaits approval (or
+ * none does). Also what a session's method rejects with for a failure that is none of Strata's
+ * own errors (a bug), with the original as `cause`.
+ */
 export class SessionStateError extends StrataError {
-  constructor(message: string) {
-    super(message, { code: 'ERR_STRATA_SESSION_STATE' });
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { code: 'ERR_STRATA_SESSION_STATE', ...(options?.cause === undefined ? {} : { cause: options.cause }) });
   }
 }
 

@@ -10,7 +10,7 @@
  * @packageDocumentation
  */
 export { AgentSandbox, SESSION_EVENTS_CHANNEL } from './agent-sandbox.js';
-export type { AgentSandboxOptions, CellResult, RunOptions, SessionEvent, ToolCall } from './agent-sandbox.js';
+export type { AgentSandboxOptions, CellResult, PendingCall, RunOptions, SessionEvent, ToolCall } from './agent-sandbox.js';
 export { JournalError, SessionLimitExceeded, SessionStateError, TypeCheckFailed } from './errors.js';
 export { JOURNAL_FORMAT, JOURNAL_VERSION } from './journal.js';
 export type { CallRecord, CallStatus, CellRecord, CellStatus, Journal, JournalSettings, RecordedError } from './journal.js';

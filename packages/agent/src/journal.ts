@@ -8,7 +8,7 @@
  * @module
  */
 import type { JsonValue } from '@strata/wire';
-import { JournalError } from './errors.js';
+import { JournalError, SessionLimitExceeded } from './errors.js';
 
 /** What a journal says it is. */
 export const JOURNAL_FORMAT = 'strata.agent.journal';
@@ -33,7 +33,11 @@ export interface JournalSettings {
   readonly layers: JsonValue;
 }
 
-/** How a tool call ended; `'started'`: it began and the guest never heard back (the worker died first); `'pending'`: it awaits approval. */
+/**
+ * How a tool call ended; `'started'`: it began and the guest never heard back (the worker died
+ * first); `'pending'`: it awaits approval (a cell may have several, made in parallel), or it did
+ * when its cell was lost (`'crashed'`, `'interrupted'`).
+ */
 export type CallStatus = 'completed' | 'failed' | 'denied' | 'started' | 'pending';
 
 /** An error as the journal keeps it. */
@@ -68,7 +72,8 @@ export interface CallRecord {
  * not cross) are replayed; `'crashed'` (the worker died: a V8 abort, a hard timeout, the memory
  * ceiling, a kill) and `'interrupted'` (the soft timeout or the heap limit stopped it at a point
  * no replay could find again) are not, and the session goes on from the cells before them;
- * `'awaiting-approval'` is the last cell, stopped before a `pending` call.
+ * `'awaiting-approval'` is the last cell, stopped before one or more `pending` calls, at least one
+ * of them not decided yet.
  */
 export type CellStatus = 'ok' | 'error' | 'crashed' | 'interrupted' | 'awaiting-approval';
 
@@ -100,21 +105,42 @@ export interface Journal {
 const CELL_STATUSES: readonly string[] = ['ok', 'error', 'crashed', 'interrupted', 'awaiting-approval'];
 const CALL_STATUSES: readonly string[] = ['completed', 'failed', 'denied', 'started', 'pending'];
 
+/** The limits a journal is loaded under (a session's own, see `AgentSandboxOptions`); each absent one is not checked. */
+export interface JournalLimits {
+  readonly maxCells?: number;
+  readonly maxCallsPerCell?: number;
+  readonly maxValueBytes?: number;
+  readonly maxJournalBytes?: number;
+}
+
 /**
  * A journal read from outside (`JSON.parse` of a saved one), checked field by field: it may have
- * been edited, truncated or written by someone else. Returns a fresh copy that shares nothing
- * with the input.
+ * been edited, truncated or written by someone else. Every tagged value (arguments, answers,
+ * results) is checked too, so nothing in a journal that passes can fail to decode later. With
+ * `limits`, a journal past one of them is refused before it is walked. Returns a fresh copy that
+ * shares nothing with the input, and its size (as JSON, in bytes).
  *
- * @throws {@link JournalError} naming the first field that is wrong.
+ * @throws {@link JournalError} naming the first field that is wrong (and its cell and seq);
+ * {@link SessionLimitExceeded} naming the limit the journal is over.
  */
-export function checkJournal(input: unknown): Journal {
-  const copy = (() => {
-    try {
-      return JSON.parse(JSON.stringify(input)) as unknown;
-    } catch (error) {
-      throw new JournalError(`the journal is not JSON data: ${(error as Error).message}`);
-    }
-  })();
+export function checkJournal(input: unknown, limits: JournalLimits = {}): Journal {
+  return checkJournalSized(input, limits).journal;
+}
+
+/** {@link checkJournal}, with the journal's size as JSON (bytes). */
+export function checkJournalSized(input: unknown, limits: JournalLimits = {}): { journal: Journal; bytes: number } {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(input);
+  } catch (error) {
+    throw new JournalError(`the journal is not JSON data: ${(error as Error).message}`);
+  }
+  if (text === undefined) throw new JournalError('the journal must be an object');
+  const bytes = Buffer.byteLength(text);
+  if (limits.maxJournalBytes !== undefined && bytes > limits.maxJournalBytes) {
+    throw new SessionLimitExceeded('maxJournalBytes', `the journal is ${bytes} bytes as JSON, over this session's maxJournalBytes (${limits.maxJournalBytes}): restore it with a larger maxJournalBytes`);
+  }
+  const copy = JSON.parse(text) as unknown;
   const j = object(copy, 'the journal');
   if (j['format'] !== JOURNAL_FORMAT) throw new JournalError(`this is not a Strata session journal (format ${JSON.stringify(j['format'])}, expected ${JSON.stringify(JOURNAL_FORMAT)})`);
   if (j['version'] !== JOURNAL_VERSION) throw new JournalError(`journal format version ${JSON.stringify(j['version'])}; this release reads version ${JOURNAL_VERSION}`);
@@ -130,73 +156,173 @@ export function checkJournal(input: unknown): Journal {
   if (s['allowGlobals'] !== undefined) array(s['allowGlobals'], 'settings.allowGlobals').forEach((g, i) => string(g, `settings.allowGlobals[${i}]`));
   array(s['tools'], 'settings.tools').forEach((g, i) => string(g, `settings.tools[${i}]`));
   const cells = array(j['cells'], 'cells');
+  if (limits.maxCells !== undefined && cells.length > limits.maxCells) {
+    throw new SessionLimitExceeded('maxCells', `the journal has ${cells.length} cells, over this session's maxCells (${limits.maxCells}): restore it with a larger maxCells`);
+  }
   let seq = 0;
   cells.forEach((c, i) => {
     const where = `cells[${i}]`;
-    const cell = object(c, where);
-    if (cell['cell'] !== i + 1) throw new JournalError(`${where}.cell must be ${i + 1}`, { cell: i + 1 });
-    string(cell['code'], `${where}.code`);
-    if (cell['language'] !== undefined && cell['language'] !== 'typescript') throw new JournalError(`${where}.language is 'typescript' or absent`, { cell: i + 1 });
-    if (!CELL_STATUSES.includes(cell['status'] as string)) throw new JournalError(`${where}.status must be one of ${CELL_STATUSES.join(', ')}`, { cell: i + 1 });
-    if (cell['status'] === 'awaiting-approval' && i !== cells.length - 1) throw new JournalError(`${where} awaits approval but is not the last cell`, { cell: i + 1 });
-    if (cell['error'] !== undefined) {
-      const e = object(cell['error'], `${where}.error`);
-      string(e['type'], `${where}.error.type`);
-      string(e['message'], `${where}.error.message`);
+    const loc = { cell: i + 1 };
+    const cell = object(c, where, loc);
+    if (cell['cell'] !== i + 1) throw new JournalError(`${where}.cell must be ${i + 1}`, loc);
+    string(cell['code'], `${where}.code`, loc);
+    if (cell['language'] !== undefined && cell['language'] !== 'typescript') throw new JournalError(`${where}.language is 'typescript' or absent`, loc);
+    if (!CELL_STATUSES.includes(cell['status'] as string)) throw new JournalError(`${where}.status must be one of ${CELL_STATUSES.join(', ')}`, loc);
+    const status = cell['status'] as CellStatus;
+    if (status === 'awaiting-approval' && i !== cells.length - 1) throw new JournalError(`${where} awaits approval but is not the last cell`, loc);
+    if (cell['error'] !== undefined) recordedError(cell['error'], `${where}.error`, loc, 'type');
+    if (cell['resultBytes'] !== undefined) integer(cell['resultBytes'], `${where}.resultBytes`, 0, Number.MAX_SAFE_INTEGER, loc);
+    if (cell['result'] !== undefined) value(cell['result'], `${where}.result`, loc, limits);
+    const calls = array(cell['calls'], `${where}.calls`, loc);
+    if (limits.maxCallsPerCell !== undefined && calls.length > limits.maxCallsPerCell) {
+      throw new SessionLimitExceeded('maxCallsPerCell', `cell ${i + 1} of the journal has ${calls.length} tool calls, over this session's maxCallsPerCell (${limits.maxCallsPerCell}): restore it with a larger maxCallsPerCell`);
     }
-    if (cell['resultBytes'] !== undefined) integer(cell['resultBytes'], `${where}.resultBytes`, 0, Number.MAX_SAFE_INTEGER);
-    const calls = array(cell['calls'], `${where}.calls`);
-    let pending = 0;
+    let undecided = 0;
     calls.forEach((k, n) => {
       const at = `${where}.calls[${n}]`;
-      const call = object(k, at);
-      integer(call['seq'], `${at}.seq`, seq + 1, Number.MAX_SAFE_INTEGER);
+      const call = object(k, at, loc);
+      integer(call['seq'], `${at}.seq`, seq + 1, Number.MAX_SAFE_INTEGER, loc);
       seq = call['seq'] as number;
-      string(call['tool'], `${at}.tool`);
-      if (!Array.isArray(call['args'])) throw new JournalError(`${at}.args must be the array of the guest's arguments`, { cell: i + 1, seq });
-      if (!CALL_STATUSES.includes(call['status'] as string)) throw new JournalError(`${at}.status must be one of ${CALL_STATUSES.join(', ')}`, { cell: i + 1, seq });
-      integer(call['ms'], `${at}.ms`, 0, Number.MAX_SAFE_INTEGER);
+      const here = { cell: i + 1, seq };
+      string(call['tool'], `${at}.tool`, here);
+      if (!Array.isArray(call['args'])) throw new JournalError(`${at}.args must be the array of the guest's arguments`, here);
+      value(call['args'], `${at}.args`, here, limits);
+      if (!CALL_STATUSES.includes(call['status'] as string)) throw new JournalError(`${at}.status must be one of ${CALL_STATUSES.join(', ')}`, here);
+      integer(call['ms'], `${at}.ms`, 0, Number.MAX_SAFE_INTEGER, here);
       if (call['argsDigest'] !== undefined && (typeof call['argsDigest'] !== 'string' || !/^([0-9a-f]{64}|unrecordable)$/.test(call['argsDigest']))) {
-        throw new JournalError(`${at}.argsDigest must be a SHA-256 in hex`, { cell: i + 1, seq });
+        throw new JournalError(`${at}.argsDigest must be a SHA-256 in hex`, here);
       }
-      if (call['error'] !== undefined) {
-        const e = object(call['error'], `${at}.error`);
-        string(e['name'], `${at}.error.name`);
-        string(e['message'], `${at}.error.message`);
+      if (call['result'] !== undefined) value(call['result'], `${at}.result`, here, limits);
+      if (call['error'] !== undefined) recordedError(call['error'], `${at}.error`, here, 'name');
+      if ((call['status'] === 'failed' || call['status'] === 'denied') && call['error'] === undefined) throw new JournalError(`${at} is ${String(call['status'])} without an error`, here);
+      if (call['approval'] !== undefined) {
+        if (call['status'] !== 'pending') throw new JournalError(`${at}.approval is only for a pending call`, here);
+        const a = object(call['approval'], `${at}.approval`, here);
+        if (typeof a['approved'] !== 'boolean') throw new JournalError(`${at}.approval.approved must be true or false`, here);
+        if (a['reason'] !== undefined) string(a['reason'], `${at}.approval.reason`, here);
       }
-      if ((call['status'] === 'failed' || call['status'] === 'denied') && call['error'] === undefined) throw new JournalError(`${at} is ${String(call['status'])} without an error`, { cell: i + 1, seq });
       if (call['status'] === 'pending') {
-        pending++;
-        if (cell['status'] !== 'awaiting-approval') throw new JournalError(`${at} is pending, but only a call of a cell awaiting approval can be`, { cell: i + 1, seq });
-        if (call['approval'] !== undefined) {
-          const a = object(call['approval'], `${at}.approval`);
-          if (typeof a['approved'] !== 'boolean') throw new JournalError(`${at}.approval.approved must be true or false`, { cell: i + 1, seq });
-          if (a['reason'] !== undefined) string(a['reason'], `${at}.approval.reason`);
+        if (status === 'awaiting-approval' && call['approval'] === undefined) undecided++;
+        if (status !== 'awaiting-approval' && status !== 'crashed' && status !== 'interrupted') {
+          throw new JournalError(`${at} is pending, but only a call of a cell awaiting approval can be (or of a cell lost while it awaited)`, here);
         }
       }
-      if (call['status'] === 'started' && cell['status'] !== 'crashed' && cell['status'] !== 'interrupted') {
-        throw new JournalError(`${at} is started without an outcome, but its cell did not crash`, { cell: i + 1, seq });
+      if (call['status'] === 'started' && status !== 'crashed' && status !== 'interrupted') {
+        throw new JournalError(`${at} is started without an outcome, but its cell did not crash`, here);
+      }
+      if (call['status'] === 'completed' && !('result' in call)) throw new JournalError(`${at} is completed without its result`, here);
+      if (call['status'] !== 'completed' && call['result'] !== undefined) throw new JournalError(`${at} has a result but is ${String(call['status'])}: only a completed call has one`, here);
+      if (call['afterCrash'] !== undefined) {
+        if (call['status'] !== 'started') throw new JournalError(`${at}.afterCrash is only for a started call`, here);
+        const after = object(call['afterCrash'], `${at}.afterCrash`, here);
+        if (after['status'] === 'completed') value(after['result'], `${at}.afterCrash.result`, here, limits);
+        else if (after['status'] === 'failed') recordedError(after['error'], `${at}.afterCrash.error`, here, 'name');
+        else throw new JournalError(`${at}.afterCrash.status must be completed or failed`, here);
       }
     });
-    if (cell['status'] === 'awaiting-approval' && pending !== 1) throw new JournalError(`${where} awaits approval, so exactly one of its calls must be pending`, { cell: i + 1 });
+    if (status === 'awaiting-approval' && undecided === 0) throw new JournalError(`${where} awaits approval, so at least one of its calls must be pending without a decision`, loc);
   });
   integer(j['nextSeq'], 'nextSeq', seq + 1, Number.MAX_SAFE_INTEGER);
-  return copy as Journal;
+  return { journal: copy as Journal, bytes };
 }
 
-function object(value: unknown, what: string): Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new JournalError(`${what} must be an object`);
+/**
+ * Checks a tagged-JSON value (`@strata/wire`'s `toTaggedJson`) as `fromTaggedJson` will read it:
+ * every one-key object whose key starts with `$` must be a tag it knows, with a payload of the
+ * right shape, so decoding a journal that passed never throws. Iterative: a deep value cannot
+ * overflow the stack. With `maxValueBytes`, a value larger as JSON is refused.
+ */
+function value(root: unknown, what: string, loc: Where, limits: JournalLimits): void {
+  if (limits.maxValueBytes !== undefined) {
+    const size = Buffer.byteLength(JSON.stringify(root));
+    if (size > limits.maxValueBytes) {
+      throw new SessionLimitExceeded('maxValueBytes', `${what} (${where(loc)}) is ${size} bytes as JSON, over this session's maxValueBytes (${limits.maxValueBytes}): restore it with a larger maxValueBytes`);
+    }
+  }
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      stack.push(...v);
+      continue;
+    }
+    const entries = Object.entries(v as Record<string, unknown>);
+    if (entries.length !== 1 || !entries[0]![0].startsWith('$')) {
+      for (const [, child] of entries) stack.push(child);
+      continue;
+    }
+    const [key, payload] = entries[0]!;
+    const bad = (shape: string) => new JournalError(`${what} (${where(loc)}): the tag ${JSON.stringify(key)} must hold ${shape}, not ${preview(payload)}`, loc);
+    switch (key) {
+      case '$undefined':
+        if (payload !== true) throw bad('true');
+        break;
+      case '$bigint':
+        if (typeof payload !== 'string' || !/^-?(0|[1-9][0-9]*)$/.test(payload)) throw bad('a decimal integer as a string');
+        break;
+      case '$number':
+        if (payload !== 'NaN' && payload !== 'Infinity' && payload !== '-Infinity' && payload !== '-0') throw bad("'NaN', 'Infinity', '-Infinity' or '-0'");
+        break;
+      case '$date':
+        if (payload !== null && (typeof payload !== 'string' || !isIsoDate(payload))) throw bad('an ISO date (toISOString) or null');
+        break;
+      case '$bytes':
+        if (typeof payload !== 'string' || payload.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(payload)) throw bad('base64');
+        break;
+      case '$map':
+        if (!Array.isArray(payload) || !payload.every((entry) => Array.isArray(entry) && entry.length === 2)) throw bad('an array of [key, value] pairs');
+        for (const entry of payload as unknown[][]) stack.push(entry[0], entry[1]);
+        break;
+      case '$set':
+        if (!Array.isArray(payload)) throw bad('an array');
+        stack.push(...(payload as unknown[]));
+        break;
+      case '$object':
+        if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw bad('an object');
+        for (const child of Object.values(payload)) stack.push(child);
+        break;
+      default:
+        throw new JournalError(`${what} (${where(loc)}): unknown tag ${JSON.stringify(key)} (a guest object with one key starting with $ is written {"$object": …})`, loc);
+    }
+  }
+}
+
+function isIsoDate(text: string): boolean {
+  const date = new Date(text);
+  return !Number.isNaN(date.getTime()) && date.toISOString() === text;
+}
+
+function preview(json: unknown): string {
+  const text = JSON.stringify(json) ?? 'undefined';
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+type Where = { readonly cell?: number; readonly seq?: number };
+
+function where(loc: Where): string {
+  return loc.seq === undefined ? `cell ${loc.cell}` : `cell ${loc.cell}, call ${loc.seq}`;
+}
+
+function recordedError(input: unknown, what: string, loc: Where, nameKey: 'name' | 'type'): void {
+  const e = object(input, what, loc);
+  string(e[nameKey], `${what}.${nameKey}`, loc);
+  string(e['message'], `${what}.message`, loc);
+}
+
+function object(value: unknown, what: string, loc: Where = {}): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new JournalError(`${what} must be an object`, loc);
   return value as Record<string, unknown>;
 }
-function array(value: unknown, what: string): unknown[] {
-  if (!Array.isArray(value)) throw new JournalError(`${what} must be an array`);
+function array(value: unknown, what: string, loc: Where = {}): unknown[] {
+  if (!Array.isArray(value)) throw new JournalError(`${what} must be an array`, loc);
   return value;
 }
-function string(value: unknown, what: string): void {
-  if (typeof value !== 'string') throw new JournalError(`${what} must be a string`);
+function string(value: unknown, what: string, loc: Where = {}): void {
+  if (typeof value !== 'string') throw new JournalError(`${what} must be a string`, loc);
 }
-function integer(value: unknown, what: string, min: number, max: number): void {
-  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) throw new JournalError(`${what} must be an integer from ${min} to ${max}`);
+function integer(value: unknown, what: string, min: number, max: number, loc: Where = {}): void {
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) throw new JournalError(`${what} must be an integer from ${min} to ${max}`, loc);
 }
 
 /** `major.minor` for 0.x (where a minor release may break), else `major`: releases whose journals are interchangeable. */

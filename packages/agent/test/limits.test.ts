@@ -253,3 +253,83 @@ test('a cell result does not take the journal past maxJournalBytes', async (t) =
   for (let i = 0; i < 2; i++) t.is((await session.run("'z'.repeat(900)")).status, 'ok');
   t.true(bytesOf(session.journal) <= 2000, `the journal is ${bytesOf(session.journal)} bytes, maxJournalBytes 2000`);
 });
+
+test('a deny reason counts: one past maxValueBytes or maxJournalBytes is refused (SessionLimitExceeded), the journal stays under its limit, and the call can still be decided', async (t) => {
+  const tools = { send: { needsApproval: true, execute: async () => 'sent' } };
+  const maxJournalBytes = 256 * 1024;
+  await using session = await AgentSandbox.start({ tools, maxJournalBytes });
+  const p = await session.run('try { await send() } catch (e) { e.message }');
+  const seq = p.pending!.seq;
+  const huge = await t.throwsAsync(session.deny(seq, 'x'.repeat(2 * 1024 * 1024)), { instanceOf: SessionLimitExceeded });
+  t.is(huge?.limit, 'maxValueBytes');
+  const over = await t.throwsAsync(session.deny(seq, 'x'.repeat(300 * 1024)), { instanceOf: SessionLimitExceeded });
+  t.is(over?.limit, 'maxJournalBytes');
+  t.regex(over!.message, /give a shorter one, or none/);
+  t.true(bytesOf(session.journal) <= maxJournalBytes, `the journal is ${bytesOf(session.journal)} bytes`);
+  t.deepEqual(session.pending, p.pending, 'still awaiting its decision');
+  const denied = await session.deny(seq, 'y'.repeat(100 * 1024));
+  t.is(denied.result, `the call to send was denied: ${'y'.repeat(100 * 1024)}`);
+  t.true(bytesOf(session.journal) <= maxJournalBytes, `the journal is ${bytesOf(session.journal)} bytes`);
+  // The next reason that would pass it is refused too.
+  const again = await session.run('try { await send() } catch (e) { e.message }');
+  await t.throwsAsync(session.deny(again.pending!.seq, 'z'.repeat(200 * 1024)), { instanceOf: SessionLimitExceeded, message: /maxJournalBytes/ });
+  t.true(bytesOf(session.journal) <= maxJournalBytes);
+});
+
+test('restore holds every limit: a journal past maxJournalBytes, maxCells, maxCallsPerCell or maxValueBytes is refused, naming it, before anything replays', async (t) => {
+  const { runs, tools } = limitTools();
+  await using session = await AgentSandbox.start({ tools });
+  await session.run('globalThis.a = await send("x".repeat(3000))');
+  await session.run('await send(1); await send(2); await send(3)');
+  await session.run('"r".repeat(2000)');
+  const journal = session.journal;
+  const ran = runs.send;
+  const cases: [Record<string, number>, string, RegExp][] = [
+    [{ maxJournalBytes: bytesOf(journal) - 1 }, 'maxJournalBytes', /the journal is \d+ bytes as JSON, over this session's maxJournalBytes/],
+    [{ maxCells: 2 }, 'maxCells', /the journal has 3 cells, over this session's maxCells \(2\)/],
+    [{ maxCallsPerCell: 2 }, 'maxCallsPerCell', /cell 2 of the journal has 3 tool calls, over this session's maxCallsPerCell \(2\)/],
+    [{ maxValueBytes: 2500 }, 'maxValueBytes', /cells\[0\]\.calls\[0\]\.args \(cell 1, call 1\) is 3004 bytes as JSON, over this session's maxValueBytes \(2500\)/],
+    [{ maxValueBytes: 1500 }, 'maxValueBytes', /cells\[0\]\.calls\[0\]\.args/],
+  ];
+  for (const [limits, name, message] of cases) {
+    const error = await t.throwsAsync(AgentSandbox.restore(journal, { tools, ...limits }), { instanceOf: SessionLimitExceeded, message }, name);
+    t.is(error?.limit, name);
+  }
+  const result = structuredClone(journal);
+  result.cells[0]!.calls[0]!.result = 'big'.repeat(1100);
+  await t.throwsAsync(AgentSandbox.restore(result, { tools, maxValueBytes: 3100 }), { instanceOf: SessionLimitExceeded, message: /cells\[0\]\.calls\[0\]\.result \(cell 1, call 1\) is 3302 bytes/ });
+  const cellResult = structuredClone(journal);
+  cellResult.cells[2]!.result = 'r'.repeat(4000);
+  await t.throwsAsync(AgentSandbox.restore(cellResult, { tools, maxValueBytes: 3100 }), { instanceOf: SessionLimitExceeded, message: /cells\[2\]\.result \(cell 3\) is 4002 bytes/ });
+  t.is(runs.send, ran, 'no tool was called');
+  // At the limits exactly, it restores.
+  await using same = await AgentSandbox.restore(journal, { tools, maxJournalBytes: bytesOf(journal) + 100, maxCells: 4, maxCallsPerCell: 3, maxValueBytes: 3004 });
+  t.is((await same.run('a')).result, 'ok 3000');
+  await using full = await AgentSandbox.restore(journal, { tools, maxJournalBytes: bytesOf(journal), maxCells: 3 });
+  t.deepEqual(full.journal, journal, 'a journal exactly at its limits restores');
+});
+
+test('what a tool does after the worker died (afterCrash) counts towards maxJournalBytes', async (t) => {
+  let session: AgentSandbox | undefined;
+  const settled: Promise<unknown>[] = [];
+  const tools = {
+    crash: async () => {
+      process.kill(session!.pid!, 'SIGKILL');
+      const late = new Promise((resolve) => setTimeout(resolve, 200)).then(() => 'w'.repeat(3000));
+      settled.push(late);
+      return late;
+    },
+  };
+  const maxJournalBytes = 8000;
+  session = await AgentSandbox.start({ tools, maxJournalBytes });
+  t.teardown(() => session.close());
+  for (let i = 0; i < 4; i++) {
+    const crashed = await session.run('await crash()');
+    t.is(crashed.errorType, 'WorkerCrashed', crashed.error);
+    await Promise.all(settled);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const journal = session.journal;
+  t.true(bytesOf(journal) <= maxJournalBytes, `the journal is ${bytesOf(journal)} bytes, maxJournalBytes ${maxJournalBytes}`);
+  t.true(journal.cells.some((cell) => cell.calls[0]?.afterCrash?.status === 'failed'), 'an answer past the limit is kept as a failure');
+});
