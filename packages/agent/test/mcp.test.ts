@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { Runtime } from '@strata/runtime';
+import { InvalidOption, Runtime } from '@strata/runtime';
 import { mcpTools, ToolBridge } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
@@ -125,4 +125,36 @@ test('mcpTools: a real upstream server’s tools become bridge tools: structured
     return [await up.add({ a: 1, b: 2 }), await up.echo_text({ text: 'x' }), failed, invalid];
   })()`);
   t.deepEqual(out, [{ sum: 3 }, 'echo: x', 'the upstream tool failed on purpose', 'up.add: input.b is required; the tool was not called']);
+});
+
+test('mcpTools: a hostile upstream cannot poison the tools record: names that cannot be tools are refused by name', async (t) => {
+  const { UpstreamMcpError } = await import('../src/index.js');
+  const refused: [string, RegExp][] = [
+    ['__proto__', /a tool named "__proto__", which cannot be a tool's name in JavaScript/],
+    ['constructor', /a tool named "constructor"/],
+    ['', /a tool named "": a tool name must be 1 to 128 of A-Z a-z 0-9 _ - \./],
+    ['x'.repeat(129), /a tool named "x{128}…": a tool name must be 1 to 128/],
+    ['drop table', /a tool named "drop table"/],
+    ['add', /lists the tool "add" twice/],
+  ];
+  for (const [name, message] of refused) {
+    await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--name', name] }), { instanceOf: UpstreamMcpError, code: 'ERR_STRATA_UPSTREAM_MCP', message } as never, name);
+  }
+  const upstream = await mcpTools({ command: process.execPath, args: [UPSTREAM, '--name', 'ok.name-1'] });
+  t.teardown(() => upstream.close());
+  t.is(Object.getPrototypeOf(upstream.tools), null, 'a null-prototype record');
+  const inherited: string[] = [];
+  for (const key in upstream.tools) inherited.push(key);
+  t.deepEqual(inherited, ['ok.name-1', 'add', 'echo-text', 'fail']);
+});
+
+test('mcpTools stops at a bound: a server that pages forever, or lists too many tools', async (t) => {
+  const { UpstreamMcpError } = await import('../src/index.js');
+  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--endless-pages'] }, { maxPages: 5 }), {
+    instanceOf: UpstreamMcpError,
+    message: /tool list goes on past 5 pages \(maxPages\)/,
+  });
+  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--many', '30'] }, { maxTools: 20 }), { instanceOf: UpstreamMcpError, message: /more than 20 tools \(maxTools\)/ });
+  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--endless-pages'] }), { instanceOf: UpstreamMcpError, message: /past 100 pages/ }, 'the default bound');
+  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM] }, { maxPages: 0 }), { instanceOf: InvalidOption, message: /maxPages must be a positive integer/ });
 });
