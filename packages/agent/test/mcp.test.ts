@@ -158,3 +158,45 @@ test('mcpTools stops at a bound: a server that pages forever, or lists too many 
   await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--endless-pages'] }), { instanceOf: UpstreamMcpError, message: /past 100 pages/ }, 'the default bound');
   await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM] }, { maxPages: 0 }), { instanceOf: InvalidOption, message: /maxPages must be a positive integer/ });
 });
+
+test('strata mcp answers an over-long line and a line that is not JSON with JSON-RPC errors, and goes on serving', async (t) => {
+  const { spawn } = await import('node:child_process');
+  const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-'));
+  const file = join(dir, 'strata.json');
+  writeFileSync(file, JSON.stringify({ poolSize: 1, timeout: 5_000 }));
+  const child = spawn(process.execPath, [STRATA, 'mcp', '--config', file], { stdio: ['pipe', 'pipe', 'pipe'] });
+  t.teardown(() => void (child.exitCode === null && child.kill()));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  let gone = false;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => ((gone = true), resolve(code))));
+  const send = (text: string) => new Promise<void>((resolve) => (child.stdin.write(text) ? resolve() : child.stdin.once('drain', () => resolve())));
+  await send(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`);
+  await send(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+  // 11 MiB in one line, written in pieces as a pipe delivers it, then a line that is not JSON.
+  const big = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'execute', arguments: { code: `"${'x'.repeat(11 * 1024 * 1024)}"` } } });
+  for (let i = 0; i < big.length; i += 1 << 20) await send(big.slice(i, i + (1 << 20)));
+  await send('\n{not json\n');
+  await send(`${JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' })}\n`);
+  // Whole lines only: the last piece may still be arriving.
+  const answers = () => stdout.split('\n').slice(0, -1).map((line) => JSON.parse(line) as { id: unknown; error?: { code: number; message: string }; result?: { tools?: { name: string }[] } });
+  const listed = await Promise.race([
+    exited.then((code) => `exited with ${String(code)}`),
+    (async () => {
+      while (!gone && !answers().some((answer) => answer.id === 3)) await new Promise((resolve) => setTimeout(resolve, 20));
+      return 'answered';
+    })(),
+  ]);
+  t.is(listed, 'answered', stderr);
+  const [tooLong, notJson] = answers().filter((answer) => answer.id === null);
+  t.is(tooLong?.error?.code, -32600);
+  t.regex(tooLong?.error?.message ?? '', /a message longer than 10485760 bytes \(strata mcp's limit\) was dropped unread; send smaller messages/);
+  t.is(notJson?.error?.code, -32700);
+  t.regex(notJson?.error?.message ?? '', /a message is not JSON/);
+  t.deepEqual(answers().find((answer) => answer.id === 3)?.result?.tools?.map((tool) => tool.name), ['execute']);
+  t.regex(stderr, /strata mcp: a message longer than 10485760 bytes/, 'and why, on stderr');
+  child.stdin.end();
+  t.is(await exited, 0, 'the client went away: a clean exit');
+});
