@@ -21,7 +21,7 @@ export interface McpServerCommand {
 
 /** The tools of a connected MCP server, and how to let it go. */
 export interface McpTools {
-  /** By the upstream tools' names; give them to `new ToolBridge({ namespace, tools })`. */
+  /** By the upstream tools' names, a null-prototype record; give them to `new ToolBridge({ namespace, tools })`. */
   readonly tools: Readonly<Record<string, BridgeTool>>;
   /** Closes the connection (and ends a server started over stdio). */
   close(): Promise<void>;
@@ -63,6 +63,9 @@ function positiveInteger(value: unknown, name: string, fallback: number): number
  * Connects to an MCP server (started over stdio from `server`, or an already connected `Client`)
  * and bridges its tools. Only connect to servers you trust: their tools' schemas are compiled
  * into validators (ajv) in this process, and their answers reach the guest.
+ *
+ * @throws {@link UpstreamMcpError} when the server lists a name that cannot be a tool, more than
+ *   `maxTools` tools or more than `maxPages` pages (a server it started is stopped first).
  */
 export async function mcpTools(server: McpServerCommand | { readonly client: Client }, options: McpToolsOptions = {}): Promise<McpTools> {
   const timeout = options.timeout ?? 60_000;
