@@ -74,6 +74,15 @@ function toRe2Syntax(source: string, dotAll: boolean): string {
       const next = source[i + 1] ?? '';
       if (next >= '1' && next <= '9') throw new UnsupportedPattern(source, `it uses a backreference (\\${next}); RE2 has none`);
       if (next === 'k') throw new UnsupportedPattern(source, 'it uses a named backreference (\\k<…>); RE2 has none');
+      const surrogate = /^u([dD][89abAB][0-9a-fA-F]{2})(?:\\u([dD][c-fC-F][0-9a-fA-F]{2}))?/.exec(source.slice(i + 1, i + 12));
+      if (surrogate !== null) {
+        // A pair of \u escapes is one code point in ECMAScript; RE2 would see two surrogates.
+        if (surrogate[2] === undefined) throw new UnsupportedPattern(source, `it escapes a lone surrogate (\\${surrogate[0]}); RE2 matches code points`);
+        const codePoint = ((parseInt(surrogate[1]!, 16) - 0xd800) << 10) + (parseInt(surrogate[2], 16) - 0xdc00) + 0x10000;
+        out += `\\x{${codePoint.toString(16)}}`;
+        i += surrogate[0].length;
+        continue;
+      }
       i++;
       if (next === 's') out += inClass ? ES_SPACE : `[${ES_SPACE}]`;
       else if (next === 'S') {

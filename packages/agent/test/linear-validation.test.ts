@@ -146,6 +146,8 @@ test('the linear engine reads ECMAScript patterns as ECMAScript does', (t) => {
     ['^[\\s\\d]+$', 'u', ['1 2\u00a0', 'x']],
     ['^\\d\\w\\b', 'u', ['1a', '١a', '1é']],
     ['^\\u{1F600}\\u00e9$', 'u', ['😀é', '😀e']],
+    ['^\\uD83D\\uDE00$', 'u', ['😀', '\uD83D']],
+    ['^[\\uD83D\\uDE00-\\uD83D\\uDE4F]$', 'u', ['😀', '🙏', '🚀']],
     ['^\\p{L}+$', 'u', ['héllo', 'h3']],
     ['^[^]$', 'u', ['\n', '']],
     ['^[]$', 'u', ['', 'a']],
@@ -162,5 +164,6 @@ test('the linear engine reads ECMAScript patterns as ECMAScript does', (t) => {
     for (const input of inputs) t.is(linear.test(input), native.test(input), `/${source}/${flags} on ${JSON.stringify(input)}`);
   }
   t.is(String(linearRegExp('^a+$', 'u')), '/^a+$/u');
+  t.throws(() => linearRegExp('\\uD83D', 'u'), { instanceOf: UnsupportedPattern, message: /a lone surrogate/ });
   t.throws(() => linearRegExp('a', 'v'), { instanceOf: UnsupportedPattern, message: /flags "v" are not supported/ });
 });

@@ -1,7 +1,7 @@
 // MCP with the real SDK, both ways: an MCP Client over stdio spawning `strata mcp` (its execute
 // tool runs code that calls bridged tools, and an endless loop is answered as a timeout, the
 // server going on), and `mcpTools` bridging a real upstream MCP server (a fixture on the SDK).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +23,7 @@ async function strataMcp(t: import('ava').ExecutionContext, config: object, flag
   const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-'));
   const file = join(dir, 'strata.json');
   writeFileSync(file, JSON.stringify(config));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const client = new Client({ name: 'test', version: '1.0.0' });
   await client.connect(new StdioClientTransport({ command: process.execPath, args: [STRATA, 'mcp', '--config', file, ...flags], stderr: 'inherit' }));
   t.teardown(() => client.close());
@@ -95,6 +96,7 @@ test('strata mcp refuses a bad config before serving, with exit status 2', async
   const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-'));
   const file = join(dir, 'strata.json');
   writeFileSync(file, JSON.stringify({ tools: [{ nonsense: true }] }));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const { spawnSync } = await import('node:child_process');
   const ran = spawnSync(process.execPath, [STRATA, 'mcp', '--config', file], { encoding: 'utf8', input: '' });
   t.is(ran.status, 2);
@@ -164,6 +166,7 @@ test('strata mcp answers an over-long line and a line that is not JSON with JSON
   const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-'));
   const file = join(dir, 'strata.json');
   writeFileSync(file, JSON.stringify({ poolSize: 1, timeout: 5_000 }));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const child = spawn(process.execPath, [STRATA, 'mcp', '--config', file], { stdio: ['pipe', 'pipe', 'pipe'] });
   t.teardown(() => void (child.exitCode === null && child.kill()));
   let stdout = '';
