@@ -10,14 +10,20 @@ import { toTaggedJson, type JsonValue } from '@strata/wire';
 import type { RecordedError } from './journal.js';
 
 const MAX_MESSAGE = 8 * 1024;
+const MAX_NAME = 128;
 
-/** `{ name, message }` of a thrown value; never throws, never runs a Proxy trap. */
+/**
+ * `{ name, message }` of a thrown value, for every path that reports a tool's failure (a session's
+ * journal, `ToolBridge.bind`'s answer to the guest): never throws, and never runs code of the
+ * value's: no Proxy trap, no getter, no `toString` (a slow one would hold the parent's event loop).
+ * Only own data properties are read; the name is capped at 128 characters, the message at 8 KiB.
+ */
 export function describeThrown(thrown: unknown): RecordedError {
   try {
     if (types.isProxy(thrown)) return { name: 'Error', message: 'the tool threw a Proxy' };
-    if (types.isNativeError(thrown) || thrown instanceof Error) {
+    if (thrown !== null && typeof thrown === 'object' && (types.isNativeError(thrown) || inheritsError(thrown))) {
       const name = ownString(thrown, 'name') ?? inheritedName(thrown) ?? 'Error';
-      return { name, message: (ownString(thrown, 'message') ?? '').slice(0, MAX_MESSAGE) };
+      return { name: name.slice(0, MAX_NAME), message: (ownString(thrown, 'message') ?? '').slice(0, MAX_MESSAGE) };
     }
     if (thrown === null || (typeof thrown !== 'object' && typeof thrown !== 'function')) return { name: 'Error', message: String(thrown).slice(0, MAX_MESSAGE) };
     return { name: 'Error', message: 'the tool threw a non-Error object' };
@@ -29,6 +35,15 @@ export function describeThrown(thrown: unknown): RecordedError {
 function ownString(object: object, key: string): string | undefined {
   const descriptor = Object.getOwnPropertyDescriptor(object, key);
   return descriptor !== undefined && 'value' in descriptor && typeof descriptor.value === 'string' ? descriptor.value : undefined;
+}
+
+/** `instanceof Error` without running a Proxy's getPrototypeOf trap on the way. */
+function inheritsError(object: object): boolean {
+  for (let proto = Object.getPrototypeOf(object) as object | null; proto !== null; proto = Object.getPrototypeOf(proto) as object | null) {
+    if (types.isProxy(proto)) return false;
+    if (proto === Error.prototype) return true;
+  }
+  return false;
 }
 
 function inheritedName(error: object): string | undefined {

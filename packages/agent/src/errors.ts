@@ -57,3 +57,15 @@ export class TypeCheckFailed extends StrataError {
     super(message, { code: 'ERR_STRATA_TYPECHECK' });
   }
 }
+
+/**
+ * An upstream MCP server (bridged by `mcpTools`) gave what cannot be bridged: a tool name that
+ * cannot be one (`__proto__`, empty, too long, characters outside MCP's `A-Z a-z 0-9 _ - .`, the
+ * same name twice), more tools than `maxTools`, or more pages than `maxPages`. The connection is
+ * closed; nothing of the server's is bridged.
+ */
+export class UpstreamMcpError extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_UPSTREAM_MCP' });
+  }
+}

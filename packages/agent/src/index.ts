@@ -11,7 +11,7 @@
  */
 export { AgentSandbox, SESSION_EVENTS_CHANNEL } from './agent-sandbox.js';
 export type { AgentSandboxOptions, CellResult, PendingCall, RunOptions, SessionEvent, ToolCall } from './agent-sandbox.js';
-export { JournalError, SessionLimitExceeded, SessionStateError, TypeCheckFailed } from './errors.js';
+export { JournalError, SessionLimitExceeded, SessionStateError, TypeCheckFailed, UpstreamMcpError } from './errors.js';
 export { JOURNAL_FORMAT, JOURNAL_VERSION } from './journal.js';
 export type { CallRecord, CallStatus, CellRecord, CellStatus, Journal, JournalSettings, RecordedError } from './journal.js';
 export type { Tool, ToolFunction, ToolObject, ToolSet } from './tools.js';

@@ -11,7 +11,6 @@ import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { WEB_POLYFILLS } from '@strata/polyfills';
@@ -23,6 +22,7 @@ import { normalizeCode } from './normalize-code.js';
 import { TypeCheckFailed } from './errors.js';
 import { formatDiagnostics, typecheck } from './typecheck.js';
 import { mcpTools, type McpServerCommand, type McpTools } from './mcp-tools.js';
+import { LineStdioTransport } from './stdio-transport.js';
 import { ToolBridge, type BridgeTool, type ToolCallReceipt } from './tool-bridge.js';
 
 /** What `strata mcp` serves, as its config file (`--config strata.json`) says it. */
@@ -114,7 +114,7 @@ export interface RunningMcpServer {
  *
  * @throws {@link InvalidOption} for a bad config or a tools module that does not export tools.
  */
-export async function startMcpServer(config: McpServerConfig, transport: Transport = new StdioServerTransport()): Promise<RunningMcpServer> {
+export async function startMcpServer(config: McpServerConfig, transport: Transport = new LineStdioTransport()): Promise<RunningMcpServer> {
   const checked = checkConfig(config);
   const upstreams: McpTools[] = [];
   const bridges: ToolBridge[] = [];
@@ -265,7 +265,7 @@ async function bridgeFromModule(specifier: string, exportName: string | undefine
 
 /** `strata mcp`: serves over stdio until the client goes. */
 export async function runMcpServer(config: McpServerConfig): Promise<void> {
-  const transport = new StdioServerTransport();
+  const transport = new LineStdioTransport();
   const closed = new Promise<void>((resolveClosed) => {
     transport.onclose = () => resolveClosed();
   });

@@ -10,9 +10,11 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
 import { InvalidOption, type IsolatedRuntime, type Runtime } from '@strata/runtime';
 import { renderDeclarations } from './declarations.js';
+import { describeThrown } from './describe.js';
+import { linearFormats } from './formats.js';
+import { linearRegExp, UnsupportedPattern } from './linear-regexp.js';
 import { guestToolFunctions, type SessionTool } from './tools.js';
 import { typecheck, type TypecheckOptions, type TypeDiagnostic } from './typecheck.js';
 
@@ -228,7 +230,7 @@ export class ToolBridge {
         report({ tool, input, status: 'completed', result: value, ms: Math.round(performance.now() - started) });
         return { ok: true, value };
       } catch (error) {
-        const described = describe(error);
+        const described = describeThrown(error);
         report({ tool, input, status: 'failed', error: described, ms: Math.round(performance.now() - started) });
         return { ok: false, ...described };
       }
@@ -247,15 +249,6 @@ export class ToolBridge {
         return typeof rule === 'function' ? (await Reflect.apply(rule, entry.tool, [args[0]])) === true : rule === true;
       },
     }));
-  }
-}
-
-function describe(error: unknown): { name: string; message: string } {
-  try {
-    if (error instanceof Error) return { name: typeof error.name === 'string' ? error.name : 'Error', message: typeof error.message === 'string' ? error.message : '' };
-    return { name: 'Error', message: String(error) };
-  } catch {
-    return { name: 'Error', message: 'the tool threw a value that could not be described' };
   }
 }
 
@@ -286,10 +279,11 @@ function checker(schema: JsonSchema | StandardSchemaV1, what: 'input' | 'answer'
   if (typeof schema !== 'boolean' && (schema === null || typeof schema !== 'object' || Array.isArray(schema))) {
     throw new InvalidOption(`${where} must be a JSON Schema (an object) or a Standard Schema`);
   }
+  refuseNonLinearPatterns(schema, where);
   let validate: ValidateFunction;
   try {
     const is2020 = typeof schema === 'object' && typeof schema['$schema'] === 'string' && schema['$schema'].includes('2020-12');
-    const ajv = is2020 ? (draft2020 ??= withFormats(new Ajv2020({ strict: false, allErrors: true }))) : (draft07 ??= withFormats(new Ajv({ strict: false, allErrors: true })));
+    const ajv = is2020 ? (draft2020 ??= withFormats(new Ajv2020(AJV_OPTIONS))) : (draft07 ??= withFormats(new Ajv(AJV_OPTIONS)));
     validate = ajv.compile(schema as Record<string, unknown>);
   } catch (error) {
     throw new InvalidOption(`${where} is not a valid JSON Schema: ${(error as Error).message}`);
@@ -300,13 +294,50 @@ function checker(schema: JsonSchema | StandardSchemaV1, what: 'input' | 'answer'
   };
 }
 
-// ajv-formats is CommonJS: its function is the default export, or that export's own default.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv | Ajv2020) => unknown;
+// `pattern` and `patternProperties` run on the linear engine: the host's backtracking one would let
+// a guest string stall the parent (`^([a-z0-9]+)+$` against 30 characters takes seconds).
+const linearEngine = Object.assign((pattern: string, flags: string) => linearRegExp(pattern, flags), { code: 'linearRegExp' });
+const AJV_OPTIONS = { strict: false, allErrors: true, code: { regExp: linearEngine } } as const;
 
-/** The formats JSON Schema names (date-time, email, uri, uuid, …) validated, not ignored with a warning. */
+/** The formats JSON Schema names (date-time, email, uri, uuid, …) validated, not ignored with a warning, each in linear time or under a length cap. */
 function withFormats<T extends Ajv | Ajv2020>(ajv: T): T {
-  addFormats(ajv);
+  for (const [name, format] of Object.entries(linearFormats())) ajv.addFormat(name, format);
   return ajv;
+}
+
+// Keywords whose values are data, not schemas: a `pattern` inside an `enum` is nobody's regex.
+const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples', 'example']);
+
+/**
+ * Refuses, before ajv compiles anything, a `pattern` or `patternProperties` key the linear engine
+ * cannot run, naming the schema path (`tools["slug"].inputSchema.properties.slug.pattern`). An
+ * iterative walk with a visited set: a deep or cyclic schema object cannot overflow the stack here.
+ */
+function refuseNonLinearPatterns(schema: JsonSchema, where: string): void {
+  const seen = new Set<object>();
+  const stack: { node: unknown; path: string }[] = [{ node: schema, path: where }];
+  while (stack.length > 0) {
+    const { node, path } = stack.pop()!;
+    if (node === null || typeof node !== 'object' || seen.has(node)) continue;
+    seen.add(node);
+    for (const [key, value] of Object.entries(node)) {
+      const at = Array.isArray(node) ? `${path}[${key}]` : `${path}${segment(key)}`;
+      if (key === 'pattern' && typeof value === 'string' && !Array.isArray(node)) checkPattern(value, at);
+      else if (key === 'patternProperties' && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+        for (const pattern of Object.keys(value)) checkPattern(pattern, `${at}[${JSON.stringify(pattern)}]`);
+      }
+      if (!DATA_KEYWORDS.has(key) || Array.isArray(node)) stack.push({ node: value, path: at });
+    }
+  }
+}
+
+function checkPattern(pattern: string, at: string): void {
+  try {
+    linearRegExp(pattern, 'u');
+  } catch (error) {
+    if (!(error instanceof UnsupportedPattern)) throw error;
+    throw new InvalidOption(`${at}: ${error.message}. Strata checks guest input with a linear-time engine (RE2 syntax, no lookaround or backreferences): rewrite the pattern, or check the field in the tool`);
+  }
 }
 
 /** `input.city must be string`, `input.days is required`, `input has an unknown field "x"`. */

@@ -1,14 +1,14 @@
 // MCP with the real SDK, both ways: an MCP Client over stdio spawning `strata mcp` (its execute
 // tool runs code that calls bridged tools, and an endless loop is answered as a timeout, the
 // server going on), and `mcpTools` bridging a real upstream MCP server (a fixture on the SDK).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { Runtime } from '@strata/runtime';
+import { InvalidOption, Runtime } from '@strata/runtime';
 import { mcpTools, ToolBridge } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
@@ -23,6 +23,7 @@ async function strataMcp(t: import('ava').ExecutionContext, config: object, flag
   const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-'));
   const file = join(dir, 'strata.json');
   writeFileSync(file, JSON.stringify(config));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const client = new Client({ name: 'test', version: '1.0.0' });
   await client.connect(new StdioClientTransport({ command: process.execPath, args: [STRATA, 'mcp', '--config', file, ...flags], stderr: 'inherit' }));
   t.teardown(() => client.close());
@@ -95,6 +96,7 @@ test('strata mcp refuses a bad config before serving, with exit status 2', async
   const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-'));
   const file = join(dir, 'strata.json');
   writeFileSync(file, JSON.stringify({ tools: [{ nonsense: true }] }));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const { spawnSync } = await import('node:child_process');
   const ran = spawnSync(process.execPath, [STRATA, 'mcp', '--config', file], { encoding: 'utf8', input: '' });
   t.is(ran.status, 2);
@@ -125,4 +127,79 @@ test('mcpTools: a real upstream server’s tools become bridge tools: structured
     return [await up.add({ a: 1, b: 2 }), await up.echo_text({ text: 'x' }), failed, invalid];
   })()`);
   t.deepEqual(out, [{ sum: 3 }, 'echo: x', 'the upstream tool failed on purpose', 'up.add: input.b is required; the tool was not called']);
+});
+
+test('mcpTools: a hostile upstream cannot poison the tools record: names that cannot be tools are refused by name', async (t) => {
+  const { UpstreamMcpError } = await import('../src/index.js');
+  const refused: [string, RegExp][] = [
+    ['__proto__', /a tool named "__proto__", which cannot be a tool's name in JavaScript/],
+    ['constructor', /a tool named "constructor"/],
+    ['', /a tool named "": a tool name must be 1 to 128 of A-Z a-z 0-9 _ - \./],
+    ['x'.repeat(129), /a tool named "x{128}…": a tool name must be 1 to 128/],
+    ['drop table', /a tool named "drop table"/],
+    ['add', /lists the tool "add" twice/],
+  ];
+  for (const [name, message] of refused) {
+    await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--name', name] }), { instanceOf: UpstreamMcpError, code: 'ERR_STRATA_UPSTREAM_MCP', message } as never, name);
+  }
+  const upstream = await mcpTools({ command: process.execPath, args: [UPSTREAM, '--name', 'ok.name-1'] });
+  t.teardown(() => upstream.close());
+  t.is(Object.getPrototypeOf(upstream.tools), null, 'a null-prototype record');
+  const inherited: string[] = [];
+  for (const key in upstream.tools) inherited.push(key);
+  t.deepEqual(inherited, ['ok.name-1', 'add', 'echo-text', 'fail']);
+});
+
+test('mcpTools stops at a bound: a server that pages forever, or lists too many tools', async (t) => {
+  const { UpstreamMcpError } = await import('../src/index.js');
+  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--endless-pages'] }, { maxPages: 5 }), {
+    instanceOf: UpstreamMcpError,
+    message: /tool list goes on past 5 pages \(maxPages\)/,
+  });
+  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--many', '30'] }, { maxTools: 20 }), { instanceOf: UpstreamMcpError, message: /more than 20 tools \(maxTools\)/ });
+  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--endless-pages'] }), { instanceOf: UpstreamMcpError, message: /past 100 pages/ }, 'the default bound');
+  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM] }, { maxPages: 0 }), { instanceOf: InvalidOption, message: /maxPages must be a positive integer/ });
+});
+
+test('strata mcp answers an over-long line and a line that is not JSON with JSON-RPC errors, and goes on serving', async (t) => {
+  const { spawn } = await import('node:child_process');
+  const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-'));
+  const file = join(dir, 'strata.json');
+  writeFileSync(file, JSON.stringify({ poolSize: 1, timeout: 5_000 }));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const child = spawn(process.execPath, [STRATA, 'mcp', '--config', file], { stdio: ['pipe', 'pipe', 'pipe'] });
+  t.teardown(() => void (child.exitCode === null && child.kill()));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  let gone = false;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => ((gone = true), resolve(code))));
+  const send = (text: string) => new Promise<void>((resolve) => (child.stdin.write(text) ? resolve() : child.stdin.once('drain', () => resolve())));
+  await send(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`);
+  await send(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+  // 11 MiB in one line, written in pieces as a pipe delivers it, then a line that is not JSON.
+  const big = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'execute', arguments: { code: `"${'x'.repeat(11 * 1024 * 1024)}"` } } });
+  for (let i = 0; i < big.length; i += 1 << 20) await send(big.slice(i, i + (1 << 20)));
+  await send('\n{not json\n');
+  await send(`${JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' })}\n`);
+  // Whole lines only: the last piece may still be arriving.
+  const answers = () => stdout.split('\n').slice(0, -1).map((line) => JSON.parse(line) as { id: unknown; error?: { code: number; message: string }; result?: { tools?: { name: string }[] } });
+  const listed = await Promise.race([
+    exited.then((code) => `exited with ${String(code)}`),
+    (async () => {
+      while (!gone && !answers().some((answer) => answer.id === 3)) await new Promise((resolve) => setTimeout(resolve, 20));
+      return 'answered';
+    })(),
+  ]);
+  t.is(listed, 'answered', stderr);
+  const [tooLong, notJson] = answers().filter((answer) => answer.id === null);
+  t.is(tooLong?.error?.code, -32600);
+  t.regex(tooLong?.error?.message ?? '', /a message longer than 10485760 bytes \(strata mcp's limit\) was dropped unread; send smaller messages/);
+  t.is(notJson?.error?.code, -32700);
+  t.regex(notJson?.error?.message ?? '', /a message is not JSON/);
+  t.deepEqual(answers().find((answer) => answer.id === 3)?.result?.tools?.map((tool) => tool.name), ['execute']);
+  t.regex(stderr, /strata mcp: a message longer than 10485760 bytes/, 'and why, on stderr');
+  child.stdin.end();
+  t.is(await exited, 0, 'the client went away: a clean exit');
 });

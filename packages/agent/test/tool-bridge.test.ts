@@ -157,3 +157,32 @@ test('JSON Schema formats are validated (ajv-formats), not ignored', async (t) =
   await t.throwsAsync(bridge.call('book', { at: 'tomorrow' }), { instanceOf: TypeError, message: 'tools.book: input.at must match format "date-time"; the tool was not called' });
   await t.throwsAsync(bridge.call('book', { mail: 'nobody' }), { instanceOf: TypeError, message: /input\.mail must match format "email"/ });
 });
+
+test('bind describes what a tool threw without running its code: no toString, no getter, no Proxy trap (the session path’s describer)', async (t) => {
+  const ran: string[] = [];
+  const slowToString = { toString: () => (ran.push('toString'), 'never read') };
+  const getters = Object.assign(new Error('kept'), {});
+  Object.defineProperty(getters, 'message', { get: () => (ran.push('message getter'), 'never read') });
+  Object.defineProperty(getters, 'name', { get: () => (ran.push('name getter'), 'never read') });
+  const trapped = Object.create(new Proxy(Error.prototype, { getPrototypeOf: (target) => (ran.push('getPrototypeOf trap'), Object.getPrototypeOf(target)) })) as object;
+  const longName = Object.assign(new Error('m'.repeat(20_000)), { name: 'N'.repeat(1_000) });
+  const throws: Record<string, unknown> = { slowToString, getters, trapped, longName, text: 'plain' };
+  const bridge = new ToolBridge({
+    tools: Object.fromEntries(Object.entries(throws).map(([name, value]) => [name, { execute: () => Promise.reject(value) }])),
+  });
+  const receipts: { tool: string; error?: { name: string; message: string } }[] = [];
+  await using rt = await Runtime.start();
+  await bridge.bind(rt, { onCall: (receipt) => receipts.push(receipt) });
+  const seen = (await rt.eval(`(async () => {
+    const out = {};
+    for (const name of ${JSON.stringify(Object.keys(throws))}) out[name] = await tools[name]().then(() => 'no', (e) => [e.name, e.message.length > 100 ? e.message.length : e.message]);
+    return out;
+  })()`)) as Record<string, [string, string | number]>;
+  t.deepEqual(ran, [], 'no code of the thrown values ran in the parent');
+  t.deepEqual(seen['slowToString'], ['Error', 'the tool threw a non-Error object']);
+  t.deepEqual(seen['getters'], ['Error', '']);
+  t.deepEqual(seen['trapped'], ['Error', 'the tool threw a non-Error object']);
+  t.deepEqual(seen['longName'], ['N'.repeat(128), 8 * 1024]);
+  t.deepEqual(seen['text'], ['Error', 'plain']);
+  t.is(receipts.find((receipt) => receipt.tool === 'tools.getters')?.error?.message, '');
+});

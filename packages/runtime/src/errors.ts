@@ -31,7 +31,8 @@ export type StrataErrorCode =
   | 'ERR_STRATA_JOURNAL'
   | 'ERR_STRATA_SESSION_LIMIT'
   | 'ERR_STRATA_SESSION_STATE'
-  | 'ERR_STRATA_TYPECHECK';
+  | 'ERR_STRATA_TYPECHECK'
+  | 'ERR_STRATA_UPSTREAM_MCP';
 
 /** Base class of every error Strata raises. */
 export class StrataError extends Error {
