@@ -46,6 +46,59 @@ const jsonAsString = {
   },
 };
 
+// urlpattern-polyfill 10.1.0 (the newest) is laxer or stricter than the URL Pattern standard in
+// four places, all in its dist file, which esbuild reads: each fix below replaces one exact piece
+// of that file and the build stops if a piece is not there exactly once (a new version: check
+// each fix against it, drop the ones it made unnecessary). test/url-pattern-wpt.test.ts runs the
+// standard's test data.
+const URL_PATTERN_FIXES = [
+  {
+    why: 'a group name is read by code point (ID_Start / ID_Continue), not by UTF-16 code unit',
+    find: 'let i=e.substr(s,1);if(s===n+1&&Re.test(i)||s!==n+1&&Ee.test(i)){f+=e[s++];continue}break}',
+    replace: 'let i=String.fromCodePoint(e.codePointAt(s));if(s===n+1&&Re.test(i)||s!==n+1&&Ee.test(i)){f+=i;s+=i.length;continue}break}',
+  },
+  {
+    why: 'regexp groups compile with the v flag, as the standard says (set operations in classes)',
+    find: 'function B(e){return e&&e.ignoreCase?"ui":"u"}',
+    replace: 'function B(e){return e&&e.ignoreCase?"vi":"v"}',
+  },
+  {
+    why: 'ports are canonicalised by the URL parser (strataCanonicalPort), the default port of the protocol giving ""',
+    find: 'function G(e){if(e===""||/^[0-9]*$/.test(e)&&parseInt(e)<=65535)return e;throw new TypeError(`Invalid port \'${e}\'.`)}',
+    replace: 'function G(e){return strataCanonicalPort(e)}',
+  },
+  {
+    why: 'an input port is canonicalised with its protocol before the default port is dropped',
+    find: 'function le(e,t,r){return z(t)===e&&(e=""),r||e===""?e:G(e)}',
+    replace: 'function le(e,t,r){return z(t)===e&&(e=""),r||e===""?e:strataCanonicalPort(e,t)}',
+  },
+  {
+    why: 'hostnames are canonicalised by the URL parser (strataCanonicalHostname), not refused by a character list',
+    find: 'function j(e){if(e==="")return e;if(/[\\t\\n\\r #%/:<>?@[\\]^\\\\|]/g.test(e))throw new TypeError(`Invalid hostname \'${e}\'`);let t=new URL("https://example.com");return t.hostname=e,t.hostname}',
+    replace: 'function j(e){return strataCanonicalHostname(e)}',
+  },
+];
+
+const urlPatternToStandard = {
+  name: 'url-pattern-to-standard',
+  setup(b) {
+    b.onLoad({ filter: /[/\\]urlpattern-polyfill[/\\]dist[/\\]urlpattern\.js$/ }, (args) => {
+      let text = readFileSync(args.path, 'utf8');
+      for (const { why, find, replace } of URL_PATTERN_FIXES) {
+        const count = text.split(find).length - 1;
+        if (count !== 1) {
+          return { errors: [{ text: `urlpattern-polyfill changed: the fix "${why}" finds its text ${count} times, not once (scripts/bundle.mjs)` }] };
+        }
+        text = text.replace(find, () => replace);
+      }
+      // Imported by this module alone: injected into every module, it would import whatwg-url from
+      // inside whatwg-url's own modules (a cycle that leaves its exports empty).
+      const canonical = JSON.stringify(new URL('scripts/bundle/url-pattern-canonical.js', root).pathname);
+      return { contents: `import { strataCanonicalPort, strataCanonicalHostname } from ${canonical};\n${text}`, loader: 'js' };
+    });
+  },
+};
+
 // Node built-ins must never be reached: punycode is the npm package (tr46 asks for "punycode/").
 const noNodeBuiltins = (what) => ({
   name: 'no-node-builtins',
@@ -120,7 +173,7 @@ const url = await bundle({
   // URL.name is 'URL', not what the minifier renamed the class to.
   keepNames: true,
   inject: ['scripts/bundle/url-globals.js'],
-  plugins: [noLegacyEncodings, jsonAsString],
+  plugins: [noLegacyEncodings, jsonAsString, urlPatternToStandard],
 });
 writeBundleModule('url-bundle.ts', 'URL_BUNDLE', [
   'Script text declaring `var strataUrlBundle = { URL, URLSearchParams, URLPattern }`, with',
