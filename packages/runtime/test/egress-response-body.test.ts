@@ -7,7 +7,8 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { EgressFailed, type EgressFailure } from '../src/errors.js';
-import { MIN_BODY_SECRET_CHARS, performRequest, REDACTED_HEADER, resolveEgressPolicy, type EgressPolicy, type EgressRequest, type EgressResponse } from '../src/egress/index.js';
+import { MIN_BODY_SECRET_CHARS, performRequest, REDACTED_HEADER, resolveEgressPolicy, scrubBody, type EgressPolicy, type EgressRequest, type EgressResponse } from '../src/egress/index.js';
+import { SCRUB_YIELD_EVERY } from '../src/egress/response-body.js';
 
 const SECRET = 'sk-live-BODY-4be1d07a';
 
@@ -125,4 +126,25 @@ test("an onResponse that throws, rejects, returns garbage or never settles fails
     t.is((error as EgressFailed).code, 'ERR_STRATA_EGRESS_FAILED');
     assertNoSecret(t, error, name);
   }
+});
+
+test('a body made of nothing but the credential is scrubbed whole, and the parent\'s event loop keeps turning meanwhile', async (t) => {
+  const origin = 'http://127.0.0.1:1';
+  const policy = policyFor(origin);
+  const occurrences = SCRUB_YIELD_EVERY * 4 + 7;
+  const body = new Uint8Array(Buffer.from(`${SECRET}|`.repeat(occurrences)));
+  const response: EgressResponse = { status: 200, statusText: 'OK', url: `${origin}/x`, redirected: false, headers: [['content-length', String(body.byteLength)]], body };
+  // A ticker on the event loop: it can only count while the scrub lets the loop run.
+  let turns = 0;
+  let ticking = true;
+  const tick = (): void => {
+    turns++;
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const scrubbed = await scrubBody(policy, new URL(origin), response);
+  ticking = false;
+  t.is(Buffer.from(scrubbed.body).toString(), '[redacted]|'.repeat(occurrences));
+  t.deepEqual(scrubbed.headers, [['content-length', String(scrubbed.body.byteLength)], [REDACTED_HEADER, 'credential']]);
+  t.true(turns >= 4, `the event loop turned ${turns} times during the scrub`);
 });

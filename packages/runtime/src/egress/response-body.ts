@@ -50,7 +50,7 @@ const MAX_URL_CHARS = 64 * 1024;
 export async function finishResponse(policy: ResolvedEgressPolicy, request: EgressRequest, url: URL, response: EgressResponse, signal: AbortSignal): Promise<EgressResponse> {
   let result = response;
   if (policy.onResponse !== undefined) result = checkHookResult(policy, url, await runHook(policy.onResponse, result, { request, url, signal }, signal));
-  return policy.redactCredentialsInBody ? scrubBody(policy, url, result) : result;
+  return policy.redactCredentialsInBody ? scrubBody(policy, url, result, signal) : result;
 }
 
 /** The hook, until it settles or the request's deadline (or the caller) aborts it. */
@@ -105,18 +105,22 @@ function checkHookResult(policy: ResolvedEgressPolicy, url: URL, value: unknown)
  * `response` with every occurrence of a credential sent to `url`'s origin (as {@link secretForms}
  * writes them, of at least {@link MIN_BODY_SECRET_CHARS} characters) replaced in the body by
  * {@link REDACTED}, byte for byte in UTF-8; `content-length` follows and {@link REDACTED_HEADER}
- * says it happened. A response without such a credential is returned as it is.
+ * says it happened. A response without such a credential is returned as it is. The work is two
+ * native scans per form over at most `maxResponseBytes`, the output written in place, and it
+ * lets the event loop run every {@link SCRUB_YIELD_EVERY} occurrences (stopping if `signal`
+ * aborted): a body made of nothing but the credential cannot hold the parent.
  */
-export function scrubBody(policy: ResolvedEgressPolicy, url: URL, response: EgressResponse): EgressResponse {
+export async function scrubBody(policy: ResolvedEgressPolicy, url: URL, response: EgressResponse, signal?: AbortSignal): Promise<EgressResponse> {
   const forms = policyHeadersFor(policy, url)
     .flatMap(([, value]) => secretForms(value))
     .filter((form) => form.length >= MIN_BODY_SECRET_CHARS);
   if (forms.length === 0 || response.body.byteLength === 0) return response;
   let body = Buffer.from(response.body.buffer, response.body.byteOffset, response.body.byteLength);
   let changed = false;
-  // Longest first (secretForms sorts them so): a whole value before the token inside it.
+  const replacement = Buffer.from(REDACTED, 'utf8');
+  // Longest first: a whole value before the token inside it.
   for (const form of [...new Set(forms)].sort((a, b) => b.length - a.length)) {
-    const next = replaceAll(body, Buffer.from(form, 'utf8'), Buffer.from(REDACTED, 'utf8'));
+    const next = await replaceAll(body, Buffer.from(form, 'utf8'), replacement, signal);
     if (next !== body) {
       body = next;
       changed = true;
@@ -128,17 +132,32 @@ export function scrubBody(policy: ResolvedEgressPolicy, url: URL, response: Egre
   return { ...response, headers, body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) };
 }
 
-/** `haystack` with each `needle` replaced; the same Buffer when there is none. One native scan per occurrence. */
-function replaceAll(haystack: Buffer, needle: Buffer, replacement: Buffer): Buffer {
-  let at = haystack.indexOf(needle);
-  if (at < 0) return haystack;
-  const parts: Buffer[] = [];
-  let from = 0;
-  while (at >= 0) {
-    parts.push(haystack.subarray(from, at), replacement);
-    from = at + needle.byteLength;
-    at = haystack.indexOf(needle, from);
+/** Occurrences replaced between two turns of the event loop. */
+export const SCRUB_YIELD_EVERY = 65_536;
+
+/** `haystack` with each `needle` replaced (the same Buffer when there is none): counted, then copied into one output buffer. */
+async function replaceAll(haystack: Buffer, needle: Buffer, replacement: Buffer, signal: AbortSignal | undefined): Promise<Buffer> {
+  let count = 0;
+  for (let at = haystack.indexOf(needle); at >= 0; at = haystack.indexOf(needle, at + needle.byteLength)) {
+    if (++count % SCRUB_YIELD_EVERY === 0) await nextTurn(signal);
   }
-  parts.push(haystack.subarray(from));
-  return Buffer.concat(parts);
+  if (count === 0) return haystack;
+  const out = Buffer.allocUnsafe(haystack.byteLength + count * (replacement.byteLength - needle.byteLength));
+  let from = 0;
+  let written = 0;
+  let done = 0;
+  for (let at = haystack.indexOf(needle); at >= 0; at = haystack.indexOf(needle, from)) {
+    written += haystack.copy(out, written, from, at);
+    written += replacement.copy(out, written);
+    from = at + needle.byteLength;
+    if (++done % SCRUB_YIELD_EVERY === 0) await nextTurn(signal);
+  }
+  haystack.copy(out, written, from);
+  return out;
+}
+
+/** One turn of the event loop; the request's deadline (or the caller) stops the scrub there. */
+async function nextTurn(signal: AbortSignal | undefined): Promise<void> {
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  if (signal?.aborted === true) throw signal.reason;
 }
