@@ -137,6 +137,10 @@ const PATTERN: Case[] = [
   ['a hostname ends where a URL host ends', `[new URLPattern({ hostname: 'example.com/path' }).hostname, new URLPattern({ hostname: 'bad#x' }).hostname, new URLPattern({ hostname: 'a\\nb' }).hostname, new URLPattern({ hostname: 'x.com' }).test({ hostname: 'x.com/evil' })]`, ['example.com', 'bad', 'ab', true]],
   ['a hostname the URL parser refuses matches nothing', `['a:b', 'a b', 'a%b', '[::1]x'].map((hostname) => new URLPattern({ hostname: '*' }).test({ hostname }))`, [false, false, false, false]],
   ['a group name is read by code point', `[new URLPattern({ pathname: '/:\\u{20000}' }).exec({ pathname: '/foo' })?.pathname.groups, new URLPattern({ pathname: '/:a\\u{10450}b' }).pathname]`, [{ '\u{20000}': 'foo' }, '/:a\u{10450}b']],
+  ['a ? or # in an input pathname is part of the path, not its end', `[new URLPattern({ pathname: '/admin' }).test({ pathname: '/admin?x' }), new URLPattern({ pathname: '/admin' }).test({ pathname: '/admin#x' }), new URLPattern({ pathname: '/admin*' }).exec({ pathname: '/admin?x' })?.pathname.input]`, [false, false, '/admin%3Fx']],
+  ['a search or hash of a URL loses only its separator', `[new URLPattern({ search: 'a' }).test('https://x/??a'), new URLPattern({ hash: 'a' }).test('https://x/##a'), new URLPattern({ search: '\\\\?a' }).test('https://x/??a')]`, [false, false, true]],
+  ['a protocol starts with a letter', `[thrown(() => new URLPattern({ protocol: '-' })), thrown(() => new URLPattern({ protocol: '1http' })), new URLPattern({ protocol: 'HTTP' }).protocol]`, ['TypeError', 'TypeError', 'http']],
+  ['a pattern ending in a lone backslash is a TypeError', `[thrown(() => new URLPattern({ pathname: '/a\\\\' })), thrown(() => new URLPattern({ port: '80\\\\' })), thrown(() => new URLPattern({ pathname: '/a\\\\\\\\' }))]`, ['TypeError', 'TypeError', 'none']],
   ['a regexp group has the v flag (class set operations)', `[new URLPattern({ pathname: '/([\\\\d&&[0-1]])' }).test({ pathname: '/1' }), new URLPattern({ pathname: '/([\\\\d&&[0-1]])' }).test({ pathname: '/3' })]`, [true, false]],
 ];
 
