@@ -83,6 +83,11 @@ const URL_PATTERN_FIXES = [
     replace: 'function ce(e,t,r){return r||e===""?e:strataCanonicalPathname(e,t)}',
   },
   {
+    why: 'a pathname pattern likewise: a \\ in it stays a character, as on the standard\'s dummy URL (not special)',
+    find: 'function de(e){if(e==="")return e;let t=new URL("https://example.com");return t.pathname=e[0]!=="/"?"/-"+e:e,e[0]!=="/"?t.pathname.substring(2,t.pathname.length):t.pathname}',
+    replace: 'function de(e){return strataCanonicalPathname(e)}',
+  },
+  {
     why: 'an opaque pathname pattern is canonicalised by the URL parser\'s opaque path state',
     find: 'function pe(e){return e===""?e:new URL(`data:${e}`).pathname}',
     replace: 'function pe(e){return strataCanonicalOpaquePathname(e)}',

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import test from 'ava';
 import { createSandbox } from './helpers/isolate.js';
+import { urlPatternOutcome } from './helpers/url-pattern.js';
 
 // The guest's URLPattern against the URL Pattern standard's own test data, web-platform-tests'
 // urlpattern/resources/urlpatterntestdata.json (BSD-3-Clause, not in this repository): every
@@ -22,46 +23,6 @@ interface Entry {
 interface ComponentResult {
   input: string;
   groups: Record<string, string | null>;
-}
-
-/** What one case does, as plain JSON; runs in the guest and in Node alike (no closure). */
-function urlPatternOutcome(entry: Entry): unknown {
-  const COMPONENTS = ['protocol', 'username', 'password', 'hostname', 'port', 'pathname', 'search', 'hash'];
-  const errorName = (e: unknown): string => (e as Error)?.constructor?.name ?? typeof e;
-  type Pattern = Record<string, string> & { test(...a: unknown[]): boolean; exec(...a: unknown[]): null | Record<string, unknown> };
-  let pattern: Pattern;
-  try {
-    pattern = new (globalThis as unknown as { URLPattern: new (...a: unknown[]) => Pattern }).URLPattern(...entry.pattern);
-  } catch (e) {
-    return { construct: errorName(e) };
-  }
-  const components: Record<string, string> = {};
-  for (const c of COMPONENTS) components[c] = pattern[c]!;
-  const out: Record<string, unknown> = { construct: 'ok', components };
-  if (!entry.inputs) return out;
-  try {
-    out['test'] = pattern.test(...entry.inputs);
-  } catch (e) {
-    out['test'] = errorName(e);
-  }
-  try {
-    const result = pattern.exec(...entry.inputs);
-    if (result === null) {
-      out['exec'] = null;
-    } else {
-      const exec: Record<string, unknown> = { inputs: result['inputs'] };
-      for (const c of COMPONENTS) {
-        const { input, groups } = result[c] as { input: string; groups: Record<string, string | undefined> };
-        const plain: Record<string, string | null> = {};
-        for (const [k, v] of Object.entries(groups)) plain[k] = v === undefined ? null : v;
-        exec[c] = { input, groups: plain };
-      }
-      out['exec'] = exec;
-    }
-  } catch (e) {
-    out['exec'] = errorName(e);
-  }
-  return out;
 }
 
 const COMPONENTS = ['protocol', 'username', 'password', 'hostname', 'port', 'pathname', 'search', 'hash'] as const;

@@ -40,7 +40,9 @@ export function strataCanonicalPathname(value, protocol) {
   if (value === '') return value;
   if (protocol !== undefined && protocol !== '' && !SPECIAL_SCHEMES.includes(protocol)) return strataCanonicalOpaquePathname(value);
   const leadingSlash = value[0] === '/';
-  const url = basicURLParse(DUMMY);
+  // The standard's dummy URL has no scheme, so it is not special: `\` is a character of the
+  // path, not a separator (as in Node's URLPattern).
+  const url = basicURLParse('strata-dummy://dummy.invalid');
   url.path = [];
   basicURLParse(leadingSlash ? value : `/-${value}`, { url, stateOverride: 'path start' });
   const path = `/${url.path.join('/')}`;
