@@ -24,7 +24,8 @@ async function api(t: ExecutionContext): Promise<{ origin: string; requests: { u
       return;
     }
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ id: Number(item[1]), price: Number(item[1]) * 1.5 }));
+    // Item 0 is a debugging answer that echoes the request's credential in the body.
+    res.end(JSON.stringify({ id: Number(item[1]), price: Number(item[1]) * 1.5, ...(item[1] === '0' ? { seenAuthorization: req.headers.authorization } : {}) }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -80,6 +81,41 @@ test("the policy's credential reaches the server and never the journal", async (
   t.is(server.requests[0]!.authorization, `Bearer ${SECRET}`);
   t.false(JSON.stringify(session.journal).includes(SECRET));
   t.false(JSON.stringify(result).includes(SECRET));
+});
+
+/** The journal as text with every `{ $bytes }` (a body) decoded, so a credential inside a body shows. */
+function journalText(journal: Journal): string {
+  return JSON.stringify(journal, (_key, value: unknown) =>
+    value !== null && typeof value === 'object' && typeof (value as { $bytes?: unknown }).$bytes === 'string' ? Buffer.from((value as { $bytes: string }).$bytes, 'base64').toString('latin1') : value,
+  );
+}
+
+test('a server that echoes the credential in its body: neither the guest nor the journal keeps it, and a restore replays the scrubbed bytes', async (t) => {
+  const server = await api(t);
+  const egress = { allow: [`${server.origin}/v1/*`], headers: { [server.origin]: { authorization: `Bearer ${SECRET}` } } };
+  const read = `const r = await fetch('${server.origin}/v1/items/0'); const seen = (await r.json()).seenAuthorization; [seen, r.headers.get('x-strata-redacted')]`;
+  let journal: Journal;
+  {
+    await using session = await AgentSandbox.start({ sandbox, egress });
+    const result = await session.run(read);
+    t.is(result.status, 'ok', result.error);
+    t.is(server.requests[0]!.authorization, `Bearer ${SECRET}`);
+    t.deepEqual(result.result, ['[redacted]', 'credential']);
+    t.false(journalText(session.journal).includes(SECRET), 'the journaled body has no credential');
+    t.true(journalText(session.journal).includes('[redacted]'), 'journalText decodes the bodies');
+    journal = JSON.parse(JSON.stringify(session.journal)) as Journal;
+  }
+  await using restored = await AgentSandbox.restore(journal, { sandbox, egress });
+  t.is(server.requests.length, 1, 'the replay sent no request');
+  t.deepEqual((await restored.run('[seen]')).result, ['[redacted]']);
+  // The policy's onResponse runs before the journal too: what it returns is what is kept.
+  await using hooked = await AgentSandbox.start({
+    sandbox,
+    egress: { ...egress, redactCredentialsInBody: false, onResponse: (response) => ({ ...response, body: new TextEncoder().encode('{"seenAuthorization":"withheld"}') }) },
+  });
+  const withheld = await hooked.run(read);
+  t.deepEqual(withheld.result, ['withheld', null]);
+  t.false(journalText(hooked.journal).includes(SECRET));
 });
 
 test('a refused request is journaled as failed, and its replay fails in the guest with the same message', async (t) => {

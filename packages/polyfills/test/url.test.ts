@@ -128,6 +128,21 @@ const PATTERN: Case[] = [
   ['a ? after * is a modifier, not the search', `new URLPattern('https://x.com/*?q').pathname`, '/*?q'],
   ['an invalid pattern throws TypeError', `thrown(() => new URLPattern({ pathname: '/((' }))`, 'TypeError'],
   ['input is matched after URL parsing', `new URLPattern({ pathname: '/caf%C3%A9' }).test('https://x/café')`, true],
+  // Ports and hostnames are canonicalised by the URL parser, as the standard says: digits up to the
+  // first other code point (tab and newline dropped), a host up to the first / ? # or \.
+  ['an input port is read as the URL parser reads it', `['80', '8\\t0', '80x', '80/x', '080'].map((port) => new URLPattern({ port: '80' }).exec({ port })?.port.input ?? null)`, ['80', '80', '80', '80', '80']],
+  ['a port pattern never matches another port', `['8080', '8', 'x80', ' 80', '100000', '', '\\t'].map((port) => new URLPattern({ port: '80' }).test({ port }))`, [false, false, false, false, false, false, false]],
+  ['a port pattern is canonicalised too', `[new URLPattern({ port: '80 ' }).port, new URLPattern({ port: '8\\t0' }).port, thrown(() => new URLPattern({ port: ' 80' })), thrown(() => new URLPattern({ port: '65536' }))]`, ['80', '80', 'TypeError', 'TypeError']],
+  ['the default port of the protocol is empty', `[new URLPattern({ protocol: 'http', port: '' }).test({ protocol: 'http', port: '8\\t0' }), new URLPattern({ protocol: 'http', port: '80' }).port]`, [true, '']],
+  ['a hostname ends where a URL host ends', `[new URLPattern({ hostname: 'example.com/path' }).hostname, new URLPattern({ hostname: 'bad#x' }).hostname, new URLPattern({ hostname: 'a\\nb' }).hostname, new URLPattern({ hostname: 'x.com' }).test({ hostname: 'x.com/evil' })]`, ['example.com', 'bad', 'ab', true]],
+  ['a hostname the URL parser refuses matches nothing', `['a:b', 'a b', 'a%b', '[::1]x'].map((hostname) => new URLPattern({ hostname: '*' }).test({ hostname }))`, [false, false, false, false]],
+  ['a group name is read by code point', `[new URLPattern({ pathname: '/:\\u{20000}' }).exec({ pathname: '/foo' })?.pathname.groups, new URLPattern({ pathname: '/:a\\u{10450}b' }).pathname]`, [{ '\u{20000}': 'foo' }, '/:a\u{10450}b']],
+  ['a ? or # in an input pathname is part of the path, not its end', `[new URLPattern({ pathname: '/admin' }).test({ pathname: '/admin?x' }), new URLPattern({ pathname: '/admin' }).test({ pathname: '/admin#x' }), new URLPattern({ pathname: '/admin*' }).exec({ pathname: '/admin?x' })?.pathname.input]`, [false, false, '/admin%3Fx']],
+  ['a backslash in a pathname is a character, not a separator', `[new URLPattern({ pathname: '/a\\\\\\\\b' }).pathname, new URLPattern({ pathname: '/a\\\\\\\\b' }).test({ pathname: '/a\\\\b' }), new URLPattern({ pathname: '/a/b' }).test({ pathname: '/a\\\\b' })]`, ['/a\\\\b', true, false]],
+  ['a search or hash of a URL loses only its separator', `[new URLPattern({ search: 'a' }).test('https://x/??a'), new URLPattern({ hash: 'a' }).test('https://x/##a'), new URLPattern({ search: '\\\\?a' }).test('https://x/??a')]`, [false, false, true]],
+  ['a protocol starts with a letter', `[thrown(() => new URLPattern({ protocol: '-' })), thrown(() => new URLPattern({ protocol: '1http' })), new URLPattern({ protocol: 'HTTP' }).protocol]`, ['TypeError', 'TypeError', 'http']],
+  ['a pattern ending in a lone backslash is a TypeError', `[thrown(() => new URLPattern({ pathname: '/a\\\\' })), thrown(() => new URLPattern({ port: '80\\\\' })), thrown(() => new URLPattern({ pathname: '/a\\\\\\\\' }))]`, ['TypeError', 'TypeError', 'none']],
+  ['a regexp group has the v flag (class set operations)', `[new URLPattern({ pathname: '/([\\\\d&&[0-1]])' }).test({ pathname: '/1' }), new URLPattern({ pathname: '/([\\\\d&&[0-1]])' }).test({ pathname: '/3' })]`, [true, false]],
 ];
 
 const GLOBALS: Case[] = [

@@ -272,11 +272,12 @@ export class EgressRefused extends StrataError {
 }
 
 /** What ended an allowed request, as `EgressFailed.reason`: a limit (named after its policy field) or the network. */
-export type EgressFailure = 'timeoutMs' | 'maxResponseBytes' | 'maxRedirects' | 'aborted' | 'dns' | 'network';
+export type EgressFailure = 'timeoutMs' | 'maxResponseBytes' | 'maxRedirects' | 'aborted' | 'dns' | 'network' | 'onResponse';
 
 /**
  * An allowed request did not complete: a policy limit cut it (`timeoutMs`, `maxResponseBytes`,
- * `maxRedirects`), the caller aborted it, or DNS or the network failed. Never contains a
+ * `maxRedirects`), the caller aborted it, DNS or the network failed, or the policy's
+ * `onResponse` hook threw or returned no valid response. Never contains a
  * credential the policy adds; `cause` is a redacted copy of the network error, if any.
  */
 export class EgressFailed extends StrataError {

@@ -43,6 +43,7 @@ export type { EgressContext, EgressHandler, EgressHandlerOptions } from './egres
 export type { EgressPolicy } from './egress/egress-policy.js';
 export type { EgressRequest, ResolvedAddress } from './egress/check-request.js';
 export type { EgressResponse, HostLookup } from './egress/perform-request.js';
+export type { EgressResponseHook, EgressResponseContext } from './egress/response-body.js';
 export type { Transferable } from './values.js';
 export {
   StrataError,

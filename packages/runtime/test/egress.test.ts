@@ -105,6 +105,8 @@ test('a policy gets its defaults and is frozen; inspecting it never shows a cred
   t.is(policy.maxRequestBytes, 1024 * 1024);
   t.is(policy.timeoutMs, 30_000);
   t.is(policy.maxRedirects, 5);
+  t.true(policy.redactCredentialsInBody);
+  t.is(policy.onResponse, undefined);
   t.deepEqual(policy.headerNames, { 'https://api.example.com:443': ['authorization'] });
   t.true(Object.isFrozen(policy));
   t.true(Object.isFrozen(policy.allow[0]));
@@ -123,6 +125,8 @@ const invalidPolicies: [string, unknown, RegExp][] = [
   ['ftp', { allow: ['ftp://a.example/'] }, /allow\[0\].*only http: and https:/],
   ['userinfo', { allow: ['https://u:p@a.example/'] }, /allow\[0\].*user name or password/],
   ['0.0.0.0', { allow: ['http://0.0.0.0:80/'] }, /allow\[0\].*never reachable/],
+  ['an onResponse that is not a function', { allow: ['https://a.example/'], onResponse: 'scrub' }, /onResponse must be a function \(response, \{ request, url, signal \}\) => response/],
+  ['a redactCredentialsInBody that is not a boolean', { allow: ['https://a.example/'], redactCredentialsInBody: 'yes' }, /redactCredentialsInBody must be true or false/],
   ['a typo', { allow: ['https://a.example/'], timeout: 5 }, /unknown field "timeout"/],
   ['CONNECT', { allow: ['https://a.example/'], methods: ['CONNECT'] }, /methods\[0\]: CONNECT is never allowed/],
   ['a bad method', { allow: ['https://a.example/'], methods: ['GE T'] }, /methods\[0\] must be an HTTP method/],

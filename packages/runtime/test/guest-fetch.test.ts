@@ -2,7 +2,7 @@
 // the parent checks and performs each request under the egress policy. Against servers on
 // 127.0.0.1: allowed, outside the list (path, origin), a redirect out of the list (never reached),
 // an oversized body, a slow server cut at timeoutMs, the credential reaching the server and never
-// the guest, and no egress at all.
+// the guest (nor when the server echoes it in its body), and no egress at all.
 import test, { type ExecutionContext } from 'ava';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -46,6 +46,10 @@ function api(t: ExecutionContext, elsewhere?: string): Promise<Server> {
     } else if (url === '/v1/echo') {
       res.writeHead(200, { 'content-type': 'application/json', 'x-auth-seen': req.headers.authorization ?? 'none' });
       res.end(JSON.stringify({ method: req.method, contentType: req.headers['content-type'], body }));
+    } else if (url === '/v1/echo-auth') {
+      // A debugging endpoint that echoes the request's headers in its body.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ authorization: req.headers.authorization ?? 'none' }));
     } else if (url === '/v1/away') {
       res.writeHead(302, { location: `${elsewhere}/v1/items/1` });
       res.end();
@@ -171,6 +175,29 @@ test("the policy's credential reaches the server and never the guest: not in its
   // Redirected to another allowed origin, the credential does not follow.
   await rt.eval(attempt(`await fetch('${server.origin}/v1/away'); return 'fetched';`));
   t.is(outside.hits.at(-1)!.authorization, undefined);
+});
+
+test('a server that echoes the credential in its body: the guest reads [redacted], or what the policy\'s onResponse made of it', async (t) => {
+  const server = await api(t);
+  const headers = { [server.origin]: { authorization: `Bearer ${SECRET}` } };
+  const read = `const r = await fetch('${server.origin}/v1/echo-auth'); return { body: await r.json(), redacted: r.headers.get('x-strata-redacted') };`;
+  const rt = await sandboxed(t, { egress: { allow: [`${server.origin}/v1/*`], headers } });
+  const got = await rt.eval(attempt(read));
+  t.deepEqual(got, { body: { authorization: '[redacted]' }, redacted: 'credential' });
+  const hooked = await sandboxed(t, {
+    egress: {
+      allow: [`${server.origin}/v1/*`],
+      headers,
+      onResponse: (response) => ({ ...response, body: new TextEncoder().encode(JSON.stringify({ seen: JSON.parse(new TextDecoder().decode(response.body)).authorization !== 'none' })) }),
+    },
+  });
+  t.deepEqual(await hooked.eval(attempt(read)), { body: { seen: true }, redacted: null });
+  const failing = await sandboxed(t, { egress: { allow: [`${server.origin}/v1/*`], headers, onResponse: () => { throw new Error(`no: ${SECRET}`); } } });
+  const failed = (await failing.eval(attempt(read))) as Record<string, unknown>;
+  t.like(failed, { thrown: 'TypeError' });
+  t.regex(failed['message'] as string, /fetch failed: .*onResponse hook threw \(Error/);
+  t.false(JSON.stringify(failed).includes(SECRET));
+  t.is(server.hits.filter((hit) => hit.authorization === `Bearer ${SECRET}`).length, 3);
 });
 
 test('without egress the guest has a fetch that refuses, saying how the host allows a URL', async (t) => {

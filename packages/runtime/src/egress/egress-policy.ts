@@ -9,6 +9,7 @@ import { InvalidOption } from '../errors.js';
 import { addressScope } from './address-scope.js';
 import { canonicalHost, originKey, parseAllowPattern, type AllowPattern } from './allow-pattern.js';
 import { forbiddenHeaderReason, isHeaderName, isHeaderValue } from './header-rules.js';
+import type { EgressResponseHook } from './response-body.js';
 
 /**
  * What a guest's `fetch` may reach. Nothing is reachable unless a pattern in `allow` matches.
@@ -31,8 +32,35 @@ export interface EgressPolicy {
    * Headers the parent adds, by origin (`'https://api.example.com'`): credentials the guest never
    * sees. The guest may not set a header of the same name for that origin, and they are never
    * sent to another origin (not after a redirect either). Each origin must be allowed by `allow`.
+   *
+   * Response headers are cleaned of them (a header whose value contains one is dropped, and so is
+   * `Set-Cookie` from that origin); a response body cannot be in general. A server that echoes
+   * the credential as it got it is scrubbed by {@link EgressPolicy.redactCredentialsInBody}; one
+   * that encodes, compresses or splits it is not: check such bodies in
+   * {@link EgressPolicy.onResponse}.
    */
   headers?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  /**
+   * Replace, in each response body, every occurrence of a credential of `headers` sent to that
+   * origin (the whole value, each word of 8 characters or more such as the token of
+   * `Bearer <token>`, and their percent-encoded forms; byte for byte in UTF-8; forms shorter than
+   * 8 characters are left) with `[redacted]`, fixing `content-length` and adding the response
+   * header `x-strata-redacted: credential`. Default `true`: the guest never needs the credential,
+   * and a token long enough to be one does not occur in other data by chance. `false` leaves
+   * bodies as the server sent them (binary data that must stay byte-exact, or an `onResponse`
+   * that checks them itself).
+   */
+  redactCredentialsInBody?: boolean;
+  /**
+   * Runs in the parent on every response, after it is read in full (at most `maxResponseBytes`)
+   * and before the guest, or an `AgentSandbox`'s journal, sees it: headers already cleaned, the
+   * body as the server sent it. Return the response the guest gets (the one given, changed, or a
+   * new one); it is checked as an egress handler's answer is, its headers are cleaned again, and
+   * then `redactCredentialsInBody` applies to its body. Bounded by the request's `timeoutMs`
+   * (`context.signal` aborts then). A throw, a rejection or a malformed answer fails the guest's
+   * `fetch` with `EgressFailed` (reason `onResponse`), whose message names only the error's kind.
+   */
+  onResponse?: EgressResponseHook;
   /**
    * Host names (as written in `allow`) that may resolve to loopback, private, link-local,
    * unique-local or CGNAT addresses. Any other name that resolves to one is refused (a public
@@ -65,10 +93,12 @@ export interface ResolvedEgressPolicy {
   readonly maxRequestBytes: number;
   readonly timeoutMs: number;
   readonly maxRedirects: number;
+  readonly redactCredentialsInBody: boolean;
+  readonly onResponse?: EgressResponseHook;
 }
 
 const MiB = 1024 * 1024;
-const KNOWN_FIELDS = ['allow', 'methods', 'headers', 'privateNetworkHosts', 'maxResponseBytes', 'maxRequestBytes', 'timeoutMs', 'maxRedirects'];
+const KNOWN_FIELDS = ['allow', 'methods', 'headers', 'privateNetworkHosts', 'maxResponseBytes', 'maxRequestBytes', 'timeoutMs', 'maxRedirects', 'redactCredentialsInBody', 'onResponse'];
 /** Methods that are never allowed: a tunnel, or a request echoed back (with any credentials). */
 export const NEVER_METHODS: readonly string[] = Object.freeze(['CONNECT', 'TRACE', 'TRACK']);
 /** The largest `maxResponseBytes`: a response crosses from the parent to the worker in one frame (64 MiB). */
@@ -100,6 +130,8 @@ export function resolveEgressPolicy(policy: unknown): ResolvedEgressPolicy {
     maxRequestBytes: limit('maxRequestBytes', given['maxRequestBytes'], MiB, 0, MAX_REQUEST_BYTES),
     timeoutMs: limit('timeoutMs', given['timeoutMs'], 30_000, 1),
     maxRedirects: limit('maxRedirects', given['maxRedirects'], 5, 0, 20),
+    redactCredentialsInBody: flag('redactCredentialsInBody', given['redactCredentialsInBody'], true),
+    ...resolveHook(given['onResponse']),
   });
   POLICY_HEADERS.set(resolved, headers);
   return resolved;
@@ -227,6 +259,18 @@ function limit(name: string, value: unknown, fallback: number, min: number, max 
     throw invalid(`${name} must be ${range} (got ${String(value)}); egress limits cannot be turned off`);
   }
   return value;
+}
+
+function flag(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw invalid(`${name} must be true or false (got ${String(value)})`);
+  return value;
+}
+
+function resolveHook(hook: unknown): { onResponse?: EgressResponseHook } {
+  if (hook === undefined) return {};
+  if (typeof hook !== 'function') throw invalid('onResponse must be a function (response, { request, url, signal }) => response');
+  return { onResponse: hook as EgressResponseHook };
 }
 
 function invalid(message: string): InvalidOption {

@@ -10,3 +10,4 @@ export { checkRequest, checkAddresses, type EgressRequest, type EgressDecision, 
 export { performRequest, type EgressResponse, type HostLookup, type PerformRequestOptions } from './perform-request.js';
 export { addressScope, type AddressScope } from './address-scope.js';
 export { REDIRECT_STATUSES } from './redirect-plan.js';
+export { scrubBody, REDACTED_HEADER, MIN_BODY_SECRET_CHARS, type EgressResponseHook, type EgressResponseContext } from './response-body.js';

@@ -14,6 +14,7 @@ import { effectivePort } from './allow-pattern.js';
 import { checkAddresses, checkRequest, describeUrl, type EgressRequest, type ResolvedAddress } from './check-request.js';
 import { assertResolvedPolicy, policyHeadersFor, type ResolvedEgressPolicy } from './egress-policy.js';
 import { planRedirect } from './redirect-plan.js';
+import { finishResponse } from './response-body.js';
 import { guestResponseHeaders, redact } from './response-headers.js';
 
 /** The response handed back to the guest, as plain data. */
@@ -46,14 +47,16 @@ const systemLookup: HostLookup = async (hostname) => (await dns.lookup(hostname,
 /**
  * Performs a guest's request under `policy`. Refusals throw `EgressRefused` before anything is
  * sent to the refused URL; failures and limits throw `EgressFailed`. Neither ever contains a
- * credential the policy adds.
+ * credential the policy adds. The response then goes through the policy's `onResponse` and
+ * body scrub (`response-body.ts`), within the same `timeoutMs`.
  */
 export async function performRequest(policy: ResolvedEgressPolicy, request: EgressRequest, options: PerformRequestOptions = {}): Promise<EgressResponse> {
   assertResolvedPolicy(policy);
   const deadline = startDeadline(policy.timeoutMs, options.signal);
   const progress: Progress = { where: '' };
   try {
-    return await followRedirects(policy, request, options, deadline.signal, progress);
+    const { response, url } = await followRedirects(policy, request, options, deadline.signal, progress);
+    return await finishResponse(policy, request, url, response, deadline.signal);
   } catch (error) {
     throw explainFailure(policy, error, deadline, progress.where);
   } finally {
@@ -66,7 +69,7 @@ interface Progress {
   where: string;
 }
 
-async function followRedirects(policy: ResolvedEgressPolicy, first: EgressRequest, options: PerformRequestOptions, signal: AbortSignal, progress: Progress): Promise<EgressResponse> {
+async function followRedirects(policy: ResolvedEgressPolicy, first: EgressRequest, options: PerformRequestOptions, signal: AbortSignal, progress: Progress): Promise<{ response: EgressResponse; url: URL }> {
   let request = first;
   for (let redirects = 0; ; redirects++) {
     const decision = checkRequest(policy, request);
@@ -81,12 +84,15 @@ async function followRedirects(policy: ResolvedEgressPolicy, first: EgressReques
     if (next === undefined) {
       const body = await readBody(policy, response, method, signal);
       return {
-        status: response.statusCode ?? 0,
-        statusText: redact(policy, response.statusMessage ?? ''),
-        url: url.href,
-        redirected: redirects > 0,
-        headers: guestResponseHeaders(policy, url, response.rawHeaders),
-        body,
+        url,
+        response: {
+          status: response.statusCode ?? 0,
+          statusText: redact(policy, response.statusMessage ?? ''),
+          url: url.href,
+          redirected: redirects > 0,
+          headers: guestResponseHeaders(policy, url, response.rawHeaders),
+          body,
+        },
       };
     }
     response.destroy();

@@ -11,11 +11,16 @@ const SESSION_HEADERS: readonly string[] = Object.freeze(['set-cookie', 'set-coo
 
 /** `raw` (Node's `rawHeaders`: name, value, name, value…) as lower-case pairs, filtered for the guest. */
 export function guestResponseHeaders(policy: ResolvedEgressPolicy, url: URL, raw: readonly string[]): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) pairs.push([raw[i]!.toLowerCase(), raw[i + 1]!]);
+  return withoutCredentials(policy, url, pairs);
+}
+
+/** `pairs` (lower-case names) without what must stay with the parent for `url`'s origin: the same rules for the server's headers and for an `onResponse` hook's. */
+export function withoutCredentials(policy: ResolvedEgressPolicy, url: URL, pairs: readonly (readonly [string, string])[]): [string, string][] {
   const credentials = policyHeadersFor(policy, url).flatMap(([, value]) => secretForms(value));
   const headers: [string, string][] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    const value = raw[i + 1]!;
+  for (const [name, value] of pairs) {
     if (credentials.length > 0 && SESSION_HEADERS.includes(name)) continue;
     if (credentials.some((secret) => value.includes(secret))) continue;
     headers.push([name, value]);
