@@ -15,6 +15,7 @@ import { egressHandler, InvalidOption, IsolatedRuntime, SandboxPool, type Isolat
 import { toTaggedJson, type JsonValue } from '@strata/wire';
 import { executeCell } from './cell-code.js';
 import { normalizeCode } from './normalize-code.js';
+import { describeThrown } from './describe.js';
 import { ToolBridge, type ToolCallReceipt } from './tool-bridge.js';
 
 /** Options of {@link codeTool}. */
@@ -223,5 +224,6 @@ function jsonOf(value: unknown): JsonValue {
   }
 }
 
-const nameOf = (error: unknown) => (error instanceof Error && typeof error.name === 'string' ? error.name : 'Error');
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+// What failed is described without running its code (no getter, toString or Proxy trap), as every other path does.
+const nameOf = (error: unknown) => describeThrown(error).name;
+const messageOf = (error: unknown) => describeThrown(error).message;

@@ -19,6 +19,7 @@ import { toTaggedJson } from '@strata/wire';
 import { AgentSandbox } from './agent-sandbox.js';
 import { executeCell } from './cell-code.js';
 import { normalizeCode } from './normalize-code.js';
+import { describeThrown } from './describe.js';
 import { TypeCheckFailed } from './errors.js';
 import { formatDiagnostics, typecheck } from './typecheck.js';
 import { mcpTools, type McpServerCommand, type McpTools } from './mcp-tools.js';
@@ -181,7 +182,7 @@ export async function startMcpServer(config: McpServerConfig, transport: Transpo
       return session !== undefined ? await runInSession(session, code, language, checked.typecheck === true, checked.typecheckTimeout) : await runFresh(pool!, bridges, code, language);
     } catch (error) {
       if (error instanceof TypeCheckFailed) return toolError(`TypeCheckFailed: ${error.message}`);
-      return toolError(`the sandbox could not run the code: ${error instanceof Error ? error.message : String(error)}`);
+      return toolError(`the sandbox could not run the code: ${describeThrown(error).message}`);
     }
   });
   server.onclose = () => void close();
