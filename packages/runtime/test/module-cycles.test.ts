@@ -1,18 +1,14 @@
 import test from 'ava';
 import { IsolatedRuntime, JsError, Runtime, RuntimeTimeout, type RuntimeOptions } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
+import { BOTH_RUNTIMES, type AnyRuntime } from './helpers/runtime.js';
 
 checkNoLeaks(test);
 
 // Import cycles are legal ECMAScript (test262's module-code has them): they link, evaluate in the
 // specification's order, and every step of linking is bounded by the timeout — in both runtimes.
-type AnyRuntime = Runtime | IsolatedRuntime;
-const runtimes: [string, (options: RuntimeOptions) => Promise<AnyRuntime>][] = [
-  ['Runtime', (options) => Runtime.start(options)],
-  ['IsolatedRuntime', (options) => IsolatedRuntime.start({ prewarm: false, ...options })],
-];
 
-for (const [kind, start] of runtimes) {
+for (const [kind, start] of BOTH_RUNTIMES) {
   const withRuntime = async (t: import('ava').ExecutionContext, options: RuntimeOptions = {}): Promise<AnyRuntime> => {
     const rt = await start({ timeout: 20_000, ...options });
     t.teardown(() => rt.close());

@@ -2,19 +2,15 @@ import test from 'ava';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { IsolatedRuntime, JsError, Runtime, type RuntimeOptions } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
+import { BOTH_RUNTIMES, type AnyRuntime } from './helpers/runtime.js';
 
 checkNoLeaks(test);
 
 // As browsers and test262 do: a script that ends normally keeps its value when it left a promise
 // rejected with no handler; the rejection is reported on the guest's console (stderr, level
 // `error`, "Uncaught (in promise) …"), never thrown in place of the result. Both runtimes.
-type AnyRuntime = Runtime | IsolatedRuntime;
-const runtimes: [string, (options: RuntimeOptions) => Promise<AnyRuntime>][] = [
-  ['Runtime', (options) => Runtime.start(options)],
-  ['IsolatedRuntime', (options) => IsolatedRuntime.start({ prewarm: false, ...options })],
-];
 
-for (const [kind, start] of runtimes) {
+for (const [kind, start] of BOTH_RUNTIMES) {
   const withRuntime = async (t: import('ava').ExecutionContext): Promise<AnyRuntime> => {
     const rt = await start({ timeout: 20_000, bootstrap: WEB_POLYFILLS });
     t.teardown(() => rt.close());
