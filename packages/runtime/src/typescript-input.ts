@@ -70,11 +70,13 @@ export async function closeStripper(): Promise<void> {
  * Throws {@link InvalidOption} unless `language` is absent, `'javascript'`, or `'typescript'` on a
  * Node.js that can strip types. `method` names the call in the message.
  */
-export function assertLanguage(language: unknown, method: string, strip: Stripper | null = nodeStripper()): asserts language is SourceLanguage | undefined {
+export function assertLanguage(language: unknown, method: string, stripper?: Stripper | null): asserts language is SourceLanguage | undefined {
   if (language === undefined || language === 'javascript') return;
   if (language !== 'typescript') {
     throw new InvalidOption(`${method}: language must be 'javascript' or 'typescript' (got ${describe(language)})`);
   }
+  // Looked up only for TypeScript: JavaScript, the common case, pays for nothing here.
+  const strip = stripper === undefined ? nodeStripper() : stripper;
   if (typeof strip !== 'function') {
     throw new InvalidOption(
       `${method}: language 'typescript' needs Node.js ${STRIP_SINCE} or later, whose module.stripTypeScriptTypes strips the types; ` +
@@ -93,9 +95,10 @@ export function assertLanguage(language: unknown, method: string, strip: Strippe
  * {@link MAX_TYPESCRIPT_CHARS} or {@link MAX_TYPESCRIPT_NESTING}, or that the stripper cannot
  * take within {@link STRIP_TIMEOUT_MS}; {@link ThreadUnavailable} when the stripper's thread cannot start.
  */
-export function toJavaScript(code: string, language: unknown, filename: string, method: string, strip: Stripper | null = nodeStripper()): Promise<string> {
-  assertLanguage(language, method, strip);
+export function toJavaScript(code: string, language: unknown, filename: string, method: string, stripper?: Stripper | null): Promise<string> {
+  assertLanguage(language, method, stripper);
   if (language !== 'typescript') return Promise.resolve(code);
+  const strip = stripper === undefined ? nodeStripper() : stripper;
   const refused = precheck(code, filename);
   if (refused !== undefined) return Promise.reject(refused);
   return strip!(code).then((outcome) => {
@@ -109,8 +112,8 @@ export function toJavaScript(code: string, language: unknown, filename: string, 
  * `language`), so that JavaScript stays on its synchronous path.
  */
 export function stripIfTypeScript(code: string, language: unknown, filename: string, method: string): Promise<string> | undefined {
-  assertLanguage(language, method);
-  return language === 'typescript' ? toJavaScript(code, language, filename, method) : undefined;
+  if (language === undefined || language === 'javascript') return undefined;
+  return toJavaScript(code, language, filename, method);
 }
 
 /** The guest's SyntaxError at `[filename]` or `[filename:line]`, saying `text`. */
