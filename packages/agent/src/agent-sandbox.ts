@@ -45,7 +45,7 @@ import {
 } from './journal.js';
 import { guestToolFunctions, sessionTools, type SessionTool, type ToolGroup, type ToolSet } from './tools.js';
 import { ToolBridge } from './tool-bridge.js';
-import { formatDiagnostics, typecheck } from './typecheck.js';
+import { checkTypecheckTimeout, formatDiagnostics, typecheck } from './typecheck.js';
 
 /** Options of {@link AgentSandbox.start} and {@link AgentSandbox.restore}: every `IsolatedRuntime` option, plus the session's own. */
 export interface AgentSandboxOptions extends IsolatedRuntimeOptions {
@@ -383,10 +383,7 @@ export class AgentSandbox {
     if (options.language !== undefined && options.language !== 'javascript' && options.language !== 'typescript') {
       throw new InvalidOption(`language must be 'javascript' or 'typescript' (got ${String(options.language)})`);
     }
-    const timeout = options.typecheckTimeout;
-    if (timeout !== undefined && (!Number.isInteger(timeout) || timeout <= 0 || timeout > 2 ** 31 - 1)) {
-      throw new InvalidOption(`typecheckTimeout must be a positive whole number of ms (got ${String(timeout)})`);
-    }
+    if (options.typecheckTimeout !== undefined) checkTypecheckTimeout(options.typecheckTimeout, 'typecheckTimeout');
     const typescript = options.language === 'typescript';
     return this.#exclusive(async () => {
       const pending = this.pendingCalls;

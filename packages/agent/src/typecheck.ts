@@ -46,6 +46,13 @@ export interface TypecheckOptions {
   readonly timeout?: number;
 }
 
+/** Throws {@link InvalidOption} unless `timeout` is a positive whole number of ms a timer can wait; `name` names it in the message. */
+export function checkTypecheckTimeout(timeout: unknown, name: string): void {
+  if (!Number.isInteger(timeout) || (timeout as number) <= 0 || (timeout as number) > 2 ** 31 - 1) {
+    throw new InvalidOption(`${name} must be a positive whole number of ms (got ${String(timeout)})`);
+  }
+}
+
 /**
  * Type-checks `code` (a cell: top-level await allowed) against `declarations` (a bridge's
  * `declarations()`, or several joined), in the checker's worker thread. Resolves to the problems,
@@ -64,7 +71,7 @@ export async function typecheck(code: string, declarations: string, language: 'j
   if (typeof code !== 'string' || typeof declarations !== 'string') throw new InvalidOption('typecheck: code and declarations must be strings');
   if (language !== 'javascript' && language !== 'typescript') throw new InvalidOption(`typecheck: language must be 'javascript' or 'typescript' (got ${String(language)})`);
   const timeout = options.timeout ?? DEFAULT_TYPECHECK_TIMEOUT_MS;
-  if (!Number.isInteger(timeout) || timeout <= 0 || timeout > 2 ** 31 - 1) throw new InvalidOption(`typecheck: timeout (typecheckTimeout) must be a positive whole number of ms (got ${String(timeout)})`);
+  checkTypecheckTimeout(timeout, 'typecheck: timeout (typecheckTimeout)');
   checker ??= new BoundedWorker({
     script: new URL('./typecheck-worker.js', import.meta.url),
     startTimeout: START_TIMEOUT_MS,
