@@ -20,8 +20,7 @@
  */
 import { readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { connect } from 'node:net';
-import type { ApplyContext, LaunchContext, LaunchStep, Layer, LayerCapability, ProbeContext, SealContext, SelfTestContext } from '@strata/runtime/layers';
+import { errnoOf, tryConnect, type ApplyContext, type LaunchContext, type LaunchStep, type Layer, type LayerCapability, type ProbeContext, type SealContext, type SelfTestContext } from '@strata/runtime/layers';
 import { addonUnavailableReason, loadAddon } from './addon.js';
 import { errataFromKernel, type Errata } from './errata.js';
 import { LANDLOCK_HELPER, landlockAbi, type AbiResult } from './helper.js';
@@ -71,16 +70,6 @@ function launch(context: LaunchContext): LaunchStep | undefined {
   if (context.platform !== 'linux') return undefined;
   const readSet = computeReadSet({ execPath: context.workerNode, packageRoot: PACKAGE_ROOT, extra: [...context.layerPaths, ...checkReadPaths(context.options.readPaths)] });
   return { program: LANDLOCK_HELPER, args: helperArguments(readSet) };
-}
-
-/** The errno code of what `run` throws, or 'none' when it does not throw. */
-function errnoOf(run: () => void): string {
-  try {
-    run();
-    return 'none';
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code ?? String(error);
-  }
 }
 
 /**
@@ -172,32 +161,6 @@ async function seal(context: SealContext): Promise<void> {
   const stack = await stackDenyAll();
   stackedHere = true;
   context.report({ stacked: STACKED, threadsCovered: { ...threadsCovered, stack } });
-}
-
-/** A TCP connect to 127.0.0.1: resolves with the error code (or 'connected'). */
-function tryConnect(): Promise<string> {
-  return new Promise((resolve) => {
-    let socket: ReturnType<typeof connect>;
-    try {
-      socket = connect({ host: '127.0.0.1', port: 9 });
-    } catch (error) {
-      resolve((error as NodeJS.ErrnoException).code ?? String(error));
-      return;
-    }
-    const timer = setTimeout(() => {
-      socket.destroy();
-      resolve('timeout');
-    }, 5_000);
-    socket.once('connect', () => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve('connected');
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      resolve(error.code ?? error.message);
-    });
-  });
 }
 
 async function selfTest(context: SelfTestContext): Promise<void> {
