@@ -1,5 +1,6 @@
 import test from 'ava';
-import { ValueNotTransferable } from '../src/index.js';
+import type { WireValue } from '@strata/wire';
+import { ValueNotTransferable, type Transferable } from '../src/index.js';
 import { assertTransferable } from '../src/values.js';
 import { runtimeFor } from './helpers/runtime.js';
 
@@ -166,4 +167,10 @@ test('the guest keeps the built-in Proxy: its name, length, revocable and behavi
     await rt.eval(`[Proxy.name, Proxy.length, typeof Proxy.revocable, Proxy.prototype === undefined, new Proxy({ a: 1 }, { get: () => 7 }).a, (() => { try { Proxy({}, {}); return 'called' } catch (e) { return e instanceof TypeError } })()]`),
     ['Proxy', 2, 'function', true, 7, true],
   );
+});
+
+test('every WireValue is a Transferable (the type is the read-only view of the wire\'s)', (t) => {
+  const wire: WireValue = { list: [1, new Date(0), new Uint8Array(1)], map: new Map([[1n, new Set(['a'])]]) };
+  const transferable: Transferable = wire;
+  t.notThrows(() => assertTransferable(transferable, '$', 64));
 });
