@@ -721,7 +721,7 @@ export class Runtime implements AsyncDisposable {
       const isPromise = this.#enter(budget, () =>
         this.#internals.watch.applySync(undefined, [completion.derefInto(), id]),
       true) as boolean;
-      if (!isPromise) throw new ValueNotTransferable(`the value cannot cross: ${copyFailure(copyError)}`);
+      if (!isPromise) throw new ValueNotTransferable(this.#whyNotCopied(completion, '$', copyError, budget));
       return this.#awaitPromise(id, budget);
     }
     return this.#checked(completion, copied, budget);
@@ -764,15 +764,27 @@ export class Runtime implements AsyncDisposable {
   /** Copies a guest value out, refusing anything outside the transferable set. */
   #export(reference: IsolatedVm.Reference, budget: GuestBudget): unknown {
     const type = reference.typeof;
-    if (type === 'function') throw new ValueNotTransferable('the value is a function; only data can cross');
-    if (type === 'symbol') throw new ValueNotTransferable('the value is a symbol');
+    if (type === 'function') throw new ValueNotTransferable('$ is a function; only data can cross');
+    if (type === 'symbol') throw new ValueNotTransferable('$ is a symbol; it cannot cross to the host');
     let value: unknown;
     try {
       value = reference.copySync();
     } catch (error) {
-      throw new ValueNotTransferable(`the value cannot cross: ${copyFailure(error)}`);
+      throw new ValueNotTransferable(this.#whyNotCopied(reference, '$', error, budget));
     }
     return this.#checked(reference, value, budget);
+  }
+
+  /**
+   * Why a guest value the native copy refused cannot cross, naming the path of the part that
+   * stopped it (`$.items[3].fn is a function`): the guest's descriptor walk finds it without
+   * running guest code. The copy's own words remain for what the walk cannot place.
+   */
+  #whyNotCopied(reference: IsolatedVm.Reference, root: string, copyError: unknown, budget: GuestBudget): string {
+    const problem = this.#enter(budget, () =>
+      this.#internals.checkValue.applySync(undefined, [reference.derefInto(), root]),
+    ) as string | undefined;
+    return problem === undefined ? `the value cannot cross: ${copyFailure(copyError)}` : `${problem}; it cannot cross to the host`;
   }
 
   /**
@@ -874,7 +886,8 @@ export class Runtime implements AsyncDisposable {
       try {
         args = held.copySync() as unknown[];
       } catch (error) {
-        return [1, 'TypeError', `${entry.name}: an argument cannot cross to the host: ${copyFailure(error)}`];
+        const problem = this.#internals.checkValue.applySync(undefined, [held.derefInto(), 'arguments']) as string | undefined;
+        return [1, 'TypeError', `${entry.name}: ${problem === undefined ? `an argument cannot cross to the host: ${copyFailure(error)}` : `${problem}; it cannot cross to the host`}`];
       }
       const problem = this.#internals.checkValue.applySync(undefined, [held.derefInto(), 'arguments']) as string | undefined;
       if (problem !== undefined) return [1, 'TypeError', `${entry.name}: ${problem}; it cannot cross to the host`];

@@ -1,21 +1,15 @@
 import { types } from 'node:util';
-import { DEFAULT_LIMITS } from '@strata/wire';
+import { DEFAULT_LIMITS, type WireScalar } from '@strata/wire';
 import { ValueNotTransferable } from './errors.js';
 
 /**
  * The values that cross between host and guest: `null`, `undefined`, boolean, number, bigint,
  * string, `Uint8Array`, arrays, plain objects (string keys, data properties), `Set`, `Map` and
- * `Date`. Anything else is refused with {@link ValueNotTransferable}.
+ * `Date`. Anything else is refused with {@link ValueNotTransferable}. The read-only view of the
+ * wire's `WireValue`: the scalars are the wire's own `WireScalar`, the containers read-only.
  */
 export type Transferable =
-  | null
-  | undefined
-  | boolean
-  | number
-  | bigint
-  | string
-  | Uint8Array
-  | Date
+  | WireScalar
   | readonly Transferable[]
   | ReadonlySet<Transferable>
   | ReadonlyMap<Transferable, Transferable>

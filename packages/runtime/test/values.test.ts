@@ -1,5 +1,6 @@
 import test from 'ava';
-import { ValueNotTransferable } from '../src/index.js';
+import type { WireValue } from '@strata/wire';
+import { ValueNotTransferable, type Transferable } from '../src/index.js';
 import { assertTransferable } from '../src/values.js';
 import { runtimeFor } from './helpers/runtime.js';
 
@@ -132,4 +133,44 @@ test('a getter on a host value is never invoked by the check', (t) => {
   const value = Object.defineProperty({}, 'x', { get: () => runs++, enumerable: true });
   t.throws(() => assertTransferable(value, '$', 64));
   t.is(runs, 0);
+});
+
+test('a guest value the copy refuses is refused naming the path of the part that stopped it', async (t) => {
+  const rt = await runtimeFor(t);
+  const cases: [string, string][] = [
+    ['({ items: [1, 2, 3, { fn() {} }] })', '$.items[3].fn is a function'],
+    ['({ items: [1, 2, 3, { s: Symbol() }] })', '$.items[3].s is a symbol'],
+    ['({ a: { get b() { return 1 } } })', '$.a.b is an accessor (getter/setter)'],
+    ['({ inner: [new Proxy({}, {})] })', '$.inner[0] is a Proxy'],
+    ['({ inner: [Proxy.revocable({}, {}).proxy] })', '$.inner[0] is a Proxy'],
+    ['new Map([[1, { f: () => 1 }]])', '$.<value 0>.f is a function'],
+    ['Promise.resolve({ items: [{ fn() {} }] })', '$.items[0].fn is a function'],
+    ['(() => 1)', '$ is a function'],
+    ['Symbol()', '$ is a symbol'],
+  ];
+  for (const [code, path] of cases) {
+    const error = await t.throwsAsync(rt.eval(code), { instanceOf: ValueNotTransferable });
+    t.true(error.message.startsWith(path), `${code}: ${error.message}`);
+  }
+});
+
+test('host function arguments the copy refuses are refused naming the path', async (t) => {
+  const rt = await runtimeFor(t);
+  rt.bindFunction('tool', () => 1);
+  t.regex(String(await rt.eval('try { tool(1, { x() {} }) } catch (e) { e.message }')), /^tool: arguments\[1\]\.x is a function/);
+  t.regex(String(await rt.eval('try { tool([new Proxy({}, {})]) } catch (e) { e.message }')), /^tool: arguments\[0\]\[0\] is a Proxy/);
+});
+
+test('the guest keeps the built-in Proxy: its name, length, revocable and behaviour', async (t) => {
+  const rt = await runtimeFor(t);
+  t.deepEqual(
+    await rt.eval(`[Proxy.name, Proxy.length, typeof Proxy.revocable, Proxy.prototype === undefined, new Proxy({ a: 1 }, { get: () => 7 }).a, (() => { try { Proxy({}, {}); return 'called' } catch (e) { return e instanceof TypeError } })()]`),
+    ['Proxy', 2, 'function', true, 7, true],
+  );
+});
+
+test('every WireValue is a Transferable (the type is the read-only view of the wire\'s)', (t) => {
+  const wire: WireValue = { list: [1, new Date(0), new Uint8Array(1)], map: new Map([[1n, new Set(['a'])]]) };
+  const transferable: Transferable = wire;
+  t.notThrows(() => assertTransferable(transferable, '$', 64));
 });

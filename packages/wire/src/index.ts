@@ -8,7 +8,7 @@
 
 export { ProtocolError, MAX_REASON_CHARS } from './protocol-error.js';
 export { DEFAULT_LIMITS, resolveLimits, type Limits } from './limits.js';
-export { isWireObject, type WireValue, type WireObject } from './wire-value.js';
+export { isWireObject, type WireValue, type WireObject, type WireScalar } from './wire-value.js';
 export { scanCbor, CBOR_TAGS } from './cbor-scan.js';
 export { checkEncodable, type EncodableInfo } from './encodable-check.js';
 export { encodeValue } from './value-encoder.js';

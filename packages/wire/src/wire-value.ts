@@ -17,16 +17,12 @@
  * @module
  */
 
+/** The wire values that hold no other value (a `Uint8Array` or `Date` is one item). */
+export type WireScalar = null | undefined | boolean | number | bigint | string | Uint8Array | Date;
+
 /** Any value that {@link encodeValue} accepts and {@link decodeValue} can produce. */
 export type WireValue =
-  | null
-  | undefined
-  | boolean
-  | number
-  | bigint
-  | string
-  | Uint8Array
-  | Date
+  | WireScalar
   | WireValue[]
   | WireObject
   | Map<WireValue, WireValue>

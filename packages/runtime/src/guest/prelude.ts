@@ -120,6 +120,40 @@ export function guestPrelude(
 
   const call = (fn: any, self: any, ...args: any[]): any => ReflectApply(fn, self, args);
   const push = (array: any[], value: any) => call(ArrayPush, array, value);
+
+  // --- Proxies the guest makes ---------------------------------------------------------------
+  // No built-in tells a Proxy from its target without running a trap, so every Proxy the guest
+  // makes (`new Proxy`, `Proxy.revocable`) is noted here: `checkValue` can then name the path of
+  // one that stopped a copy, without touching it. The global stays the real constructor behind a
+  // construct trap, so its name, length, `revocable` and `toString` are the built-in's.
+  const OriginalProxy: any = Proxy;
+  const SafeWeakSet: any = WeakSet;
+  const WeakSetAdd = SafeWeakSet.prototype.add;
+  const WeakSetHas = SafeWeakSet.prototype.has;
+  const guestProxies = new SafeWeakSet();
+  const originalRevocable = OriginalProxy.revocable;
+  const trackedProxy: any = new OriginalProxy(OriginalProxy, {
+    __proto__: null,
+    construct(target: any, args: any[], newTarget: any): any {
+      const proxy = ReflectConstruct(target, args, newTarget === trackedProxy ? target : newTarget);
+      call(WeakSetAdd, guestProxies, proxy);
+      return proxy;
+    },
+  });
+  ObjectDefineProperty(OriginalProxy, 'revocable', {
+    __proto__: null,
+    value: {
+      revocable(target: any, handler: any): any {
+        const pair = call(originalRevocable, OriginalProxy, target, handler);
+        call(WeakSetAdd, guestProxies, ObjectGetOwnPropertyDescriptor(pair, 'proxy')!.value);
+        return pair;
+      },
+    }.revocable,
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
+  ObjectDefineProperty(g, 'Proxy', { __proto__: null, value: trackedProxy, writable: true, enumerable: false, configurable: true });
   // A data property descriptor with a null prototype: ToPropertyDescriptor reads inherited
   // fields, so a literal would pick up a `get` the guest put on Object.prototype.
   const dataProperty = (value: any, enumerable: boolean): any => ({ __proto__: null, value, writable: true, enumerable, configurable: true });
@@ -132,7 +166,9 @@ export function guestPrelude(
   // --- values that may cross the boundary ----------------------------------------------------
   // The host copies a value natively first (isolated-vm's serializer runs no Proxy trap and no
   // getter, and refuses Proxies, functions and symbols); only then does `checkValue` walk it, so
-  // the walk below never meets a Proxy and never invokes guest code: it reads descriptors only.
+  // the walk below never invokes guest code: it reads descriptors only. When the copy fails, the
+  // host walks the value with `checkValue` too, for the path: it stops at a function, a symbol,
+  // an accessor or a Proxy the guest made (`guestProxies`) before reading anything through it.
 
   function constructorName(proto: any): string {
     const desc = proto === null ? undefined : ObjectGetOwnPropertyDescriptor(proto, 'constructor');
@@ -167,6 +203,7 @@ export function guestPrelude(
       if (value === null || type === 'undefined' || type === 'boolean' || type === 'number' || type === 'string' || type === 'bigint') return 1;
       if (type === 'function') return ((problem = `${path} is a function`), -1);
       if (type === 'symbol') return ((problem = `${path} is a symbol`), -1);
+      if (call(WeakSetHas, guestProxies, value)) return ((problem = `${path} is a Proxy`), -1);
       if (depth > maxDepth) return ((problem = `${path} is nested deeper than ${maxDepth} levels`), -1);
       const known = call(MapGet, seen, value);
       if (known === OPEN) return ((problem = `${path} refers back to an enclosing value (a cycle)`), -1);
