@@ -20,6 +20,7 @@ import {
   InvalidOption,
   IsolatedRuntime,
   SandboxPool,
+  SESSION_OPTIONS,
   StrataError,
   type EgressHandler,
   type EgressRequest,
@@ -152,7 +153,8 @@ export const SESSION_EVENTS_CHANNEL = 'strata:agent:event';
 const sessionEvents = channel(SESSION_EVENTS_CHANNEL);
 
 const SESSION_KEYS = ['tools', 'pool', 'recover', 'maxCells', 'maxCallsPerCell', 'maxValueBytes', 'maxJournalBytes'] as const;
-const CHECKOUT_KEYS = new Set(['requestTimeout', 'timeoutGrace', 'maxHostCalls', 'maxHostWait', 'maxInflightHostCalls', 'writeStallTimeout', 'redactHostErrors', 'egress', 'tenant']);
+// What a pooled session may set per checkout: the pool's own list, and whose session it is.
+const CHECKOUT_KEYS: ReadonlySet<string> = new Set([...SESSION_OPTIONS, 'tenant']);
 // The guest's fetch as the journal names it: a call of the tool `fetch` with the request as its one argument.
 const FETCH_TOOL = 'fetch';
 const MiB = 1024 * 1024;
