@@ -46,6 +46,7 @@ import {
 } from './journal.js';
 import { guestToolFunctions, sessionTools, type SessionTool, type ToolGroup, type ToolSet } from './tools.js';
 import { ToolBridge } from './tool-bridge.js';
+import { deeperThan } from './value-depth.js';
 import { checkTypecheckTimeout, formatDiagnostics, typecheck } from './typecheck.js';
 
 /** Options of {@link AgentSandbox.start} and {@link AgentSandbox.restore}: every `IsolatedRuntime` option, plus the session's own. */
@@ -1015,21 +1016,6 @@ async function settledWithin(promises: Set<Promise<unknown>>, ms: number): Promi
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** Whether `value` nests deeper than `limit` levels (arrays, objects, Map and Set entries), as the guest boundary counts them. */
-function deeperThan(value: unknown, limit: number): boolean {
-  const walk = (v: unknown, depth: number): boolean => {
-    if (v === null || typeof v !== 'object') return false;
-    if (depth > limit) return true;
-    if (v instanceof Map) {
-      for (const [k, x] of v) if (walk(k, depth + 1) || walk(x, depth + 1)) return true;
-      return false;
-    }
-    const items = v instanceof Set ? [...v] : ArrayBuffer.isView(v) || v instanceof Date ? [] : Object.values(v);
-    return items.some((x) => walk(x, depth + 1));
-  };
-  return walk(value, 1);
 }
 
 /** The guest's answer for a recorded call. */
