@@ -43,6 +43,7 @@ import {
   type Journal,
   type JournalSettings,
   type RecordedError,
+  type ToolCall,
 } from './journal.js';
 import { guestToolFunctions, sessionTools, type SessionTool, type ToolGroup, type ToolSet } from './tools.js';
 import { ToolBridge } from './tool-bridge.js';
@@ -116,18 +117,6 @@ export type SessionEvent =
       readonly result?: unknown;
       readonly error?: RecordedError;
     };
-
-/** A tool call as a cell's result reports it. */
-export interface ToolCall {
-  readonly seq: number;
-  readonly tool: string;
-  readonly args: readonly unknown[];
-  /** `'completed'`, `'failed'`, `'denied'`, `'started'` (began, and the worker died before answering: reconcile it), or `'pending'` (awaits approval). */
-  readonly status: CallStatus;
-  readonly result?: unknown;
-  readonly error?: RecordedError;
-  readonly ms: number;
-}
 
 /** What `run`, `approve` and `deny` give: an `ExecutionResult`, plus the cell's tool calls. */
 export interface CellResult extends Omit<ExecutionResult, 'status'> {
