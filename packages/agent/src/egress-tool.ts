@@ -32,15 +32,15 @@ const HANDLER_ERROR = 'EgressHandlerError';
 
 /**
  * Each journaled name of a failed fetch, and the error the runtime maps for the guest. Any other
- * name is the session's own refusal (a limit, a call outside a cell): the guest sees `EgressFailed`.
+ * name (`EgressFailed`, or the session's own refusal: a limit, a call outside a cell) is shown as
+ * `EgressFailed` for a network failure.
  */
-const RUNTIME_ERRORS: Readonly<Record<string, (message: string) => Error>> = {
-  EgressRefused: (message) => new EgressRefused(message, 'request'),
-  AbortError: (message) => new EgressFailed(message, 'aborted'),
-  EgressFailed: (message) => new EgressFailed(message, 'network'),
+const RUNTIME_ERRORS: ReadonlyMap<string, (message: string) => Error> = new Map([
+  ['EgressRefused', (message: string) => new EgressRefused(message, 'request')],
+  ['AbortError', (message: string) => new EgressFailed(message, 'aborted')],
   // As the runtime shows a handler's own error: by its message only (redacted when recorded so).
-  [HANDLER_ERROR]: (message) => new Error(message),
-};
+  [HANDLER_ERROR, (message: string) => new Error(message)],
+]);
 
 /**
  * The session's egress (a policy, or the host's own handler) as the session tool `fetch`, or
@@ -75,5 +75,6 @@ export function recordedFailure(thrown: unknown, redactHostErrors: boolean): Rec
 /** A journaled fetch's answer as an egress handler gives it to the runtime: the response, or the error for its recorded failure. */
 export function egressAnswer(answer: ToolAnswer): EgressResponse {
   if (answer.ok) return answer.value as EgressResponse;
-  throw (RUNTIME_ERRORS[answer.name] ?? RUNTIME_ERRORS['EgressFailed']!)(answer.message);
+  const toError = RUNTIME_ERRORS.get(answer.name);
+  throw toError !== undefined ? toError(answer.message) : new EgressFailed(answer.message, 'network');
 }
