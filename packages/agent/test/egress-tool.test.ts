@@ -27,6 +27,8 @@ const ANSWERS: readonly [string, string, (error: unknown) => boolean][] = [
   ['EgressHandlerError', 'handler', (e) => e instanceof Error && !(e instanceof EgressFailed) && !(e instanceof EgressRefused)],
   // The session's own refusals (a limit, a call outside a cell) fail the fetch as a network failure.
   ['RangeError', 'past maxCallsPerCell', (e) => e instanceof EgressFailed && e.reason === 'network'],
+  // A name that is also an Object.prototype key is just another name.
+  ['constructor', 'odd', (e) => e instanceof EgressFailed && e.reason === 'network'],
 ];
 
 for (const [name, message, is] of ANSWERS) {
