@@ -14,16 +14,12 @@ import { channel } from 'node:diagnostics_channel';
 import { createRequire } from 'node:module';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import {
-  EgressFailed,
-  EgressRefused,
-  egressHandler,
   InvalidOption,
   IsolatedRuntime,
   SandboxPool,
+  SESSION_OPTIONS,
   StrataError,
-  type EgressHandler,
   type EgressRequest,
-  type EgressResponse,
   type ExecutionResult,
   type IsolatedRuntimeOptions,
 } from '@strata/runtime';
@@ -42,9 +38,12 @@ import {
   type Journal,
   type JournalSettings,
   type RecordedError,
+  type ToolCall,
 } from './journal.js';
-import { guestToolFunctions, sessionTools, type SessionTool, type ToolGroup, type ToolSet } from './tools.js';
+import { egressAnswer, egressTool, FETCH_TOOL } from './egress-tool.js';
+import { guestToolFunctions, sessionTools, type SessionTool, type ToolAnswer, type ToolGroup, type ToolSet } from './tools.js';
 import { ToolBridge } from './tool-bridge.js';
+import { deeperThan } from './value-depth.js';
 import { checkTypecheckTimeout, formatDiagnostics, typecheck } from './typecheck.js';
 
 /** Options of {@link AgentSandbox.start} and {@link AgentSandbox.restore}: every `IsolatedRuntime` option, plus the session's own. */
@@ -115,18 +114,6 @@ export type SessionEvent =
       readonly error?: RecordedError;
     };
 
-/** A tool call as a cell's result reports it. */
-export interface ToolCall {
-  readonly seq: number;
-  readonly tool: string;
-  readonly args: readonly unknown[];
-  /** `'completed'`, `'failed'`, `'denied'`, `'started'` (began, and the worker died before answering: reconcile it), or `'pending'` (awaits approval). */
-  readonly status: CallStatus;
-  readonly result?: unknown;
-  readonly error?: RecordedError;
-  readonly ms: number;
-}
-
 /** What `run`, `approve` and `deny` give: an `ExecutionResult`, plus the cell's tool calls. */
 export interface CellResult extends Omit<ExecutionResult, 'status'> {
   /** `'awaiting-approval'`: the cell stopped before a tool that needs approval (see `pending`). */
@@ -152,9 +139,8 @@ export const SESSION_EVENTS_CHANNEL = 'strata:agent:event';
 const sessionEvents = channel(SESSION_EVENTS_CHANNEL);
 
 const SESSION_KEYS = ['tools', 'pool', 'recover', 'maxCells', 'maxCallsPerCell', 'maxValueBytes', 'maxJournalBytes'] as const;
-const CHECKOUT_KEYS = new Set(['requestTimeout', 'timeoutGrace', 'maxHostCalls', 'maxHostWait', 'maxInflightHostCalls', 'writeStallTimeout', 'redactHostErrors', 'egress', 'tenant']);
-// The guest's fetch as the journal names it: a call of the tool `fetch` with the request as its one argument.
-const FETCH_TOOL = 'fetch';
+// What a pooled session may set per checkout: the pool's own list, and whose session it is.
+const CHECKOUT_KEYS: ReadonlySet<string> = new Set([...SESSION_OPTIONS, 'tenant']);
 const MiB = 1024 * 1024;
 // How a cell ended that no replay could reproduce: the worker is replaced before the next cell.
 const LOST = new Set(['WorkerCrashed', 'RuntimeTimeout', 'HeapLimitExceeded', 'RuntimeClosed']);
@@ -180,8 +166,6 @@ interface Checkpoint {
   readonly bytes: number;
 }
 
-/** What answers the guest's tool wrapper. */
-type Answer = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly name: string; readonly message: string };
 
 /** The cell being run. */
 interface Running {
@@ -281,11 +265,11 @@ export class AgentSandbox {
     const journal = checked?.journal;
     const runtime: Record<string, unknown> = { ...options };
     for (const key of SESSION_KEYS) delete runtime[key];
-    this.#fetchTool = fetchTool(options.egress, options.redactHostErrors !== false);
+    this.#fetchTool = egressTool(options.egress, options.redactHostErrors !== false);
     if (this.#fetchTool !== undefined) {
       if (this.#tools.has(FETCH_TOOL)) throw new InvalidOption('egress and a tool named fetch both answer the guest\'s fetch: give one of them');
       // The runtime's egress is the journal: each request is a call of the tool `fetch`.
-      runtime['egress'] = (request: EgressRequest) => this.#onFetch(request);
+      runtime['egress'] = async (request: EgressRequest) => egressAnswer(await this.#callTool(this.#fetchTool!, [request]));
     }
     if (this.#pool !== undefined) {
       const fixed = Object.keys(runtime).filter((key) => !CHECKOUT_KEYS.has(key));
@@ -588,32 +572,21 @@ export class AgentSandbox {
   // --- tool calls ----------------------------------------------------------------------------
 
   /** The host function behind every tool wrapper in the guest. Never throws: the answer says how the call ended. */
-  #onCall(name: unknown, args: unknown): Promise<Answer> {
+  #onCall(name: unknown, args: unknown): Promise<ToolAnswer> {
     const tool = typeof name === 'string' ? this.#tools.get(name) : undefined;
     if (tool === undefined || !Array.isArray(args)) return Promise.resolve(refusal('TypeError', `${String(name)} is not a tool of this session`));
     return this.#callTool(tool, args);
   }
 
-  #callTool(tool: SessionTool, args: unknown[]): Promise<Answer> {
+  #callTool(tool: SessionTool, args: unknown[]): Promise<ToolAnswer> {
     const running = this.#running;
     if (running === undefined || running.ended) return Promise.resolve(refusal('Error', 'a tool can be called only while a cell runs'));
     return this.#call(running, tool, args);
   }
 
-  /**
-   * The runtime's egress: the guest's request, journaled as a call of the tool `fetch` and
-   * answered as the journal has it (live, by the session's egress). The answer goes back to the
-   * runtime as what a handler gives: the response, or an Egress error with the recorded message.
-   */
-  async #onFetch(request: EgressRequest): Promise<EgressResponse> {
-    const answer = await this.#callTool(this.#fetchTool!, [request]);
-    if (answer.ok) return answer.value as EgressResponse;
-    throw egressErrorOf(answer.name, answer.message);
-  }
-
-  async #call(running: Running, tool: SessionTool, args: unknown[]): Promise<Answer> {
+  async #call(running: Running, tool: SessionTool, args: unknown[]): Promise<ToolAnswer> {
     // Past a stop for approval the worker is going: nothing more runs or is recorded.
-    if (running.stopped) return new Promise<Answer>(() => {});
+    if (running.stopped) return new Promise<ToolAnswer>(() => {});
     const { record } = running;
     const index = running.index++;
     const argsRecord = recordable(args);
@@ -682,13 +655,13 @@ export class AgentSandbox {
    * Keeps a live call in `running.inflight` until the journal has its outcome or its `pending`,
    * and gives the guest its answer (never, for a call that awaits approval: the worker goes).
    */
-  #track(running: Running, lifecycle: Promise<Answer | undefined>): Promise<Answer> {
+  #track(running: Running, lifecycle: Promise<ToolAnswer | undefined>): Promise<ToolAnswer> {
     running.inflight.add(lifecycle);
-    return lifecycle.then((answer) => answer ?? new Promise<Answer>(() => {}));
+    return lifecycle.then((answer) => answer ?? new Promise<ToolAnswer>(() => {}));
   }
 
   /** A live call: its approval check, then its tool; undefined when it awaits approval. */
-  async #approveAndExecute(running: Running, tool: SessionTool, guestArgs: unknown[], call: CallRecord): Promise<Answer | undefined> {
+  async #approveAndExecute(running: Running, tool: SessionTool, guestArgs: unknown[], call: CallRecord): Promise<ToolAnswer | undefined> {
     let needsApproval: boolean;
     try {
       needsApproval = await tool.needsApproval(guestArgs);
@@ -720,18 +693,18 @@ export class AgentSandbox {
     return undefined;
   }
 
-  async #execute(running: Running, tool: SessionTool, args: unknown[], call: CallRecord): Promise<Answer> {
+  async #execute(running: Running, tool: SessionTool, args: unknown[], call: CallRecord): Promise<ToolAnswer> {
     const started = performance.now();
     try {
       const value = await tool.execute(...args);
       return this.#settle(running, call, performance.now() - started, { ok: true, value });
     } catch (error) {
-      return this.#settle(running, call, performance.now() - started, { ok: false, error: describeThrown(error) });
+      return this.#settle(running, call, performance.now() - started, { ok: false, error: (tool.describeFailure ?? describeThrown)(error) });
     }
   }
 
   /** Records how a live call ended and answers the guest with exactly what a replay will give it. */
-  #settle(running: Running, call: CallRecord, ms: number, outcome: { ok: true; value: unknown } | { ok: false; error: RecordedError }): Answer {
+  #settle(running: Running, call: CallRecord, ms: number, outcome: { ok: true; value: unknown } | { ok: false; error: RecordedError }): ToolAnswer {
     call.ms = Math.round(ms);
     let ended: { status: 'completed'; result: JsonValue } | { status: 'failed'; error: RecordedError };
     if (outcome.ok) {
@@ -766,14 +739,14 @@ export class AgentSandbox {
     return answerOf(call);
   }
 
-  #diverged(running: Running, error: JournalError): Promise<Answer> {
+  #diverged(running: Running, error: JournalError): Promise<ToolAnswer> {
     running.divergence ??= error;
     void this.#rt?.close();
-    return new Promise<Answer>(() => {});
+    return new Promise<ToolAnswer>(() => {});
   }
 
   /** A session limit reached in a cell: the call fails, later calls of the cell too, and the cell is not kept. */
-  #cutShort(running: Running, limitName: string, message: string): Answer {
+  #cutShort(running: Running, limitName: string, message: string): ToolAnswer {
     running.limit = { name: limitName, message };
     return refusal('RangeError', message);
   }
@@ -954,51 +927,7 @@ function layersOf(runtime: Record<string, unknown>): JsonValue {
   return picked;
 }
 
-const refusal = (name: string, message: string): Answer => ({ ok: false, name, message });
-
-/**
- * The guest's fetch as a session tool: the session's egress, with every failure given a name the
- * journal keeps and {@link egressErrorOf} turns back into the same error for the runtime, so a
- * replayed request fails in the guest exactly as the live one did.
- */
-function fetchTool(egress: AgentSandboxOptions['egress'], redact: boolean): SessionTool | undefined {
-  if (egress === undefined) return undefined;
-  let handler: EgressHandler;
-  if (typeof egress === 'function') handler = egress;
-  else if (egress !== null && typeof egress === 'object' && !Array.isArray(egress)) handler = egressHandler(egress);
-  else throw new InvalidOption("egress must be a policy such as { allow: ['https://api.example.com/v1/*'] }, or a function answering the guest's requests");
-  // Never aborted: a journaled request runs to its end like every tool, and a crash keeps its outcome.
-  const { signal } = new AbortController();
-  const execute = async (request: EgressRequest): Promise<EgressResponse> => {
-    try {
-      return await handler(request, { signal });
-    } catch (error) {
-      if (error instanceof EgressRefused) throw named('EgressRefused', error.message);
-      if (error instanceof EgressFailed) throw named(error.reason === 'aborted' ? 'AbortError' : 'EgressFailed', error.message);
-      // As the runtime shows a handler's own error: only its kind, unless redactHostErrors is false.
-      throw named(HANDLER_ERROR, redact ? "the host's egress handler failed" : describeThrown(error).message);
-    }
-  };
-  return { name: FETCH_TOOL, description: "the guest's fetch, under the session's egress", execute: execute as SessionTool['execute'], needsApproval: async () => false };
-}
-
-// How a fetch failure of the session's egress handler itself is journaled; other names are
-// Egress errors or the session's own refusals (a limit, a call outside a cell), shown as they are.
-const HANDLER_ERROR = 'EgressHandlerError';
-
-function named(name: string, message: string): Error {
-  const error = new Error(message);
-  error.name = name;
-  return error;
-}
-
-/** A recorded fetch failure as the error the runtime maps for the guest (the session's own limits fail as `EgressFailed`). */
-function egressErrorOf(name: string, message: string): Error {
-  if (name === 'EgressRefused') return new EgressRefused(message, 'request');
-  if (name === 'AbortError') return new EgressFailed(message, 'aborted');
-  if (name === HANDLER_ERROR) return new Error(message);
-  return new EgressFailed(message, 'network');
-}
+const refusal = (name: string, message: string): ToolAnswer => ({ ok: false, name, message });
 
 /** Whether every promise in `promises` (a set that may grow meanwhile) settled within `ms`. */
 async function settledWithin(promises: Set<Promise<unknown>>, ms: number): Promise<boolean> {
@@ -1015,23 +944,8 @@ async function settledWithin(promises: Set<Promise<unknown>>, ms: number): Promi
   }
 }
 
-/** Whether `value` nests deeper than `limit` levels (arrays, objects, Map and Set entries), as the guest boundary counts them. */
-function deeperThan(value: unknown, limit: number): boolean {
-  const walk = (v: unknown, depth: number): boolean => {
-    if (v === null || typeof v !== 'object') return false;
-    if (depth > limit) return true;
-    if (v instanceof Map) {
-      for (const [k, x] of v) if (walk(k, depth + 1) || walk(x, depth + 1)) return true;
-      return false;
-    }
-    const items = v instanceof Set ? [...v] : ArrayBuffer.isView(v) || v instanceof Date ? [] : Object.values(v);
-    return items.some((x) => walk(x, depth + 1));
-  };
-  return walk(value, 1);
-}
-
 /** The guest's answer for a recorded call. */
-function answerOf(call: CallRecord): Answer {
+function answerOf(call: CallRecord): ToolAnswer {
   if (call.status === 'completed') return { ok: true, value: decoded(call.result) };
   return refusal(call.error?.name ?? 'Error', call.error?.message ?? `the call to ${call.tool} did not complete`);
 }

@@ -16,7 +16,8 @@ import { toTaggedJson, type JsonValue } from '@strata/wire';
 import { executeCell } from './cell-code.js';
 import { normalizeCode } from './normalize-code.js';
 import { describeThrown } from './describe.js';
-import { ToolBridge, type ToolCallReceipt } from './tool-bridge.js';
+import type { ToolCall } from './journal.js';
+import { ToolBridge } from './tool-bridge.js';
 
 /** Options of {@link codeTool}. */
 export interface CodeToolOptions {
@@ -48,7 +49,7 @@ export interface CodeToolInput {
   readonly code: string;
 }
 
-/** A bridged tool's call during the run, as the model reads it (values as tagged JSON). */
+/** A bridged tool's call during the run, as the model reads it (values as tagged JSON): a `ToolCall` with its one input for `args`. */
 export interface CodeToolCall {
   /** `namespace.name`. */
   readonly tool: string;
@@ -160,7 +161,7 @@ function toolDescription(bridges: readonly ToolBridge[], extra: string | undefin
 
 /** One call of the tool: a runtime, the bridges bound, the cell run, the runtime closed. */
 async function run(bridges: readonly ToolBridge[], start: StartRuntime, input: CodeToolInput, signal: AbortSignal | undefined): Promise<CodeToolOutput> {
-  const calls: ToolCallReceipt[] = [];
+  const calls: ToolCall[] = [];
   if (!isInput(input)) return failure('TypeError', 'the input must be { code: string }: the JavaScript to run', calls);
   let rt: IsolatedRuntime | Runtime;
   try {
@@ -179,7 +180,7 @@ async function run(bridges: readonly ToolBridge[], start: StartRuntime, input: C
   signal?.addEventListener('abort', abort, { once: true });
   try {
     if (aborted()) return failure('AbortError', 'the generation was aborted before the code ran', calls);
-    for (const bridge of bridges) await bridge.bind(runtime, { onCall: (receipt) => calls.push(receipt) });
+    for (const bridge of bridges) await bridge.bind(runtime, { onCall: (call) => calls.push(call) });
     const outcome = await executeCell(runtime, await normalizeCode(input.code), 'javascript', 'code');
     if (outcome.status === 'error' && aborted()) return { ...failure('AbortError', 'the generation was aborted: the run was stopped', calls), stdout: outcome.stdout, stderr: outcome.stderr };
     return {
@@ -200,18 +201,20 @@ async function run(bridges: readonly ToolBridge[], start: StartRuntime, input: C
   }
 }
 
-function failure(errorType: string, error: string, calls: readonly ToolCallReceipt[]): CodeToolOutput {
+function failure(errorType: string, error: string, calls: readonly ToolCall[]): CodeToolOutput {
   return { status: 'error', error, errorType, stdout: '', stderr: '', calls: calls.map(callOf) };
 }
 
-function callOf(receipt: ToolCallReceipt): CodeToolCall {
+/** A bound call as the model reads it: a bridge's tool takes one input, so the call's `args[0]` is given as `input`. */
+function callOf(call: ToolCall): CodeToolCall {
   return {
-    tool: receipt.tool,
-    input: jsonOf(receipt.input),
-    status: receipt.status,
-    ...('result' in receipt ? { result: jsonOf(receipt.result) } : {}),
-    ...(receipt.error === undefined ? {} : { error: { name: receipt.error.name, message: receipt.error.message } }),
-    ms: receipt.ms,
+    tool: call.tool,
+    input: jsonOf(call.args[0]),
+    // bind reports a call once it ended: completed or failed.
+    status: call.status as CodeToolCall['status'],
+    ...('result' in call ? { result: jsonOf(call.result) } : {}),
+    ...(call.error === undefined ? {} : { error: { name: call.error.name, message: call.error.message } }),
+    ms: call.ms,
   };
 }
 

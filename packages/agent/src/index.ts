@@ -10,13 +10,13 @@
  * @packageDocumentation
  */
 export { AgentSandbox, SESSION_EVENTS_CHANNEL } from './agent-sandbox.js';
-export type { AgentSandboxOptions, CellResult, PendingCall, RunOptions, SessionEvent, ToolCall } from './agent-sandbox.js';
+export type { AgentSandboxOptions, CellResult, PendingCall, RunOptions, SessionEvent } from './agent-sandbox.js';
 export { JournalError, SessionLimitExceeded, SessionStateError, TypeCheckFailed, UpstreamMcpError } from './errors.js';
 export { JOURNAL_FORMAT, JOURNAL_VERSION } from './journal.js';
-export type { CallRecord, CallStatus, CellRecord, CellStatus, Journal, JournalSettings, RecordedError } from './journal.js';
+export type { CallRecord, CallStatus, CellRecord, CellStatus, Journal, JournalSettings, RecordedError, ToolCall } from './journal.js';
 export type { Tool, ToolFunction, ToolObject, ToolSet } from './tools.js';
 export { ToolBridge, toIdentifier } from './tool-bridge.js';
-export type { BindOptions, BridgeTool, BridgedTool, JsonSchema, StandardResult, StandardSchemaV1, ToolBridgeOptions, ToolCallReceipt } from './tool-bridge.js';
+export type { BindOptions, BridgeTool, BridgedTool, JsonSchema, StandardResult, StandardSchemaV1, ToolBridgeOptions } from './tool-bridge.js';
 export { mcpTools } from './mcp-tools.js';
 export { typecheck, formatDiagnostics, DEFAULT_TYPECHECK_TIMEOUT_MS } from './typecheck.js';
 export { normalizeCode } from './normalize-code.js';

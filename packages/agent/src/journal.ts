@@ -46,7 +46,7 @@ export interface RecordedError {
   readonly message: string;
 }
 
-/** One tool call. */
+/** One tool call as the journal stores it: a {@link ToolCall} with its values as tagged JSON, and what a replay needs. */
 export interface CallRecord {
   readonly seq: number;
   readonly tool: string;
@@ -65,6 +65,32 @@ export interface CallRecord {
   approval?: { readonly approved: boolean; readonly reason?: string };
   /** For a `started` call whose tool went on after the worker died: how it ended, for reconciling (never given to a guest). */
   afterCrash?: { readonly status: 'completed' | 'failed'; readonly result?: JsonValue; readonly error?: RecordedError };
+}
+
+/**
+ * One tool call, as every path reports it: a cell's `calls` (`AgentSandbox`), `ToolBridge.bind`'s
+ * `onCall`, and `strata mcp`'s receipts with or without `--session` (there as tagged JSON). A
+ * {@link CallRecord} is the same call as the journal stores it.
+ */
+export interface ToolCall {
+  /** The call's number, from 1, in the order calls started: in its session (the journal's seq), or in its runtime for `bind`. */
+  readonly seq: number;
+  /** The name the guest called it by: `lookup` for a global tool, `tools.weather` for a bridge's. */
+  readonly tool: string;
+  /** The guest's arguments, as it passed them (a bridge's tool takes the first as its input). */
+  readonly args: readonly unknown[];
+  /**
+   * `'completed'` or `'failed'`; in a session also `'denied'`, `'started'` (began, and the worker
+   * died before answering: reconcile it) or `'pending'` (awaits approval). `bind` reports a call
+   * once it ended, so only `'completed'` or `'failed'`.
+   */
+  readonly status: CallStatus;
+  /** The answer, when `completed`. */
+  readonly result?: unknown;
+  /** The error the guest got, by kind and message, when `failed` or `denied`. */
+  readonly error?: RecordedError;
+  /** Milliseconds the tool ran, rounded (0 for an answer from the journal or a call refused before it ran). */
+  readonly ms: number;
 }
 
 /**

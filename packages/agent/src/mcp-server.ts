@@ -24,7 +24,8 @@ import { TypeCheckFailed } from './errors.js';
 import { formatDiagnostics, typecheck } from './typecheck.js';
 import { mcpTools, type McpServerCommand, type McpTools } from './mcp-tools.js';
 import { LineStdioTransport } from './stdio-transport.js';
-import { ToolBridge, type BridgeTool, type ToolCallReceipt } from './tool-bridge.js';
+import type { ToolCall } from './journal.js';
+import { ToolBridge, type BridgeTool } from './tool-bridge.js';
 
 /** What `strata mcp` serves, as its config file (`--config strata.json`) says it. */
 export interface McpServerConfig {
@@ -209,10 +210,10 @@ function executeDescription(bridges: readonly ToolBridge[], session: boolean): s
 }
 
 async function runFresh(pool: SandboxPool, bridges: readonly ToolBridge[], code: string, language: 'javascript' | 'typescript') {
-  const calls: ToolCallReceipt[] = [];
+  const calls: ToolCall[] = [];
   const rt: IsolatedRuntime = await pool.checkout();
   try {
-    for (const bridge of bridges) await bridge.bind(rt, { onCall: (receipt) => calls.push(receipt) });
+    for (const bridge of bridges) await bridge.bind(rt, { onCall: (call) => calls.push(call) });
     const outcome = await executeCell(rt, code, language, 'execute');
     return answer({ ...outcome, calls });
   } finally {
@@ -222,20 +223,33 @@ async function runFresh(pool: SandboxPool, bridges: readonly ToolBridge[], code:
 
 async function runInSession(session: AgentSandbox, code: string, language: 'javascript' | 'typescript', check: boolean, typecheckTimeout: number | undefined) {
   const outcome = await session.run(code, { language, typecheck: check, ...(typecheckTimeout === undefined ? {} : { typecheckTimeout }) });
-  return answer({ ...outcome, calls: outcome.calls.map(({ tool, args, status, result, error, ms }) => ({ tool, args, status, result, error, ms })) });
+  return answer({ ...outcome, calls: outcome.calls });
 }
 
 /** The MCP answer: the outcome as structured content and as text; an error unless the code ran. */
-function answer(outcome: { status: string; result: unknown; stdout: string; stderr: string; error: string | undefined; errorType: string | undefined; truncated: boolean; calls: readonly object[] }) {
+function answer(outcome: { status: string; result: unknown; stdout: string; stderr: string; error: string | undefined; errorType: string | undefined; truncated: boolean; calls: readonly ToolCall[] }) {
   const structured = {
     status: outcome.status,
     ...(outcome.status === 'ok' ? { result: jsonOf(outcome.result) } : { error: `${outcome.errorType}: ${outcome.error}` }),
     stdout: outcome.stdout,
     stderr: outcome.stderr,
     ...(outcome.truncated ? { truncated: true } : {}),
-    calls: outcome.calls.map(jsonOf),
+    calls: outcome.calls.map(callJson),
   };
   return { content: [{ type: 'text' as const, text: JSON.stringify(structured, null, 2) }], structuredContent: structured, isError: outcome.status !== 'ok' };
+}
+
+/** A receipt: the call's `ToolCall` with its values as tagged JSON, one shape with or without `--session`. */
+function callJson(call: ToolCall): unknown {
+  return {
+    seq: call.seq,
+    tool: call.tool,
+    args: jsonOf(call.args),
+    status: call.status,
+    ...('result' in call ? { result: jsonOf(call.result) } : {}),
+    ...(call.error === undefined ? {} : { error: { name: call.error.name, message: call.error.message } }),
+    ms: call.ms,
+  };
 }
 
 function jsonOf(value: unknown): unknown {

@@ -15,6 +15,7 @@ import { renderDeclarations } from './declarations.js';
 import { describeThrown } from './describe.js';
 import { linearFormats } from './formats.js';
 import { linearRegExp, UnsupportedPattern } from './linear-regexp.js';
+import type { ToolCall } from './journal.js';
 import { guestToolFunctions, type SessionTool } from './tools.js';
 import { typecheck, type TypecheckOptions, type TypeDiagnostic } from './typecheck.js';
 
@@ -56,21 +57,10 @@ export interface ToolBridgeOptions {
   tools: Readonly<Record<string, BridgeTool>>;
 }
 
-/** One call through {@link ToolBridge.bind}, as `onCall` reports it. */
-export interface ToolCallReceipt {
-  /** `namespace.name`. */
-  readonly tool: string;
-  readonly input: unknown;
-  readonly status: 'completed' | 'failed';
-  readonly result?: unknown;
-  readonly error?: { readonly name: string; readonly message: string };
-  readonly ms: number;
-}
-
 /** Options of {@link ToolBridge.bind}. */
 export interface BindOptions {
-  /** Called after each call ends, with its receipt (a listener that throws is ignored). */
-  readonly onCall?: (receipt: ToolCallReceipt) => void;
+  /** Called after each call ends, with its record: the same shape as a session's `calls` (a listener that throws is ignored). */
+  readonly onCall?: (call: ToolCall) => void;
 }
 
 /** A tool as the bridge exposes it. */
@@ -213,25 +203,26 @@ export class ToolBridge {
    */
   async bind(rt: Runtime | IsolatedRuntime, options: BindOptions = {}): Promise<void> {
     const hidden = `__strataBridge_${this.namespace}`;
-    const report = (receipt: ToolCallReceipt) => {
+    const report = (call: ToolCall) => {
       try {
-        options.onCall?.(receipt);
+        options.onCall?.(call);
       } catch {
         // A listener's bug is not the call's.
       }
     };
     rt.bindFunction(hidden, async (name: unknown, args: unknown) => {
-      const input = Array.isArray(args) ? args[0] : undefined;
+      const given: unknown[] = Array.isArray(args) ? args : [];
       const tool = typeof name === 'string' ? name : String(name);
       const member = tool.startsWith(`${this.namespace}.`) ? tool.slice(this.namespace.length + 1) : '';
+      const seq = nextSeq(rt);
       const started = performance.now();
       try {
-        const value = await this.call(member, input);
-        report({ tool, input, status: 'completed', result: value, ms: Math.round(performance.now() - started) });
+        const value = await this.call(member, given[0]);
+        report({ seq, tool, args: given, status: 'completed', result: value, ms: Math.round(performance.now() - started) });
         return { ok: true, value };
       } catch (error) {
         const described = describeThrown(error);
-        report({ tool, input, status: 'failed', error: described, ms: Math.round(performance.now() - started) });
+        report({ seq, tool, args: given, status: 'failed', error: described, ms: Math.round(performance.now() - started) });
         return { ok: false, ...described };
       }
     });
@@ -250,6 +241,14 @@ export class ToolBridge {
       },
     }));
   }
+}
+
+// Calls through bind are numbered per runtime, across all the bridges bound to it, as a session numbers its calls.
+const bindSeqs = new WeakMap<object, number>();
+function nextSeq(rt: object): number {
+  const seq = (bindSeqs.get(rt) ?? 0) + 1;
+  bindSeqs.set(rt, seq);
+  return seq;
 }
 
 // One validator per dialect, for the process: compiled schemas are cached by ajv.

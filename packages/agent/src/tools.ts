@@ -6,6 +6,7 @@
  * @module
  */
 import { InvalidOption } from '@strata/runtime';
+import type { RecordedError } from './journal.js';
 
 /** A tool as a function: called with the guest's arguments; its (awaited) return value is the guest's answer. */
 export type ToolFunction = (...args: any[]) => unknown;
@@ -36,7 +37,12 @@ export interface SessionTool {
   readonly description: string | undefined;
   readonly execute: ToolFunction;
   readonly needsApproval: (args: readonly unknown[]) => Promise<boolean>;
+  /** How a failure of `execute` is journaled and told to the guest; default `describeThrown` (its kind and message). */
+  readonly describeFailure?: (thrown: unknown) => RecordedError;
 }
+
+/** What answers the guest's tool wrapper (see {@link guestToolFunctions}). */
+export type ToolAnswer = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly name: string; readonly message: string };
 
 // Words a global function cannot be named: reserved words, and names the guest's JavaScript needs.
 const RESERVED = new Set(

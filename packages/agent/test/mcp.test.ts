@@ -203,3 +203,21 @@ test('strata mcp answers an over-long line and a line that is not JSON with JSON
   child.stdin.end();
   t.is(await exited, 0, 'the client went away: a clean exit');
 });
+
+test('strata mcp: a receipt has one shape with and without --session (seq, tool, args, status, result, ms), values as tagged JSON', async (t) => {
+  const code = 'const a = await tools.weather({ city: "Oslo" }); await tools.weather({ town: "x" }).catch(() => 0); a.city';
+  const receipts = async (flags: string[]) => {
+    const client = await strataMcp(t, { tools: [{ module: TOOLS_MODULE }], timeout: 5_000, poolSize: 1 }, flags);
+    const done = await client.callTool({ name: 'execute', arguments: { code } });
+    t.falsy(done.isError, JSON.stringify(done.content));
+    const calls = (done.structuredContent as { calls: { ms: unknown }[] }).calls;
+    t.true(calls.every((call) => typeof call.ms === 'number'));
+    return calls.map(({ ms: _ms, ...call }) => call);
+  };
+  const fresh = await receipts([]);
+  t.like(fresh, [
+    { seq: 1, tool: 'tools.weather', args: [{ city: 'Oslo' }], status: 'completed' },
+    { seq: 2, tool: 'tools.weather', args: [{ town: 'x' }], status: 'failed', error: { name: 'TypeError' } },
+  ]);
+  t.deepEqual(await receipts(['--session']), fresh);
+});

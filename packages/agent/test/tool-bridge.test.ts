@@ -4,7 +4,7 @@
 import test from 'ava';
 import { z } from 'zod';
 import { InvalidOption, IsolatedRuntime, Runtime } from '@strata/runtime';
-import { AgentSandbox, ToolBridge, toIdentifier } from '../src/index.js';
+import { AgentSandbox, ToolBridge, toIdentifier, type ToolCall } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
 checkNoLeaks(test);
@@ -185,4 +185,20 @@ test('bind describes what a tool threw without running its code: no toString, no
   t.deepEqual(seen['longName'], ['N'.repeat(128), 8 * 1024]);
   t.deepEqual(seen['text'], ['Error', 'plain']);
   t.is(receipts.find((receipt) => receipt.tool === 'tools.getters')?.error?.message, '');
+});
+
+test('bind: onCall gives each call as a session reports it (seq, tool, args, status, result or error, ms), numbered across the bridges bound to one runtime', async (t) => {
+  const a = new ToolBridge({ namespace: 'a', tools: { echo: { inputSchema: {}, execute: async (input: unknown) => input } } });
+  const b = new ToolBridge({ namespace: 'b', tools: { fail: { execute: async () => Promise.reject(new RangeError('no')) } } });
+  const calls: ToolCall[] = [];
+  await using rt = await Runtime.start();
+  await a.bind(rt, { onCall: (call) => calls.push(call) });
+  await b.bind(rt, { onCall: (call) => calls.push(call) });
+  await rt.eval('(async () => { await a.echo({ n: 1 }); await b.fail().catch(() => 0); await a.echo([2]); })()');
+  t.true(calls.every((call) => Number.isInteger(call.ms) && call.ms >= 0));
+  t.deepEqual(calls.map(({ ms: _ms, ...call }) => call), [
+    { seq: 1, tool: 'a.echo', args: [{ n: 1 }], status: 'completed', result: { n: 1 } },
+    { seq: 2, tool: 'b.fail', args: [], status: 'failed', error: { name: 'RangeError', message: 'no' } },
+    { seq: 3, tool: 'a.echo', args: [[2]], status: 'completed', result: [2] },
+  ]);
 });

@@ -19,6 +19,7 @@ export type { CrashBudgetOptions } from './isolated/crash-budget.js';
 export type { SandboxReport } from './isolated/isolated-runtime.js';
 export type { OutsideView } from './isolated/verify-worker.js';
 export type { FrozenClock, IsolatedRuntimeOptions, SandboxMode } from './isolated/isolated-options.js';
+export { SESSION_OPTIONS } from './isolated/isolated-options.js';
 export {
   configureDefaultRuntime,
   eval,
