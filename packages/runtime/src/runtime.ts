@@ -883,14 +883,17 @@ export class Runtime implements AsyncDisposable {
     let args = passed;
     if (viaHolder) {
       const held = this.#internals.argumentHolder.getSync('args', { reference: true }) as IsolatedVm.Reference;
+      // One descriptor walk whether or not the copy succeeded: it names the path of what the copy
+      // refused, and catches what the copy silently changed.
+      let copyFailed: { error: unknown } | undefined;
       try {
         args = held.copySync() as unknown[];
       } catch (error) {
-        const problem = this.#internals.checkValue.applySync(undefined, [held.derefInto(), 'arguments']) as string | undefined;
-        return [1, 'TypeError', `${entry.name}: ${problem === undefined ? `an argument cannot cross to the host: ${copyFailure(error)}` : `${problem}; it cannot cross to the host`}`];
+        copyFailed = { error };
       }
       const problem = this.#internals.checkValue.applySync(undefined, [held.derefInto(), 'arguments']) as string | undefined;
       if (problem !== undefined) return [1, 'TypeError', `${entry.name}: ${problem}; it cannot cross to the host`];
+      if (copyFailed !== undefined) return [1, 'TypeError', `${entry.name}: an argument cannot cross to the host: ${copyFailure(copyFailed.error)}`];
     }
     let result: unknown;
     const budget = this.#activeBudget;
