@@ -8,6 +8,8 @@ const MAIN = [
   'Runtime',
   'IsolatedRuntime',
   'SandboxPool',
+  // the options a pool accepts per checkout (the parent enforces them; the rest need a worker of their own)
+  'SESSION_OPTIONS',
   // the default runtime (module-level functions)
   'configureDefaultRuntime',
   'eval',
