@@ -18,6 +18,7 @@ import {
   ValueNotTransferable,
 } from './errors.js';
 import { execute, type ExecutionResult } from './execution-result.js';
+import { ENTROPY_GLOBAL, EVENT_LOOP_GLOBAL } from '@strata/polyfills/constants';
 import { guestPrelude } from './guest/prelude.js';
 import { GuestDeadline } from './guest-deadline.js';
 import { encodedSize } from './encoded-size.js';
@@ -100,9 +101,8 @@ const MAX_DEPTH = 64;
 // isolated-vm's own message for a command stopped at its timeout.
 const IVM_TIMEOUT = 'Script execution timed out.';
 const IVM_MEMORY = 'Isolate was disposed during execution due to memory limit';
-// The host's entropy for bootstrap scripts (Runtime.#offerEntropy), and the most one call returns,
-// as Web Crypto's getRandomValues allows.
-const ENTROPY_GLOBAL = '__strataEntropy';
+// The most one call of the host's entropy for bootstrap scripts (Runtime.#offerEntropy, offered as
+// ENTROPY_GLOBAL) returns, as Web Crypto's getRandomValues allows.
 const MAX_ENTROPY_BYTES = 65_536;
 // The most characters of an unhandled rejection's description that reach the console.
 const MAX_REJECTION_CHARS = 4_096;
@@ -267,6 +267,7 @@ export class Runtime implements AsyncDisposable {
             maxNodes: MAX_VALUE_NODES,
             maxConsoleChars: 1024 * 1024,
             strictEval: options.strictEval,
+            eventLoopGlobal: EVENT_LOOP_GLOBAL,
           }).copyInto(),
         ],
         { result: { reference: true } },

@@ -12,11 +12,11 @@ import type { EgressRequest } from './check-request.js';
 import { resolveEgressPolicy, type EgressPolicy } from './egress-policy.js';
 import type { EgressResponse, HostLookup } from './perform-request.js';
 
-/**
- * The global through which a runtime offers the bootstrap scripts its `fetch` transport (see
- * `FETCH_GLOBAL` in `@strata/polyfills`); removed before guest code runs.
- */
-export const FETCH_GLOBAL = '__strataFetch';
+// The globals through which a runtime offers the bootstrap scripts its `fetch` transport and the
+// cancelling of a request: named once, in @strata/polyfills (the bootstrap's contract); removed
+// before guest code runs. The constants subpath, not the main entry: the bootstrap's 568 KB of
+// source is not loaded for its names.
+export { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL } from '@strata/polyfills/constants';
 
 /** What a handler is told besides the request. */
 export interface EgressContext {
@@ -87,13 +87,6 @@ export const NO_EGRESS =
  * of `maxResponseBytes` each, per runtime.
  */
 export const MAX_CONCURRENT_REQUESTS = 6;
-
-/**
- * The global through which a runtime offers the bootstrap scripts the cancelling of a request
- * (`FETCH_CANCEL_GLOBAL` in `@strata/polyfills`): `(id) => void`, for the `id` the transport was
- * called with. Removed before guest code runs.
- */
-export const FETCH_CANCEL_GLOBAL = '__strataFetchCancel';
 
 /**
  * One runtime's requests: each answered by the egress in force, at most

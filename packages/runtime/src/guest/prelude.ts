@@ -32,6 +32,8 @@ export interface PreludeConfig {
    * loaded as a bootstrap that keeps `Function` or `eval` keeps the tamed one.
    */
   strictEval: boolean;
+  /** The global a bootstrap leaves its event loop hook on (`EVENT_LOOP_GLOBAL` in @strata/polyfills). */
+  eventLoopGlobal: string;
 }
 
 // The parameter types are `any`: this function runs in another realm and is checked by tests.
@@ -962,7 +964,7 @@ export function guestPrelude(
       ReflectDeleteProperty(g, name);
     }
     if (sharedRemoved) closeSharedMemory();
-    const loop = ownValue(g, '__strataEventLoop');
+    const loop = ownValue(g, config.eventLoopGlobal);
     return loop !== null && typeof loop === 'object' && typeof ownValue(loop, 'runNext') === 'function' ? loop : undefined;
   }
 
