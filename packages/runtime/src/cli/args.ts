@@ -156,7 +156,8 @@ function parseMcp(argv: readonly string[]): McpArgs | HelpArgs {
 }
 
 function parseHelp(argv: readonly string[]): HelpArgs {
-  if (argv.length === 0) return { command: 'help', topic: undefined };
+  // `strata help --help` (or -h) asks for the main help: print it and succeed, not a usage error.
+  if (argv.length === 0 || (argv.length === 1 && (argv[0] === '--help' || argv[0] === '-h'))) return { command: 'help', topic: undefined };
   const [topic, ...extra] = argv;
   if ((topic === 'run' || topic === 'doctor' || topic === 'mcp') && extra.length === 0) return { command: 'help', topic };
   throw new UsageError(`help takes a command name, run, doctor or mcp (got ${argv.map(quote).join(' ')})`);

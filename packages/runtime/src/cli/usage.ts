@@ -44,7 +44,7 @@ The guest has no require, import, fetch, process or file system.
 Options:
   --sandbox MODE   require: refuse to run unless every OS layer is in force (exit 3);
                    auto (default): apply what this machine can, warn about the rest;
-                   none: the base hardening only, no OS layers
+                   off: the base hardening only, no OS layers
   --timeout MS     the guest's time limit in milliseconds (default 30000); time spent in
                    the guest counts, and the worker is killed 2 s past it if the guest
                    cannot be interrupted
