@@ -39,7 +39,8 @@ function and end with its call:
     return data.length;
   })()
 
-The guest has no require, import, fetch, process or file system.
+The guest has no require, import, process or file system, and no network: fetch exists
+(a web polyfill) and rejects with a TypeError, as strata run gives it no egress policy.
 
 Options:
   --sandbox MODE   require: refuse to run unless every OS layer is in force (exit 3);
