@@ -19,7 +19,7 @@ import { installPerformance } from './bootstrap/performance.js';
 import { installStreams } from './bootstrap/streams.js';
 import { installStructuredClone } from './bootstrap/structured-clone.js';
 import { installUrl } from './bootstrap/url.js';
-import { STREAM_GLOBALS, URL_GLOBALS } from './constants.js';
+import { ENTROPY_GLOBAL, EVENT_LOOP_GLOBAL, FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, STREAM_GLOBALS, URL_GLOBALS } from './constants.js';
 import { COMPRESSION_BUNDLE } from './generated/compression-bundle.js';
 import { CRYPTO_BUNDLE } from './generated/crypto-bundle.js';
 import { STREAMS_BUNDLE } from './generated/streams-bundle.js';
@@ -72,6 +72,9 @@ function compact(source: string): string {
 // The global built-ins the crypto bundle names (see installCrypto, which passes them in).
 const CRYPTO_INTRINSICS = ['Object', 'Array', 'Number', 'Math', 'BigInt', 'ArrayBuffer', 'DataView', 'Uint8Array', 'Uint32Array', 'Error', 'TypeError', 'RangeError'];
 
+// The host hooks' names, handed to the installers in `internal` (they are compiled alone and import nothing).
+const HOST_GLOBALS = { eventLoop: EVENT_LOOP_GLOBAL, entropy: ENTROPY_GLOBAL, fetch: FETCH_GLOBAL, fetchCancel: FETCH_CANCEL_GLOBAL };
+
 function assemble(): string {
   // Each installer is a self-contained function: its compiled source text is
   // the code. They share nothing but the global object and `internal`.
@@ -80,8 +83,8 @@ function assemble(): string {
     '(function () {',
     "'use strict';",
     // Evaluating the bootstrap a second time in the same context is a no-op.
-    "if (Object.prototype.hasOwnProperty.call(globalThis, '__strataEventLoop')) return;",
-    `const internal = { userAgent: ${JSON.stringify(`Strata/${PACKAGE_VERSION}`)}, urlGlobals: ${JSON.stringify(URL_GLOBALS)}, streamGlobals: ${JSON.stringify(STREAM_GLOBALS)} };`,
+    `if (Object.prototype.hasOwnProperty.call(globalThis, ${JSON.stringify(EVENT_LOOP_GLOBAL)})) return;`,
+    `const internal = { userAgent: ${JSON.stringify(`Strata/${PACKAGE_VERSION}`)}, urlGlobals: ${JSON.stringify(URL_GLOBALS)}, streamGlobals: ${JSON.stringify(STREAM_GLOBALS)}, hostGlobals: ${JSON.stringify(HOST_GLOBALS)} };`,
     // The third-party bundle (scripts/bundle.mjs), as a function that installUrl calls on first
     // use of a URL global. Its parameters shadow the globals it would otherwise read at that
     // time, whatever the guest has done to them. Not parenthesised, so V8 only pre-parses it.

@@ -30,7 +30,7 @@ export function installCrypto(g: GlobalObject, internal: Internal): void {
     'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array',
   ];
 
-  const ENTROPY = '__strataEntropy';
+  const ENTROPY = internal.hostGlobals.entropy;
   const entropy: unknown = g[ENTROPY];
   Reflect.deleteProperty(g, ENTROPY);
   const source = typeof entropy === 'function' ? (entropy as (n: number) => unknown) : undefined;

@@ -310,7 +310,7 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
       return clock;
     },
   });
-  Object.defineProperty(g, '__strataEventLoop', {
+  Object.defineProperty(g, internal.hostGlobals.eventLoop, {
     value: hook,
     writable: false,
     enumerable: false,

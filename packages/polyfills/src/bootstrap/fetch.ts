@@ -27,8 +27,8 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
   const followSignals = (signals: object[]): object => apply(abortAny, AbortSignal, [signals]);
   const { Blob, DOMException } = internal;
 
-  const TRANSPORT = '__strataFetch';
-  const CANCEL = '__strataFetchCancel';
+  const TRANSPORT = internal.hostGlobals.fetch;
+  const CANCEL = internal.hostGlobals.fetchCancel;
   const transport: unknown = g[TRANSPORT];
   const cancelTransport: unknown = g[CANCEL];
   Reflect.deleteProperty(g, TRANSPORT);

@@ -42,6 +42,8 @@ export interface Internal {
   urlGlobals: typeof URL_GLOBALS;
   /** The names of the web streams globals (STREAM_GLOBALS in constants.ts), in order. */
   streamGlobals: typeof STREAM_GLOBALS;
+  /** The names of the host's hooks (the *_GLOBAL names in constants.ts): one spelling for host and bootstrap. */
+  hostGlobals: { eventLoop: string; entropy: string; fetch: string; fetchCancel: string };
   /**
    * Runs the third-party URL bundle with the given bindings for the free
    * names it uses, and returns its classes. Each call runs it anew.
