@@ -69,6 +69,7 @@ export function checkEncodable(value: unknown, limits: Limits, root = '$'): Enco
  * encoded size: one byte per item plus string and byte payloads.
  */
 class EncodableVisitor implements WalkVisitor {
+  readonly lookUpEvery = false;
   private negativeZero = false;
   private walk!: ValueWalk;
   private readonly maxDepth: number;
@@ -198,7 +199,9 @@ class EncodableVisitor implements WalkVisitor {
     return descriptor.value;
   }
 
-  leave(): void {}
+  leave(): boolean {
+    return false;
+  }
 
   /**
    * A container checked in full before counts again here, as the encoder writes it out

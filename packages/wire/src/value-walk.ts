@@ -43,6 +43,14 @@ const SET = 3;
  * {@link ValueWalk.stop}.
  */
 export interface WalkVisitor {
+  /**
+   * Look every container up in the memo as it is met (true), or only long ones and, lazily,
+   * short ones once they turn out to hold a container (false, cheaper: a short container that
+   * holds only scalars is walked again at each place, which costs no more than a look-up).
+   * The two differ in what a refusal inside a shared part names, so each check keeps the
+   * policy its messages have always followed.
+   */
+  readonly lookUpEvery: boolean;
   /** Every value reached, the root first: check it, count it, and say whether to walk into it. */
   visit(value: unknown, walk: ValueWalk): WalkKind;
   /** The own keys of a value {@link visit} called an `Object`, in the order to walk them. */
@@ -56,8 +64,14 @@ export interface WalkVisitor {
   element(array: readonly unknown[], index: number, walk: ValueWalk): unknown;
   /** Read property `key` of an object; the path already ends at it. */
   property(object: object, key: string | symbol, walk: ValueWalk): unknown;
-  /** A container whose children are all walked, still on the stack (its path is one level shorter). */
-  leave(kind: ContainerKind, container: object, walk: ValueWalk): void;
+  /**
+   * A container whose children are all walked, still on the stack (its path is one level
+   * shorter); `nodes` is what it added to `walk.nodes`, itself included.
+   *
+   * @returns whether to remember it for a later place even if it is short and holds no
+   *   container (only a visitor that {@link lookUpEvery looks up every container} gains by it).
+   */
+  leave(kind: ContainerKind, container: object, nodes: number, walk: ValueWalk): boolean;
   /**
    * A container walked in full before, met again: `walk.nodes` and `walk.bytes` already count it
    * again here. `height` is its levels of containers, itself included (an array of scalars is 1).
@@ -80,8 +94,9 @@ interface Seen {
 
 /**
  * Containers with fewer children than this are looked up in the memo only once they turn out
- * to hold a container, and are not remembered if they hold none: walking such a one again
- * costs no more than looking it up would have, and it cannot be part of a cycle.
+ * to hold a container (unless the visitor looks up every container), and are not remembered
+ * if they hold none (unless the visitor asks): walking such a one again costs no more than
+ * looking it up would have, and it cannot be part of a cycle.
  */
 const MEMO_MIN_LENGTH = 16;
 
@@ -232,7 +247,7 @@ export class ValueWalk {
     }
     // the enclosing container holds a container, so it must be in the memo
     if (this.depth > 0 && !this.settle()) return;
-    if (length >= MEMO_MIN_LENGTH) {
+    if (length >= MEMO_MIN_LENGTH || this.visitor.lookUpEvery) {
       const seen = this.memo?.get(container);
       if (seen !== undefined) {
         if (seen.open) return this.visitor.cycle(this);
@@ -281,12 +296,13 @@ export class ValueWalk {
   }
 
   private close(frame: Frame): void {
-    this.visitor.leave(frame.kind as ContainerKind, frame.container, this);
+    const nodes = this.nodes - frame.nodesBefore;
+    const keep = this.visitor.leave(frame.kind as ContainerKind, frame.container, nodes, this);
     const height = frame.childHeight + 1;
-    const seen = frame.seen ?? (frame.length >= MEMO_MIN_LENGTH ? this.remember(frame) : undefined);
+    const seen = frame.seen ?? (frame.length >= MEMO_MIN_LENGTH || keep ? this.remember(frame) : undefined);
     if (seen !== undefined) {
       seen.open = false;
-      seen.nodes = this.nodes - frame.nodesBefore;
+      seen.nodes = nodes;
       seen.bytes = this.bytes - frame.bytesBefore;
       seen.height = height;
     }
