@@ -2,7 +2,7 @@
 // stackDenyAll fired in children only (never in ava's own process: it cannot be undone).
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { planLayers } from '@strata/runtime/layers';
+import { LayerConfigError, planLayers } from '@strata/runtime/layers';
 import { ADDON_PATH, addonUnavailableReason, loadAddon } from '../src/addon.js';
 import { errataFromKernel } from '../src/errata.js';
 import { LANDLOCK_HELPER, landlockAbi } from '../src/helper.js';
@@ -35,8 +35,8 @@ test('stackAfterLoad: a boolean, true when not given', (t) => {
   t.true(checkStackAfterLoad(undefined));
   t.true(checkStackAfterLoad(true));
   t.false(checkStackAfterLoad(false));
-  for (const bad of ['yes', 1, null, {}]) t.throws(() => checkStackAfterLoad(bad), { instanceOf: TypeError, message: /"stackAfterLoad" must be true or false/ });
-  t.throws(() => landlockLayer({ stackAfterLoad: 'no' }), { instanceOf: TypeError });
+  for (const bad of ['yes', 1, null, {}]) t.throws(() => checkStackAfterLoad(bad), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /"stackAfterLoad" must be true or false/ });
+  t.throws(() => landlockLayer({ stackAfterLoad: 'no' }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
   t.notThrows(() => landlockLayer({ stackAfterLoad: false }));
 });
 

@@ -26,7 +26,7 @@ export type {
   SealContext,
   SelfTestContext,
 } from './layer.js';
-export { LayerFailed, LayerConfigError } from '../errors.js';
+export { StrataError, LayerFailed, LayerConfigError } from '../errors.js';
 export type { LayerHook } from '../errors.js';
 export { defaultLayers, missingDefaultLayers, PLATFORM_LAYERS } from './default-layers.js';
 export type { PlatformLayer } from './default-layers.js';
