@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { IsolatedRuntime, type IsolatedRuntime as Rt } from '@strata/runtime';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { seccomp } from '@strata/layer-seccomp';
-import { checkGuestStillWorks } from '@strata/runtime/testing';
+import { checkGuestStillWorks, platformTest } from '@strata/runtime/testing';
 import { landlock } from '../src/index.js';
 import { landlockAbi } from '../src/helper.js';
 import { STACK_MIN_ABI } from '../src/stack.js';
@@ -16,7 +16,7 @@ import { LayerConfigError } from '@strata/runtime/layers';
 const descriptor = (options: Parameters<typeof landlock>[0] = {}) => landlock(options);
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
-const maybe = linux ? test.serial : test.skip;
+const maybe = platformTest(test.serial, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 
 const kernel = linux ? landlockAbi() : undefined;
 const abiHere = kernel && 'abi' in kernel ? kernel.abi : 0;

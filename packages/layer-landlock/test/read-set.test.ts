@@ -7,6 +7,7 @@ import { checkReadPaths, computeReadSet, helperArguments, isBeneath, normalizeRe
 import { capabilityWords, handledRights } from '../src/rights.js';
 import landlockLayer from '../src/layer.js';
 import { LayerConfigError } from '@strata/runtime/layers';
+import { platformTest } from '@strata/runtime/testing';
 
 const linux = process.platform === 'linux';
 
@@ -92,7 +93,7 @@ test('landlock() names the layer module, checks its options and passes the requi
   t.is(layer.version, '0.1.0');
 });
 
-(linux ? test : test.skip)('computeReadSet: Node, the runtime packages, the libraries, nothing writable or broad', (t) => {
+platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' })('computeReadSet: Node, the runtime packages, the libraries, nothing writable or broad', (t) => {
   const set = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: [] });
   const paths = set.map((e) => e.path);
   const nodeBin = realpathSync(process.execPath);

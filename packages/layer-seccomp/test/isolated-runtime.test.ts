@@ -4,14 +4,14 @@ import test from 'ava';
 import { readdirSync, readFileSync } from 'node:fs';
 import { IsolatedRuntime } from '@strata/runtime';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { checkGuestStillWorks } from '@strata/runtime/testing';
+import { checkGuestStillWorks, platformTest } from '@strata/runtime/testing';
 import { seccomp, SECCOMP_LAYER_MODULE } from '../src/index.js';
 import { LayerConfigError } from '@strata/runtime/layers';
 
 const descriptor = () => seccomp();
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
-const maybe = linux ? test.serial : test.skip;
+const maybe = platformTest(test.serial, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 
 test('seccomp() names the layer module and passes the requirement through', (t) => {
   t.deepEqual(seccomp(), { module: SECCOMP_LAYER_MODULE, options: {} });
