@@ -8,7 +8,7 @@ import { splitFunctions } from '../bound-functions.js';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
 import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches } from '../egress/guest-fetch.js';
 import { describeHostError, thenableOf } from '../host-errors.js';
-import { HeapLimitExceeded, InvalidOption, LayerConfigError, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
+import { HeapLimitExceeded, InvalidOption, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
 import type { ExecutionResult } from '../execution-result.js';
 import { execute } from '../execution-result.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ResolvedModule } from '../module-registry.js';
@@ -17,12 +17,11 @@ import { assertTransferable } from '../values.js';
 import { stripIfTypeScript } from '../typescript-input.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
 import type { ResolvedRuntimeOptions } from '../options.js';
-import { selectLayers } from '../layers/compose.js';
 import type { LayerReport } from '../layers/layer.js';
-import { planPipeline, type PlannedStep } from '../layers/pipeline.js';
+import { finishReport, planPipeline, type PlannedStep, type SandboxReport } from '../layers/pipeline.js';
 import { takeWorker } from './prewarm.js';
 import { unreachableByNobody } from './reachable-by-nobody.js';
-import { verifyWorker, type OutsideView } from './verify-worker.js';
+import { verifyWorker } from './verify-worker.js';
 import { buildWorkerFlags } from './v8-flags.js';
 import { resolveWorkerNode } from './worker-node.js';
 import { WORKER_ENTRY, sampleProcess, type LaunchPlan, type WorkerProcess } from './worker-process.js';
@@ -38,26 +37,8 @@ const SUPERVISOR_TICK_MS = 50;
 // How long configuring a worker (its layer pipeline included) may take.
 const MAX_DEPTH = 64;
 
-/** The layer report of a runtime. JSON-serialisable; stable field names. */
-export interface SandboxReport {
-  /** `'landlock+seccomp'`, `'seatbelt'` or `'none'`. */
-  readonly sandbox: string;
-  /** Extra protections in force, such as `'emptyroot'`. */
-  readonly sandboxExtras: readonly string[];
-  /** One entry per layer, in the order they were applied. */
-  readonly layers: readonly LayerReport[];
-  /** What the parent checked from outside, in /proc, before any guest code ran (Linux). */
-  readonly verified?: OutsideView;
-  /** Hardening the launcher always applies. */
-  readonly base: {
-    readonly jitless: boolean;
-    readonly strictEval: boolean;
-    readonly flags: readonly string[];
-    readonly privilegesDropped: boolean;
-    /** The Node.js executable the worker runs (`workerNode`). */
-    readonly workerNode: string;
-  };
-}
+// The report is the layer pipeline's (layers/pipeline.ts finishes it); exported here, where it always was.
+export type { SandboxReport } from '../layers/pipeline.js';
 
 interface Command {
   readonly id: number;
@@ -114,7 +95,8 @@ export let internals: RuntimeInternals;
 export class IsolatedRuntime implements AsyncDisposable {
   #options: ResolvedIsolatedOptions;
   readonly #worker: WorkerProcess;
-  readonly #report: SandboxReport;
+  // Set once by start, when the layer pipeline has finished it.
+  #report: SandboxReport;
   readonly #modules = new ModuleRegistry();
   // When the command in flight asked for its first import: its imports share its timeout.
   #linking: { readonly commandId: number | undefined; readonly since: number } | undefined;
@@ -171,15 +153,10 @@ export class IsolatedRuntime implements AsyncDisposable {
    */
   static async start(options: IsolatedRuntimeOptions = {}): Promise<IsolatedRuntime> {
     const resolved = resolveIsolatedOptions(options);
-    // This platform's default layers with `layers` merged in, by name; `require` refuses a list
-    // without its OS sandbox or a default layer not opted out by name, `auto` warns naming them.
-    const selection = await selectLayers(resolved);
-    if (selection.decision === 'invalid') throw new LayerConfigError(selection.layer, selection.reason);
-    if (selection.decision === 'refuse') throw new SandboxUnavailable(selection.reason);
-    for (const warning of selection.warnings) warnOnce(warning);
-    // The parent's half of the layer pipeline: probe (cached), plan, refuse before any worker exists.
+    // The parent's half of the layer pipeline: the layers with this platform's defaults merged in,
+    // loaded once, ordered, probed (cached) and planned; it refuses before any worker exists.
     const workerNode = resolveWorkerNode(resolved.workerNode);
-    const layerPlan = await planPipeline(selection.layers, resolved.sandbox, { platform: process.platform, arch: process.arch, workerNode });
+    const layerPlan = await planPipeline(resolved, { platform: process.platform, arch: process.arch, workerNode });
     const flags = buildWorkerFlags({ jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, v8Flags: resolved.v8Flags });
     const plan: LaunchPlan = {
       workerNode,
@@ -189,15 +166,12 @@ export class IsolatedRuntime implements AsyncDisposable {
       entry: testEntry ?? WORKER_ENTRY,
       launch: layerPlan.launch,
     };
-    if (process.geteuid?.() === 0) assertReachableByNobody(plan.workerNode, plan.entry);
+    const startedAsRoot = process.geteuid?.() === 0;
+    if (startedAsRoot) assertReachableByNobody(plan.workerNode, plan.entry);
     const worker = await takeWorker(plan, resolved.prewarm, resolved.startTimeout);
-    const report: { -readonly [K in keyof SandboxReport]: SandboxReport[K] } = {
-      sandbox: 'none',
-      sandboxExtras: [],
-      layers: [],
-      base: { jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, flags: plan.nodeArgs, privilegesDropped: process.geteuid?.() === 0, workerNode },
-    };
-    const runtime = new IsolatedRuntime(resolved, worker, report);
+    const base: SandboxReport['base'] = { jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, flags: plan.nodeArgs, privilegesDropped: startedAsRoot, workerNode };
+    // Nothing is in force until the pipeline has finished the report (nobody sees it before).
+    const runtime = new IsolatedRuntime(resolved, worker, { sandbox: 'none', sandboxExtras: [], layers: [], base });
     try {
       // Configuring runs the layer pipeline (probes, self-tests): bounded by a start deadline of
       // its own, not by requestTimeout, which is meant for the guest's commands.
@@ -206,17 +180,9 @@ export class IsolatedRuntime implements AsyncDisposable {
         { type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds, layerPlan.steps) },
         startDeadline,
       )) as { layers?: LayerReport[] };
-      // The launch links' facts (what the worker cannot see of itself) join each layer's entry.
-      report.layers = (configured.layers ?? []).map((l) => {
-        const launched = layerPlan.launchReports[l.name];
-        return launched === undefined ? l : { ...l, detail: { ...l.detail, launch: launched } };
-      });
-      // Only then may guest code run: what the worker claims is checked from outside.
-      if (process.platform === 'linux') report.verified = verifyWorker(worker.pid, report.layers, process.geteuid?.() === 0);
-      report.sandbox = sandboxName(report.layers);
-      report.sandboxExtras = report.layers.filter((l) => l.name === 'emptyroot' && l.enforcement === 'full').map((l) => l.name);
-      deepFreeze(report);
-      for (const warning of layerPlan.warnings) warnOnce(warning);
+      // Only then may guest code run: what the worker claims is checked from outside (in /proc).
+      const verify = process.platform === 'linux' ? (layers: readonly LayerReport[]) => verifyWorker(worker.pid, layers, startedAsRoot) : undefined;
+      runtime.#report = finishReport(layerPlan, configured.layers ?? [], base, verify);
       // The host-call path once, both halves, before the runtime is handed out (a pool fills in
       // the background): the worker runs jitless, so V8 compiles each function on its first
       // call, and the first host call of a fresh worker would otherwise add about 2 ms to a
@@ -727,22 +693,6 @@ export class IsolatedRuntime implements AsyncDisposable {
 
 // --- helpers -------------------------------------------------------------------------------
 
-const warned = new Set<string>();
-/** A process warning (code STRATA_SANDBOX_DEGRADED) naming what `auto` had to give up; once per text. */
-function warnOnce(what: string): void {
-  if (warned.has(what)) return;
-  warned.add(what);
-  process.emitWarning(`Strata: sandbox 'auto': ${what}`, { code: 'STRATA_SANDBOX_DEGRADED' });
-}
-
-/** `'landlock+seccomp'`, `'seatbelt'` or `'none'`: the OS sandbox fully in force. */
-function sandboxName(layers: readonly LayerReport[]): string {
-  const full = new Set(layers.filter((l) => l.enforcement === 'full').map((l) => l.name));
-  if (full.has('landlock') && full.has('seccomp')) return 'landlock+seccomp';
-  if (full.has('seatbelt')) return 'seatbelt';
-  return 'none';
-}
-
 /**
  * Started as root, the worker drops to uid 65534 before Node runs: Node and Strata's files must be
  * reachable by others. Said plainly here rather than as a failed exec.
@@ -786,12 +736,4 @@ function configureOptions(o: ResolvedIsolatedOptions, cpuSeconds: number | undef
   options['layerSteps'] = steps as never;
   if (cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = cpuSeconds;
   return options;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object') {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
 }
