@@ -17,7 +17,7 @@ export {
   parseLoadedObjects,
   parseMaps,
   SYSTEM_WORKER_FILES as SYSTEM_FILES,
-} from '@strata/runtime/layers';
+} from '@strata/runtime/worker-files';
 
 /** One entry of the read set: a directory (read, list and execute beneath it) or a single file (read and execute). */
 export type ReadEntry = WorkerFile;

@@ -5,7 +5,8 @@
  * @module
  */
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import { LayerConfigError, nodeModulesWithRuntime, strataPackages } from '@strata/runtime/layers';
+import { LayerConfigError } from '@strata/runtime/layers';
+import { nodeModulesWithRuntime, strataPackages } from '@strata/runtime/worker-files';
 import { fileURLToPath } from 'node:url';
 import { checkProfilePath, type ReadRule } from './profile.js';
 
