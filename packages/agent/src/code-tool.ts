@@ -7,7 +7,7 @@
  *
  * A subpath of its own because `ai` is an optional peer dependency: `@strata/agent` loads without it.
  *
- * @module
+ * @module ai
  */
 import { jsonSchema, tool, type Tool, type ToolExecutionOptions } from 'ai';
 import { WEB_POLYFILLS } from '@strata/polyfills';
@@ -92,7 +92,7 @@ const DEFAULT_TIMEOUT = 30_000;
  * const { text } = await generateText({ model, tools: { code: codeTool({ bridge }) }, stopWhen: stepCountIs(5), prompt });
  * ```
  *
- * @throws {@link InvalidOption} for bad options (not a bridge, two bridges with one namespace,
+ * @throws `InvalidOption` (`@strata/runtime`) for bad options (not a bridge, two bridges with one namespace,
  * a bad timeout, a timeout beside a sandbox). Running never throws for the code's own failure.
  */
 export function codeTool(options: CodeToolOptions): Tool<CodeToolInput, CodeToolOutput> {
