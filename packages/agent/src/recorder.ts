@@ -106,7 +106,6 @@ export interface Running {
   readonly inflight: Set<Promise<unknown>>;
 }
 
-
 const MiB = 1024 * 1024;
 
 /** The session limits from a session's options, each a positive integer (or its default). @throws `InvalidOption`. */
@@ -219,11 +218,6 @@ export class CellRecorder {
   get journal(): Journal {
     if (this.#journal === undefined) throw new SessionStateError('the session has not started');
     return this.#journal;
-  }
-
-  /** The journal's size as JSON, as counted (an upper bound). */
-  get bytes(): number {
-    return this.#journalBytes;
   }
 
   /** A copy of the journal; during an operation, the journal as it was before it (so it can always be restored). */
