@@ -64,9 +64,7 @@ export function platformVerdict(need: PlatformNeed, env: NodeJS.ProcessEnv = pro
  * `test.skip(title, run)` (ava's `test` and `test.serial` have them).
  */
 export interface TestRegistrar {
-  // biome-ignore lint/suspicious/noExplicitAny: any test runner's context and implementation
   (title: string, run: (t: any) => any): void;
-  // biome-ignore lint/suspicious/noExplicitAny: as above
   skip(title: string, run: (t: any) => any): void;
 }
 
