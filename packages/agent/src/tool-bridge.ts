@@ -11,6 +11,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { InvalidOption, type IsolatedRuntime, type Runtime } from '@strata/runtime';
+import { isAsciiIdentifier } from '@strata/wire';
 import { renderDeclarations } from './declarations.js';
 import { describeThrown } from './describe.js';
 import { linearFormats } from './formats.js';
@@ -122,7 +123,7 @@ export class ToolBridge {
   constructor(options: ToolBridgeOptions) {
     if (options === null || typeof options !== 'object') throw new InvalidOption('ToolBridge options must be an object ({ namespace?, tools })');
     const namespace = options.namespace ?? 'tools';
-    if (typeof namespace !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(namespace) || RESERVED.has(namespace)) {
+    if (typeof namespace !== 'string' || !isAsciiIdentifier(namespace) || RESERVED.has(namespace)) {
       throw new InvalidOption(`namespace must be a JavaScript identifier that is not a reserved word (got ${JSON.stringify(namespace)})`);
     }
     this.namespace = namespace;
@@ -353,4 +354,4 @@ function pathText(path: readonly unknown[]): string {
   return path.map((part) => segment(String(typeof part === 'object' && part !== null && 'key' in part ? (part as { key: unknown }).key : part))).join('');
 }
 
-const segment = (key: string) => (/^\d+$/.test(key) ? `[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`);
+const segment = (key: string) => (/^\d+$/.test(key) ? `[${key}]` : isAsciiIdentifier(key) ? `.${key}` : `[${JSON.stringify(key)}]`);

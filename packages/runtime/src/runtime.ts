@@ -19,6 +19,7 @@ import {
 } from './errors.js';
 import { execute, type ExecutionResult } from './execution-result.js';
 import { ENTROPY_GLOBAL, EVENT_LOOP_GLOBAL } from '@strata/polyfills/constants';
+import { isAsciiIdentifier } from '@strata/wire';
 import { guestPrelude } from './guest/prelude.js';
 import { GuestDeadline } from './guest-deadline.js';
 import { encodedSize } from './encoded-size.js';
@@ -856,7 +857,7 @@ export class Runtime implements AsyncDisposable {
 
   #bindGlobal(name: string, value: HostFunction | Record<string, unknown>, method: string): void {
     this.#assertUsable(method);
-    if (typeof name !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(name)) {
+    if (typeof name !== 'string' || !isAsciiIdentifier(name)) {
       throw new InvalidOption(`${method}: name must be a JavaScript identifier (got ${JSON.stringify(name)})`);
     }
     if (this.#globals.has(name)) this.revoke(name);

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { types } from 'node:util';
-import { ProtocolError } from '@strata/wire';
+import { isAsciiIdentifier, ProtocolError } from '@strata/wire';
 import type { Message, MessageOf, WireObject } from '@strata/wire';
 import type { ConsoleCapture, ConsoleEntry } from '../console-capture.js';
 import { ConsoleHub } from '../console-hub.js';
@@ -378,7 +378,7 @@ export class IsolatedRuntime implements AsyncDisposable {
 
   #bind(name: string, value: HostFunction | Record<string, unknown>): void {
     this.#assertUsable();
-    if (typeof name !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(name)) {
+    if (typeof name !== 'string' || !isAsciiIdentifier(name)) {
       throw new InvalidOption(`bind: name must be a JavaScript identifier (got ${JSON.stringify(name)})`);
     }
     const { data, sites } = splitFunctions(value, name, MAX_DEPTH);
