@@ -2,6 +2,7 @@
 // (it becomes API); an internal that leaks into the entry fails this test.
 import test from 'ava';
 import { readFileSync } from 'node:fs';
+import type { IsolatedRuntime, Runtime, StrataRuntime } from '@strata/runtime';
 
 const MAIN = [
   // engines
@@ -58,6 +59,15 @@ const MAIN = [
 test('the main entry exports exactly what an application uses', async (t) => {
   const main = await import('@strata/runtime');
   t.deepEqual(Object.keys(main).sort(), MAIN);
+});
+
+test('the contract both engines implement is a type of the main entry, StrataRuntime, and no value', async (t) => {
+  // Deliberate: code that only runs guest code takes either engine. The compiler checks the
+  // assignments; the entry's keys (values only) must not grow by it.
+  const either: readonly ((rt: Runtime | IsolatedRuntime) => StrataRuntime)[] = [(rt) => rt];
+  t.is(either.length, 1);
+  const main = await import('@strata/runtime');
+  t.false('StrataRuntime' in main);
 });
 
 test('the layer-author API is in @strata/runtime/layers, and the test helpers in @strata/runtime/testing', async (t) => {

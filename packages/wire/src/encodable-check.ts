@@ -8,6 +8,7 @@
 
 import { Buffer } from 'node:buffer';
 import { types } from 'node:util';
+import { isAsciiIdentifier } from './identifier.js';
 import type { Limits } from './limits.js';
 import { ProtocolError, quote } from './protocol-error.js';
 
@@ -94,7 +95,6 @@ const isArray = Array.isArray;
 const { isProxy, isMap, isSet, isDate, isUint8Array } = types;
 const mapEntries = Map.prototype.entries;
 const setValues = Set.prototype.values;
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 // 2^64: bigints this far from zero (or further) travel as tag 2/3 bignums
 const BIGNUM_FLOOR = 1n << 64n;
 const UINT8_FIELDS = ['constructor', 'buffer', 'byteLength', 'byteOffset', 'length'];
@@ -473,7 +473,7 @@ function pathOf(root: string, stack: readonly Frame[], depth: number): string {
         break;
       case OBJECT: {
         const key = frame.keys![i]!;
-        path += IDENTIFIER.test(key) && key.length <= 40 ? `.${key}` : `[${quote(key)}]`;
+        path += isAsciiIdentifier(key) && key.length <= 40 ? `.${key}` : `[${quote(key)}]`;
         break;
       }
       case MAP:

@@ -11,6 +11,7 @@ export { DEFAULT_LIMITS, resolveLimits, type Limits } from './limits.js';
 export { isWireObject, type WireValue, type WireObject, type WireScalar } from './wire-value.js';
 export { scanCbor, CBOR_TAGS } from './cbor-scan.js';
 export { checkEncodable, type EncodableInfo } from './encodable-check.js';
+export { isAsciiIdentifier } from './identifier.js';
 export { encodeValue } from './value-encoder.js';
 export { decodeValue } from './value-decoder.js';
 export {

@@ -9,10 +9,19 @@ import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
 import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches } from '../egress/guest-fetch.js';
 import { describeHostError, thenableOf } from '../host-errors.js';
 import { HeapLimitExceeded, InvalidOption, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
-import type { ExecutionResult } from '../execution-result.js';
 import { execute } from '../execution-result.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ResolvedModule } from '../module-registry.js';
-import type { EvalModuleOptions, EvalOptions, HostFunction } from '../runtime.js';
+import {
+  assertBindableObject,
+  assertBindName,
+  assertHostFunction,
+  MAX_VALUE_DEPTH,
+  type EvalModuleOptions,
+  type EvalOptions,
+  type ExecutionResult,
+  type HostFunction,
+  type StrataRuntime,
+} from '../runtime-contract.js';
 import { assertTransferable } from '../values.js';
 import { stripIfTypeScript } from '../typescript-input.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
@@ -34,8 +43,6 @@ export const MAX_WORKER_THREADS = 64;
 const WARM_UP_GLOBAL = '__strataWarmUp';
 // How often the parent checks a busy worker from outside (the worker checks itself every 20 ms).
 const SUPERVISOR_TICK_MS = 50;
-// How long configuring a worker (its layer pipeline included) may take.
-const MAX_DEPTH = 64;
 
 // The report is the layer pipeline's (layers/pipeline.ts finishes it); exported here, where it always was.
 export type { SandboxReport } from '../layers/pipeline.js';
@@ -92,7 +99,7 @@ export let internals: RuntimeInternals;
  * await rt.eval("lookup('A1') * 2"); // 7
  * ```
  */
-export class IsolatedRuntime implements AsyncDisposable {
+export class IsolatedRuntime implements StrataRuntime {
   #options: ResolvedIsolatedOptions;
   readonly #worker: WorkerProcess;
   // Set once by start, when the layer pipeline has finished it.
@@ -217,20 +224,21 @@ export class IsolatedRuntime implements AsyncDisposable {
     return this.#report;
   }
 
-  /** Whether the runtime is closed (by `close()`, or because its worker is gone). */
+  /** {@inheritDoc StrataRuntime.closed} */
   get closed(): boolean {
     return this.#closed;
   }
 
-  /** The options the worker's Runtime runs with (bootstrap, strictEval, limits), as `Runtime.options` gives them. */
+  /** {@inheritDoc StrataRuntime.options} */
   get options(): ResolvedRuntimeOptions {
     return this.#options.runtime;
   }
 
   /**
-   * See `Runtime.eval`. Also {@link WorkerCrashed} and a hard {@link RuntimeTimeout} (the worker
-   * is killed; the runtime is closed). `language: 'typescript'` strips the types here, in the
-   * parent: the worker only ever receives JavaScript.
+   * {@inheritDoc StrataRuntime.eval}
+   *
+   * @throws {@link WorkerCrashed}, and a hard {@link RuntimeTimeout} (past `requestTimeout`), as
+   * well: the worker is killed and the runtime is closed.
    */
   eval(code: string, options: EvalOptions = {}): Promise<unknown> {
     if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
@@ -246,8 +254,10 @@ export class IsolatedRuntime implements AsyncDisposable {
   }
 
   /**
-   * See `Runtime.evalModule`; imports are answered here, by this runtime's modules, resolver and
-   * loader. `language: 'typescript'` strips the module's types here, in the parent.
+   * {@inheritDoc StrataRuntime.evalModule}
+   *
+   * @throws {@link WorkerCrashed}, and a hard {@link RuntimeTimeout} (past `requestTimeout`), as
+   * well: the worker is killed and the runtime is closed.
    */
   evalModule(source: string, options: EvalModuleOptions = {}): Promise<Record<string, unknown>> {
     if (typeof source !== 'string') return Promise.reject(new InvalidOption('evalModule(source): source must be a string'));
@@ -262,28 +272,27 @@ export class IsolatedRuntime implements AsyncDisposable {
     return this.#command(message, stripping) as Promise<Record<string, unknown>>;
   }
 
-  /** See `Runtime.execute`: never throws for the run's own failure, a crash or a hard timeout included. */
+  /** {@inheritDoc StrataRuntime.execute} */
   async execute(code: string, options: EvalOptions = {}): Promise<ExecutionResult> {
     if (typeof code !== 'string') throw new InvalidOption('execute(code): code must be a string');
     return execute(this, code, options);
   }
 
-  /** See `Runtime.bindFunction`. Your function runs in this process, with your authority. */
+  /** {@inheritDoc StrataRuntime.bindFunction} */
   bindFunction(name: string, fn: HostFunction): void {
-    if (typeof fn !== 'function') throw new InvalidOption(`bindFunction(${JSON.stringify(name)}): fn must be a function`);
-    this.#bind(name, fn);
+    assertHostFunction(name, fn);
+    this.#bind(name, fn, 'bindFunction');
   }
 
-  /** See `Runtime.bindObject`. */
+  /** {@inheritDoc StrataRuntime.bindObject} */
   bindObject(name: string, object: Record<string, unknown>): void {
-    if (object === null || typeof object !== 'object' || Array.isArray(object)) {
-      throw new InvalidOption(`bindObject(${JSON.stringify(name)}): object must be a plain object`);
-    }
-    this.#bind(name, object);
+    assertBindableObject(name, object);
+    this.#bind(name, object, 'bindObject');
   }
 
-  /** See `Runtime.revoke`. The functions stop working here at once, before the worker hears of it. */
+  /** {@inheritDoc StrataRuntime.revoke} */
   revoke(name: string): void {
+    // The functions stop working here at once, before the worker hears of it.
     this.#assertUsable();
     const labels = this.#globals.get(name);
     if (labels === undefined) throw new InvalidOption(`revoke(${JSON.stringify(name)}): nothing is bound under that name`);
@@ -293,32 +302,32 @@ export class IsolatedRuntime implements AsyncDisposable {
     void this.#command({ type: 'command', id: 0, name: 'revoke', params: { name } }).catch(() => undefined);
   }
 
-  /** See `Runtime.addModule`. */
+  /** {@inheritDoc StrataRuntime.addModule} */
   addModule(specifier: string, source: string): void {
     this.#modules.add(specifier, source);
   }
 
-  /** See `Runtime.setModuleResolver`. */
+  /** {@inheritDoc StrataRuntime.setModuleResolver} */
   setModuleResolver(resolver: ModuleResolver | undefined): void {
     this.#modules.setResolver(resolver);
   }
 
-  /** See `Runtime.setModuleLoader`. */
+  /** {@inheritDoc StrataRuntime.setModuleLoader} */
   setModuleLoader(loader: ModuleLoader | undefined): void {
     this.#modules.setLoader(loader);
   }
 
-  /** See `Runtime.onConsole`. */
+  /** {@inheritDoc StrataRuntime.onConsole} */
   onConsole(listener: (entry: ConsoleEntry) => void): () => void {
     return this.#console.listen(listener);
   }
 
-  /** See `Runtime.captureConsole`. */
+  /** {@inheritDoc StrataRuntime.captureConsole} */
   captureConsole(): ConsoleCapture {
     return this.#console.capture();
   }
 
-  /** Kills the worker. Idempotent. */
+  /** {@inheritDoc StrataRuntime.close} */
   async close(): Promise<void> {
     if (!this.#closed) this.#shutDown(new RuntimeClosed('the runtime is closed'));
     if (!this.#worker.exited) {
@@ -342,13 +351,11 @@ export class IsolatedRuntime implements AsyncDisposable {
     }
   }
 
-  #bind(name: string, value: HostFunction | Record<string, unknown>): void {
+  #bind(name: string, value: HostFunction | Record<string, unknown>, method: 'bindFunction' | 'bindObject'): void {
     this.#assertUsable();
-    if (typeof name !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(name)) {
-      throw new InvalidOption(`bind: name must be a JavaScript identifier (got ${JSON.stringify(name)})`);
-    }
-    const { data, sites } = splitFunctions(value, name, MAX_DEPTH);
-    assertTransferable(data, name, MAX_DEPTH);
+    assertBindName(name, method);
+    const { data, sites } = splitFunctions(value, name, MAX_VALUE_DEPTH);
+    assertTransferable(data, name, MAX_VALUE_DEPTH);
     for (const label of this.#globals.get(name) ?? []) this.#functions.get(label)!.revoked = true;
     // Each binding gets fresh labels, so a revoked function can never be reached again.
     const labelled = sites.map(({ path, label, fn }): [readonly string[], string] => {
@@ -628,7 +635,7 @@ export class IsolatedRuntime implements AsyncDisposable {
 
   #outcome(value: unknown): MessageOf<'callResult'>['outcome'] {
     try {
-      assertTransferable(value, 'the host function returned a value that', MAX_DEPTH);
+      assertTransferable(value, 'the host function returned a value that', MAX_VALUE_DEPTH);
       return { ok: true, value: value as never };
     } catch (error) {
       return { ok: false, error: { class: 'StrataError', name: 'TypeError', message: (error as Error).message } };
