@@ -184,8 +184,8 @@ export function checkJournalSized(input: unknown, limits: JournalLimits = {}): {
     if (typeof h !== 'string' || !/^[0-9a-f]{64}$/.test(h)) throw new JournalError(`settings.bootstrap[${i}] must be a SHA-256 in hex`);
   });
   if (s['strictEval'] !== undefined && s['strictEval'] !== true) throw new JournalError('settings.strictEval is true or absent');
-  if (s['allowGlobals'] !== undefined) array(s['allowGlobals'], 'settings.allowGlobals').forEach((g, i) => string(g, `settings.allowGlobals[${i}]`));
-  array(s['tools'], 'settings.tools').forEach((g, i) => string(g, `settings.tools[${i}]`));
+  if (s['allowGlobals'] !== undefined) for (const [i, g] of array(s['allowGlobals'], 'settings.allowGlobals').entries()) string(g, `settings.allowGlobals[${i}]`);
+  for (const [i, g] of array(s['tools'], 'settings.tools').entries()) string(g, `settings.tools[${i}]`);
   const cells = array(j['cells'], 'cells');
   if (limits.maxCells !== undefined && cells.length > limits.maxCells) {
     throw new SessionLimitExceeded('maxCells', `the journal has ${cells.length} cells, over this session's maxCells (${limits.maxCells}): restore it with a larger maxCells`);

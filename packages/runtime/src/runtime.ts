@@ -631,10 +631,6 @@ export class Runtime implements StrataRuntime {
     }
   }
 
-  #compile(code: string, filename: string): IsolatedVm.Script {
-    return this.#isolate.compileScriptSync(code, { filename });
-  }
-
   /**
    * Turns a completion value into the command's result: a promise is awaited (driving host
    * calls and virtual timers meanwhile), anything else is exported.

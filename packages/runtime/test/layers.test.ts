@@ -24,7 +24,7 @@ test('a third-party layer outside node_modules works beside the default layers: 
   t.is(await rt.eval('exampleLayerMarker'), 'beside');
   t.deepEqual(rt.sandboxExtras, ['emptyroot']);
   t.is(rt.sandbox, 'landlock+seccomp');
-  const bound = (rt.report.layers.find((l) => l.name === 'emptyroot')?.detail['launch'] as { bound: string[] }).bound;
+  const bound = (rt.report.layers.find((l) => l.name === 'emptyroot')!.detail['launch'] as { bound: string[] }).bound;
   t.true(bound.includes(layerPathOf(EXAMPLE_PACKAGE)!), 'its package directory is bound, not more');
   t.regex(layerPathOf(EXAMPLE_PACKAGE)!, /\/fixtures\/layer-example$/);
   t.is(layerPathOf('@strata/layer-clock/layer'), undefined);
