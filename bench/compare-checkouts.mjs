@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { resolve } from 'node:path';
 
 const here = fileURLToPath(new URL('..', import.meta.url));
-const [otherArg, roundsArg, sideArg] = process.argv.slice(2);
+const [otherArg, roundsArg] = process.argv.slice(2);
 
 if (otherArg === '--side') {
   // A child: measure this checkout's build and print JSON.

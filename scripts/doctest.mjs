@@ -9,7 +9,8 @@
 //   no-run     a command that must not run here (it would recurse into npm test, reinstall the
 //              tree, or run for minutes): sh blocks are syntax-checked (`sh -n`), code type-checked
 //   node22     runs on the Node 22 of hosts/node22 (npm test installs it); type-checked and
-//              reported skipped where that Node is absent
+//              reported skipped where that Node is absent, unless STRATA_TEST_PLATFORM declares
+//              node22-host (as CI does): then its absence fails the block
 //   macos      runs on macOS only; type-checked everywhere
 //
 // An unknown marker is an error, so a typo never skips a block silently. Names a fragment uses may
@@ -274,8 +275,10 @@ export async function doctest({
   node22 = defaultNode22(root),
   timeoutMs = BLOCK_TIMEOUT_MS,
   concurrency = 2,
+  platform = process.env.STRATA_TEST_PLATFORM ?? '',
   log = console.log,
 } = {}) {
+  const node22Declared = platform.split(/[\s,]+/).includes('node22-host');
   const scratch = path.join(root, scratchName);
   rmSync(scratch, { recursive: true, force: true });
   mkdirSync(scratch, { recursive: true });
@@ -327,6 +330,9 @@ export async function doctest({
       }
       const how = planFor(block, node22);
       if (how.startsWith('run')) toRun.push({ block, how });
+      else if (block.markers.includes('node22') && !node22 && node22Declared) {
+        fail(block, 'STRATA_TEST_PLATFORM declares node22-host, but hosts/node22 is not installed (npm ci --prefix hosts/node22)');
+      }
       else {
         results.push({ block, how });
         log(`ok   ${block.file}:${block.line} ${block.lang}: ${how}`);

@@ -5,9 +5,10 @@
 // (gcc-x86-64-linux-gnu and g++-x86-64-linux-gnu on arm64). The targets and their flags are in
 // packages/runtime/native/scripts/targets.mjs, mirroring each binding.gyp.
 //
-//   node scripts/prebuild.mjs [--arch x64|arm64]...   (default: both)
+//   node scripts/prebuild.mjs [--arch x64|arm64]...   (default: both; an arch whose toolchain is
+//   missing is skipped by default and an error when asked for by name)
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NATIVE_TARGETS } from '../packages/runtime/native/scripts/targets.mjs';
@@ -27,7 +28,9 @@ if (!headers) fail(`no Node headers (include/node) in node_modules/node-linux-${
 // What node-gyp's common.gypi gives every target, then each kind's own flags (binding.gyp).
 const COMMON = ['-O2', '-fno-omit-frame-pointer', '-pthread', '-D_FILE_OFFSET_BITS=64', '-D_LARGEFILE_SOURCE'];
 const C = ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'];
-const NODE = (t) => ['-fPIC', '-shared', `-I${headers}`, '-DBUILDING_NODE_EXTENSION', `-DNODE_GYP_MODULE_NAME=${t.name.replace(/\.node$/, '')}`];
+// strata-napi.h, shared by every addon (the layers' binding.gyp finds it through @strata/runtime).
+const SHARED_HEADERS = join(root, 'packages', 'runtime', 'native');
+const NODE = (t) => ['-fPIC', '-shared', `-I${headers}`, `-I${SHARED_HEADERS}`, '-DBUILDING_NODE_EXTENSION', `-DNODE_GYP_MODULE_NAME=${t.name.replace(/\.node$/, '')}`];
 const CXX = ['-std=gnu++20', '-fno-rtti', '-fno-exceptions', '-fno-strict-aliasing', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Werror'];
 const V8 = ['-DUSING_V8_SHARED=1', '-DUSING_UV_SHARED=1', '-DV8_DEPRECATION_WARNINGS=1', '-DV8_ENABLE_WEBASSEMBLY', '-D_GLIBCXX_USE_CXX11_ABI=1'];
 
@@ -53,26 +56,56 @@ function elfMachine(path) {
   return head.readUInt32BE(0) === 0x7f454c46 ? head.readUInt16LE(18) : undefined;
 }
 
+/** Debian's package names for a cross toolchain, for the error that says what to install. */
+const debianPackages = (toolchain) => {
+  const triple = toolchain.prefix.slice(0, -1).replaceAll('_', '-');
+  return `gcc-${triple} g++-${triple}`;
+};
+
+/** Whether both compilers of an arch's toolchain run (a cross toolchain is often not installed). */
+const hasToolchain = (prefix) => ['gcc', 'g++'].every((c) => !spawnSync(prefix + c, ['--version'], { stdio: 'ignore' }).error);
+
 const packages = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces.map((w) => join(root, w));
 for (const arch of wanted) {
   const toolchain = TOOLCHAIN[arch] ?? fail(`unknown arch ${arch} (x64 or arm64)`);
   const prefix = arch === process.arch ? '' : toolchain.prefix;
+  if (!hasToolchain(prefix)) {
+    const install = `Debian: apt-get install -y ${debianPackages(toolchain)}`;
+    // Asked for by name, a missing toolchain is an error; by default the other arch is skipped, and
+    // check-prebuilds then names exactly what is missing.
+    if (arches.includes(arch)) fail(`no ${prefix}gcc/${prefix}g++ for linux-${arch} (${install})`);
+    console.log(`prebuild: skipped linux-${arch}: no ${prefix}gcc/${prefix}g++ (${install})`);
+    continue;
+  }
   for (const dir of packages) {
     const name = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name;
     const targets = (NATIVE_TARGETS[name] ?? []).filter((t) => (t.platforms ?? ['linux']).includes('linux'));
     if (targets.length === 0) continue;
+    // Built beside, then renamed into place: a failed build leaves the old folder (or none), never
+    // an empty or partial one.
     const out = join(dir, 'prebuilds', `linux-${arch}`);
-    rmSync(out, { recursive: true, force: true });
-    mkdirSync(out, { recursive: true });
+    const building = `${out}.building`;
+    rmSync(building, { recursive: true, force: true });
+    mkdirSync(building, { recursive: true });
     for (const target of targets) {
       const { compiler, flags } = flagsFor(target);
-      const output = join(out, target.name);
+      const output = join(building, target.name);
       const args = [...flags, '-o', output, ...target.sources];
       const result = spawnSync(prefix + compiler, args, { cwd: dir, stdio: 'inherit' });
-      if (result.error) fail(`${prefix + compiler}: ${result.error.message} (Debian: apt-get install -y gcc-${toolchain.prefix.slice(0, -1).replaceAll('_', '-')} g++-${toolchain.prefix.slice(0, -1).replaceAll('_', '-')})`);
-      if (result.status !== 0) fail(`${name}: ${prefix + compiler} ${args.join(' ')} exited with ${result.status ?? result.signal}`);
-      if (elfMachine(output) !== toolchain.elfMachine) fail(`${output} is not an ELF file for ${arch}`);
+      const problem = result.error
+        ? `${prefix + compiler}: ${result.error.message} (Debian: apt-get install -y ${debianPackages(toolchain)})`
+        : result.status !== 0
+          ? `${name}: ${prefix + compiler} ${args.join(' ')} exited with ${result.status ?? result.signal}`
+          : elfMachine(output) !== toolchain.elfMachine
+            ? `${output} is not an ELF file for ${arch}`
+            : undefined;
+      if (problem) {
+        rmSync(building, { recursive: true, force: true });
+        fail(problem);
+      }
       console.log(`prebuild: ${name} ${join('prebuilds', `linux-${arch}`, target.name)}`);
     }
+    rmSync(out, { recursive: true, force: true });
+    renameSync(building, out);
   }
 }

@@ -4,6 +4,7 @@
 // started with no --allow flag and --no-prompt, so every permission-gated call throws NotCapable.
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+// biome-ignore lint/security/noGlobalEval: the REPL under measurement evaluates what it is sent, as Deno's own REPL does
 const globalEval = eval;
 
 // Deno.stdin.read() answered faster here than Deno.stdin.readable or node:readline. A synchronous

@@ -6,6 +6,10 @@
 {
   'target_defaults': {
     'cflags_c': ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'],
+    'include_dirs': [
+      # strata-napi.h, the Node-API helpers every Strata addon shares.
+      "<!(node -p \"require('path').join(require('path').dirname(require.resolve('@strata/runtime/package.json')), 'native')\")",
+    ],
   },
   'targets': [
     {

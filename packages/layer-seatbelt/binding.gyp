@@ -3,6 +3,12 @@
 # @strata/runtime picks them). macOS only: elsewhere the target is empty, node-gyp succeeds
 # doing nothing, and src/addon.ts says so.
 {
+  'target_defaults': {
+    'include_dirs': [
+      # strata-napi.h, the Node-API helpers every Strata addon shares.
+      "<!(node -p \"require('path').join(require('path').dirname(require.resolve('@strata/runtime/package.json')), 'native')\")",
+    ],
+  },
   'targets': [
     {
       'target_name': 'strata_seatbelt',

@@ -10,7 +10,7 @@
  * @module
  */
 import { parse, type Node } from 'acorn';
-import { JsError, stripTypes, type ExecutionResult } from '@strata/runtime';
+import { JsError, stripTypes, type ExecutionResult, type StrataRuntime } from '@strata/runtime';
 
 /**
  * Cells longer than this run as written, without the rewrite: acorn's scope tracking is quadratic
@@ -33,10 +33,8 @@ export function prepareCell(code: string): string {
   return wrapAsync(code, program);
 }
 
-/** What can run a cell: an `IsolatedRuntime` or a `Runtime`. */
-export interface CellRunner {
-  execute(code: string, options: { filename: string }): Promise<ExecutionResult>;
-}
+/** What can run a cell: either runtime, through the contract both implement. */
+export type CellRunner = Pick<StrataRuntime, 'execute'>;
 
 /**
  * Runs a cell: its types stripped first when it is TypeScript (in the stripper's worker thread;

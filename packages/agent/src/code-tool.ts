@@ -7,11 +7,11 @@
  *
  * A subpath of its own because `ai` is an optional peer dependency: `@strata/agent` loads without it.
  *
- * @module
+ * @module ai
  */
 import { jsonSchema, tool, type Tool, type ToolExecutionOptions } from 'ai';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { egressHandler, InvalidOption, IsolatedRuntime, SandboxPool, type IsolatedRuntimeOptions, type Runtime } from '@strata/runtime';
+import { egressHandler, InvalidOption, IsolatedRuntime, SandboxPool, type IsolatedRuntimeOptions, type StrataRuntime } from '@strata/runtime';
 import { toTaggedJson, type JsonValue } from '@strata/wire';
 import { executeCell } from './cell-code.js';
 import { normalizeCode } from './normalize-code.js';
@@ -25,10 +25,11 @@ export interface CodeToolOptions {
   bridge: ToolBridge | readonly ToolBridge[];
   /**
    * Where the code runs: a `SandboxPool` (a fresh pooled sandbox per call), or a function that
-   * gives a runtime (`IsolatedRuntime` or `Runtime`) per call. Either way the runtime is closed
-   * after the call. Default: a fresh `IsolatedRuntime` per call, with the web polyfills.
+   * gives a runtime (an `IsolatedRuntime` or a `Runtime`: any {@link StrataRuntime}) per call.
+   * Either way the runtime is closed after the call. Default: a fresh `IsolatedRuntime` per call,
+   * with the web polyfills.
    */
-  sandbox?: SandboxPool | (() => Promise<IsolatedRuntime | Runtime>);
+  sandbox?: SandboxPool | (() => Promise<StrataRuntime>);
   /**
    * Soft timeout per run, ms, when Strata starts the runtime (no `sandbox`). Default 30 000. With
    * a `sandbox`, set it there (`SandboxPool.start({ timeout })`): giving both is an `InvalidOption`.
@@ -92,7 +93,7 @@ const DEFAULT_TIMEOUT = 30_000;
  * const { text } = await generateText({ model, tools: { code: codeTool({ bridge }) }, stopWhen: stepCountIs(5), prompt });
  * ```
  *
- * @throws {@link InvalidOption} for bad options (not a bridge, two bridges with one namespace,
+ * @throws `InvalidOption` (`@strata/runtime`) for bad options (not a bridge, two bridges with one namespace,
  * a bad timeout, a timeout beside a sandbox). Running never throws for the code's own failure.
  */
 export function codeTool(options: CodeToolOptions): Tool<CodeToolInput, CodeToolOutput> {
@@ -112,7 +113,7 @@ export function codeTool(options: CodeToolOptions): Tool<CodeToolInput, CodeTool
   });
 }
 
-type StartRuntime = () => Promise<IsolatedRuntime | Runtime>;
+type StartRuntime = () => Promise<StrataRuntime>;
 
 function checkOptions(options: CodeToolOptions): { bridges: readonly ToolBridge[]; start: StartRuntime; description: string | undefined } {
   if (options === null || typeof options !== 'object') throw new InvalidOption('codeTool options must be an object ({ bridge, sandbox?, timeout?, egress?, description? })');
@@ -146,6 +147,14 @@ function checkOptions(options: CodeToolOptions): { bridges: readonly ToolBridge[
   return { bridges, start, description: options.description };
 }
 
+// What a run calls on its runtime: bindFunction and eval (binding the bridges), execute (the cell), close.
+const CALLED = ['bindFunction', 'eval', 'execute', 'close'] as const satisfies readonly (keyof StrataRuntime)[];
+
+/** Whether the caller's `sandbox()` gave what its type promised (a plain JavaScript caller may not). */
+function keepsContract(value: unknown): value is StrataRuntime {
+  return value !== null && typeof value === 'object' && CALLED.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
+}
+
 const isInput = (value: unknown): value is CodeToolInput => value !== null && typeof value === 'object' && typeof (value as { code?: unknown }).code === 'string';
 
 /** What the tool does, the bridges' declarations for the model, then the caller's text. */
@@ -163,17 +172,14 @@ function toolDescription(bridges: readonly ToolBridge[], extra: string | undefin
 async function run(bridges: readonly ToolBridge[], start: StartRuntime, input: CodeToolInput, signal: AbortSignal | undefined): Promise<CodeToolOutput> {
   const calls: ToolCall[] = [];
   if (!isInput(input)) return failure('TypeError', 'the input must be { code: string }: the JavaScript to run', calls);
-  let rt: IsolatedRuntime | Runtime;
+  let runtime: StrataRuntime;
   try {
-    rt = await start();
+    runtime = await start();
   } catch (error) {
     if (error instanceof InvalidOption) throw error;
     return failure(nameOf(error), `the sandbox could not start: ${messageOf(error)}`, calls);
   }
-  if (rt === null || typeof rt !== 'object' || typeof rt.execute !== 'function' || typeof rt.bindFunction !== 'function' || typeof rt.close !== 'function') {
-    throw new InvalidOption('sandbox() must resolve to an IsolatedRuntime or a Runtime');
-  }
-  const runtime = rt;
+  if (!keepsContract(runtime)) throw new InvalidOption('sandbox() must resolve to an IsolatedRuntime or a Runtime');
   // The generation was aborted: stop the run where it is (the run then ends as RuntimeClosed).
   const abort = () => void runtime.close().catch(() => undefined);
   const aborted = () => signal?.aborted === true;

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { isAsciiIdentifier } from '@strata/wire';
 
 /** A tool as its declaration shows it. */
 export interface DeclaredTool {
@@ -44,8 +45,6 @@ const NODE_CHARS = 4;
 const PROPERTY_CHARS = 4;
 // An object without descriptions goes on one line when it is this short.
 const INLINE_OBJECT_CHARS = 60;
-
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
 /**
  * `declare const <namespace>: { … };` with one method per tool, in order, each with its
@@ -339,7 +338,7 @@ function withDoc(doc: string | undefined, line: string): string {
 }
 
 function propertyKey(key: string): string {
-  return IDENTIFIER.test(key) ? key : (jsonText(key) as string);
+  return isAsciiIdentifier(key) ? key : (jsonText(key) as string);
 }
 
 /** JSON text, which is TypeScript too, on one line: U+2028 and U+2029 (raw in JSON) escaped. */

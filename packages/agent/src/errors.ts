@@ -5,6 +5,14 @@
  */
 import { StrataError } from '@strata/runtime';
 
+/** Every error code `@strata/agent` raises (beside the runtime's `StrataErrorCode`). Stable across releases. */
+export type AgentErrorCode =
+  | 'ERR_STRATA_JOURNAL'
+  | 'ERR_STRATA_SESSION_LIMIT'
+  | 'ERR_STRATA_SESSION_STATE'
+  | 'ERR_STRATA_TYPECHECK'
+  | 'ERR_STRATA_UPSTREAM_MCP';
+
 /**
  * A journal cannot be loaded or replayed: it is malformed, it was recorded with other settings
  * (clock, seed, bootstrap scripts, strictEval, allowed globals, tools, a release of Strata with
@@ -12,7 +20,7 @@ import { StrataError } from '@strata/runtime';
  * arguments, or ended differently). `cell` and `seq` say where, when they apply. A session that
  * diverged is closed.
  */
-export class JournalError extends StrataError {
+export class JournalError extends StrataError<AgentErrorCode> {
   /** The cell (1-based) the problem is in, when it is in one. */
   readonly cell: number | undefined;
   /** The tool call's `seq`, when the problem is a call. */
@@ -26,7 +34,7 @@ export class JournalError extends StrataError {
 }
 
 /** A session limit was reached: cells per session, tool calls per cell, the size of a value or of the journal. */
-export class SessionLimitExceeded extends StrataError {
+export class SessionLimitExceeded extends StrataError<AgentErrorCode> {
   /** The option that sets the limit (`maxCells`, `maxCallsPerCell`, `maxValueBytes`, `maxJournalBytes`). */
   readonly limit: string;
 
@@ -41,7 +49,7 @@ export class SessionLimitExceeded extends StrataError {
  * none does). Also what a session's method rejects with for a failure that is none of Strata's
  * own errors (a bug), with the original as `cause`.
  */
-export class SessionStateError extends StrataError {
+export class SessionStateError extends StrataError<AgentErrorCode> {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, { code: 'ERR_STRATA_SESSION_STATE', ...(options?.cause === undefined ? {} : { cause: options.cause }) });
   }
@@ -52,7 +60,7 @@ export class SessionStateError extends StrataError {
  * (`typecheckTimeout`), or the compiler failed on the code (nested past its stack, out of its
  * heap). The code did not run. Diagnostics are not this error: they are the check's result.
  */
-export class TypeCheckFailed extends StrataError {
+export class TypeCheckFailed extends StrataError<AgentErrorCode> {
   constructor(message: string) {
     super(message, { code: 'ERR_STRATA_TYPECHECK' });
   }
@@ -64,7 +72,7 @@ export class TypeCheckFailed extends StrataError {
  * same name twice), more tools than `maxTools`, or more pages than `maxPages`. The connection is
  * closed; nothing of the server's is bridged.
  */
-export class UpstreamMcpError extends StrataError {
+export class UpstreamMcpError extends StrataError<AgentErrorCode> {
   constructor(message: string) {
     super(message, { code: 'ERR_STRATA_UPSTREAM_MCP' });
   }

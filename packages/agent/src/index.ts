@@ -12,6 +12,7 @@
 export { AgentSandbox, SESSION_EVENTS_CHANNEL } from './agent-sandbox.js';
 export type { AgentSandboxOptions, CellResult, PendingCall, RunOptions, SessionEvent } from './agent-sandbox.js';
 export { JournalError, SessionLimitExceeded, SessionStateError, TypeCheckFailed, UpstreamMcpError } from './errors.js';
+export type { AgentErrorCode } from './errors.js';
 export { JOURNAL_FORMAT, JOURNAL_VERSION } from './journal.js';
 export type { CallRecord, CallStatus, CellRecord, CellStatus, Journal, JournalSettings, RecordedError, ToolCall } from './journal.js';
 export type { Tool, ToolFunction, ToolObject, ToolSet } from './tools.js';

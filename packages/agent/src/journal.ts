@@ -2,13 +2,18 @@
  * The journal of a session: plain JSON, versioned. It holds what shaped the guest (the settings)
  * and, per cell, its code, how it ended and every tool call it made, with arguments and outcome
  * as tagged JSON (`@strata/wire`'s `toTaggedJson`: lossless for every value that crosses the
- * guest boundary). Everything here is pure: checking a journal read from outside, comparing
- * settings, sizing what is appended.
+ * guest boundary). Everything here is pure: checking a journal read from outside, reading the
+ * settings a worker runs under from its report and comparing them, sizing what is appended.
  *
  * @module
  */
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { InvalidOption, type IsolatedRuntime } from '@strata/runtime';
 import type { JsonValue } from '@strata/wire';
 import { JournalError, SessionLimitExceeded } from './errors.js';
+
+const STRATA_VERSION = (createRequire(import.meta.url)('@strata/runtime/package.json') as { version: string }).version;
 
 /** What a journal says it is. */
 export const JOURNAL_FORMAT = 'strata.agent.journal';
@@ -179,8 +184,8 @@ export function checkJournalSized(input: unknown, limits: JournalLimits = {}): {
     if (typeof h !== 'string' || !/^[0-9a-f]{64}$/.test(h)) throw new JournalError(`settings.bootstrap[${i}] must be a SHA-256 in hex`);
   });
   if (s['strictEval'] !== undefined && s['strictEval'] !== true) throw new JournalError('settings.strictEval is true or absent');
-  if (s['allowGlobals'] !== undefined) array(s['allowGlobals'], 'settings.allowGlobals').forEach((g, i) => string(g, `settings.allowGlobals[${i}]`));
-  array(s['tools'], 'settings.tools').forEach((g, i) => string(g, `settings.tools[${i}]`));
+  if (s['allowGlobals'] !== undefined) for (const [i, g] of array(s['allowGlobals'], 'settings.allowGlobals').entries()) string(g, `settings.allowGlobals[${i}]`);
+  for (const [i, g] of array(s['tools'], 'settings.tools').entries()) string(g, `settings.tools[${i}]`);
   const cells = array(j['cells'], 'cells');
   if (limits.maxCells !== undefined && cells.length > limits.maxCells) {
     throw new SessionLimitExceeded('maxCells', `the journal has ${cells.length} cells, over this session's maxCells (${limits.maxCells}): restore it with a larger maxCells`);
@@ -371,4 +376,38 @@ export function settingsMismatch(recorded: JournalSettings, current: JournalSett
   if (JSON.stringify(recorded.allowGlobals ?? []) !== JSON.stringify(current.allowGlobals ?? [])) problems.push('its allowGlobals differ');
   if (JSON.stringify(recorded.tools) !== JSON.stringify(current.tools)) problems.push(`its tools are [${recorded.tools.join(', ')}], this session's [${current.tools.join(', ')}]`);
   return problems.length === 0 ? undefined : problems.join('; ');
+}
+
+/**
+ * The settings a worker runs under, as a journal records them: from what the worker reports (a
+ * pooled worker's are the pool's), the session's tools and its layer configuration.
+ *
+ * @throws `InvalidOption` when the worker's clock is not frozen: a replay could not find its state again.
+ */
+export function workerSettings(rt: Pick<IsolatedRuntime, 'report' | 'options'>, tools: readonly string[], layers: JsonValue): JournalSettings {
+  const clockLayer = rt.report.layers.find((layer) => layer.name === 'clock');
+  const detail = (clockLayer?.detail ?? {}) as { at?: unknown; seed?: unknown };
+  const at = typeof detail.at === 'string' ? Date.parse(detail.at) : NaN;
+  if (clockLayer === undefined || clockLayer.enforcement !== 'full' || !Number.isFinite(at) || typeof detail.seed !== 'number') {
+    throw new InvalidOption('an AgentSandbox needs its workers to run a frozen clock: start the pool with clock: { at, seed } (the clock layer was not in force)');
+  }
+  const options = rt.options;
+  return {
+    strata: STRATA_VERSION,
+    clock: { at, seed: detail.seed },
+    bootstrap: options.bootstrap.map((script) => createHash('sha256').update(script).digest('hex')),
+    ...(options.strictEval ? { strictEval: true as const } : {}),
+    ...(options.allowGlobals.length > 0 ? { allowGlobals: [...options.allowGlobals] } : {}),
+    tools: [...tools].sort(),
+    layers,
+  };
+}
+
+/** The layer configuration of a session's runtime options, as the journal records it. */
+export function layersOf(runtime: Record<string, unknown>): JsonValue {
+  const picked: Record<string, JsonValue> = {};
+  for (const key of ['sandbox', 'layers', 'replaceDefaultLayers', 'omitDefaultLayers'] as const) {
+    if (runtime[key] !== undefined) picked[key] = JSON.parse(JSON.stringify(runtime[key])) as JsonValue;
+  }
+  return picked;
 }

@@ -5,7 +5,7 @@
  * `AgentSandbox` for the connection keeps state across calls. Whatever the code does (a throw, an
  * endless loop, a crash), the answer is an MCP tool error; the server goes on.
  *
- * @module
+ * @module mcp
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
@@ -57,7 +57,7 @@ export const EXECUTE_TOOL = 'execute';
 /**
  * Reads a config file: JSON, checked; module paths are relative to the file.
  *
- * @throws {@link InvalidOption} saying which field is wrong.
+ * @throws `InvalidOption` (`@strata/runtime`) saying which field is wrong.
  */
 export async function loadMcpConfig(path: string): Promise<McpServerConfig> {
   let config: unknown;
@@ -114,7 +114,7 @@ export interface RunningMcpServer {
 /**
  * Serves `config` over `transport` (stdio by default) until the client goes away or `close()`.
  *
- * @throws {@link InvalidOption} for a bad config or a tools module that does not export tools.
+ * @throws `InvalidOption` (`@strata/runtime`) for a bad config or a tools module that does not export tools.
  */
 export async function startMcpServer(config: McpServerConfig, transport: Transport = new LineStdioTransport()): Promise<RunningMcpServer> {
   const checked = checkConfig(config);

@@ -10,7 +10,8 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { InvalidOption, type IsolatedRuntime, type Runtime } from '@strata/runtime';
+import { InvalidOption, type StrataRuntime } from '@strata/runtime';
+import { isAsciiIdentifier } from '@strata/wire';
 import { renderDeclarations } from './declarations.js';
 import { describeThrown } from './describe.js';
 import { linearFormats } from './formats.js';
@@ -122,7 +123,7 @@ export class ToolBridge {
   constructor(options: ToolBridgeOptions) {
     if (options === null || typeof options !== 'object') throw new InvalidOption('ToolBridge options must be an object ({ namespace?, tools })');
     const namespace = options.namespace ?? 'tools';
-    if (typeof namespace !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(namespace) || RESERVED.has(namespace)) {
+    if (typeof namespace !== 'string' || !isAsciiIdentifier(namespace) || RESERVED.has(namespace)) {
       throw new InvalidOption(`namespace must be a JavaScript identifier that is not a reserved word (got ${JSON.stringify(namespace)})`);
     }
     this.namespace = namespace;
@@ -197,11 +198,11 @@ export class ToolBridge {
   }
 
   /**
-   * Puts the namespace into a runtime: `await tools.<name>(input)` in the guest calls the tool
+   * Puts the namespace into a runtime (either engine: any {@link StrataRuntime}): `await tools.<name>(input)` in the guest calls the tool
    * through {@link ToolBridge.call}. Validation errors and the tools' own errors reach the guest
    * by kind and message (never a stack), whatever `redactHostErrors` says: they are for the model.
    */
-  async bind(rt: Runtime | IsolatedRuntime, options: BindOptions = {}): Promise<void> {
+  async bind(rt: StrataRuntime, options: BindOptions = {}): Promise<void> {
     const hidden = `__strataBridge_${this.namespace}`;
     const report = (call: ToolCall) => {
       try {
@@ -244,8 +245,8 @@ export class ToolBridge {
 }
 
 // Calls through bind are numbered per runtime, across all the bridges bound to it, as a session numbers its calls.
-const bindSeqs = new WeakMap<object, number>();
-function nextSeq(rt: object): number {
+const bindSeqs = new WeakMap<StrataRuntime, number>();
+function nextSeq(rt: StrataRuntime): number {
   const seq = (bindSeqs.get(rt) ?? 0) + 1;
   bindSeqs.set(rt, seq);
   return seq;
@@ -353,4 +354,4 @@ function pathText(path: readonly unknown[]): string {
   return path.map((part) => segment(String(typeof part === 'object' && part !== null && 'key' in part ? (part as { key: unknown }).key : part))).join('');
 }
 
-const segment = (key: string) => (/^\d+$/.test(key) ? `[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`);
+const segment = (key: string) => (/^\d+$/.test(key) ? `[${key}]` : isAsciiIdentifier(key) ? `.${key}` : `[${JSON.stringify(key)}]`);

@@ -6,6 +6,7 @@
  * @module
  */
 import { InvalidOption } from '@strata/runtime';
+import { isAsciiIdentifier } from '@strata/wire';
 import type { RecordedError } from './journal.js';
 
 /** A tool as a function: called with the guest's arguments; its (awaited) return value is the guest's answer. */
@@ -58,7 +59,7 @@ export function sessionTools(tools: unknown): SessionTool[] {
   if (tools === undefined) return [];
   if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) throw new InvalidOption('tools must be an object of tools by name ({ lookup: async (sku) => …, send: { execute, needsApproval } })');
   return Object.entries(tools as Record<string, unknown>).map(([name, tool]) => {
-    if (!/^[A-Za-z_$][\w$]*$/.test(name) || RESERVED.has(name)) {
+    if (!isAsciiIdentifier(name) || RESERVED.has(name)) {
       throw new InvalidOption(`tool name ${JSON.stringify(name)} is not a name the guest can call: use a JavaScript identifier that is not a reserved word`);
     }
     if (typeof tool === 'function') return { name, description: undefined, execute: tool as ToolFunction, needsApproval: async () => false };

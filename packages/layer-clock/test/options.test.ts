@@ -2,6 +2,7 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { CLOCK_LAYER_VERSION } from '../src/constants.js';
 import { CLOCK_LAYER_MODULE, clock, clockBootstrap, ClockOptionError, DEFAULT_CLOCK_AT, DEFAULT_CLOCK_SEED, seededRandom } from '../src/index.js';
+import { StrataError } from '@strata/runtime/layers';
 
 test('clock() names the layer module with normalised, JSON-serialisable options', (t) => {
   const descriptor = clock({ at: '2026-03-04T05:06:07.089Z', seed: 42 });
@@ -108,4 +109,11 @@ test("the layer's version is the package's", (t) => {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string; exports: Record<string, unknown> };
   t.is(CLOCK_LAYER_VERSION, pkg.version);
   t.deepEqual(Object.keys(pkg.exports), ['.', './layer', './package.json']);
+});
+
+test("the clock's errors are Strata's: a bad option is a StrataError with the runtime's layer-config code", (t) => {
+  const error = t.throws(() => clock({ seed: -1 }), { instanceOf: ClockOptionError });
+  t.true(error instanceof StrataError);
+  t.is(error?.code, 'ERR_STRATA_LAYER_CONFIG');
+  t.is(error?.name, 'ClockOptionError');
 });

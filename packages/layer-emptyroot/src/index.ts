@@ -16,6 +16,7 @@
  */
 import type { LayerDescriptor, LayerRequirement } from '@strata/runtime';
 import { checkBindPaths } from './layer.js';
+import { LayerConfigError } from '@strata/runtime/layers';
 
 /** The module the worker imports. */
 export const EMPTYROOT_LAYER_MODULE = '@strata/layer-emptyroot/layer';
@@ -32,9 +33,9 @@ const REQUIREMENTS: readonly LayerRequirement[] = ['require', 'auto', 'off'];
 
 /** Names the empty-root layer for `IsolatedRuntime.start({ layers })`. */
 export function emptyroot(options: EmptyrootOptions = {}): LayerDescriptor {
-  for (const key of Object.keys(options)) if (key !== 'requirement' && key !== 'bindPaths') throw new TypeError(`emptyroot(): unknown option ${JSON.stringify(key)}`);
+  for (const key of Object.keys(options)) if (key !== 'requirement' && key !== 'bindPaths') throw new LayerConfigError('emptyroot', `emptyroot(): unknown option ${JSON.stringify(key)}`);
   const { requirement } = options;
-  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new TypeError(`emptyroot(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
+  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new LayerConfigError('emptyroot', `emptyroot(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
   const bindPaths = checkBindPaths(options.bindPaths);
   const descriptor: LayerDescriptor = { module: EMPTYROOT_LAYER_MODULE, options: options.bindPaths === undefined ? {} : { bindPaths } };
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });

@@ -17,7 +17,7 @@
 import { lstatSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { computeWorkerFiles, errnoOf, type ApplyContext, type LaunchContext, type LaunchStep, type Layer, type LayerCapability, type ProbeContext, type SelfTestContext } from '@strata/runtime/layers';
+import { LayerConfigError, computeWorkerFiles, errnoOf, type ApplyContext, type LaunchContext, type LaunchStep, type Layer, type LayerCapability, type ProbeContext, type SelfTestContext } from '@strata/runtime/layers';
 import { EMPTYROOT_HELPER, dryRun } from './helper.js';
 import { helperArguments, planRoot, type RootPlan } from './root-plan.js';
 
@@ -37,10 +37,10 @@ const OPTIONS = new Set(['bindPaths']);
 /** The layer's `bindPaths` option: absolute paths, as a list of strings. Throws naming what is wrong. */
 export function checkBindPaths(value: unknown): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string')) throw new TypeError('emptyroot(): option "bindPaths" must be an array of strings');
+  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string')) throw new LayerConfigError('emptyroot', 'emptyroot(): option "bindPaths" must be an array of strings');
   for (const path of value as string[]) {
-    if (!isAbsolute(path)) throw new TypeError(`emptyroot(): option "bindPaths" takes absolute paths only; got ${JSON.stringify(path)}`);
-    if (path.includes('\0')) throw new TypeError('emptyroot(): option "bindPaths" must not contain NUL');
+    if (!isAbsolute(path)) throw new LayerConfigError('emptyroot', `emptyroot(): option "bindPaths" takes absolute paths only; got ${JSON.stringify(path)}`);
+    if (path.includes('\0')) throw new LayerConfigError('emptyroot', 'emptyroot(): option "bindPaths" must not contain NUL');
   }
   return [...(value as string[])];
 }

@@ -9,9 +9,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { EMPTYROOT_HELPER } from '../src/helper.js';
 import { rootPlanFor } from '../src/layer.js';
 import { helperArguments } from '../src/root-plan.js';
+import { platformTest } from '@strata/runtime/testing';
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
-const maybe = linux ? test : test.skip;
+const maybe = platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 const packageDir = (name: string) => dirname(fileURLToPath(import.meta.resolve(`${name}/package.json`)));
 /** A compiled module of another layer package, by file: its internals are not in its main entry. */
 const internalModule = async <T>(name: string, module: string): Promise<T> => (await import(pathToFileURL(join(packageDir(name), 'dist', 'src', module)).href)) as T;

@@ -9,9 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { dryRun, EMPTYROOT_HELPER, HELPER_EXIT } from '../src/helper.js';
 import { rootPlanFor } from '../src/layer.js';
 import { helperArguments } from '../src/root-plan.js';
+import { platformTest } from '@strata/runtime/testing';
 
 const linux = process.platform === 'linux';
-const maybe = linux ? test : test.skip;
+const maybe = platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 const root = process.getuid?.() === 0;
 const SIMULATE = join(dirname(fileURLToPath(import.meta.resolve('@strata/runtime/package.json'))), 'build', 'Release', 'strata-simulate-platform');
 

@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IsolatedRuntime, SandboxUnavailable, defaultLayers } from '@strata/runtime';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { checkGuestStillWorks, checkLayerConformance } from '@strata/runtime/testing';
+import { checkGuestStillWorks, checkLayerConformance, platformTest } from '@strata/runtime/testing';
 import { emptyroot } from '../src/index.js';
 import { NAMESPACES } from '../src/layer.js';
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
-const maybe = linux ? test.serial : test.skip;
+const maybe = platformTest(test.serial, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 
 maybe('the empty root alone, required: in force, self-tested, verified from outside; guest code still works', async (t) => {
   // Alone (replaceDefaultLayers), so not under sandbox 'require', which would refuse a list

@@ -5,6 +5,7 @@ import { classifyDryRun } from '../src/helper.js';
 import { emptyroot, EMPTYROOT_LAYER_MODULE } from '../src/index.js';
 import { helperArguments, planRoot, resolveOnHost, STAGE_CANDIDATES, type HostFs } from '../src/root-plan.js';
 import emptyrootLayer from '../src/layer.js';
+import { LayerConfigError } from '@strata/runtime/layers';
 
 /** A host as a table: a path's kind, or a symlink's target (a string starting with '->'). */
 function fakeFs(table: Record<string, 'dir' | 'file' | `->${string}`>): HostFs {
@@ -154,10 +155,10 @@ test('emptyroot() names the layer module, checks its options and passes the requ
   t.is(EMPTYROOT_LAYER_MODULE, '@strata/layer-emptyroot/layer');
   t.deepEqual(emptyroot(), { module: EMPTYROOT_LAYER_MODULE, options: {} });
   t.deepEqual(emptyroot({ requirement: 'require', bindPaths: ['/srv/data'] }), { module: EMPTYROOT_LAYER_MODULE, options: { bindPaths: ['/srv/data'] }, requirement: 'require' });
-  t.throws(() => emptyroot({ requirement: 'maybe' as never }), { instanceOf: TypeError });
-  t.throws(() => emptyroot({ readPaths: ['/tmp'] } as never), { instanceOf: TypeError, message: /unknown option "readPaths"/ });
-  t.throws(() => emptyroot({ bindPaths: ['relative'] }), { instanceOf: TypeError, message: /absolute/ });
-  t.throws(() => emptyroot({ bindPaths: '/srv' as never }), { instanceOf: TypeError });
+  t.throws(() => emptyroot({ requirement: 'maybe' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
+  t.throws(() => emptyroot({ readPaths: ['/tmp'] } as never), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /unknown option "readPaths"/ });
+  t.throws(() => emptyroot({ bindPaths: ['relative'] }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /absolute/ });
+  t.throws(() => emptyroot({ bindPaths: '/srv' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
   t.throws(() => emptyrootLayer({ nope: 1 }), { message: /unknown option/ });
   const layer = emptyrootLayer({});
   t.is(layer.name, 'emptyroot');

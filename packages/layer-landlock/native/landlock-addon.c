@@ -41,25 +41,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "strata-napi.h"
+
 #include "landlock-uapi.h"
-
-#define CHECK(env, call)                                                                             \
-  do {                                                                                               \
-    if ((call) != napi_ok) {                                                                         \
-      const napi_extended_error_info *info;                                                          \
-      napi_get_last_error_info((env), &info);                                                        \
-      bool pending;                                                                                  \
-      napi_is_exception_pending((env), &pending);                                                    \
-      if (!pending) napi_throw_error((env), NULL, info->error_message ? info->error_message : #call); \
-      return NULL;                                                                                   \
-    }                                                                                                \
-  } while (0)
-
-static napi_value number(napi_env env, double value) {
-  napi_value result;
-  CHECK(env, napi_create_double(env, value, &result));
-  return result;
-}
 
 /* Throws `strata-landlock: <step>: <strerror> (errno N)<hint>`. */
 static void throw_errno(napi_env env, const char *step, int error, const char *hint) {
@@ -83,13 +67,13 @@ static int ask_abi(napi_env env) {
 static napi_value abi(napi_env env, napi_callback_info info) {
   (void)info;
   int result = ask_abi(env);
-  return result < 0 ? NULL : number(env, result);
+  return result < 0 ? NULL : strata_number(env, result);
 }
 
 static napi_value errata(napi_env env, napi_callback_info info) {
   (void)info;
   long result = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_ERRATA);
-  return number(env, result < 0 ? -(double)errno : (double)result);
+  return strata_number(env, result < 0 ? -(double)errno : (double)result);
 }
 
 /* ---- stackDenyAll -------------------------------------------------------------------------- */
@@ -141,7 +125,7 @@ static napi_value stack(napi_env env, bool (*restrict_step)(napi_env, int, int))
   if (ruleset < 0) return NULL;
   bool stacked = restrict_step(env, ruleset, running);
   close(ruleset);
-  return stacked ? number(env, (double)handled) : NULL;
+  return stacked ? strata_number(env, (double)handled) : NULL;
 }
 
 static napi_value stack_deny_all(napi_env env, napi_callback_info info) {

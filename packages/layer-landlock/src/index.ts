@@ -17,6 +17,7 @@
 import type { LayerDescriptor, LayerRequirement } from '@strata/runtime';
 import { checkReadPaths } from './read-set.js';
 import { checkStackAfterLoad } from './stack.js';
+import { LayerConfigError } from '@strata/runtime/layers';
 
 /** The module the worker imports. */
 export const LANDLOCK_LAYER_MODULE = '@strata/layer-landlock/layer';
@@ -41,9 +42,9 @@ const KEYS = new Set(['requirement', 'readPaths', 'stackAfterLoad']);
 
 /** Names the Landlock layer for `IsolatedRuntime.start({ layers })`. */
 export function landlock(options: LandlockOptions = {}): LayerDescriptor {
-  for (const key of Object.keys(options)) if (!KEYS.has(key)) throw new TypeError(`landlock(): unknown option ${JSON.stringify(key)}`);
+  for (const key of Object.keys(options)) if (!KEYS.has(key)) throw new LayerConfigError('landlock', `landlock(): unknown option ${JSON.stringify(key)}`);
   const { requirement } = options;
-  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new TypeError(`landlock(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
+  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new LayerConfigError('landlock', `landlock(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
   const readPaths = checkReadPaths(options.readPaths);
   const stackAfterLoad = checkStackAfterLoad(options.stackAfterLoad);
   const layerOptions = {

@@ -7,7 +7,7 @@
  */
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { computeWorkerFiles, type WorkerFile } from '@strata/runtime/layers';
+import { LayerConfigError, computeWorkerFiles, type WorkerFile } from '@strata/runtime/layers';
 
 export {
   isBeneath,
@@ -17,7 +17,7 @@ export {
   parseLoadedObjects,
   parseMaps,
   SYSTEM_WORKER_FILES as SYSTEM_FILES,
-} from '@strata/runtime/layers';
+} from '@strata/runtime/worker-files';
 
 /** One entry of the read set: a directory (read, list and execute beneath it) or a single file (read and execute). */
 export type ReadEntry = WorkerFile;
@@ -33,10 +33,10 @@ export function helperArguments(entries: readonly ReadEntry[]): string[] {
 /** The layer's `readPaths` option: absolute paths, as a list of strings. Throws naming what is wrong. */
 export function checkReadPaths(value: unknown): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string')) throw new TypeError('landlock(): option "readPaths" must be an array of strings');
+  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string')) throw new LayerConfigError('landlock', 'landlock(): option "readPaths" must be an array of strings');
   for (const path of value as string[]) {
-    if (!isAbsolute(path)) throw new TypeError(`landlock(): option "readPaths" takes absolute paths only; got ${JSON.stringify(path)}`);
-    if (path.includes('\0')) throw new TypeError('landlock(): option "readPaths" must not contain NUL');
+    if (!isAbsolute(path)) throw new LayerConfigError('landlock', `landlock(): option "readPaths" takes absolute paths only; got ${JSON.stringify(path)}`);
+    if (path.includes('\0')) throw new LayerConfigError('landlock', 'landlock(): option "readPaths" must not contain NUL');
   }
   return [...(value as string[])];
 }

@@ -16,6 +16,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { LayerCapability } from '@strata/runtime/layers';
+import { LayerConfigError } from '@strata/runtime/layers';
 import { TEST_FIRE_MARKER } from './test-fire.js';
 
 /** The first Landlock ABI with thread sync (Linux 7.0). */
@@ -32,7 +33,7 @@ const TEST_FIRE_SCRIPT = fileURLToPath(new URL('./test-fire.js', import.meta.url
 /** The layer's `stackAfterLoad` option: a boolean, `true` when not given. Throws naming what is wrong. */
 export function checkStackAfterLoad(value: unknown): boolean {
   if (value === undefined) return true;
-  if (typeof value !== 'boolean') throw new TypeError(`landlock(): option "stackAfterLoad" must be true or false; got ${JSON.stringify(value) ?? String(value)}`);
+  if (typeof value !== 'boolean') throw new LayerConfigError('landlock', `landlock(): option "stackAfterLoad" must be true or false; got ${JSON.stringify(value) ?? String(value)}`);
   return value;
 }
 

@@ -14,6 +14,7 @@ import { readFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { errnoOf } from '@strata/runtime/layers';
 import { loadAddon } from './addon.js';
 
 /** The line the child prints when everything worked. */
@@ -23,22 +24,13 @@ const THREAD = `
   const { parentPort } = require('node:worker_threads');
   const { readFileSync } = require('node:fs');
   parentPort.on('message', (path) => {
-    try { readFileSync(path); parentPort.postMessage('read'); } catch (error) { parentPort.postMessage(error.code); }
+    try { readFileSync(path); parentPort.postMessage('none'); } catch (error) { parentPort.postMessage(error.code); }
   });`;
-
-function errnoOf(run: () => unknown): string {
-  try {
-    run();
-    return 'read';
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code ?? String(error);
-  }
-}
 
 async function main(): Promise<void> {
   const addon = loadAddon();
   const file = fileURLToPath(new URL('../../package.json', import.meta.url));
-  if (errnoOf(() => readFileSync(file)) !== 'read') throw new Error(`${file} is unreadable before the stack`);
+  if (errnoOf(() => readFileSync(file)) !== 'none') throw new Error(`${file} is unreadable before the stack`);
   const thread = new Worker(THREAD, { eval: true });
   await once(thread, 'online');
   addon.stackDenyAll();
@@ -46,7 +38,7 @@ async function main(): Promise<void> {
   thread.postMessage(file);
   const [earlierThread] = (await once(thread, 'message')) as [string];
   const pool = await readFile(file).then(
-    () => 'read',
+    () => 'none',
     (error: NodeJS.ErrnoException) => error.code ?? error.message,
   );
   await thread.terminate();

@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { HELPER_EXIT, LANDLOCK_HELPER, landlockAbi, parsePrintAbi } from '../src/helper.js';
 import { ERRATA_FROM_OLD_HELPER, errataFromKernel, errnoName } from '../src/errata.js';
 import { computeReadSet, helperArguments, PACKAGE_ROOT } from '../src/read-set.js';
+import { platformTest } from '@strata/runtime/testing';
 
 const linux = process.platform === 'linux';
-const maybe = linux ? test : test.skip;
+const maybe = platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 
 function run(args: string[]) {
   return spawnSync(LANDLOCK_HELPER, args, { encoding: 'utf8', env: {}, timeout: 30_000 });

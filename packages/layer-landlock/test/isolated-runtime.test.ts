@@ -7,15 +7,16 @@ import { join } from 'node:path';
 import { IsolatedRuntime, type IsolatedRuntime as Rt } from '@strata/runtime';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { seccomp } from '@strata/layer-seccomp';
-import { checkGuestStillWorks } from '@strata/runtime/testing';
+import { checkGuestStillWorks, platformTest } from '@strata/runtime/testing';
 import { landlock } from '../src/index.js';
 import { landlockAbi } from '../src/helper.js';
 import { STACK_MIN_ABI } from '../src/stack.js';
+import { LayerConfigError } from '@strata/runtime/layers';
 
 const descriptor = (options: Parameters<typeof landlock>[0] = {}) => landlock(options);
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
-const maybe = linux ? test.serial : test.skip;
+const maybe = platformTest(test.serial, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 
 const kernel = linux ? landlockAbi() : undefined;
 const abiHere = kernel && 'abi' in kernel ? kernel.abi : 0;
@@ -103,7 +104,7 @@ maybe("stackAfterLoad: false is reported as off, in the probe and in the worker"
   } finally {
     await rt.close();
   }
-  t.throws(() => descriptor({ stackAfterLoad: 'no' as never }), { instanceOf: TypeError });
+  t.throws(() => descriptor({ stackAfterLoad: 'no' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
 });
 
 maybe('readPaths are counted in the report; a relative one is refused', async (t) => {
@@ -116,7 +117,7 @@ maybe('readPaths are counted in the report; a relative one is refused', async (t
     await rt.close();
     rmSync(extra, { recursive: true, force: true });
   }
-  t.throws(() => descriptor({ readPaths: ['etc'] }), { instanceOf: TypeError });
+  t.throws(() => descriptor({ readPaths: ['etc'] }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
 });
 
 maybe('seccomp before Landlock: still full and self-tested; the addon still tells the ABI and errata (no exec needed)', async (t) => {

@@ -6,6 +6,8 @@ import { landlock, LANDLOCK_LAYER_MODULE } from '../src/index.js';
 import { checkReadPaths, computeReadSet, helperArguments, isBeneath, normalizeReadSet, parseLoadedObjects, parseMaps, PACKAGE_ROOT, type ReadEntry } from '../src/read-set.js';
 import { capabilityWords, handledRights } from '../src/rights.js';
 import landlockLayer from '../src/layer.js';
+import { LayerConfigError } from '@strata/runtime/layers';
+import { platformTest } from '@strata/runtime/testing';
 
 const linux = process.platform === 'linux';
 
@@ -51,10 +53,10 @@ test('parseMaps keeps shared objects, not Node addons or anonymous mappings', (t
 test('readPaths must be absolute strings', (t) => {
   t.deepEqual(checkReadPaths(undefined), []);
   t.deepEqual(checkReadPaths(['/data']), ['/data']);
-  t.throws(() => checkReadPaths(['data']), { instanceOf: TypeError, message: /absolute/ });
-  t.throws(() => checkReadPaths('/data'), { instanceOf: TypeError });
-  t.throws(() => checkReadPaths([1]), { instanceOf: TypeError });
-  t.throws(() => checkReadPaths(['/a\0b']), { instanceOf: TypeError });
+  t.throws(() => checkReadPaths(['data']), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /absolute/ });
+  t.throws(() => checkReadPaths('/data'), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
+  t.throws(() => checkReadPaths([1]), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
+  t.throws(() => checkReadPaths(['/a\0b']), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
 });
 
 test('handled rights and capability words follow the ABI', (t) => {
@@ -79,19 +81,19 @@ test('landlock() names the layer module, checks its options and passes the requi
   t.is(LANDLOCK_LAYER_MODULE, '@strata/layer-landlock/layer');
   t.deepEqual(landlock(), { module: LANDLOCK_LAYER_MODULE, options: {} });
   t.deepEqual(landlock({ requirement: 'require', readPaths: ['/srv'] }), { module: LANDLOCK_LAYER_MODULE, options: { readPaths: ['/srv'] }, requirement: 'require' });
-  t.throws(() => landlock({ requirement: 'sometimes' as never }), { instanceOf: TypeError });
-  t.throws(() => landlock({ writePaths: ['/tmp'] } as never), { instanceOf: TypeError });
-  t.throws(() => landlock({ readPaths: ['relative'] }), { instanceOf: TypeError });
+  t.throws(() => landlock({ requirement: 'sometimes' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
+  t.throws(() => landlock({ writePaths: ['/tmp'] } as never), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
+  t.throws(() => landlock({ readPaths: ['relative'] }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
   t.deepEqual(landlock({ stackAfterLoad: false }), { module: LANDLOCK_LAYER_MODULE, options: { stackAfterLoad: false } });
   t.deepEqual(landlock({ stackAfterLoad: true, readPaths: ['/srv'] }).options, { readPaths: ['/srv'], stackAfterLoad: true });
-  t.throws(() => landlock({ stackAfterLoad: 'yes' as never }), { instanceOf: TypeError, message: /"stackAfterLoad" must be true or false; got "yes"/ });
+  t.throws(() => landlock({ stackAfterLoad: 'yes' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /"stackAfterLoad" must be true or false; got "yes"/ });
   t.throws(() => landlockLayer({ nope: 1 }), { message: /unknown option\(s\) nope; the layer takes readPaths, stackAfterLoad/ });
   const layer = landlockLayer({});
   t.is(layer.name, 'landlock');
   t.is(layer.version, '0.1.0');
 });
 
-(linux ? test : test.skip)('computeReadSet: Node, the runtime packages, the libraries, nothing writable or broad', (t) => {
+platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' })('computeReadSet: Node, the runtime packages, the libraries, nothing writable or broad', (t) => {
   const set = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: [] });
   const paths = set.map((e) => e.path);
   const nodeBin = realpathSync(process.execPath);

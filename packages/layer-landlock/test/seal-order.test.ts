@@ -10,13 +10,13 @@ import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { IsolatedRuntime, LayerFailed, WorkerCrashed, defaultLayers, type LayerDescriptor } from '@strata/runtime';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { checkGuestStillWorks } from '@strata/runtime/testing';
+import { checkGuestStillWorks, platformTest } from '@strata/runtime/testing';
 import { landlockAbi } from '../src/helper.js';
 import { SIMULATED_STACK } from './fixtures/simulated-stack-layer.js';
 
 const kernel = process.platform === 'linux' ? landlockAbi() : undefined;
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64') && kernel !== undefined && 'abi' in kernel;
-const maybe = linux ? test.serial : test.skip;
+const maybe = platformTest(test.serial, { feature: 'landlock-abi=1', available: linux, reason: 'needs Linux (x64 or arm64) with Landlock' });
 
 const FIXTURE = new URL('./fixtures/simulated-stack-layer.js', import.meta.url).href;
 const WATCHDOG_FIRST_WORKER = fileURLToPath(new URL('./fixtures/watchdog-first-worker.js', import.meta.url));

@@ -2,22 +2,22 @@
 // stackDenyAll fired in children only (never in ava's own process: it cannot be undone).
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { planLayers } from '@strata/runtime/layers';
+import { LayerConfigError, planLayers } from '@strata/runtime/layers';
 import { ADDON_PATH, addonUnavailableReason, loadAddon } from '../src/addon.js';
 import { errataFromKernel } from '../src/errata.js';
 import { LANDLOCK_HELPER, landlockAbi } from '../src/helper.js';
 import { PACKAGE_ROOT, computeReadSet, helperArguments } from '../src/read-set.js';
 import landlockLayer, { capabilityFor } from '../src/layer.js';
 import { STACKED, STACK_MIN_ABI, STACK_WORD, checkStackAfterLoad, planStack, runStackTestFire, sealStackDecision } from '../src/stack.js';
+import { PLATFORM_ENV, declaredFeatures, platformTest } from '@strata/runtime/testing';
 
 const linux = process.platform === 'linux';
 const kernel = linux ? landlockAbi() : undefined;
 const abi = kernel && 'abi' in kernel ? kernel.abi : 0;
-const maybe = linux ? test : test.skip;
+const maybe = platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 const belowTsync = linux && abi >= 1 && abi < STACK_MIN_ABI;
 const withTsync = linux && abi >= STACK_MIN_ABI;
-const onAbi8 = withTsync ? test : test.skip;
-const skipReason = withTsync ? '' : ` (skipped: this kernel has Landlock ABI ${abi}, needs ${STACK_MIN_ABI})`;
+const onAbi8 = platformTest(test, { feature: `landlock-abi=${STACK_MIN_ABI}`, available: withTsync, reason: `this kernel has Landlock ABI ${abi}, needs ${STACK_MIN_ABI}` });
 
 /** Runs `source` (CommonJS) in a throwaway Node child with the addon's path as ADDON; its stdout as JSON. */
 function inChild(source: string): { status: number | null; out: Record<string, unknown>; stderr: string } {
@@ -35,8 +35,8 @@ test('stackAfterLoad: a boolean, true when not given', (t) => {
   t.true(checkStackAfterLoad(undefined));
   t.true(checkStackAfterLoad(true));
   t.false(checkStackAfterLoad(false));
-  for (const bad of ['yes', 1, null, {}]) t.throws(() => checkStackAfterLoad(bad), { instanceOf: TypeError, message: /"stackAfterLoad" must be true or false/ });
-  t.throws(() => landlockLayer({ stackAfterLoad: 'no' }), { instanceOf: TypeError });
+  for (const bad of ['yes', 1, null, {}]) t.throws(() => checkStackAfterLoad(bad), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /"stackAfterLoad" must be true or false/ });
+  t.throws(() => landlockLayer({ stackAfterLoad: 'no' }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
   t.notThrows(() => landlockLayer({ stackAfterLoad: false }));
 });
 
@@ -212,11 +212,11 @@ maybe('stackDenyAllThisThread (tests only) in a child: the calling thread loses 
   t.deepEqual([out.main, out.list, out.stat, out.thread], ['EACCES', 'EACCES', 'read', 'read']);
 });
 
-onAbi8(`the probe's test-fire passes: a thread started before the stack and libuv's pool are denied too${skipReason}`, (t) => {
+onAbi8(`the probe's test-fire passes: a thread started before the stack and libuv's pool are denied too`, (t) => {
   t.is(runStackTestFire(), undefined);
 });
 
-onAbi8(`stackDenyAll in a child: every file is denied on every thread, the process runs on${skipReason}`, (t) => {
+onAbi8(`stackDenyAll in a child: every file is denied on every thread, the process runs on`, (t) => {
   const { status, out, stderr } = inChild(`
     const fs = require('node:fs');
     const { Worker } = require('node:worker_threads');
@@ -234,4 +234,12 @@ onAbi8(`stackDenyAll in a child: every file is denied on every thread, the proce
   t.is(out.before, 'read');
   t.true(typeof out.handled === 'number' && (out.handled & 0b111) === 0b111, 'execute, write_file, read_file are handled');
   t.deepEqual([out.main, out.list, out.write, out.thread], ['EACCES', 'EACCES', 'EACCES', 'EACCES']);
+});
+
+// As rust-landlock's LANDLOCK_CRATE_TEST_ABI: a machine that declares its Landlock ABI
+// (STRATA_TEST_PLATFORM=landlock-abi=N, as CI does) has exactly that ABI, so the ABI-dependent
+// tests above ran or skipped for the reason the machine declared.
+const declaredAbi = [...declaredFeatures()].map((f) => /^landlock-abi=(\d+)$/.exec(f)).find((m) => m !== null);
+(declaredAbi ? test : test.skip)(`the kernel's Landlock ABI is the one ${PLATFORM_ENV} declares${declaredAbi ? '' : ' (skipped: no landlock-abi declared)'}`, (t) => {
+  t.is(abi, Number(declaredAbi![1]));
 });

@@ -22,6 +22,8 @@
 #include <sys/sysctl.h>
 #include <sys/types.h>
 
+#include "strata-napi.h"
+
 /*
  * From <sandbox.h>, declared here rather than included: the header marks them deprecated (since
  * macOS 10.8) and -Werror would stop the build. They are still in libSystem and still what
@@ -29,18 +31,6 @@
  */
 int sandbox_init(const char *profile, uint64_t flags, char **errorbuf);
 void sandbox_free_error(char *errorbuf);
-
-#define CHECK(env, call)                                                                             \
-  do {                                                                                               \
-    if ((call) != napi_ok) {                                                                         \
-      const napi_extended_error_info *info;                                                          \
-      napi_get_last_error_info((env), &info);                                                        \
-      bool pending;                                                                                  \
-      napi_is_exception_pending((env), &pending);                                                    \
-      if (!pending) napi_throw_error((env), NULL, info->error_message ? info->error_message : #call); \
-      return NULL;                                                                                   \
-    }                                                                                                \
-  } while (0)
 
 /* ---- apply --------------------------------------------------------------------------------- */
 

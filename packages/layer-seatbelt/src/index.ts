@@ -17,6 +17,7 @@
  */
 import type { LayerDescriptor, LayerRequirement } from '@strata/runtime';
 import { checkReadPaths } from './read-set.js';
+import { LayerConfigError } from '@strata/runtime/layers';
 
 /** The module the worker imports. */
 export const SEATBELT_LAYER_MODULE = '@strata/layer-seatbelt/layer';
@@ -31,12 +32,12 @@ export interface SeatbeltOptions {
 
 const REQUIREMENTS: readonly LayerRequirement[] = ['require', 'auto', 'off'];
 
-/** Names the Seatbelt layer for `IsolatedRuntime.start({ layers })`. Throws a TypeError for an unknown option or a bad value. */
+/** Names the Seatbelt layer for `IsolatedRuntime.start({ layers })`. Throws a `LayerConfigError` (`ERR_STRATA_LAYER_CONFIG`) for an unknown option or a bad value. */
 export function seatbelt(options: SeatbeltOptions = {}): LayerDescriptor {
-  if (options === null || typeof options !== 'object') throw new TypeError('seatbelt(): options must be an object');
-  for (const key of Object.keys(options)) if (key !== 'requirement' && key !== 'readPaths') throw new TypeError(`seatbelt(): unknown option ${JSON.stringify(key)}; it takes readPaths and requirement`);
+  if (options === null || typeof options !== 'object') throw new LayerConfigError('seatbelt', 'seatbelt(): options must be an object');
+  for (const key of Object.keys(options)) if (key !== 'requirement' && key !== 'readPaths') throw new LayerConfigError('seatbelt', `seatbelt(): unknown option ${JSON.stringify(key)}; it takes readPaths and requirement`);
   const { requirement } = options;
-  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new TypeError(`seatbelt(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
+  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new LayerConfigError('seatbelt', `seatbelt(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
   const readPaths = checkReadPaths(options.readPaths);
   const descriptor: LayerDescriptor = { module: SEATBELT_LAYER_MODULE, options: options.readPaths === undefined ? {} : { readPaths } };
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });

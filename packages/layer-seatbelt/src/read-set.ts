@@ -5,7 +5,8 @@
  * @module
  */
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import { nodeModulesWithRuntime, strataPackages } from '@strata/runtime/layers';
+import { LayerConfigError } from '@strata/runtime/layers';
+import { nodeModulesWithRuntime, strataPackages } from '@strata/runtime/worker-files';
 import { fileURLToPath } from 'node:url';
 import { checkProfilePath, type ReadRule } from './profile.js';
 
@@ -30,11 +31,21 @@ export { nodeModulesWithRuntime, strataPackages };
 /** This package's root (two levels above dist/src). */
 export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
 
-/** The layer's `readPaths` option: absolute paths the profile can hold, as a list of strings. Throws a TypeError naming what is wrong. */
+/**
+ * The layer's `readPaths` option: absolute paths the profile can hold, as a list of strings.
+ * Throws a `LayerConfigError` naming what is wrong (the profile generator's own check, a
+ * TypeError, becomes its cause).
+ */
 export function checkReadPaths(value: unknown, where = 'seatbelt()'): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string')) throw new TypeError(`${where}: option "readPaths" must be an array of strings`);
-  for (const path of value as string[]) checkProfilePath(path, `${where}: option "readPaths"`);
+  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string')) throw new LayerConfigError('seatbelt', `${where}: option "readPaths" must be an array of strings`);
+  for (const path of value as string[]) {
+    try {
+      checkProfilePath(path, `${where}: option "readPaths"`);
+    } catch (error) {
+      throw new LayerConfigError('seatbelt', (error as Error).message, { cause: error });
+    }
+  }
   return [...(value as string[])];
 }
 

@@ -9,6 +9,7 @@ import { SEATBELT_LAYER_MODULE, seatbelt } from '../src/index.js';
 import seatbeltLayer, { PROVIDES, profileFor } from '../src/layer.js';
 import { checkProfile } from '../src/profile.js';
 import { offMac, onMac, when } from './when.js';
+import { LayerConfigError } from '@strata/runtime/layers';
 
 
 const probeContext = (platform: NodeJS.Platform, options: Record<string, unknown> = {}): ProbeContext => ({ platform, arch: process.arch, options });
@@ -19,12 +20,12 @@ test('seatbelt() names the layer module, checks its options and passes the requi
   t.deepEqual(seatbelt({ requirement: 'require', readPaths: ['/srv'] }), { module: SEATBELT_LAYER_MODULE, options: { readPaths: ['/srv'] }, requirement: 'require' });
   t.deepEqual(seatbelt({ requirement: 'off' }), { module: SEATBELT_LAYER_MODULE, options: {}, requirement: 'off' });
   t.true(Object.isFrozen(seatbelt()));
-  t.throws(() => seatbelt({ requirement: 'sometimes' as never }), { instanceOf: TypeError, message: /"requirement" must be 'require', 'auto' or 'off'/ });
-  t.throws(() => seatbelt({ writePaths: ['/tmp'] } as never), { instanceOf: TypeError, message: /unknown option "writePaths"/ });
-  t.throws(() => seatbelt({ readPaths: ['relative'] }), { instanceOf: TypeError, message: /absolute/ });
-  t.throws(() => seatbelt({ readPaths: ['/a"b'] }), { instanceOf: TypeError, message: /double quote/ });
-  t.throws(() => seatbelt({ readPaths: '/srv' as never }), { instanceOf: TypeError, message: /array of strings/ });
-  t.throws(() => seatbelt(null as never), { instanceOf: TypeError });
+  t.throws(() => seatbelt({ requirement: 'sometimes' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /"requirement" must be 'require', 'auto' or 'off'/ });
+  t.throws(() => seatbelt({ writePaths: ['/tmp'] } as never), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /unknown option "writePaths"/ });
+  t.throws(() => seatbelt({ readPaths: ['relative'] }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /absolute/ });
+  t.throws(() => seatbelt({ readPaths: ['/a"b'] }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /double quote/ });
+  t.throws(() => seatbelt({ readPaths: '/srv' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /array of strings/ });
+  t.throws(() => seatbelt(null as never), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
 });
 
 test('the main entry exports the factory and its module name, nothing internal', async (t) => {
@@ -38,7 +39,7 @@ test('the layer factory: name, version, hooks; unknown options and bad readPaths
   t.is(layer.launch, undefined, 'Seatbelt is applied in the worker: no launch step');
   for (const hook of ['probe', 'apply', 'selfTest'] as const) t.is(typeof layer[hook], 'function');
   t.throws(() => seatbeltLayer({ nope: 1 }), { message: /unknown option\(s\) nope; the layer takes readPaths/ });
-  t.throws(() => seatbeltLayer({ readPaths: ['x'] }), { instanceOf: TypeError, message: /absolute/ });
+  t.throws(() => seatbeltLayer({ readPaths: ['x'] }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /absolute/ });
   t.deepEqual(PROVIDES, ['fs-deny', 'net-deny', 'exec-deny', 'signal-self', 'process-info-self']);
 });
 

@@ -5,18 +5,19 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { checkProfile, checkProfilePath, seatbeltProfile } from '../src/profile.js';
 import { PACKAGE_ROOT, checkReadPaths, computeReadRules } from '../src/read-set.js';
+import { LayerConfigError } from '@strata/runtime/layers';
 
 const beneath = (path: string, parent: string) => path === parent || path.startsWith(`${parent}/`);
 
 test('readPaths must be absolute strings the profile can hold', (t) => {
   t.deepEqual(checkReadPaths(undefined), []);
   t.deepEqual(checkReadPaths(['/data', '/srv/file.json']), ['/data', '/srv/file.json']);
-  t.throws(() => checkReadPaths(['data']), { instanceOf: TypeError, message: /seatbelt\(\): option "readPaths": read paths must be absolute/ });
-  t.throws(() => checkReadPaths('/data'), { instanceOf: TypeError, message: /must be an array of strings/ });
-  t.throws(() => checkReadPaths([1]), { instanceOf: TypeError, message: /must be an array of strings/ });
-  t.throws(() => checkReadPaths(['/a\0b']), { instanceOf: TypeError, message: /NUL/ });
-  t.throws(() => checkReadPaths(['/a"b']), { instanceOf: TypeError, message: /double quote/ });
-  t.throws(() => checkReadPaths(['/']), { instanceOf: TypeError, message: /root directory/ });
+  t.throws(() => checkReadPaths(['data']), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /seatbelt\(\): option "readPaths": read paths must be absolute/ });
+  t.throws(() => checkReadPaths('/data'), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /must be an array of strings/ });
+  t.throws(() => checkReadPaths([1]), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /must be an array of strings/ });
+  t.throws(() => checkReadPaths(['/a\0b']), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /NUL/ });
+  t.throws(() => checkReadPaths(['/a"b']), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /double quote/ });
+  t.throws(() => checkReadPaths(['/']), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /root directory/ });
 });
 
 test('computeReadRules: the Node binary, the dependencies, the @strata packages and this layer; nothing broad', (t) => {

@@ -30,27 +30,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "strata-napi.h"
+
 #ifndef SECCOMP_FILTER_FLAG_TSYNC
 #define SECCOMP_FILTER_FLAG_TSYNC (1UL << 0)
 #endif
-
-#define CHECK(env, call)                                                                             \
-  do {                                                                                               \
-    if ((call) != napi_ok) {                                                                         \
-      const napi_extended_error_info *info;                                                          \
-      napi_get_last_error_info((env), &info);                                                        \
-      bool pending;                                                                                  \
-      napi_is_exception_pending((env), &pending);                                                    \
-      if (!pending) napi_throw_error((env), NULL, info->error_message ? info->error_message : #call); \
-      return NULL;                                                                                   \
-    }                                                                                                \
-  } while (0)
-
-static napi_value number(napi_env env, double value) {
-  napi_value result;
-  CHECK(env, napi_create_double(env, value, &result));
-  return result;
-}
 
 /* Throws `strata-seccomp: <step>: <strerror(error)>` with code ERR_STRATA_SECCOMP. */
 static void throw_errno(napi_env env, const char *step, int error) {
@@ -133,7 +117,7 @@ static napi_value mode(napi_env env, napi_callback_info info) {
     throw_errno(env, "PR_GET_SECCOMP", errno);
     return NULL;
   }
-  return number(env, result);
+  return strata_number(env, result);
 }
 
 static napi_value no_new_privs(napi_env env, napi_callback_info info) {
@@ -143,7 +127,7 @@ static napi_value no_new_privs(napi_env env, napi_callback_info info) {
     throw_errno(env, "PR_GET_NO_NEW_PRIVS", errno);
     return NULL;
   }
-  return number(env, result);
+  return strata_number(env, result);
 }
 
 /* ---- rawSyscall ---------------------------------------------------------------------------- */
@@ -181,7 +165,7 @@ static napi_value raw_syscall(napi_env env, napi_callback_info info) {
   }
   errno = 0;
   long result = syscall((long)r[0], r[1], r[2], r[3], r[4], r[5], r[6]);
-  return number(env, result == -1 && errno != 0 ? -(double)errno : (double)result);
+  return strata_number(env, result == -1 && errno != 0 ? -(double)errno : (double)result);
 }
 
 NAPI_MODULE_INIT() {

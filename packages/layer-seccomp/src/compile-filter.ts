@@ -106,7 +106,7 @@ function denyChunks(numbers: readonly number[], verdict: number): BpfInstruction
   const CHUNK = 200;
   for (let start = 0; start < numbers.length; start += CHUNK) {
     const chunk = numbers.slice(start, start + CHUNK);
-    chunk.forEach((nr, i) => out.push(insn(BPF.JMP_JEQ_K, nr, chunk.length - i, 0)));
+    for (const [i, nr] of chunk.entries()) out.push(insn(BPF.JMP_JEQ_K, nr, chunk.length - i, 0));
     out.push(insn(BPF.JMP_JA, 1), ret(verdict));
   }
   return out;

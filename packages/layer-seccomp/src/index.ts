@@ -12,6 +12,7 @@
  * @packageDocumentation
  */
 import type { LayerDescriptor, LayerRequirement } from '@strata/runtime';
+import { LayerConfigError } from '@strata/runtime/layers';
 
 /** The module the worker imports. */
 export const SECCOMP_LAYER_MODULE = '@strata/layer-seccomp/layer';
@@ -26,9 +27,9 @@ const REQUIREMENTS: readonly LayerRequirement[] = ['require', 'auto', 'off'];
 
 /** Names the seccomp layer for `IsolatedRuntime.start({ layers })`. */
 export function seccomp(options: SeccompOptions = {}): LayerDescriptor {
-  for (const key of Object.keys(options)) if (key !== 'requirement') throw new TypeError(`seccomp(): unknown option ${JSON.stringify(key)}`);
+  for (const key of Object.keys(options)) if (key !== 'requirement') throw new LayerConfigError('seccomp', `seccomp(): unknown option ${JSON.stringify(key)}`);
   const { requirement } = options;
-  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new TypeError(`seccomp(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
+  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new LayerConfigError('seccomp', `seccomp(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
   const descriptor: LayerDescriptor = { module: SECCOMP_LAYER_MODULE, options: {} };
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }

@@ -3,6 +3,7 @@ import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { NO_IO_URING_HELPER } from '../src/addon.js';
+import { platformTest } from '@strata/runtime/testing';
 
 const fixture = fileURLToPath(new URL('./fixtures/compromised-worker.js', import.meta.url));
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
@@ -33,7 +34,7 @@ function run(variant: 'plain' | 'no-io-uring' = 'plain'): Output {
   return output;
 }
 
-const maybe = linux ? test : test.skip;
+const maybe = platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 
 maybe('probe (with its test-fire), apply and selfTest pass in a child', (t) => {
   const o = run();

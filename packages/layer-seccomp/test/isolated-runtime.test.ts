@@ -4,20 +4,21 @@ import test from 'ava';
 import { readdirSync, readFileSync } from 'node:fs';
 import { IsolatedRuntime } from '@strata/runtime';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { checkGuestStillWorks } from '@strata/runtime/testing';
+import { checkGuestStillWorks, platformTest } from '@strata/runtime/testing';
 import { seccomp, SECCOMP_LAYER_MODULE } from '../src/index.js';
+import { LayerConfigError } from '@strata/runtime/layers';
 
 const descriptor = () => seccomp();
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
-const maybe = linux ? test.serial : test.skip;
+const maybe = platformTest(test.serial, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 
 test('seccomp() names the layer module and passes the requirement through', (t) => {
   t.deepEqual(seccomp(), { module: SECCOMP_LAYER_MODULE, options: {} });
   t.is(SECCOMP_LAYER_MODULE, '@strata/layer-seccomp/layer');
   t.deepEqual(seccomp({ requirement: 'auto' }), { module: SECCOMP_LAYER_MODULE, options: {}, requirement: 'auto' });
-  t.throws(() => seccomp({ requirement: 'sometimes' as never }), { instanceOf: TypeError });
-  t.throws(() => seccomp({ strict: true } as never), { instanceOf: TypeError });
+  t.throws(() => seccomp({ requirement: 'sometimes' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
+  t.throws(() => seccomp({ strict: true } as never), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
 });
 
 maybe("IsolatedRuntime with sandbox 'require' and the seccomp layer: full, self-tested, on every thread; guest code still works", async (t) => {

@@ -6,9 +6,10 @@ import seccompLayer, { selfTestAttempts, testFire } from '../src/layer.js';
 import { addonUnavailableReason, loadAddon } from '../src/addon.js';
 import { syscallNumber } from '../src/compile-filter.js';
 import { ERRNO } from '../src/policy.js';
+import { platformTest } from '@strata/runtime/testing';
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
-const maybe = linux ? test : test.skip;
+const maybe = platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 test('the factory makes a layer named seccomp with the package version, and refuses options', (t) => {

@@ -42,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "strata-napi.h"
+
 /* ---- /proc, opened once -------------------------------------------------------------------- */
 
 static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
@@ -164,24 +166,6 @@ static void *watch(void *unused) {
 
 /* ---- JavaScript bindings ------------------------------------------------------------------- */
 
-#define CHECK(env, call)                                                                             \
-  do {                                                                                               \
-    if ((call) != napi_ok) {                                                                         \
-      const napi_extended_error_info *info;                                                          \
-      napi_get_last_error_info((env), &info);                                                        \
-      bool pending;                                                                                  \
-      napi_is_exception_pending((env), &pending);                                                    \
-      if (!pending) napi_throw_error((env), NULL, info->error_message ? info->error_message : #call); \
-      return NULL;                                                                                   \
-    }                                                                                                \
-  } while (0)
-
-static napi_value number(napi_env env, double value) {
-  napi_value result;
-  CHECK(env, napi_create_double(env, value, &result));
-  return result;
-}
-
 /* Throws a JS Error naming the /proc file and the errno; returns false then. */
 static bool proc_ready(napi_env env) {
   pthread_once(&proc_once, open_proc);
@@ -272,7 +256,7 @@ static napi_value rss(napi_env env, napi_callback_info info) {
     napi_throw_error(env, "ERR_STRATA_WATCHDOG_PROC", "strata-watchdog: cannot read /proc/self/statm");
     return NULL;
   }
-  return number(env, (double)bytes);
+  return strata_number(env, (double)bytes);
 }
 
 static napi_value threads(napi_env env, napi_callback_info info) {
@@ -285,7 +269,7 @@ static napi_value threads(napi_env env, napi_callback_info info) {
     napi_throw_error(env, "ERR_STRATA_WATCHDOG_PROC", message);
     return NULL;
   }
-  return number(env, (double)count);
+  return strata_number(env, (double)count);
 }
 
 static napi_value set_cpu_soft_limit(napi_env env, napi_callback_info info) {

@@ -1,5 +1,5 @@
 import { ValueNotTransferable } from './errors.js';
-import type { HostFunction } from './runtime.js';
+import type { HostFunction } from './runtime-contract.js';
 import { MAX_VALUE_NODES, tooManyNodes } from './values.js';
 
 /** Where a host function sits inside a bound value, its label (`tools.math.add`) and the function. */

@@ -1,16 +1,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { InvalidOption } from './errors.js';
-import type { ExecutionResult } from './execution-result.js';
 import { IsolatedRuntime } from './isolated/isolated-runtime.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions } from './isolated/isolated-options.js';
 import type { ModuleLoader, ModuleResolver } from './module-registry.js';
 import { resolveRuntimeOptions, type RuntimeOptions } from './options.js';
-import { Runtime, type EvalModuleOptions, type EvalOptions, type HostFunction } from './runtime.js';
+import { Runtime } from './runtime.js';
+import { assertHostFunction, type EvalModuleOptions, type EvalOptions, type ExecutionResult, type HostFunction, type StrataRuntime } from './runtime-contract.js';
 
 /** Options of {@link configureDefaultRuntime}: `isolated: true` and the options of `IsolatedRuntime.start`, or the options of `Runtime.start`. */
 export type DefaultRuntimeOptions = ({ isolated: true } & IsolatedRuntimeOptions) | ({ isolated?: false } & RuntimeOptions);
-
-type AnyRuntime = Runtime | IsolatedRuntime;
 
 interface Configuration {
   readonly isolated: boolean;
@@ -20,9 +18,9 @@ interface Configuration {
 
 /** What one async context has set up, replayed on every runtime created for it. */
 interface Slot {
-  runtime: Promise<AnyRuntime> | undefined;
+  runtime: Promise<StrataRuntime> | undefined;
   generation: number;
-  readonly setup: ((rt: AnyRuntime) => void)[];
+  readonly setup: ((rt: StrataRuntime) => void)[];
 }
 
 let configuration: Configuration = { isolated: false, options: {}, generation: 0 };
@@ -56,12 +54,12 @@ function slot(): Slot {
 }
 
 /** The context's runtime: reused while open and configured the same; after a crash, quietly a fresh one. */
-async function runtimeOf(current: Slot): Promise<AnyRuntime> {
+async function runtimeOf(current: Slot): Promise<StrataRuntime> {
   const existing = current.runtime === undefined ? undefined : await current.runtime.catch(() => undefined);
   if (existing !== undefined && !existing.closed && current.generation === configuration.generation) return existing;
   if (existing !== undefined && !existing.closed) await existing.close();
   const { isolated, options, generation } = configuration;
-  const created: Promise<AnyRuntime> = isolated ? IsolatedRuntime.start(options as IsolatedRuntimeOptions) : Runtime.start(options as RuntimeOptions);
+  const created: Promise<StrataRuntime> = isolated ? IsolatedRuntime.start(options as IsolatedRuntimeOptions) : Runtime.start(options as RuntimeOptions);
   current.runtime = created;
   current.generation = generation;
   const rt = await created;
@@ -69,7 +67,7 @@ async function runtimeOf(current: Slot): Promise<AnyRuntime> {
   return rt;
 }
 
-function remember(step: (rt: AnyRuntime) => void): void {
+function remember(step: (rt: StrataRuntime) => void): void {
   const current = slot();
   current.setup.push(step);
   void current.runtime?.then((rt) => {
@@ -105,7 +103,7 @@ export function evalModule(source: string, options?: EvalModuleOptions): Promise
 
 /** `bindFunction` for this async context; kept for the fresh runtime after a crash too. */
 export function bindFunction(name: string, fn: HostFunction): void {
-  if (typeof fn !== 'function') throw new InvalidOption(`bindFunction(${JSON.stringify(name)}): fn must be a function`);
+  assertHostFunction(name, fn);
   remember((rt) => rt.bindFunction(name, fn));
 }
 

@@ -1,7 +1,7 @@
 /**
  * `npm run demo`: a program a model might have written, run in a supervised worker process
  * with a bound tool; it reaches for what generated code reaches for first and finds nothing;
- * then a crash is contained; then the layer report is printed.
+ * then a V8 abort (a fatal error in the worker) is contained; then the layer report is printed.
  */
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { IsolatedRuntime } from './index.js';
@@ -32,8 +32,11 @@ async function main(): Promise<void> {
   process.stdout.write(run.stdout);
   console.log('result:', JSON.stringify(run.result), '| status:', run.status, '\n');
 
-  const crash = await rt.execute('new Array(2 ** 32 - 1).fill(0)');
-  console.log(`new Array(2 ** 32 - 1).fill(0): ${crash.status} (${crash.errorType}): ${crash.error?.slice(0, 120)}`);
+  // An array of 2^28 one-character strings is past what V8 can hold: V8 aborts the worker process
+  // (a fatal error, SIGTRAP), which the parent reports as WorkerCrashed and survives.
+  const abort = "'ab'.repeat(2 ** 27).split('')";
+  const crash = await rt.execute(abort);
+  console.log(`${abort}: ${crash.status} (${crash.errorType}): ${crash.error?.replace(/ \(worker stderr:[\s\S]*$/, '').slice(0, 120)}`);
   console.log(`that runtime is closed: ${rt.closed}; this process carries on.`);
   await using next = await IsolatedRuntime.start(options);
   console.log('a fresh runtime answers 1 + 1 =', await next.eval('1 + 1'), '\n');

@@ -6,7 +6,10 @@
  * @module
  */
 
-/** Every error code Strata raises. Stable across releases. */
+/**
+ * Every error code `@strata/runtime` raises. Stable across releases. Other packages add their own
+ * (`AgentErrorCode` in `@strata/agent`), each through `StrataError`'s `Code` parameter.
+ */
 export type StrataErrorCode =
   | 'ERR_STRATA'
   | 'ERR_STRATA_JS'
@@ -26,20 +29,17 @@ export type StrataErrorCode =
   | 'ERR_STRATA_LAYER_CONFIG'
   | 'ERR_STRATA_CRASH_BUDGET'
   | 'ERR_STRATA_EGRESS_REFUSED'
-  | 'ERR_STRATA_EGRESS_FAILED'
-  // @strata/agent
-  | 'ERR_STRATA_JOURNAL'
-  | 'ERR_STRATA_SESSION_LIMIT'
-  | 'ERR_STRATA_SESSION_STATE'
-  | 'ERR_STRATA_TYPECHECK'
-  | 'ERR_STRATA_UPSTREAM_MCP';
+  | 'ERR_STRATA_EGRESS_FAILED';
 
-/** Base class of every error Strata raises. */
-export class StrataError extends Error {
+/**
+ * Base class of every error Strata raises. `Code` is the package's own set of codes: the
+ * runtime's by default, so each package owns the codes it raises.
+ */
+export class StrataError<Code extends string = StrataErrorCode> extends Error {
   /** Stable, machine-readable code; match on this. */
-  readonly code: StrataErrorCode;
+  readonly code: Code | 'ERR_STRATA';
 
-  constructor(message: string, options?: { cause?: unknown; code?: StrataErrorCode }) {
+  constructor(message: string, options?: { cause?: unknown; code?: Code }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = options?.code ?? 'ERR_STRATA';

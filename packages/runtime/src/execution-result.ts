@@ -1,31 +1,7 @@
 import type { ConsoleCapture } from './console-capture.js';
 import { JsError } from './errors.js';
-import type { EvalOptions } from './runtime.js';
+import type { EvalOptions, ExecutionResult, StrataRuntime } from './runtime-contract.js';
 import { assertLanguage } from './typescript-input.js';
-
-/**
- * What `execute(code)` returns: it never throws for the run's own failure (a guest exception, a
- * timeout, a result too large, a crash); the failure is described here instead.
- */
-export interface ExecutionResult {
-  /** `'ok'` when the code ran and its result crossed; `'error'` otherwise. */
-  readonly status: 'ok' | 'error';
-  /** Console output on stdout during the run, capped at `maxOutputBytes`. */
-  readonly stdout: string;
-  /** Console output on stderr during the run, capped at `maxOutputBytes`. */
-  readonly stderr: string;
-  /** The completion value (a returned promise awaited); `undefined` on error. */
-  readonly result: unknown;
-  /** The error's message; `undefined` when `status` is `'ok'`. */
-  readonly error: string | undefined;
-  /**
-   * The error's kind: the guest's error name for a guest exception (`'TypeError'`), else the
-   * Strata error class (`'RuntimeTimeout'`, `'ResultTooLarge'`, `'HeapLimitExceeded'`, …).
-   */
-  readonly errorType: string | undefined;
-  /** Whether stdout or stderr was cut at `maxOutputBytes`. */
-  readonly truncated: boolean;
-}
 
 /** The result of a run: its value, or its error described, with the console output captured meanwhile. */
 export function executionResult(capture: ConsoleCapture, result: unknown, error?: unknown): ExecutionResult {
@@ -42,10 +18,7 @@ export function executionResult(capture: ConsoleCapture, result: unknown, error?
 }
 
 /** What {@link execute} needs of a runtime. */
-export interface Executable {
-  captureConsole(): ConsoleCapture;
-  eval(code: string, options?: EvalOptions): Promise<unknown>;
-}
+export type Executable = Pick<StrataRuntime, 'captureConsole' | 'eval'>;
 
 /**
  * `execute` for either runtime: evaluates with the console captured for the run, and describes

@@ -33,11 +33,10 @@ export {
   closeDefaultRuntime,
 } from './default-runtime.js';
 export type { DefaultRuntimeOptions } from './default-runtime.js';
-export type { HostFunction, EvalOptions, EvalModuleOptions } from './runtime.js';
+export type { StrataRuntime, HostFunction, EvalOptions, EvalModuleOptions, ExecutionResult } from './runtime-contract.js';
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
 export type { RuntimeOptions, ResolvedRuntimeOptions, OptionalGlobal } from './options.js';
 export type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
-export type { ExecutionResult } from './execution-result.js';
 export { stripTypes, MAX_TYPESCRIPT_CHARS, MAX_TYPESCRIPT_NESTING, STRIP_TIMEOUT_MS } from './typescript-input.js';
 export { egressHandler } from './egress/guest-fetch.js';
 export type { EgressContext, EgressHandler, EgressHandlerOptions } from './egress/guest-fetch.js';

@@ -9,7 +9,6 @@ import {
   HeapLimitExceeded,
   InvalidOption,
   JsError,
-  ModuleNotFound,
   PromiseNeverSettled,
   ResultTooLarge,
   RuntimeClosed,
@@ -17,7 +16,7 @@ import {
   StrataError,
   ValueNotTransferable,
 } from './errors.js';
-import { execute, type ExecutionResult } from './execution-result.js';
+import { execute } from './execution-result.js';
 import { ENTROPY_GLOBAL, EVENT_LOOP_GLOBAL } from '@strata/polyfills/constants';
 import { guestPrelude } from './guest/prelude.js';
 import { GuestDeadline } from './guest-deadline.js';
@@ -27,6 +26,17 @@ import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
 import { assertTransferable, MAX_VALUE_NODES } from './values.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ModuleSource } from './module-registry.js';
+import {
+  assertBindableObject,
+  assertBindName,
+  assertHostFunction,
+  MAX_VALUE_DEPTH,
+  type EvalModuleOptions,
+  type EvalOptions,
+  type ExecutionResult,
+  type HostFunction,
+  type StrataRuntime,
+} from './runtime-contract.js';
 import { stripIfTypeScript } from './typescript-input.js';
 
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
@@ -66,38 +76,6 @@ function compileBootstrap(isolate: IsolatedVm.Isolate, source: string, filename:
 /** @internal How a worker points its runtime's imports at the parent. */
 export const kModuleSource = Symbol('strata.moduleSource');
 
-/** A host function bound into the guest with {@link Runtime.bindFunction}. Sync or async. */
-export type HostFunction = (...args: any[]) => unknown;
-
-/** Options of {@link Runtime.eval} and {@link Runtime.execute} (and of `IsolatedRuntime`'s). */
-export interface EvalOptions {
-  /** The script's name in stack traces. Default `<eval>`. */
-  filename?: string;
-  /**
-   * The code's language. Default `'javascript'`. With `'typescript'` the types are stripped in
-   * this process (for an `IsolatedRuntime`, in the parent, before the code is sent to the
-   * worker) by Node's `module.stripTypeScriptTypes` in strip mode (Node.js 22.13 or later):
-   * types become whitespace, so errors keep their lines and columns. Nothing is transformed:
-   * an enum, a namespace with values, a parameter property or `import x = require(…)` is the
-   * guest's `SyntaxError`, saying what to write instead, as is TypeScript that does not parse.
-   */
-  language?: 'javascript' | 'typescript';
-}
-
-/** Options of {@link Runtime.evalModule}. */
-export interface EvalModuleOptions {
-  /** The module's own specifier: its name in stack traces and the referrer of its imports. Default `strata:main`. */
-  specifier?: string;
-  /**
-   * The module's language, as {@link EvalOptions.language}: with `'typescript'` its types
-   * (`import type` declarations included) are stripped in this process. Modules it imports are
-   * JavaScript.
-   */
-  language?: 'javascript' | 'typescript';
-}
-
-// Maximum nesting of a value that crosses; the wire's decoder allows the same.
-const MAX_DEPTH = 64;
 // isolated-vm's own message for a command stopped at its timeout.
 const IVM_TIMEOUT = 'Script execution timed out.';
 const IVM_MEMORY = 'Isolate was disposed during execution due to memory limit';
@@ -185,7 +163,7 @@ const HOST_OPERATION_MS = 5_000;
  * await rt.eval("lookup('A1') * 2"); // 7
  * ```
  */
-export class Runtime implements AsyncDisposable {
+export class Runtime implements StrataRuntime {
   readonly #options: ResolvedRuntimeOptions;
   readonly #isolate: IsolatedVm.Isolate;
   readonly #context: IsolatedVm.Context;
@@ -263,7 +241,7 @@ export class Runtime implements AsyncDisposable {
           new ivm.Callback(() => this.#nestedStep?.()),
           new ivm.ExternalCopy({
             maxBufferBytes: options.maxBufferBytes,
-            maxDepth: MAX_DEPTH,
+            maxDepth: MAX_VALUE_DEPTH,
             maxNodes: MAX_VALUE_NODES,
             maxConsoleChars: 1024 * 1024,
             strictEval: options.strictEval,
@@ -365,30 +343,17 @@ export class Runtime implements AsyncDisposable {
     this.#globals.delete(FETCH_CANCEL_GLOBAL);
   }
 
-  /** The resolved options this runtime runs with. */
+  /** {@inheritDoc StrataRuntime.options} */
   get options(): ResolvedRuntimeOptions {
     return this.#options;
   }
 
-  /** Whether the runtime is closed (by {@link close} or because its heap can no longer be trusted). */
+  /** {@inheritDoc StrataRuntime.closed} */
   get closed(): boolean {
     return this.#closed;
   }
 
-  /**
-   * Evaluates a script and returns its completion value; a returned promise is awaited (timers
-   * of `WEB_POLYFILLS` run on virtual time meanwhile). `language: 'typescript'` strips the types
-   * first, in this process ({@link EvalOptions.language}).
-   *
-   * ```ts
-   * await rt.eval('const n: number = 6; n * 7', { language: 'typescript' }); // 42
-   * ```
-   *
-   * @throws {@link JsError} (guest exception; a `SyntaxError` too for TypeScript that needs a
-   * transform), {@link RuntimeTimeout}, {@link HeapLimitExceeded} (runtime closed),
-   * {@link ValueNotTransferable}, {@link ResultTooLarge}, {@link PromiseNeverSettled};
-   * {@link InvalidOption} for a bad `language`.
-   */
+  /** {@inheritDoc StrataRuntime.eval} */
   eval(code: string, options: EvalOptions = {}): Promise<unknown> {
     if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
     const filename = options.filename ?? '<eval>';
@@ -415,44 +380,25 @@ export class Runtime implements AsyncDisposable {
     }, stripping);
   }
 
-  /**
-   * Like {@link eval} but never throws for the run's own failure: the outcome, the console
-   * output of the run (each stream capped at `maxOutputBytes`) and the error, if any, come back
-   * as an {@link ExecutionResult}. TypeScript that does not strip is the run's own failure
-   * (`errorType: 'SyntaxError'`); a bad `language` throws {@link InvalidOption}.
-   */
+  /** {@inheritDoc StrataRuntime.execute} */
   async execute(code: string, options: EvalOptions = {}): Promise<ExecutionResult> {
     if (typeof code !== 'string') throw new InvalidOption('execute(code): code must be a string');
     return execute(this, code, options);
   }
 
-  /**
-   * Binds a host function as a global of the guest. Arguments arrive as copies of
-   * {@link Transferable} values; the return value (or the value a returned promise resolves
-   * to) is copied back. A thrown error reaches the guest with its class name and, unless
-   * `redactHostErrors` is false, the message "host function failed". Your function runs with
-   * your authority: validate its arguments.
-   */
+  /** {@inheritDoc StrataRuntime.bindFunction} */
   bindFunction(name: string, fn: HostFunction): void {
-    if (typeof fn !== 'function') throw new InvalidOption(`bindFunction(${JSON.stringify(name)}): fn must be a function`);
+    assertHostFunction(name, fn);
     this.#bindGlobal(name, fn, 'bindFunction');
   }
 
-  /**
-   * Binds an object as a global of the guest: its function-valued properties (at any depth)
-   * become host functions, everything else must be {@link Transferable} data and is copied.
-   */
+  /** {@inheritDoc StrataRuntime.bindObject} */
   bindObject(name: string, object: Record<string, unknown>): void {
-    if (object === null || typeof object !== 'object' || Array.isArray(object)) {
-      throw new InvalidOption(`bindObject(${JSON.stringify(name)}): object must be a plain object`);
-    }
+    assertBindableObject(name, object);
     this.#bindGlobal(name, object, 'bindObject');
   }
 
-  /**
-   * Removes a global bound with {@link bindFunction} or {@link bindObject}. Its host functions
-   * stop working at once, including copies the guest kept: a call throws.
-   */
+  /** {@inheritDoc StrataRuntime.revoke} */
   revoke(name: string): void {
     this.#assertUsable('revoke');
     const ids = this.#globals.get(name);
@@ -465,24 +411,17 @@ export class Runtime implements AsyncDisposable {
     this.#enterBounded('revoke', () => this.#internals.deleteGlobal.applySync(undefined, [name]));
   }
 
-  /** Registers a module the guest may import by exactly this specifier. */
+  /** {@inheritDoc StrataRuntime.addModule} */
   addModule(specifier: string, source: string): void {
     this.#modules.add(specifier, source);
   }
 
-  /**
-   * Sets the function that maps an import specifier to a canonical one (e.g. a relative path
-   * against its referrer). Returning `undefined` refuses the import.
-   */
+  /** {@inheritDoc StrataRuntime.setModuleResolver} */
   setModuleResolver(resolver: ModuleResolver | undefined): void {
     this.#modules.setResolver(resolver);
   }
 
-  /**
-   * Sets the function that supplies a module's source by canonical specifier, for modules not
-   * registered with {@link addModule}. Returning `undefined` refuses the import. Never return
-   * source chosen by the guest: that is code made from data.
-   */
+  /** {@inheritDoc StrataRuntime.setModuleLoader} */
   setModuleLoader(loader: ModuleLoader | undefined): void {
     this.#modules.setLoader(loader);
   }
@@ -492,13 +431,7 @@ export class Runtime implements AsyncDisposable {
     this.#moduleSource = source;
   }
 
-  /**
-   * Evaluates an ES module and returns its namespace as a plain object of its exports. Its
-   * imports resolve only to modules the host registered ({@link addModule}, or the resolver and
-   * loader); anything else is refused with {@link ModuleNotFound}. Exports must be
-   * {@link Transferable}. `language: 'typescript'` strips the module's types first
-   * ({@link EvalModuleOptions.language}); the modules it imports are JavaScript.
-   */
+  /** {@inheritDoc StrataRuntime.evalModule} */
   evalModule(source: string, options: EvalModuleOptions = {}): Promise<Record<string, unknown>> {
     if (typeof source !== 'string') return Promise.reject(new InvalidOption('evalModule(source): source must be a string'));
     const specifier = options.specifier ?? 'strata:main';
@@ -545,21 +478,17 @@ export class Runtime implements AsyncDisposable {
     }, stripping);
   }
 
-  /** Calls `listener` for every `console.*` call of the guest. Returns a function that unsubscribes it. */
+  /** {@inheritDoc StrataRuntime.onConsole} */
   onConsole(listener: (entry: ConsoleEntry) => void): () => void {
     return this.#console.listen(listener);
   }
 
-  /**
-   * Starts collecting the guest's console output into a {@link ConsoleCapture} (each stream
-   * capped at `maxOutputBytes`) until its `stop()`. Without a listener or a capture, console
-   * output is dropped: it never reaches this process's stdout.
-   */
+  /** {@inheritDoc StrataRuntime.captureConsole} */
   captureConsole(): ConsoleCapture {
     return this.#console.capture();
   }
 
-  /** Disposes the isolate. Idempotent; later calls fail with {@link RuntimeClosed}. */
+  /** {@inheritDoc StrataRuntime.close} */
   async close(): Promise<void> {
     this.#dispose(undefined);
   }
@@ -700,10 +629,6 @@ export class Runtime implements AsyncDisposable {
       }
       throw error;
     }
-  }
-
-  #compile(code: string, filename: string): IsolatedVm.Script {
-    return this.#isolate.compileScriptSync(code, { filename });
   }
 
   /**
@@ -856,12 +781,10 @@ export class Runtime implements AsyncDisposable {
 
   #bindGlobal(name: string, value: HostFunction | Record<string, unknown>, method: string): void {
     this.#assertUsable(method);
-    if (typeof name !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(name)) {
-      throw new InvalidOption(`${method}: name must be a JavaScript identifier (got ${JSON.stringify(name)})`);
-    }
+    assertBindName(name, method);
     if (this.#globals.has(name)) this.revoke(name);
-    const { data, sites } = splitFunctions(value, name, MAX_DEPTH);
-    assertTransferable(data, name, MAX_DEPTH);
+    const { data, sites } = splitFunctions(value, name, MAX_VALUE_DEPTH);
+    assertTransferable(data, name, MAX_VALUE_DEPTH);
     const functions = sites.map(({ path, label, fn }): [readonly string[], number, string] => {
       const id = this.#nextId++;
       this.#functions.set(id, { name: label, fn, revoked: false });
@@ -926,7 +849,7 @@ export class Runtime implements AsyncDisposable {
       return result as unknown[];
     }
     try {
-      assertTransferable(result, `${entry.name}() returned a value that`, MAX_DEPTH);
+      assertTransferable(result, `${entry.name}() returned a value that`, MAX_VALUE_DEPTH);
     } catch (error) {
       return [1, 'TypeError', (error as Error).message];
     }
@@ -953,7 +876,7 @@ export class Runtime implements AsyncDisposable {
       let args: unknown[];
       if (ok) {
         try {
-          assertTransferable(value, 'the host function resolved to a value that', MAX_DEPTH);
+          assertTransferable(value, 'the host function resolved to a value that', MAX_VALUE_DEPTH);
           args = [callId, true, new ivm.ExternalCopy(value).copyInto(), '', ''];
         } catch (error) {
           args = [callId, false, undefined, 'TypeError', describeHostError(error, false).message];

@@ -7,7 +7,7 @@
  * @module
  */
 import * as nodeModule from 'node:module';
-import { boundedWorkerData, serveBoundedRequests } from './bounded-worker.js';
+import { serveBoundedRequests } from './bounded-worker.js';
 
 type Strip = (code: string, options: { mode: 'strip' }) => string;
 const strip = (nodeModule as { stripTypeScriptTypes?: Strip }).stripTypeScriptTypes;
@@ -15,15 +15,14 @@ const strip = (nodeModule as { stripTypeScriptTypes?: Strip }).stripTypeScriptTy
 // The refusals after which the stripper is still sound.
 const RECOVERABLE = new Set(['ERR_INVALID_TYPESCRIPT_SYNTAX', 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX', 'ERR_NO_TYPESCRIPT']);
 
-// Node warns once per thread that the stripper is experimental: the first thread says so, a
-// replacement does not say it again.
-if (boundedWorkerData<undefined>().generation > 1) {
-  const emitWarning = process.emitWarning.bind(process);
-  process.emitWarning = ((warning: string | Error, ...rest: never[]) => {
-    if (String(warning).includes('stripTypeScriptTypes')) return;
-    emitWarning(warning, ...rest);
-  }) as typeof process.emitWarning;
-}
+// Node warns, once per thread, that the stripper is experimental. That is Strata's concern, not the
+// application's (the README says which Node API strips the types): this thread, which runs
+// nothing else, drops that one warning; every other warning, and every other thread's, stays.
+const emitWarning = process.emitWarning.bind(process);
+process.emitWarning = ((warning: string | Error, ...rest: never[]) => {
+  if (String(warning).includes('stripTypeScriptTypes')) return;
+  emitWarning(warning, ...rest);
+}) as typeof process.emitWarning;
 
 serveBoundedRequests<string, string>(
   (code) => {

@@ -2,7 +2,7 @@
 // merged in by name) and whether `sandbox: 'require'` can be met with them. Pure: no platform,
 // no worker; the end-to-end checks are in layers.test.ts.
 import test from 'ava';
-import { type LayerDescriptor, type LayerRequirement, type SandboxMode } from '../src/index.js';
+import type { LayerDescriptor, LayerRequirement, SandboxMode } from '../src/index.js';
 import { PLATFORM_LAYERS } from '../src/layers/index.js';
 import { composeLayers, type CompositionInput, type DefaultLayerFact, type NamedDescriptor } from '../src/layers/compose.js';
 

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { InvalidOption, JsError, StrataError } from '../src/index.js';
-import { runtimeFor } from './helpers/runtime.js';
+import { BOTH_RUNTIMES, runtimeFor } from './helpers/runtime.js';
 
 test("the seed's example: lookup('A1') * 2 is 7", async (t) => {
   const rt = await runtimeFor(t);
@@ -107,6 +107,18 @@ test('bindFunction validates its arguments', async (t) => {
   t.throws(() => rt.bindObject('o', null as never), { instanceOf: InvalidOption });
   t.throws(() => rt.bindObject('o', { when: new (class Foo {})() }), { message: /instance of Foo/ });
 });
+
+for (const [engine, start] of BOTH_RUNTIMES) {
+  test(`${engine}: a bad binding is refused in the contract's words, before anything crosses`, async (t) => {
+    const rt = await start({});
+    t.teardown(() => rt.close());
+    t.throws(() => rt.bindFunction('not a name', () => 1), { instanceOf: InvalidOption, message: 'bindFunction: name must be a JavaScript identifier (got "not a name")' });
+    t.throws(() => rt.bindObject('café', {}), { instanceOf: InvalidOption, message: 'bindObject: name must be a JavaScript identifier (got "café")' });
+    t.throws(() => rt.bindFunction('f', 42 as never), { instanceOf: InvalidOption, message: 'bindFunction("f"): fn must be a function' });
+    t.throws(() => rt.bindObject('o', [] as never), { instanceOf: InvalidOption, message: 'bindObject("o"): object must be a plain object' });
+    t.is(await rt.eval('typeof f + typeof o'), 'undefinedundefined');
+  });
+}
 
 test('a host function returning a non-transferable value gives the guest a TypeError naming it', async (t) => {
   const rt = await runtimeFor(t);

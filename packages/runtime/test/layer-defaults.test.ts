@@ -6,11 +6,12 @@ import test from 'ava';
 import { InvalidOption, IsolatedRuntime, SandboxPool, SandboxUnavailable, type LayerDescriptor } from '../src/index.js';
 import { checkNoLeaks, childPids } from './helpers/leaks.js';
 import { warningsDuring } from './helpers/warnings.js';
+import { platformTest } from '../src/testing/platform.js';
 
 checkNoLeaks(test);
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
-const maybe = linux ? test.serial : test.skip;
+const maybe = platformTest(test.serial, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 
 const clock: LayerDescriptor = { module: '@strata/layer-clock/layer', options: { at: 0, seed: 1 } };
 const emptyroot: LayerDescriptor = { module: '@strata/layer-emptyroot/layer' };

@@ -24,7 +24,7 @@ test('a third-party layer outside node_modules works beside the default layers: 
   t.is(await rt.eval('exampleLayerMarker'), 'beside');
   t.deepEqual(rt.sandboxExtras, ['emptyroot']);
   t.is(rt.sandbox, 'landlock+seccomp');
-  const bound = (rt.report.layers.find((l) => l.name === 'emptyroot')?.detail['launch'] as { bound: string[] }).bound;
+  const bound = (rt.report.layers.find((l) => l.name === 'emptyroot')!.detail['launch'] as { bound: string[] }).bound;
   t.true(bound.includes(layerPathOf(EXAMPLE_PACKAGE)!), 'its package directory is bound, not more');
   t.regex(layerPathOf(EXAMPLE_PACKAGE)!, /\/fixtures\/layer-example$/);
   t.is(layerPathOf('@strata/layer-clock/layer'), undefined);
@@ -193,6 +193,26 @@ test('a layer can add a link to the launch chain: it runs before Node, as the wo
   t.is(niceness, 7);
   t.is(await rt.eval('1 + 1'), 2);
   t.true(rt.report.verified!.noNewPrivs, 'the base hardening still holds through the link');
+});
+
+test('a layer module is built once per start in the parent (the plan carries it), and once in its worker', async (t) => {
+  const key = 'built-once';
+  const parentBuilds = () => globalThis.strataLayerBuilds?.[key] ?? 0;
+  const counted = layer({ name: 'counted', buildsKey: key });
+  const workerBuilds = (rt: IsolatedRuntime) => rt.report.layers.find((l) => l.name === 'counted')?.detail['workerBuilds'];
+  {
+    await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [counted] });
+    t.is(parentBuilds(), 1, 'composing, probing and launching share one build');
+    t.is(workerBuilds(rt), 1);
+  }
+  {
+    await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [counted] });
+    t.is(parentBuilds(), 2, 'the next start builds it again, once');
+    t.is(workerBuilds(rt), 1, 'in a worker of its own');
+  }
+  // Refused by the plan after its probe: still built once.
+  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', layers: [layer({ name: 'counted', buildsKey: key, probe: 'partial' })] }), { instanceOf: SandboxUnavailable });
+  t.is(parentBuilds(), 3);
 });
 
 test('a launch hook that throws, or returns a bad step, is LayerFailed before any worker starts', async (t) => {

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { IsolatedRuntime, JsError, Runtime, RuntimeTimeout, type RuntimeOptions } from '../src/index.js';
+import { JsError, RuntimeTimeout, type RuntimeOptions } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 import { BOTH_RUNTIMES, type AnyRuntime } from './helpers/runtime.js';
 

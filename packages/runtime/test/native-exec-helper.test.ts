@@ -1,9 +1,10 @@
-import test, { type Implementation } from 'ava';
+import test from 'ava';
+import { platformTest } from '../src/testing/platform.js';
 import { unreachableByNobody } from '../src/isolated/reachable-by-nobody.js';
 import { spawn, spawnSync, type StdioOptions } from 'node:child_process';
-import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { execHelperPath } from '../src/native/native-paths.js';
@@ -337,12 +338,14 @@ const injected: [string, string[], string[], number, RegExp, boolean][] = [
   ['prctl() fails', ['prctl:error=EINVAL'], [], 124, /^strata-exec: PR_SET_NO_NEW_PRIVS: Invalid argument — /, false],
   ['the parent exited before PR_SET_PDEATHSIG', ['getppid:retval=1:when=2'], [], 125, /^strata-exec: parent: the process that started strata-exec has exited — /, false],
 ];
-/** `test`, or `test.skip` with the reason in the title where the platform lacks what the test needs. */
-const unless = (reason: string | undefined) => (title: string, run: Implementation<[]>) =>
-  reason === undefined ? test(title, run) : test.skip(`${title} — skipped: ${reason}`, run);
+/** What a fault-injection test needs: strace that can trace, and root for the privilege drops. */
+const needs = (rootOnly: boolean) =>
+  straceProblem !== undefined
+    ? { feature: 'strace', available: false, reason: straceProblem }
+    : { feature: 'root', available: !rootOnly || isRoot, reason: 'needs root' };
 
 for (const [label, faults, options, status, message, rootOnly] of injected) {
-  unless(straceProblem ?? (rootOnly && !isRoot ? 'needs root' : undefined))(`fails closed when ${label}: exit ${status} and one line on stderr`, async (t) => {
+  platformTest(test, needs(rootOnly))(`fails closed when ${label}: exit ${status} and one line on stderr`, async (t) => {
     const inject = faults.flatMap((fault) => ['-e', `inject=${fault}`]);
     const exit = await run('strace', ['-o', '/dev/null', ...inject, helper, ...options, '--', '/bin/true']);
     t.is(exit.status, status);
@@ -351,7 +354,7 @@ for (const [label, faults, options, status, message, rootOnly] of injected) {
   });
 }
 
-unless(straceProblem)('without close_range() the /proc/self/fd fallback closes every inherited fd', async (t) => {
+platformTest(test, needs(false))('without close_range() the /proc/self/fd fallback closes every inherited fd', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'strata-exec-fds-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const marker = join(dir, 'inherited-fd-marker');

@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
+import { platformTest } from '../src/testing/platform.js';
 
 const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const HOST = fileURLToPath(new URL(`../../../../hosts/node22/node_modules/node-${process.platform}-${process.arch}/bin/node`, import.meta.url));
@@ -14,8 +15,7 @@ const NODE22 = existsSync(HOST) ? HOST : undefined;
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
 const skipped =
   NODE22 === undefined ? `no Node 22 in hosts/node22 (\`npm ci --prefix hosts/node22\`; npm test installs it, on linux-x64 and linux-arm64)` : !linux ? `the sandbox cases need Linux` : undefined;
-const maybe = skipped === undefined ? test.serial : test.skip;
-const label = (title: string) => (skipped === undefined ? title : `${title} (skipped: ${skipped})`);
+const maybe = platformTest(test.serial, { feature: NODE22 === undefined ? 'node22-host' : 'linux', available: skipped === undefined, reason: skipped ?? '' });
 
 /** Runs `body` (an ES module's text) in Node 22 from this package, and returns the JSON it printed last. */
 function onNode22(body: string, args: readonly string[] = []): { out: any; stderr: string; status: number | null } {
@@ -30,7 +30,7 @@ function onNode22(body: string, args: readonly string[] = []): { out: any; stder
   return { out, stderr: ran.stderr, status: ran.status };
 }
 
-maybe(label('Node 22 imports every entry; the in-process Runtime and the default runtime refuse with ERR_STRATA_NODE_VERSION, naming what works'), (t) => {
+maybe('Node 22 imports every entry; the in-process Runtime and the default runtime refuse with ERR_STRATA_NODE_VERSION, naming what works', (t) => {
   const { out, stderr } = onNode22(`
     const main = await import('@strata/runtime');
     await import('@strata/runtime/layers');
@@ -52,7 +52,7 @@ maybe(label('Node 22 imports every entry; the in-process Runtime and the default
   t.notRegex(stderr, /No native build was found/);
 });
 
-maybe(label("Node 22 parent: IsolatedRuntime with sandbox 'require' runs its worker on the Node 24 package, with landlock+seccomp and the empty root"), (t) => {
+maybe("Node 22 parent: IsolatedRuntime with sandbox 'require' runs its worker on the Node 24 package, with landlock+seccomp and the empty root", (t) => {
   const { out, stderr } = onNode22(`
     import { IsolatedRuntime } from '@strata/runtime';
     const rt = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false });
@@ -78,7 +78,7 @@ maybe(label("Node 22 parent: IsolatedRuntime with sandbox 'require' runs its wor
   t.regex(version, /^v(2[4-9]|[3-9]\d)\./);
 });
 
-maybe(label('Node 22 parent: a SandboxPool hands out sandboxed runtimes, and the CLI doctor reports the sandbox in force'), (t) => {
+maybe('Node 22 parent: a SandboxPool hands out sandboxed runtimes, and the CLI doctor reports the sandbox in force', (t) => {
   const { out, stderr } = onNode22(`
     import { SandboxPool } from '@strata/runtime';
     const pool = await SandboxPool.start({ sandbox: 'require', size: 1 });
@@ -100,7 +100,7 @@ maybe(label('Node 22 parent: a SandboxPool hands out sandboxed runtimes, and the
   t.regex(report.node.version, /^v22\./);
 });
 
-maybe(label('Node 22 parent: workerNode must be an absolute path to a Node 24 or later, or the start is refused before any worker exists'), (t) => {
+maybe('Node 22 parent: workerNode must be an absolute path to a Node 24 or later, or the start is refused before any worker exists', (t) => {
   const { out } = onNode22(
     `
     import { IsolatedRuntime } from '@strata/runtime';

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { type LayerRequirement } from '../src/index.js';
+import type { LayerRequirement } from '../src/index.js';
 import { planLayers, type LayerCapability } from '../src/layers/index.js';
 
 const probes: Record<'full' | 'partial' | 'none', LayerCapability> = {

@@ -2,6 +2,7 @@
 // (it becomes API); an internal that leaks into the entry fails this test.
 import test from 'ava';
 import { readFileSync } from 'node:fs';
+import type { IsolatedRuntime, Runtime, StrataRuntime } from '@strata/runtime';
 
 const MAIN = [
   // engines
@@ -60,11 +61,25 @@ test('the main entry exports exactly what an application uses', async (t) => {
   t.deepEqual(Object.keys(main).sort(), MAIN);
 });
 
+test('the contract both engines implement is a type of the main entry, StrataRuntime, and no value', async (t) => {
+  // Deliberate: code that only runs guest code takes either engine. The compiler checks the
+  // assignments; the entry's keys (values only) must not grow by it.
+  const either: readonly ((rt: Runtime | IsolatedRuntime) => StrataRuntime)[] = [(rt) => rt];
+  t.is(either.length, 1);
+  const main = await import('@strata/runtime');
+  t.false('StrataRuntime' in main);
+});
+
 test('the layer-author API is in @strata/runtime/layers, and the test helpers in @strata/runtime/testing', async (t) => {
   const layers = await import('@strata/runtime/layers');
   for (const name of ['defaultLayers', 'PLATFORM_LAYERS', 'planLayers', 'LayerFailed', 'LayerConfigError', 'LAYER_OPTIONS']) t.true(name in layers, name);
+  // The pieces a worker's read set is computed from are Strata's own layers' business, in their own entry.
+  const internals = ['normalizeWorkerFiles', 'nodeInstallDir', 'nodeModulesWithRuntime', 'opensslConfig', 'parseLoadedObjects', 'parseMaps', 'sharedLibraries', 'strataPackages', 'SYSTEM_WORKER_FILES'];
+  for (const name of internals) t.false(name in layers, `${name} is in @strata/runtime/layers`);
+  const workerFiles = await import('@strata/runtime/worker-files');
+  for (const name of internals) t.true(name in workerFiles, name);
   const testing = await import('@strata/runtime/testing');
-  t.deepEqual(Object.keys(testing).sort(), ['checkGuestStillWorks', 'checkLayerConformance', 'testLayer']);
+  t.deepEqual(Object.keys(testing).sort(), ['PLATFORM_ENV', 'checkGuestStillWorks', 'checkLayerConformance', 'declaredFeatures', 'isDeclared', 'platformTest', 'platformVerdict', 'testLayer']);
 });
 
 test('every layer package builds its descriptor with a named factory, and none has a default export', async (t) => {
@@ -89,7 +104,7 @@ test('the one spelling of the sandbox modes is the layer requirements', async (t
 
 test('the package exports no deep paths beyond its entries', (t) => {
   const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, unknown> };
-  t.deepEqual(Object.keys(manifest.exports).sort(), ['.', './bounded-worker', './layers', './native', './native-build', './package.json', './testing']);
+  t.deepEqual(Object.keys(manifest.exports).sort(), ['.', './bounded-worker', './layers', './native', './native-build', './package.json', './testing', './worker-files']);
 });
 
 test('the bounded worker thread is in @strata/runtime/bounded-worker: its parent side and its worker side', async (t) => {

@@ -2,7 +2,8 @@
 // (strip mode: types become whitespace), against both runtimes. Typed code runs; errors keep their
 // original lines; what needs a transform (an enum, a namespace with values) and what does not parse
 // is the guest's SyntaxError, saying why and what to write instead; the option is validated.
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
 import * as strata from '../src/index.js';
@@ -266,4 +267,14 @@ test('nesting past MAX_TYPESCRIPT_NESTING is refused at its line, naming the lim
 both('a TypeScript eval keeps its turn: commands run in the order they were made', async (t, rt) => {
   const [, order] = await Promise.all([rt.eval('const order: string[] = ["ts"]; 1', { language: 'typescript' }), rt.eval('order.push("js"); order.join()')]);
   t.is(order, 'ts,js');
+});
+
+test("the stripper's ExperimentalWarning stays in its thread: the application's stderr has none, and its own warnings still print", (t) => {
+  const program = "import { stripTypes } from '@strata/runtime'; console.log(await stripTypes('const a: number = 1')); process.emitWarning('the app warns', 'ExperimentalWarning');";
+  const cwd = fileURLToPath(new URL('../..', import.meta.url));
+  const ran = spawnSync(process.execPath, ['--input-type=module', '-e', program], { cwd, encoding: 'utf8', timeout: 60_000 });
+  t.is(ran.status, 0, ran.stderr);
+  t.regex(ran.stdout, /const a\s+= 1/);
+  t.notRegex(ran.stderr, /stripTypeScriptTypes/);
+  t.regex(ran.stderr, /ExperimentalWarning: the app warns/);
 });

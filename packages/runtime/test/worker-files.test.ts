@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, rmSync, writeFileSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { opensslConfig } from '../src/layers/index.js';
+import { opensslConfig } from '../src/layers/worker-files.js';
 
 const MiB = 1 << 20;
 

@@ -8,6 +8,7 @@
 
 import { Buffer } from 'node:buffer';
 import { types } from 'node:util';
+import { isAsciiIdentifier } from './identifier.js';
 import type { Limits } from './limits.js';
 import { ProtocolError, quote } from './protocol-error.js';
 import { ValueWalk, WalkKind, type ContainerKind, type WalkVisitor } from './value-walk.js';
@@ -36,7 +37,6 @@ const getPrototypeOf = Object.getPrototypeOf;
 const hasOwn = Object.hasOwn;
 const isArray = Array.isArray;
 const { isProxy, isMap, isSet, isDate, isUint8Array } = types;
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 // 2^64: bigints this far from zero (or further) travel as tag 2/3 bignums
 const BIGNUM_FLOOR = 1n << 64n;
 const UINT8_FIELDS = ['constructor', 'buffer', 'byteLength', 'byteOffset', 'length'];
@@ -293,7 +293,7 @@ function pathOf(root: string, walk: ValueWalk): string {
         break;
       case WalkKind.Object: {
         const key = walk.keyAt(level) as string;
-        path += IDENTIFIER.test(key) && key.length <= 40 ? `.${key}` : `[${quote(key)}]`;
+        path += isAsciiIdentifier(key) && key.length <= 40 ? `.${key}` : `[${quote(key)}]`;
         break;
       }
       case WalkKind.Map:

@@ -17,6 +17,7 @@ export type { WireValue, WireObject, WireScalar } from './wire-value.js';
 export { scanCbor } from './cbor-scan.js';
 export { checkEncodable, type EncodableInfo } from './encodable-check.js';
 export { ValueWalk, WalkKind, type WalkVisitor, type ContainerKind } from './value-walk.js';
+export { isAsciiIdentifier } from './identifier.js';
 export { encodeValue } from './value-encoder.js';
 export { decodeValue } from './value-decoder.js';
 export {

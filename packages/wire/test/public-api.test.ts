@@ -33,6 +33,8 @@ const MAIN = [
   // the one walk over nested values
   'ValueWalk',
   'WalkKind',
+  // how a name is spelled in a path or a declaration
+  'isAsciiIdentifier',
 ].sort();
 
 test('the main entry exports exactly what the other packages and the README use', async (t) => {

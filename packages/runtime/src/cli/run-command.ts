@@ -6,7 +6,8 @@
 import { inspect } from 'node:util';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { JsError, WorkerCrashed } from '../errors.js';
-import { executionResult, type ExecutionResult } from '../execution-result.js';
+import { executionResult } from '../execution-result.js';
+import type { ExecutionResult } from '../runtime-contract.js';
 import type { IsolatedRuntimeOptions } from '../isolated/isolated-options.js';
 import type { IsolatedRuntime, SandboxReport } from '../isolated/isolated-runtime.js';
 import { sampleProcess } from '../isolated/worker-process.js';

@@ -95,7 +95,8 @@ Exit status:
 /** The help text for `topic` (`undefined`: the main help). Ends with a newline. */
 const MCP = `Usage: strata mcp [--config FILE] [--session] [--sandbox MODE] [--timeout MS]
 
-Serves code mode over MCP on stdin/stdout (needs @strata/agent installed beside @strata/runtime).
+Serves code mode over MCP on stdin/stdout. Needs @strata/agent and the MCP SDK installed beside
+@strata/runtime: npm install @strata/agent @modelcontextprotocol/sdk.
 Its one tool, execute, runs the model's code (JavaScript or TypeScript) in a fresh pooled sandbox
 and answers with the result, the console output and a receipt of every tool call; its description
 holds the TypeScript declarations of the bridged tools. A throw, a timeout or a crash is an MCP

@@ -79,7 +79,6 @@ export function guestPrelude(
   const SafeSet: any = Set;
   const MapGet = MapPrototype.get;
   const MapSet = MapPrototype.set;
-  const MapHas = MapPrototype.has;
   const MapDelete = MapPrototype.delete;
   const MapForEach = MapPrototype.forEach;
   const SetAdd = SetPrototype.add;

@@ -115,7 +115,7 @@ export interface ResolvedIsolatedOptions {
   /**
    * The layers given (`layers`, checked), plus the clock layer when `clock` is set.
    * This platform's default layers are merged in when the runtime starts (by name, known once each
-   * module is loaded: `selectLayers`), unless `replaceDefaultLayers`.
+   * module is loaded: `planPipeline`), unless `replaceDefaultLayers`.
    */
   readonly layers: readonly LayerDescriptor[];
   /** `layers` is the whole list. */

@@ -8,21 +8,29 @@ import { splitFunctions } from '../bound-functions.js';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
 import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches } from '../egress/guest-fetch.js';
 import { describeHostError, thenableOf } from '../host-errors.js';
-import { HeapLimitExceeded, InvalidOption, LayerConfigError, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
-import type { ExecutionResult } from '../execution-result.js';
+import { HeapLimitExceeded, InvalidOption, RuntimeClosed, RuntimeTimeout, SandboxUnavailable, StrataError, WorkerCrashed } from '../errors.js';
 import { execute } from '../execution-result.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ResolvedModule } from '../module-registry.js';
-import type { EvalModuleOptions, EvalOptions, HostFunction } from '../runtime.js';
+import {
+  assertBindableObject,
+  assertBindName,
+  assertHostFunction,
+  MAX_VALUE_DEPTH,
+  type EvalModuleOptions,
+  type EvalOptions,
+  type ExecutionResult,
+  type HostFunction,
+  type StrataRuntime,
+} from '../runtime-contract.js';
 import { assertTransferable } from '../values.js';
 import { stripIfTypeScript } from '../typescript-input.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
 import type { ResolvedRuntimeOptions } from '../options.js';
-import { selectLayers } from '../layers/compose.js';
 import type { LayerReport } from '../layers/layer.js';
-import { planPipeline, type PlannedStep } from '../layers/pipeline.js';
+import { finishReport, planPipeline, type PlannedStep, type SandboxReport } from '../layers/pipeline.js';
 import { takeWorker } from './prewarm.js';
 import { unreachableByNobody } from './reachable-by-nobody.js';
-import { verifyWorker, type OutsideView } from './verify-worker.js';
+import { verifyWorker } from './verify-worker.js';
 import { buildWorkerFlags } from './v8-flags.js';
 import { resolveWorkerNode } from './worker-node.js';
 import { WORKER_ENTRY, sampleProcess, type LaunchPlan, type WorkerProcess } from './worker-process.js';
@@ -35,29 +43,9 @@ export const MAX_WORKER_THREADS = 64;
 const WARM_UP_GLOBAL = '__strataWarmUp';
 // How often the parent checks a busy worker from outside (the worker checks itself every 20 ms).
 const SUPERVISOR_TICK_MS = 50;
-// How long configuring a worker (its layer pipeline included) may take.
-const MAX_DEPTH = 64;
 
-/** The layer report of a runtime. JSON-serialisable; stable field names. */
-export interface SandboxReport {
-  /** `'landlock+seccomp'`, `'seatbelt'` or `'none'`. */
-  readonly sandbox: string;
-  /** Extra protections in force, such as `'emptyroot'`. */
-  readonly sandboxExtras: readonly string[];
-  /** One entry per layer, in the order they were applied. */
-  readonly layers: readonly LayerReport[];
-  /** What the parent checked from outside, in /proc, before any guest code ran (Linux). */
-  readonly verified?: OutsideView;
-  /** Hardening the launcher always applies. */
-  readonly base: {
-    readonly jitless: boolean;
-    readonly strictEval: boolean;
-    readonly flags: readonly string[];
-    readonly privilegesDropped: boolean;
-    /** The Node.js executable the worker runs (`workerNode`). */
-    readonly workerNode: string;
-  };
-}
+// The report is the layer pipeline's (layers/pipeline.ts finishes it); exported here, where it always was.
+export type { SandboxReport } from '../layers/pipeline.js';
 
 interface Command {
   readonly id: number;
@@ -111,10 +99,11 @@ export let internals: RuntimeInternals;
  * await rt.eval("lookup('A1') * 2"); // 7
  * ```
  */
-export class IsolatedRuntime implements AsyncDisposable {
+export class IsolatedRuntime implements StrataRuntime {
   #options: ResolvedIsolatedOptions;
   readonly #worker: WorkerProcess;
-  readonly #report: SandboxReport;
+  // Set once by start, when the layer pipeline has finished it.
+  #report: SandboxReport;
   readonly #modules = new ModuleRegistry();
   // When the command in flight asked for its first import: its imports share its timeout.
   #linking: { readonly commandId: number | undefined; readonly since: number } | undefined;
@@ -171,15 +160,10 @@ export class IsolatedRuntime implements AsyncDisposable {
    */
   static async start(options: IsolatedRuntimeOptions = {}): Promise<IsolatedRuntime> {
     const resolved = resolveIsolatedOptions(options);
-    // This platform's default layers with `layers` merged in, by name; `require` refuses a list
-    // without its OS sandbox or a default layer not opted out by name, `auto` warns naming them.
-    const selection = await selectLayers(resolved);
-    if (selection.decision === 'invalid') throw new LayerConfigError(selection.layer, selection.reason);
-    if (selection.decision === 'refuse') throw new SandboxUnavailable(selection.reason);
-    for (const warning of selection.warnings) warnOnce(warning);
-    // The parent's half of the layer pipeline: probe (cached), plan, refuse before any worker exists.
+    // The parent's half of the layer pipeline: the layers with this platform's defaults merged in,
+    // loaded once, ordered, probed (cached) and planned; it refuses before any worker exists.
     const workerNode = resolveWorkerNode(resolved.workerNode);
-    const layerPlan = await planPipeline(selection.layers, resolved.sandbox, { platform: process.platform, arch: process.arch, workerNode });
+    const layerPlan = await planPipeline(resolved, { platform: process.platform, arch: process.arch, workerNode });
     const flags = buildWorkerFlags({ jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, v8Flags: resolved.v8Flags });
     const plan: LaunchPlan = {
       workerNode,
@@ -189,15 +173,12 @@ export class IsolatedRuntime implements AsyncDisposable {
       entry: testEntry ?? WORKER_ENTRY,
       launch: layerPlan.launch,
     };
-    if (process.geteuid?.() === 0) assertReachableByNobody(plan.workerNode, plan.entry);
+    const startedAsRoot = process.geteuid?.() === 0;
+    if (startedAsRoot) assertReachableByNobody(plan.workerNode, plan.entry);
     const worker = await takeWorker(plan, resolved.prewarm, resolved.startTimeout);
-    const report: { -readonly [K in keyof SandboxReport]: SandboxReport[K] } = {
-      sandbox: 'none',
-      sandboxExtras: [],
-      layers: [],
-      base: { jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, flags: plan.nodeArgs, privilegesDropped: process.geteuid?.() === 0, workerNode },
-    };
-    const runtime = new IsolatedRuntime(resolved, worker, report);
+    const base: SandboxReport['base'] = { jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, flags: plan.nodeArgs, privilegesDropped: startedAsRoot, workerNode };
+    // Nothing is in force until the pipeline has finished the report (nobody sees it before).
+    const runtime = new IsolatedRuntime(resolved, worker, { sandbox: 'none', sandboxExtras: [], layers: [], base });
     try {
       // Configuring runs the layer pipeline (probes, self-tests): bounded by a start deadline of
       // its own, not by requestTimeout, which is meant for the guest's commands.
@@ -206,17 +187,9 @@ export class IsolatedRuntime implements AsyncDisposable {
         { type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds, layerPlan.steps) },
         startDeadline,
       )) as { layers?: LayerReport[] };
-      // The launch links' facts (what the worker cannot see of itself) join each layer's entry.
-      report.layers = (configured.layers ?? []).map((l) => {
-        const launched = layerPlan.launchReports[l.name];
-        return launched === undefined ? l : { ...l, detail: { ...l.detail, launch: launched } };
-      });
-      // Only then may guest code run: what the worker claims is checked from outside.
-      if (process.platform === 'linux') report.verified = verifyWorker(worker.pid, report.layers, process.geteuid?.() === 0);
-      report.sandbox = sandboxName(report.layers);
-      report.sandboxExtras = report.layers.filter((l) => l.name === 'emptyroot' && l.enforcement === 'full').map((l) => l.name);
-      deepFreeze(report);
-      for (const warning of layerPlan.warnings) warnOnce(warning);
+      // Only then may guest code run: what the worker claims is checked from outside (in /proc).
+      const verify = process.platform === 'linux' ? (layers: readonly LayerReport[]) => verifyWorker(worker.pid, layers, startedAsRoot) : undefined;
+      runtime.#report = finishReport(layerPlan, configured.layers ?? [], base, verify);
       // The host-call path once, both halves, before the runtime is handed out (a pool fills in
       // the background): the worker runs jitless, so V8 compiles each function on its first
       // call, and the first host call of a fresh worker would otherwise add about 2 ms to a
@@ -251,20 +224,21 @@ export class IsolatedRuntime implements AsyncDisposable {
     return this.#report;
   }
 
-  /** Whether the runtime is closed (by `close()`, or because its worker is gone). */
+  /** {@inheritDoc StrataRuntime.closed} */
   get closed(): boolean {
     return this.#closed;
   }
 
-  /** The options the worker's Runtime runs with (bootstrap, strictEval, limits), as `Runtime.options` gives them. */
+  /** {@inheritDoc StrataRuntime.options} */
   get options(): ResolvedRuntimeOptions {
     return this.#options.runtime;
   }
 
   /**
-   * See `Runtime.eval`. Also {@link WorkerCrashed} and a hard {@link RuntimeTimeout} (the worker
-   * is killed; the runtime is closed). `language: 'typescript'` strips the types here, in the
-   * parent: the worker only ever receives JavaScript.
+   * {@inheritDoc StrataRuntime.eval}
+   *
+   * @throws {@link WorkerCrashed}, and a hard {@link RuntimeTimeout} (past `requestTimeout`), as
+   * well: the worker is killed and the runtime is closed.
    */
   eval(code: string, options: EvalOptions = {}): Promise<unknown> {
     if (typeof code !== 'string') return Promise.reject(new InvalidOption('eval(code): code must be a string'));
@@ -280,8 +254,10 @@ export class IsolatedRuntime implements AsyncDisposable {
   }
 
   /**
-   * See `Runtime.evalModule`; imports are answered here, by this runtime's modules, resolver and
-   * loader. `language: 'typescript'` strips the module's types here, in the parent.
+   * {@inheritDoc StrataRuntime.evalModule}
+   *
+   * @throws {@link WorkerCrashed}, and a hard {@link RuntimeTimeout} (past `requestTimeout`), as
+   * well: the worker is killed and the runtime is closed.
    */
   evalModule(source: string, options: EvalModuleOptions = {}): Promise<Record<string, unknown>> {
     if (typeof source !== 'string') return Promise.reject(new InvalidOption('evalModule(source): source must be a string'));
@@ -296,28 +272,27 @@ export class IsolatedRuntime implements AsyncDisposable {
     return this.#command(message, stripping) as Promise<Record<string, unknown>>;
   }
 
-  /** See `Runtime.execute`: never throws for the run's own failure, a crash or a hard timeout included. */
+  /** {@inheritDoc StrataRuntime.execute} */
   async execute(code: string, options: EvalOptions = {}): Promise<ExecutionResult> {
     if (typeof code !== 'string') throw new InvalidOption('execute(code): code must be a string');
     return execute(this, code, options);
   }
 
-  /** See `Runtime.bindFunction`. Your function runs in this process, with your authority. */
+  /** {@inheritDoc StrataRuntime.bindFunction} */
   bindFunction(name: string, fn: HostFunction): void {
-    if (typeof fn !== 'function') throw new InvalidOption(`bindFunction(${JSON.stringify(name)}): fn must be a function`);
-    this.#bind(name, fn);
+    assertHostFunction(name, fn);
+    this.#bind(name, fn, 'bindFunction');
   }
 
-  /** See `Runtime.bindObject`. */
+  /** {@inheritDoc StrataRuntime.bindObject} */
   bindObject(name: string, object: Record<string, unknown>): void {
-    if (object === null || typeof object !== 'object' || Array.isArray(object)) {
-      throw new InvalidOption(`bindObject(${JSON.stringify(name)}): object must be a plain object`);
-    }
-    this.#bind(name, object);
+    assertBindableObject(name, object);
+    this.#bind(name, object, 'bindObject');
   }
 
-  /** See `Runtime.revoke`. The functions stop working here at once, before the worker hears of it. */
+  /** {@inheritDoc StrataRuntime.revoke} */
   revoke(name: string): void {
+    // The functions stop working here at once, before the worker hears of it.
     this.#assertUsable();
     const labels = this.#globals.get(name);
     if (labels === undefined) throw new InvalidOption(`revoke(${JSON.stringify(name)}): nothing is bound under that name`);
@@ -327,32 +302,32 @@ export class IsolatedRuntime implements AsyncDisposable {
     void this.#command({ type: 'command', id: 0, name: 'revoke', params: { name } }).catch(() => undefined);
   }
 
-  /** See `Runtime.addModule`. */
+  /** {@inheritDoc StrataRuntime.addModule} */
   addModule(specifier: string, source: string): void {
     this.#modules.add(specifier, source);
   }
 
-  /** See `Runtime.setModuleResolver`. */
+  /** {@inheritDoc StrataRuntime.setModuleResolver} */
   setModuleResolver(resolver: ModuleResolver | undefined): void {
     this.#modules.setResolver(resolver);
   }
 
-  /** See `Runtime.setModuleLoader`. */
+  /** {@inheritDoc StrataRuntime.setModuleLoader} */
   setModuleLoader(loader: ModuleLoader | undefined): void {
     this.#modules.setLoader(loader);
   }
 
-  /** See `Runtime.onConsole`. */
+  /** {@inheritDoc StrataRuntime.onConsole} */
   onConsole(listener: (entry: ConsoleEntry) => void): () => void {
     return this.#console.listen(listener);
   }
 
-  /** See `Runtime.captureConsole`. */
+  /** {@inheritDoc StrataRuntime.captureConsole} */
   captureConsole(): ConsoleCapture {
     return this.#console.capture();
   }
 
-  /** Kills the worker. Idempotent. */
+  /** {@inheritDoc StrataRuntime.close} */
   async close(): Promise<void> {
     if (!this.#closed) this.#shutDown(new RuntimeClosed('the runtime is closed'));
     if (!this.#worker.exited) {
@@ -376,13 +351,11 @@ export class IsolatedRuntime implements AsyncDisposable {
     }
   }
 
-  #bind(name: string, value: HostFunction | Record<string, unknown>): void {
+  #bind(name: string, value: HostFunction | Record<string, unknown>, method: 'bindFunction' | 'bindObject'): void {
     this.#assertUsable();
-    if (typeof name !== 'string' || !/^[A-Za-z_$][\w$]*$/.test(name)) {
-      throw new InvalidOption(`bind: name must be a JavaScript identifier (got ${JSON.stringify(name)})`);
-    }
-    const { data, sites } = splitFunctions(value, name, MAX_DEPTH);
-    assertTransferable(data, name, MAX_DEPTH);
+    assertBindName(name, method);
+    const { data, sites } = splitFunctions(value, name, MAX_VALUE_DEPTH);
+    assertTransferable(data, name, MAX_VALUE_DEPTH);
     for (const label of this.#globals.get(name) ?? []) this.#functions.get(label)!.revoked = true;
     // Each binding gets fresh labels, so a revoked function can never be reached again.
     const labelled = sites.map(({ path, label, fn }): [readonly string[], string] => {
@@ -662,7 +635,7 @@ export class IsolatedRuntime implements AsyncDisposable {
 
   #outcome(value: unknown): MessageOf<'callResult'>['outcome'] {
     try {
-      assertTransferable(value, 'the host function returned a value that', MAX_DEPTH);
+      assertTransferable(value, 'the host function returned a value that', MAX_VALUE_DEPTH);
       return { ok: true, value: value as never };
     } catch (error) {
       return { ok: false, error: { class: 'StrataError', name: 'TypeError', message: (error as Error).message } };
@@ -727,22 +700,6 @@ export class IsolatedRuntime implements AsyncDisposable {
 
 // --- helpers -------------------------------------------------------------------------------
 
-const warned = new Set<string>();
-/** A process warning (code STRATA_SANDBOX_DEGRADED) naming what `auto` had to give up; once per text. */
-function warnOnce(what: string): void {
-  if (warned.has(what)) return;
-  warned.add(what);
-  process.emitWarning(`Strata: sandbox 'auto': ${what}`, { code: 'STRATA_SANDBOX_DEGRADED' });
-}
-
-/** `'landlock+seccomp'`, `'seatbelt'` or `'none'`: the OS sandbox fully in force. */
-function sandboxName(layers: readonly LayerReport[]): string {
-  const full = new Set(layers.filter((l) => l.enforcement === 'full').map((l) => l.name));
-  if (full.has('landlock') && full.has('seccomp')) return 'landlock+seccomp';
-  if (full.has('seatbelt')) return 'seatbelt';
-  return 'none';
-}
-
 /**
  * Started as root, the worker drops to uid 65534 before Node runs: Node and Strata's files must be
  * reachable by others. Said plainly here rather than as a failed exec.
@@ -786,12 +743,4 @@ function configureOptions(o: ResolvedIsolatedOptions, cpuSeconds: number | undef
   options['layerSteps'] = steps as never;
   if (cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = cpuSeconds;
   return options;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object') {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
 }

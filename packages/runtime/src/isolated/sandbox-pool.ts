@@ -179,7 +179,7 @@ export class SandboxPool implements AsyncDisposable {
       }
     }
     let rt = this.#ready.shift();
-    while (rt !== undefined && rt.closed) rt = this.#ready.shift(); // died just now: already counted
+    while (rt?.closed) rt = this.#ready.shift(); // died just now: already counted
     if (rt === undefined) {
       this.#coldStarts++;
       this.#fill();

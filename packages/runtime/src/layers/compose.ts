@@ -3,15 +3,14 @@
  * whether `sandbox: 'require'` can be met with them (docs/design.md §2: `'require'` means the
  * platform's OS confinement is in force; no layer list, option or missing package may drop it
  * silently, an explicit, named opt-out may). The decision is {@link composeLayers}, a pure
- * function (table-tested); {@link selectLayers} feeds it the names, which are known only once each
- * layer module is loaded.
+ * function (table-tested); the pipeline's `planPipeline` feeds it the names, which are known only
+ * once each layer module is loaded, and loads each layer once.
  *
  * @module
  */
 import type { SandboxMode } from '../isolated/isolated-options.js';
-import { installed, PLATFORM_LAYERS, type PlatformLayer } from './default-layers.js';
+import type { PlatformLayer } from './default-layers.js';
 import type { LayerDescriptor, LayerRequirement } from './layer.js';
-import { loadLayer } from './load-layer.js';
 
 /** A layer descriptor with the name its module builds. */
 export interface NamedDescriptor {
@@ -28,7 +27,7 @@ export interface DefaultLayerFact extends PlatformLayer {
 export interface CompositionInput {
   /** The platform, for messages. */
   readonly platform: string;
-  /** This platform's default layers in their order ({@link PLATFORM_LAYERS}); `undefined` when Strata has no OS layers for it. */
+  /** This platform's default layers in their order (`PLATFORM_LAYERS`); `undefined` when Strata has no OS layers for it. */
   readonly defaults: readonly DefaultLayerFact[] | undefined;
   /** The layers given (`layers`, then the clock layer of `clock`), in the user's order, named. */
   readonly given: readonly NamedDescriptor[];
@@ -165,24 +164,4 @@ export function composeLayers(input: CompositionInput): LayerComposition {
   const warnings = reasons.length === 0 ? [] : [`the worker runs without ${missing.length === 0 ? 'an OS sandbox' : `the default layer${missing.length === 1 ? '' : 's'} ${missing.join(', ')}`}: ${reasons.join('; ')}`];
   if (turnedOff.length > 0) warnings.push(`the OS sandbox is turned down: ${turnedOff.join('; ')}`);
   return { decision: 'proceed', layers: layers.map((l) => l.descriptor), missing, warnings };
-}
-
-/** What {@link selectLayers} takes of the resolved options. */
-export interface LayerSelection {
-  readonly layers: readonly LayerDescriptor[];
-  readonly replaceDefaultLayers: boolean;
-  readonly omitDefaultLayers: readonly string[];
-  readonly sandbox: SandboxMode;
-}
-
-/**
- * In the parent, before any probe: loads each given layer to learn its name (a module that does
- * not build a layer is LayerConfigError here, as it would be in the plan) and composes the list
- * with this platform's default layers ({@link composeLayers}).
- */
-export async function selectLayers(selection: LayerSelection, platform: NodeJS.Platform = process.platform): Promise<LayerComposition> {
-  const given: NamedDescriptor[] = [];
-  for (const descriptor of selection.layers) given.push({ name: (await loadLayer(descriptor)).name, descriptor });
-  const defaults = PLATFORM_LAYERS[platform]?.map((d) => ({ ...d, installed: installed(d.module) }));
-  return composeLayers({ platform, defaults, given, replaceDefaultLayers: selection.replaceDefaultLayers, omitDefaultLayers: selection.omitDefaultLayers, sandbox: selection.sandbox });
 }

@@ -26,23 +26,14 @@ export type {
   SealContext,
   SelfTestContext,
 } from './layer.js';
-export { LayerFailed, LayerConfigError } from '../errors.js';
+export { StrataError, LayerFailed, LayerConfigError } from '../errors.js';
 export type { LayerHook } from '../errors.js';
 export { defaultLayers, missingDefaultLayers, PLATFORM_LAYERS } from './default-layers.js';
 export type { PlatformLayer } from './default-layers.js';
-export {
-  computeWorkerFiles,
-  isBeneath,
-  normalizeWorkerFiles,
-  nodeInstallDir,
-  nodeModulesWithRuntime,
-  opensslConfig,
-  parseLoadedObjects,
-  parseMaps,
-  sharedLibraries,
-  strataPackages,
-  SYSTEM_WORKER_FILES,
-} from './worker-files.js';
+// What a worker reads, for a layer that confines it. The pieces it is computed from (the /proc
+// parsers, Node's install, the system files) are Strata's own layers' business, in
+// @strata/runtime/worker-files.
+export { computeWorkerFiles, isBeneath } from './worker-files.js';
 export type { WorkerFile, WorkerFilesInput } from './worker-files.js';
 export { errnoOf, tryConnect } from './attempts.js';
 export { planLayers, enforcementOf } from './plan.js';

@@ -183,3 +183,6 @@ export async function checkGuestStillWorks(rt: IsolatedRuntime): Promise<string[
   }, 2450);
   return problems;
 }
+
+export { PLATFORM_ENV, declaredFeatures, isDeclared, platformTest, platformVerdict } from './platform.js';
+export type { PlatformNeed, PlatformVerdict, TestRegistrar } from './platform.js';
