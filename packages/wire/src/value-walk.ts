@@ -255,8 +255,7 @@ export class ValueWalk {
       }
     }
     this.visitor.enter(kind, container, length, this);
-    const iterator =
-      kind === MAP ? mapEntries.call(container as Map<unknown, unknown>) : kind === SET ? setValues.call(container as Set<unknown>) : undefined;
+    const iterator = kind === MAP ? mapEntries.call(container as Map<unknown, unknown>) : kind === SET ? setValues.call(container as Set<unknown>) : undefined;
     this.open(kind, container, length, keys, iterator, nodesBefore, bytesBefore);
   }
 
