@@ -9,7 +9,10 @@
  * @module
  */
 
+import { types } from 'node:util';
 import { ValueWalk, WalkKind, type ContainerKind, type WalkVisitor } from '@strata/wire';
+
+const { isMap, isSet } = types;
 
 /** Whether `value` nests deeper than `limit` levels (arrays, objects, Map and Set entries), as the guest boundary counts them. */
 export function deeperThan(value: unknown, limit: number): boolean {
@@ -28,9 +31,11 @@ class DepthCheck implements WalkVisitor {
 
   constructor(private readonly limit: number) {}
 
-  visit(v: unknown): WalkKind {
+  visit(v: unknown, walk: ValueWalk): WalkKind {
     if (v === null || typeof v !== 'object') return WalkKind.Leaf;
+    if (v instanceof Map && !isMap(v)) return this.notIterable(v, walk);
     if (v instanceof Map) return WalkKind.Map;
+    if (v instanceof Set && !isSet(v)) return this.notIterable(v, walk);
     if (v instanceof Set) return WalkKind.Set;
     if (ArrayBuffer.isView(v) || v instanceof Date) return WalkKind.Opaque;
     return WalkKind.Object;
@@ -64,6 +69,16 @@ class DepthCheck implements WalkVisitor {
   cycle(walk: ValueWalk): void {
     this.deeper = true;
     walk.stop();
+  }
+
+  /**
+   * An object that inherits from `Map` or `Set` without being one is a level too, and iterating
+   * it throws the `TypeError` it always has (the walk would read `size` first, which throws another).
+   */
+  private notIterable(v: object, walk: ValueWalk): WalkKind {
+    this.reach(walk.depth + 1, walk);
+    if (!this.deeper) (v as Iterable<unknown>)[Symbol.iterator]();
+    return WalkKind.Leaf;
   }
 
   /** Some object sits `depth` levels deep. */
