@@ -106,7 +106,7 @@ interface Frame {
   container: object;
   /**
    * Its memo entry, made when its first child container is met (so that a path back to it is
-   * seen as a cycle), or when it closes if it is long.
+   * seen as a cycle), or when it closes if it is long or the visitor asks.
    */
   seen: Seen | undefined;
   /** The counters before the container was visited. */
