@@ -32,3 +32,17 @@ for (const [name, value, limit, expected] of ROWS) {
     t.is(deeperThan(value, limit), expected);
   });
 }
+
+test('deeperThan answers for nesting far past the call stack, and for a value that contains itself', (t) => {
+  t.true(deeperThan(nested(200_000), 62));
+  t.false(deeperThan(nested(200_000), 200_000));
+  const looped: Record<string, unknown> = { a: 1 };
+  looped['self'] = looped;
+  t.true(deeperThan(looped, 62));
+});
+
+test('deeperThan counts a shared part at every place it appears', (t) => {
+  const part = nested(30);
+  t.false(deeperThan([part, part], 31));
+  t.true(deeperThan([part, { again: part }], 31));
+});

@@ -1,3 +1,4 @@
+import { ValueWalk, WalkKind, type ContainerKind, type WalkVisitor } from '@strata/wire';
 import { ValueNotTransferable } from './errors.js';
 import type { HostFunction } from './runtime-contract.js';
 import { MAX_VALUE_NODES, tooManyNodes } from './values.js';
@@ -11,13 +12,7 @@ export interface FunctionSite {
 
 /** A plain object of the bound value, read once: its entries with plain-object children replaced by their own `Plain`. */
 class Plain {
-  constructor(
-    readonly entries: [string, unknown][],
-    /** Nodes it stands for, itself and every key included, a shared child counted at every place. */
-    readonly nodes: number,
-    /** Depth of its deepest plain object below it, relative to it (0 when it holds none). */
-    readonly height: number,
-  ) {}
+  constructor(readonly entries: [string, unknown][]) {}
 }
 
 /**
@@ -41,46 +36,8 @@ export function splitFunctions(
   maxDepth: number,
   maxNodes: number = MAX_VALUE_NODES,
 ): { data: unknown; sites: FunctionSite[] } {
-  const read = new Map<object, Plain | undefined>(); // undefined: being read
-  const keys: string[] = [];
-  let count = 0;
-  const pathAt = (depth: number): string => (depth === 0 ? label : `${label}.${keys.slice(0, depth).join('.')}`);
-  const tooMany = (depth: number): never => {
-    throw new ValueNotTransferable(tooManyNodes(pathAt(depth), count, maxNodes));
-  };
-
   // Pass 1: read every distinct plain object once, refusing cycles and what breaks a limit.
-  const scan = (node: unknown, depth: number): unknown => {
-    if (++count > maxNodes) tooMany(depth);
-    if (typeof node === 'function' || node === null || typeof node !== 'object') return node;
-    if (read.has(node)) {
-      const plain = read.get(node);
-      if (plain === undefined) throw new ValueNotTransferable(`${pathAt(depth)} refers back to an enclosing value (a cycle)`);
-      if (depth + plain.height > maxDepth) throw new ValueNotTransferable(`${pathAt(depth)} is nested deeper than ${maxDepth} levels`);
-      count += plain.nodes - 1;
-      if (count > maxNodes) tooMany(depth);
-      return plain;
-    }
-    const proto: unknown = Object.getPrototypeOf(node);
-    if (proto !== Object.prototype && proto !== null) return node;
-    if (depth > maxDepth) throw new ValueNotTransferable(`${pathAt(depth)} is nested deeper than ${maxDepth} levels`);
-    const before = count - 1;
-    read.set(node, undefined);
-    const entries = Object.entries(node);
-    count += entries.length;
-    if (count > maxNodes) tooMany(depth);
-    let height = -1;
-    for (const entry of entries) {
-      keys[depth] = entry[0];
-      const child = scan(entry[1], depth + 1);
-      if (child instanceof Plain && child.height > height) height = child.height;
-      entry[1] = child;
-    }
-    const plain = new Plain(entries, count - before, height + 1);
-    read.set(node, plain);
-    return plain;
-  };
-  const scanned = scan(value, 0);
+  const scanned = new PlainReader(label, maxDepth, maxNodes).read(value);
 
   // Pass 2: copy, one object per place, and note where each function sits.
   const sites: FunctionSite[] = [];
@@ -101,4 +58,97 @@ export function splitFunctions(
   };
   const data = build(scanned);
   return { data, sites };
+}
+
+/**
+ * Pass 1 of {@link splitFunctions}, a visitor of `@strata/wire`'s {@link ValueWalk}: only plain
+ * objects are walked into (everything else is a leaf, for the transfer check to judge), each is
+ * read with `Object.entries` once, and every one is remembered, so a shared one is counted again
+ * from the memo and never read twice.
+ */
+class PlainReader implements WalkVisitor {
+  readonly lookUpEvery = true;
+  private walk!: ValueWalk;
+  // every plain object read so far, and its entries (their children replaced once it is finished)
+  private readonly plains = new Map<object, Plain>();
+
+  constructor(
+    private readonly label: string,
+    private readonly maxDepth: number,
+    private readonly maxNodes: number,
+  ) {}
+
+  read(value: unknown): unknown {
+    this.walk = new ValueWalk(this);
+    this.walk.run(value);
+    return (typeof value === 'object' && value !== null && this.plains.get(value)) || value;
+  }
+
+  visit(node: unknown, walk: ValueWalk): WalkKind {
+    const { depth } = walk;
+    if (++walk.nodes > this.maxNodes) this.tooMany(depth);
+    if (typeof node === 'function' || node === null || typeof node !== 'object') return WalkKind.Leaf;
+    // read before: the walk counts it again from its memo (or finds the cycle)
+    if (this.plains.has(node)) return WalkKind.Object;
+    const proto: unknown = Object.getPrototypeOf(node);
+    if (proto !== Object.prototype && proto !== null) return WalkKind.Leaf;
+    if (depth > this.maxDepth) this.refuse(depth, `is nested deeper than ${this.maxDepth} levels`);
+    return WalkKind.Object;
+  }
+
+  keys(object: object): readonly string[] {
+    let plain = this.plains.get(object);
+    if (plain === undefined) {
+      plain = new Plain(Object.entries(object));
+      this.plains.set(object, plain);
+    }
+    return plain.entries.map((entry) => entry[0]);
+  }
+
+  enter(_kind: ContainerKind, _container: object, length: number, walk: ValueWalk): void {
+    walk.nodes += length;
+    if (walk.nodes > this.maxNodes) this.tooMany(walk.depth);
+  }
+
+  element(): unknown {
+    throw new Error('unreachable: only plain objects are walked into');
+  }
+
+  property(object: object, _key: string | symbol, walk: ValueWalk): unknown {
+    return this.plains.get(object)!.entries[walk.childAt(walk.depth - 1)]![1];
+  }
+
+  /** Its children are read: each plain one is replaced by its own `Plain`. */
+  leave(_kind: ContainerKind, container: object): boolean {
+    for (const entry of this.plains.get(container)!.entries) {
+      const child = entry[1];
+      if (typeof child === 'object' && child !== null) entry[1] = this.plains.get(child) ?? child;
+    }
+    return true;
+  }
+
+  shared(height: number, walk: ValueWalk): void {
+    const { depth } = walk;
+    // the walk counts the object itself as a level; the limit counts the levels below it
+    if (depth + height - 1 > this.maxDepth) this.refuse(depth, `is nested deeper than ${this.maxDepth} levels`);
+    if (walk.nodes > this.maxNodes) this.tooMany(depth);
+  }
+
+  cycle(walk: ValueWalk): void {
+    this.refuse(walk.depth, 'refers back to an enclosing value (a cycle)');
+  }
+
+  private pathAt(depth: number): string {
+    let path = this.label;
+    for (let level = 0; level < depth; level++) path += `.${String(this.walk.keyAt(level))}`;
+    return path;
+  }
+
+  private refuse(depth: number, what: string): never {
+    throw new ValueNotTransferable(`${this.pathAt(depth)} ${what}`);
+  }
+
+  private tooMany(depth: number): never {
+    throw new ValueNotTransferable(tooManyNodes(this.pathAt(depth), this.walk.nodes, this.maxNodes));
+  }
 }

@@ -1,5 +1,5 @@
 import { types } from 'node:util';
-import { DEFAULT_LIMITS, type WireScalar } from '@strata/wire';
+import { DEFAULT_LIMITS, ValueWalk, WalkKind, type ContainerKind, type WalkVisitor, type WireScalar } from '@strata/wire';
 import { ValueNotTransferable } from './errors.js';
 
 /**
@@ -49,32 +49,16 @@ export function tooManyNodes(path: string, count: number, limit: number): string
  * Refuses cycles, objects nested deeper than `maxDepth` (the value itself is depth 0) and values
  * of more than `maxNodes` nodes (see {@link MAX_VALUE_NODES} for how they are counted). Sharing
  * without a cycle is accepted, but a shared object counts toward both limits at every place it
- * appears, as it would when encoded. Each distinct object is walked once and its totals are
- * remembered, so the check is linear in the distinct objects and their entries, however many
- * paths a shared structure has.
+ * appears, as it would when encoded. The walk is `@strata/wire`'s {@link ValueWalk}: iterative,
+ * and each distinct object is walked once and its totals are remembered (a short one that holds
+ * no object may be walked again), so the check is linear in the distinct objects and their
+ * entries, however many paths a shared structure has.
  */
 export function assertTransferable(value: unknown, path: string, maxDepth: number, maxNodes: number = MAX_VALUE_NODES): void {
-  new TransferCheck(path, maxDepth, maxNodes).walk(value, 0);
+  new TransferCheck(path, maxDepth, maxNodes).run(value);
 }
 
-// How a walk entered a child, for rendering the path of a refusal only when there is one.
-const ARRAY = 0;
-const OBJECT = 1;
-const MAP_KEY = 2;
-const MAP_VALUE = 3;
-const SET_ELEMENT = 4;
-
-/** What the walk learned about one object it has entered. */
-interface Seen {
-  /** Still being walked: meeting it again means it contains itself. */
-  open: boolean;
-  /** Nodes it counts for, itself included (once walked). */
-  nodes: number;
-  /** Depth of its deepest object below it, relative to it (0 when it holds no object). */
-  height: number;
-}
-
-/** An object of fewer nodes that holds no object is not remembered (see {@link TransferCheck.walk}). */
+/** A shorter object that holds no object is not remembered, but walked again at each place. */
 const MEMO_MIN_NODES = 16;
 
 const getPrototypeOf = Object.getPrototypeOf;
@@ -82,17 +66,16 @@ const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 const ownKeys = Reflect.ownKeys;
 const isArray = Array.isArray;
 const { isProxy } = types;
-const mapEntries = Map.prototype.entries;
-const setValues = Set.prototype.values;
 
-/** One run of {@link assertTransferable}. */
-class TransferCheck {
-  private count = 0;
-  // created at the first container, so a primitive costs nothing
-  private seen: Map<object, Seen> | undefined;
-  // the path to the value at depth d is kinds/keys [0, d), rendered only for a refusal
-  private readonly kinds: number[] = [];
-  private readonly keys: (string | number)[] = [];
+/**
+ * The visitor of one {@link assertTransferable}. The walk's `nodes` are the value's nodes; the
+ * depth of a value is the number of objects around it. A `Date` or `Uint8Array` is an object
+ * without children that still takes a level (so an array of them is one level taller).
+ */
+class TransferCheck implements WalkVisitor {
+  // a shared part counts again from the memo wherever it is met, never partly walked again
+  readonly lookUpEvery = true;
+  private walk!: ValueWalk;
 
   constructor(
     private readonly root: string,
@@ -100,141 +83,124 @@ class TransferCheck {
     private readonly maxNodes: number,
   ) {}
 
-  /** Checks `v` at `depth`; returns its height (-1 for a primitive, 0 for an object holding none). */
-  walk(v: unknown, depth: number): number {
-    if (++this.count > this.maxNodes) this.refuseSize(depth);
+  run(value: unknown): void {
+    this.walk = new ValueWalk(this);
+    this.walk.run(value);
+  }
+
+  visit(v: unknown, walk: ValueWalk): WalkKind {
+    const { depth } = walk;
+    if (++walk.nodes > this.maxNodes) this.refuseSize(depth);
     switch (typeof v) {
       case 'undefined':
       case 'boolean':
       case 'number':
       case 'bigint':
       case 'string':
-        return -1;
+        return WalkKind.Leaf;
       case 'function':
         this.refuse(depth, 'is a function; only data can cross (bind functions with bindFunction)');
       case 'symbol':
         this.refuse(depth, 'is a symbol');
     }
-    if (v === null) return -1;
+    if (v === null) return WalkKind.Leaf;
     const object = v as object;
     if (isProxy(object)) this.refuse(depth, 'is a Proxy');
-    const { maxDepth } = this;
-    if (depth > maxDepth) this.refuse(depth, `is nested deeper than ${maxDepth} levels`);
-    const seen = this.seen?.get(object);
-    if (seen !== undefined) {
-      if (seen.open) this.refuse(depth, 'refers back to an enclosing value (a cycle)');
-      // walked before: it counts again here, as it would be copied again here
-      if (depth + seen.height > maxDepth) {
-        this.refuse(depth, `is nested deeper than ${maxDepth} levels (a shared value whose objects reach depth ${depth + seen.height})`);
-      }
-      this.count += seen.nodes - 1;
-      if (this.count > this.maxNodes) this.refuseSize(depth);
-      return seen.height;
-    }
+    // the depth of an object that may cross is checked once the walk has it (enter, shared, cycle)
     const proto: unknown = getPrototypeOf(object);
     // Buffer is a Uint8Array subclass whose bytes copy faithfully; other views are refused.
-    if (proto === Uint8Array.prototype || Buffer.isBuffer(object)) return 0;
-    if (proto === Date.prototype) return 0;
-    const before = this.count - 1;
-    // remembered once it has a child object (so that a path back to it is seen as a cycle), or at
-    // the end if it is long; a short one holding only primitives is cheaper to walk again
-    let entry: Seen | undefined;
-    const { kinds, keys } = this;
-    const next = depth + 1;
-    let height = -1;
+    if (proto === Uint8Array.prototype || Buffer.isBuffer(object)) return WalkKind.Opaque;
+    if (proto === Date.prototype) return WalkKind.Opaque;
     if (isArray(object)) {
-      if (proto !== Array.prototype) this.refuse(depth, 'is an Array subclass');
-      const length = object.length;
-      kinds[depth] = ARRAY;
-      for (let i = 0; i < length; i++) {
-        keys[depth] = i;
-        const desc = getOwnPropertyDescriptor(object, i);
-        if (desc === undefined) this.refuse(next, 'is a hole (sparse arrays cannot cross)');
-        if (!('value' in desc)) this.refuse(next, 'is an accessor (getter/setter)');
-        const child: unknown = desc.value;
-        if (entry === undefined && typeof child === 'object' && child !== null) entry = this.remember(object);
-        const h = this.walk(child, next);
-        if (h > height) height = h;
-      }
-      if (ownKeys(object).length !== length + 1) this.refuse(depth, 'is an array with extra (non-index) properties');
-    } else if (proto === Map.prototype) {
-      let i = 0;
-      for (const [k, val] of mapEntries.call(object as Map<unknown, unknown>)) {
-        keys[depth] = i++;
-        kinds[depth] = MAP_KEY;
-        entry ??= this.remember(object);
-        let h = this.walk(k, next);
-        if (h > height) height = h;
-        kinds[depth] = MAP_VALUE;
-        h = this.walk(val, next);
-        if (h > height) height = h;
-      }
-    } else if (proto === Set.prototype) {
-      let i = 0;
-      kinds[depth] = SET_ELEMENT;
-      for (const element of setValues.call(object as Set<unknown>)) {
-        keys[depth] = i++;
-        entry ??= this.remember(object);
-        const h = this.walk(element, next);
-        if (h > height) height = h;
-      }
-    } else if (proto === Object.prototype || proto === null) {
-      const own = ownKeys(object);
-      // every key is written out too
-      this.count += own.length;
-      if (this.count > this.maxNodes) this.refuseSize(depth);
-      kinds[depth] = OBJECT;
-      for (const key of own) {
-        if (typeof key === 'symbol') this.refuse(depth, 'has a symbol-keyed property');
-        keys[depth] = key;
-        const desc = getOwnPropertyDescriptor(object, key)!;
-        if (!('value' in desc)) this.refuse(next, 'is an accessor (getter/setter)');
-        if (!desc.enumerable) this.refuse(next, 'is not enumerable');
-        const child: unknown = desc.value;
-        if (entry === undefined && typeof child === 'object' && child !== null) entry = this.remember(object);
-        const h = this.walk(child, next);
-        if (h > height) height = h;
-      }
-    } else {
-      const name = (proto as { constructor?: { name?: unknown } } | null)?.constructor?.name;
-      this.refuse(depth, `is an instance of ${typeof name === 'string' && name !== '' ? name : 'a class'}, not a plain object`);
+      if (proto !== Array.prototype) this.refuseDeep(depth, 'is an Array subclass');
+      return WalkKind.Array;
     }
-    if (entry === undefined && this.count - before >= MEMO_MIN_NODES) entry = this.remember(object);
-    if (entry !== undefined) {
-      entry.open = false;
-      entry.nodes = this.count - before;
-      entry.height = height + 1;
-    }
-    return height + 1;
+    if (proto === Map.prototype) return WalkKind.Map;
+    if (proto === Set.prototype) return WalkKind.Set;
+    if (proto === Object.prototype || proto === null) return WalkKind.Object;
+    const name = (proto as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+    this.refuseDeep(depth, `is an instance of ${typeof name === 'string' && name !== '' ? name : 'a class'}, not a plain object`);
   }
 
-  /** Puts an object being walked into the memo. */
-  private remember(object: object): Seen {
-    const entry: Seen = { open: true, nodes: 0, height: 0 };
-    (this.seen ??= new Map()).set(object, entry);
-    return entry;
+  keys(object: object): readonly (string | symbol)[] {
+    return ownKeys(object);
   }
 
-  /** The path of the value at `depth`, in the notation the messages have always used. */
+  enter(kind: ContainerKind, _container: object, length: number, walk: ValueWalk): void {
+    this.checkDepth(walk.depth);
+    if (kind !== WalkKind.Object) return;
+    // every key is written out too
+    walk.nodes += length;
+    if (walk.nodes > this.maxNodes) this.refuseSize(walk.depth);
+  }
+
+  element(array: readonly unknown[], index: number, walk: ValueWalk): unknown {
+    const desc = getOwnPropertyDescriptor(array, index);
+    if (desc === undefined) this.refuse(walk.depth, 'is a hole (sparse arrays cannot cross)');
+    if (!('value' in desc)) this.refuse(walk.depth, 'is an accessor (getter/setter)');
+    return desc.value;
+  }
+
+  property(object: object, key: string | symbol, walk: ValueWalk): unknown {
+    if (typeof key === 'symbol') this.refuse(walk.depth - 1, 'has a symbol-keyed property');
+    const desc = getOwnPropertyDescriptor(object, key)!;
+    if (!('value' in desc)) this.refuse(walk.depth, 'is an accessor (getter/setter)');
+    if (!desc.enumerable) this.refuse(walk.depth, 'is not enumerable');
+    return desc.value;
+  }
+
+  leave(kind: ContainerKind, container: object, nodes: number, walk: ValueWalk): boolean {
+    if (kind === WalkKind.Array && ownKeys(container).length !== (container as unknown[]).length + 1) {
+      this.refuse(walk.depth - 1, 'is an array with extra (non-index) properties');
+    }
+    // remembered when it is a non-empty Map or Set, or long; holding an object remembers it anyway
+    return kind === WalkKind.Map || kind === WalkKind.Set ? nodes > 1 : nodes >= MEMO_MIN_NODES;
+  }
+
+  /** Walked before: it counts again here, as it would be copied again here. */
+  shared(height: number, walk: ValueWalk): void {
+    const { depth } = walk;
+    const { maxDepth } = this;
+    this.checkDepth(depth);
+    // the walk counts the container itself as a level; the message counts the levels below it
+    const reach = depth + height - 1;
+    if (reach > maxDepth) this.refuse(depth, `is nested deeper than ${maxDepth} levels (a shared value whose objects reach depth ${reach})`);
+    if (walk.nodes > this.maxNodes) this.refuseSize(depth);
+  }
+
+  cycle(walk: ValueWalk): void {
+    this.checkDepth(walk.depth);
+    this.refuse(walk.depth, 'refers back to an enclosing value (a cycle)');
+  }
+
+  /** An object `depth` objects deep is refused for its depth before anything else about it. */
+  private checkDepth(depth: number): void {
+    if (depth > this.maxDepth) this.refuse(depth, `is nested deeper than ${this.maxDepth} levels`);
+  }
+
+  private refuseDeep(depth: number, what: string): never {
+    this.checkDepth(depth);
+    this.refuse(depth, what);
+  }
+
+  /** The path of the value `depth` objects deep, in the notation the messages have always used. */
   private pathAt(depth: number): string {
+    const { walk } = this;
     let path = this.root;
     for (let level = 0; level < depth; level++) {
-      const key = this.keys[level]!;
-      switch (this.kinds[level]) {
-        case ARRAY:
-          path += `[${key}]`;
+      const child = walk.childAt(level);
+      switch (walk.kindAt(level)) {
+        case WalkKind.Array:
+          path += `[${child}]`;
           break;
-        case OBJECT:
-          path += `.${String(key)}`;
+        case WalkKind.Object:
+          path += `.${String(walk.keyAt(level))}`;
           break;
-        case MAP_KEY:
-          path += `.<key ${key}>`;
-          break;
-        case MAP_VALUE:
-          path += `.<value ${key}>`;
+        case WalkKind.Map:
+          path += child % 2 === 0 ? `.<key ${child >> 1}>` : `.<value ${child >> 1}>`;
           break;
         default:
-          path += `.<element ${key}>`;
+          path += `.<element ${child}>`;
       }
     }
     return path;
@@ -245,6 +211,6 @@ class TransferCheck {
   }
 
   private refuseSize(depth: number): never {
-    throw new ValueNotTransferable(tooManyNodes(this.pathAt(depth), this.count, this.maxNodes));
+    throw new ValueNotTransferable(tooManyNodes(this.pathAt(depth), this.walk.nodes, this.maxNodes));
   }
 }

@@ -11,6 +11,7 @@ import { types } from 'node:util';
 import { isAsciiIdentifier } from './identifier.js';
 import type { Limits } from './limits.js';
 import { ProtocolError, quote } from './protocol-error.js';
+import { ValueWalk, WalkKind, type ContainerKind, type WalkVisitor } from './value-walk.js';
 
 /** What the check learned that the encoder needs. */
 export interface EncodableInfo {
@@ -18,63 +19,6 @@ export interface EncodableInfo {
   readonly nodes: number;
   /** The value contains `-0` somewhere, so numbers must be written as floats to keep it. */
   readonly negativeZero: boolean;
-}
-
-const ARRAY = 0;
-const OBJECT = 1;
-const MAP = 2;
-const SET = 3;
-
-/**
- * What the walk learned about one container, so that a container reachable along several
- * paths (a DAG) is walked once and only its totals are added at every later place.
- */
-interface Seen {
-  /** Still on the walk stack: meeting it again means the value contains itself. */
-  open: boolean;
-  /** Items it encodes to, itself included (once closed). */
-  nodes: number;
-  /** Its share of the lower bound on the encoded size (once closed). */
-  minBytes: number;
-  /** Levels of containers, itself included: an array of scalars is 1 (once closed). */
-  height: number;
-}
-
-/**
- * Containers with fewer children than this are looked up in the memo only once they turn out
- * to hold a container, and are not remembered if they hold none: walking such a one again
- * costs no more than looking it up would have, and it cannot be part of a cycle.
- */
-const MEMO_MIN_LENGTH = 16;
-
-/** One open container on the explicit walk stack. */
-interface Frame {
-  kind: number;
-  container: object;
-  /**
-   * The container's entry in the walk's memo, made when its first child container is met
-   * (so that a path back to it is seen as a cycle), or at the end for a long container.
-   */
-  seen: Seen | undefined;
-  /** `nodes` before the container. */
-  nodesBefore: number;
-  /** `minBytes` before the container. */
-  bytesBefore: number;
-  /** Tallest child container finished so far (0 when none). */
-  childHeight: number;
-  /** Array length, number of own keys, Set size, or twice the Map size. */
-  length: number;
-  /**
-   * Children started so far, so the child being checked is `index - 1` (which is what a
-   * refusal's path shows); for Maps it counts keys and values, two per entry.
-   */
-  index: number;
-  /** Own property names of an object. */
-  keys: string[] | undefined;
-  /** Entry or element iterator of a Map or Set. */
-  iterator: Iterator<unknown> | undefined;
-  /** The value half of the Map entry whose key was just visited. */
-  pendingValue: unknown;
 }
 
 // Captured once, so a later change to a prototype cannot redirect the walk. The Annex B
@@ -93,8 +37,6 @@ const getPrototypeOf = Object.getPrototypeOf;
 const hasOwn = Object.hasOwn;
 const isArray = Array.isArray;
 const { isProxy, isMap, isSet, isDate, isUint8Array } = types;
-const mapEntries = Map.prototype.entries;
-const setValues = Set.prototype.values;
 // 2^64: bigints this far from zero (or further) travel as tag 2/3 bignums
 const BIGNUM_FLOOR = 1n << 64n;
 const UINT8_FIELDS = ['constructor', 'buffer', 'byteLength', 'byteOffset', 'length'];
@@ -119,19 +61,17 @@ const UINT8_FIELDS = ['constructor', 'buffer', 'byteLength', 'byteOffset', 'leng
  * @throws ProtocolError naming the path of the first refused part, e.g. `$.result.a[3]`.
  */
 export function checkEncodable(value: unknown, limits: Limits, root = '$'): EncodableInfo {
-  return new Walker(limits, root).run(value);
+  return new EncodableVisitor(limits, root).run(value);
 }
 
-/** State of one check; a class so a call allocates one object, not a set of closures. */
-class Walker {
-  private readonly stack: Frame[] = [];
-  // the containers that hold a container, and the long ones; created when first needed
-  private seen: Map<object, Seen> | undefined;
-  private depth = 0;
-  private nodes = 0;
-  // a lower bound on the encoded size: one byte per item plus string and byte payloads
-  private minBytes = 0;
+/**
+ * The visitor of one check. The walk's `nodes` are CBOR items; its `bytes` a lower bound on the
+ * encoded size: one byte per item plus string and byte payloads.
+ */
+class EncodableVisitor implements WalkVisitor {
+  readonly lookUpEvery = false;
   private negativeZero = false;
+  private walk!: ValueWalk;
   private readonly maxDepth: number;
   private readonly maxNodes: number;
   private readonly maxStringBytes: number;
@@ -150,78 +90,15 @@ class Walker {
   }
 
   run(value: unknown): EncodableInfo {
-    const { stack } = this;
-    this.visit(value);
-    while (this.depth > 0) {
-      const frame = stack[this.depth - 1]!;
-      if (frame.index >= frame.length) {
-        const height = frame.childHeight + 1;
-        const seen = frame.seen ?? (frame.length >= MEMO_MIN_LENGTH ? this.remember(frame) : undefined);
-        if (seen !== undefined) {
-          seen.open = false;
-          seen.nodes = this.nodes - frame.nodesBefore;
-          seen.minBytes = this.minBytes - frame.bytesBefore;
-          seen.height = height;
-        }
-        // drop references so a pooled frame does not keep the value alive
-        frame.container = frame.keys = frame.iterator = frame.seen = undefined as never;
-        this.depth--;
-        if (this.depth > 0) {
-          const parent = stack[this.depth - 1]!;
-          if (parent.childHeight < height) parent.childHeight = height;
-        }
-        continue;
-      }
-      const i = frame.index++;
-      switch (frame.kind) {
-        case ARRAY: {
-          const array = frame.container as unknown[];
-          const depth = this.depth;
-          // stay on this array while its elements are scalars: most arrays are mostly scalars
-          for (let j = i; ; j = frame.index++) {
-            // the getter lookup also sees index getters inherited from a prototype
-            if (lookupGetter.call(array, j) !== undefined) this.fail('accessor property');
-            const element = array[j];
-            if (element === undefined) {
-              if (!hasOwn(array, j)) this.fail('array hole (sparse array)');
-              if (lookupSetter.call(array, j) !== undefined) this.fail('accessor property');
-            }
-            this.visit(element);
-            if (this.depth !== depth || frame.index >= frame.length) break;
-          }
-          break;
-        }
-        case OBJECT: {
-          const key = frame.keys![i]!;
-          const descriptor = getOwnPropertyDescriptor(frame.container, key)!;
-          if (descriptor.get !== undefined || descriptor.set !== undefined) this.fail('accessor property');
-          if (descriptor.enumerable !== true) this.fail('non-enumerable property');
-          this.checkString(key, 'object key');
-          this.visit(descriptor.value);
-          break;
-        }
-        case MAP:
-          if (i % 2 === 0) {
-            const entry = frame.iterator!.next().value as [unknown, unknown];
-            frame.pendingValue = entry[1];
-            this.visit(entry[0]);
-          } else {
-            const entryValue = frame.pendingValue;
-            frame.pendingValue = undefined;
-            this.visit(entryValue);
-          }
-          break;
-        default:
-          this.visit(frame.iterator!.next().value);
-      }
-    }
-    return { nodes: this.nodes, negativeZero: this.negativeZero };
+    this.walk = new ValueWalk(this);
+    this.walk.run(value);
+    return { nodes: this.walk.nodes, negativeZero: this.negativeZero };
   }
 
-  /** Classify one value: scalars are checked on the spot, containers are pushed. */
-  private visit(v: unknown): void {
-    if (++this.nodes > this.maxNodes) this.failNodes();
-    this.minBytes += 1;
+  /** Classify one value: scalars are checked on the spot, containers are walked into. */
+  visit(v: unknown, walk: ValueWalk): WalkKind {
+    if (++walk.nodes > this.maxNodes) this.failNodes();
+    walk.bytes += 1;
     switch (typeof v) {
       case 'string':
         this.checkString(v, 'string');
@@ -242,35 +119,38 @@ class Walker {
         this.fail('function');
         break;
       default:
-        if (v !== null) this.visitObject(v as object);
+        // a container's size is checked once it is entered (enter) or counted again (shared)
+        if (v !== null) return this.visitObject(v as object);
     }
-    if (this.minBytes > this.maxFrameBytes) this.fail(`encoded value exceeds maxFrameBytes ${this.maxFrameBytes}`);
+    this.checkFrameBytes();
+    return WalkKind.Leaf;
   }
 
-  private visitObject(v: object): void {
+  private visitObject(v: object): WalkKind {
     // first, before anything can reach a trap
     if (isProxy(v)) return this.fail('Proxy');
     if (isArray(v)) {
       if (getPrototypeOf(v) !== Array.prototype) return this.fail('array subclass or foreign-realm array');
       // cbor-x dispatches on .constructor; an own one would misdirect it
       if (hasOwn(v, 'constructor')) return this.fail('array with an own "constructor" property');
-      return this.enter(ARRAY, v, v.length, undefined);
+      return WalkKind.Array;
     }
     const proto: unknown = getPrototypeOf(v);
     if (proto === Object.prototype || proto === null) {
       if (getOwnPropertySymbols(v).length > 0) return this.fail('object with a symbol key');
-      return this.enter(OBJECT, v, 0, getOwnPropertyNames(v));
+      return WalkKind.Object;
     }
     if (proto === Map.prototype && isMap(v)) {
       this.noOwnKeys(v, 'Map');
-      return this.enter(MAP, v, (v as Map<unknown, unknown>).size * 2, undefined);
+      return WalkKind.Map;
     }
     if (proto === Set.prototype && isSet(v)) {
       this.noOwnKeys(v, 'Set');
-      return this.enter(SET, v, (v as Set<unknown>).size, undefined);
+      return WalkKind.Set;
     }
-    if (proto === Date.prototype && isDate(v)) return this.noOwnKeys(v, 'Date');
-    if ((proto === Uint8Array.prototype || proto === Buffer.prototype) && isUint8Array(v)) {
+    if (proto === Date.prototype && isDate(v)) {
+      this.noOwnKeys(v, 'Date');
+    } else if ((proto === Uint8Array.prototype || proto === Buffer.prototype) && isUint8Array(v)) {
       for (const key of UINT8_FIELDS) {
         if (hasOwn(v, key)) return this.fail(`Uint8Array with an own ${JSON.stringify(key)} property`);
       }
@@ -278,130 +158,71 @@ class Walker {
       if (length > this.maxStringBytes) {
         return this.fail(`Uint8Array of ${length} bytes exceeds maxStringBytes ${this.maxStringBytes}`);
       }
-      this.minBytes += length;
-      return;
+      this.walk.bytes += length;
+    } else {
+      return this.fail(describeRefused(v));
     }
-    return this.fail(describeRefused(v));
+    this.checkFrameBytes();
+    return WalkKind.Leaf;
   }
 
-  /**
-   * Start on a container that passed the kind checks (visit() has counted one item and one
-   * byte for it). The memo is consulted here for a long container, and for a short one only
-   * once it turns out to hold a container ({@link settle}): most containers are short and
-   * hold only scalars, and those never touch the memo.
-   */
-  private enter(kind: number, container: object, length: number, keys: string[] | undefined): void {
-    // the enclosing container first: it holds a container, so it must be in the memo
-    if (this.depth > 0 && !this.settle()) return;
-    if (keys !== undefined) length = keys.length;
-    if (length >= MEMO_MIN_LENGTH) {
-      const seen = this.seen?.get(container);
-      if (seen !== undefined) {
-        if (seen.open) return this.fail('cycle (the value contains itself)');
-        this.nodes += seen.nodes - 1;
-        this.minBytes += seen.minBytes - 1;
-        return this.countedAgain(seen);
-      }
-    }
-    const before = this.nodes - 1;
-    if (keys !== undefined) {
-      this.nodes += length;
-      if (this.nodes > this.maxNodes) return this.failNodes();
-    }
-    const iterator =
-      kind === MAP ? mapEntries.call(container as Map<unknown, unknown>) : kind === SET ? setValues.call(container as Set<unknown>) : undefined;
-    this.open(kind, container, length, keys, iterator, before);
+  keys(object: object): readonly string[] {
+    return getOwnPropertyNames(object);
   }
 
-  /**
-   * Make sure the innermost open container is in the memo, now that it has turned out to
-   * hold a container. If it was there already, it was opened again without a look-up
-   * (it looked short): still open means the value contains itself; finished means it was
-   * checked in full before, so the partial walk is dropped and its totals count instead.
-   *
-   * @returns false when the innermost container was dropped that way (skip its children).
-   */
-  private settle(): boolean {
-    const frame = this.stack[this.depth - 1]!;
-    if (frame.seen !== undefined) return true;
-    const seen = this.seen?.get(frame.container);
-    if (seen === undefined) {
-      this.remember(frame);
-      return true;
+  /** A container not met before (or short, so not looked up): every object key is an item too. */
+  enter(kind: ContainerKind, _container: object, length: number, walk: ValueWalk): void {
+    if (kind === WalkKind.Object) {
+      walk.nodes += length;
+      if (walk.nodes > this.maxNodes) this.failNodes();
     }
-    frame.container = frame.keys = frame.iterator = frame.pendingValue = undefined as never;
-    this.depth--;
-    if (seen.open) this.fail('cycle (the value contains itself)');
-    this.nodes = frame.nodesBefore + seen.nodes;
-    this.minBytes = frame.bytesBefore + seen.minBytes;
-    this.countedAgain(seen);
+    if (walk.depth + 1 > this.maxDepth) this.fail(`nesting deeper than maxDepth ${this.maxDepth}`);
+    this.checkFrameBytes();
+  }
+
+  element(array: readonly unknown[], index: number): unknown {
+    // the getter lookup also sees index getters inherited from a prototype
+    if (lookupGetter.call(array, index) !== undefined) this.fail('accessor property');
+    const element = array[index];
+    if (element === undefined) {
+      if (!hasOwn(array, index)) this.fail('array hole (sparse array)');
+      if (lookupSetter.call(array, index) !== undefined) this.fail('accessor property');
+    }
+    return element;
+  }
+
+  property(object: object, key: string | symbol): unknown {
+    const descriptor = getOwnPropertyDescriptor(object, key)!;
+    if (descriptor.get !== undefined || descriptor.set !== undefined) this.fail('accessor property');
+    if (descriptor.enumerable !== true) this.fail('non-enumerable property');
+    this.checkString(key as string, 'object key');
+    return descriptor.value;
+  }
+
+  leave(): boolean {
     return false;
   }
 
   /**
    * A container checked in full before counts again here, as the encoder writes it out
    * again at this place: its items toward `maxNodes` and its bytes toward `maxFrameBytes`
-   * (both added by the caller), and its height from this depth toward `maxDepth`.
+   * (both added by the walk), and its height from this depth toward `maxDepth`.
    */
-  private countedAgain(seen: Seen): void {
-    const { depth } = this;
-    if (depth + seen.height > this.maxDepth) {
-      this.fail(`nesting deeper than maxDepth ${this.maxDepth} (a shared value nested ${seen.height} levels deep, placed at depth ${depth + 1})`);
+  shared(height: number, walk: ValueWalk): void {
+    const { depth } = walk;
+    if (depth + height > this.maxDepth) {
+      this.fail(`nesting deeper than maxDepth ${this.maxDepth} (a shared value nested ${height} levels deep, placed at depth ${depth + 1})`);
     }
-    if (this.nodes > this.maxNodes) this.failNodes();
-    if (depth > 0) {
-      const parent = this.stack[depth - 1]!;
-      if (parent.childHeight < seen.height) parent.childHeight = seen.height;
-    }
+    if (walk.nodes > this.maxNodes) this.failNodes();
+    this.checkFrameBytes();
   }
 
-  /** Put an open container into the memo. */
-  private remember(frame: Frame): Seen {
-    const seen: Seen = { open: true, nodes: 0, minBytes: 0, height: 0 };
-    (this.seen ??= new Map()).set(frame.container, seen);
-    frame.seen = seen;
-    return seen;
+  cycle(): void {
+    this.fail('cycle (the value contains itself)');
   }
 
-  private open(
-    kind: number,
-    container: object,
-    length: number,
-    keys: string[] | undefined,
-    iterator: Iterator<unknown> | undefined,
-    nodesBefore: number,
-  ): void {
-    const { stack, depth } = this;
-    if (depth + 1 > this.maxDepth) this.fail(`nesting deeper than maxDepth ${this.maxDepth}`);
-    const bytesBefore = this.minBytes - 1;
-    const frame = stack[depth];
-    if (frame === undefined) {
-      stack.push({
-        kind,
-        container,
-        seen: undefined,
-        nodesBefore,
-        bytesBefore,
-        childHeight: 0,
-        length,
-        index: 0,
-        keys,
-        iterator,
-        pendingValue: undefined,
-      });
-    } else {
-      frame.kind = kind;
-      frame.container = container;
-      frame.seen = undefined;
-      frame.nodesBefore = nodesBefore;
-      frame.bytesBefore = bytesBefore;
-      frame.childHeight = 0;
-      frame.length = length;
-      frame.index = 0;
-      frame.keys = keys;
-      frame.iterator = iterator;
-    }
-    this.depth = depth + 1;
+  private checkFrameBytes(): void {
+    if (this.walk.bytes > this.maxFrameBytes) this.fail(`encoded value exceeds maxFrameBytes ${this.maxFrameBytes}`);
   }
 
   private checkString(text: string, what: string): void {
@@ -412,7 +233,7 @@ class Walker {
       this.fail(`${what} of ${bytes} UTF-8 bytes exceeds maxStringBytes ${this.maxStringBytes}`);
     }
     if (!text.isWellFormed()) this.fail(`${what} contains a lone surrogate (use String.prototype.toWellFormed)`);
-    this.minBytes += bytes;
+    this.walk.bytes += bytes;
   }
 
   private checkBigInt(v: bigint): void {
@@ -421,7 +242,7 @@ class Walker {
     const magnitude = v >= 0n ? v : -1n - v;
     const bytes = Math.ceil(magnitude.toString(16).length / 2);
     if (bytes > this.maxBigIntBytes) this.fail(`bigint of ${bytes} bytes exceeds maxBigIntBytes ${this.maxBigIntBytes}`);
-    this.minBytes += bytes;
+    this.walk.bytes += bytes;
   }
 
   private noOwnKeys(v: object, what: string): void {
@@ -431,13 +252,13 @@ class Walker {
 
   private failNodes(): never {
     this.fail(
-      `more than maxNodes ${this.maxNodes} items (at least ${this.nodes}; ` +
+      `more than maxNodes ${this.maxNodes} items (at least ${this.walk.nodes}; ` +
         'a shared object or array counts once for every place it appears)',
     );
   }
 
   private fail(what: string): never {
-    throw new ProtocolError(`cannot encode ${pathOf(this.root, this.stack, this.depth)}: ${what}`);
+    throw new ProtocolError(`cannot encode ${pathOf(this.root, this.walk)}: ${what}`);
   }
 }
 
@@ -460,23 +281,22 @@ function describeRefused(v: object): string {
  * `[i]` for arrays, `{key#i}` / `{value#i}` for the i-th Map entry, `{#i}` for the
  * i-th Set element.
  */
-function pathOf(root: string, stack: readonly Frame[], depth: number): string {
+function pathOf(root: string, walk: ValueWalk): string {
   let path = root;
-  for (let level = 0; level < depth; level++) {
-    const frame = stack[level]!;
+  for (let level = 0; level < walk.depth; level++) {
+    const i = walk.childAt(level);
     // a container opened by the value being refused has no child in progress
-    if (frame.index === 0) break;
-    const i = frame.index - 1;
-    switch (frame.kind) {
-      case ARRAY:
+    if (i < 0) break;
+    switch (walk.kindAt(level)) {
+      case WalkKind.Array:
         path += `[${i}]`;
         break;
-      case OBJECT: {
-        const key = frame.keys![i]!;
+      case WalkKind.Object: {
+        const key = walk.keyAt(level) as string;
         path += isAsciiIdentifier(key) && key.length <= 40 ? `.${key}` : `[${quote(key)}]`;
         break;
       }
-      case MAP:
+      case WalkKind.Map:
         path += `{${i % 2 === 0 ? 'key' : 'value'}#${i >> 1}}`;
         break;
       default:

@@ -8,17 +8,18 @@ import {
   MESSAGE_TYPES,
   PROTOCOL_VERSION,
   ProtocolError,
-  TRUNCATION_MARKER,
   capText,
   decodeMessage,
   encodeValue,
   errorPayload,
   isExceptionClass,
-  validateMessage,
   type ExceptionClass,
   type Message,
   type MessageOf,
 } from '../src/index.js';
+// internal to the package, not on the main entry
+import { TRUNCATION_MARKER } from '../src/error-payload.js';
+import { validateMessage } from '../src/messages.js';
 
 /** Encode any value (bypassing message checks) and decode it as a message. */
 function decodeAsMessage(value: unknown): Message {
