@@ -36,8 +36,10 @@ if (otherArg === '--side') {
   out['Runtime eval returning an object'] = await time(() => rt.eval('({ a: [1, 2, 3], b: "x" })'), 2000);
   out['Runtime guest -> host -> guest'] = await time(() => rt.eval('inc(1)'), 2000);
   out['Runtime host call in a loop (per call)'] = (await time(() => rt.eval('{ let s = 0; for (let i = 0; i < 1000; i++) s = inc(s); s }'), 50)) / 1000;
-  out['Runtime 100 async host calls (per call)'] = (await time(() => rt.eval('(async () => { let s = 0; for (let i = 0; i < 100; i++) s = await later(s); return s })()'), 50)) / 100;
-  out['Runtime 100 timers (per timer)'] = (await time(() => rt.eval('(async () => { for (let i = 0; i < 100; i++) await new Promise((r) => setTimeout(r, 0)); return 1 })()'), 50)) / 100;
+  out['Runtime 100 async host calls (per call)'] =
+    (await time(() => rt.eval('(async () => { let s = 0; for (let i = 0; i < 100; i++) s = await later(s); return s })()'), 50)) / 100;
+  out['Runtime 100 timers (per timer)'] =
+    (await time(() => rt.eval('(async () => { for (let i = 0; i < 100; i++) await new Promise((r) => setTimeout(r, 0)); return 1 })()'), 50)) / 100;
   out['Runtime result of 1000 objects'] = await time(() => rt.eval('Array.from({ length: 1000 }, (_, i) => ({ i, s: "x" }))'), 100);
   await rt.close();
   const iso = await IsolatedRuntime.start();

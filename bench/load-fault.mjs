@@ -70,7 +70,16 @@ await (await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' })).clos
 const fdsBefore = openFds();
 const fdTargetsBefore = fdTargets();
 const started = performance.now();
-const pool = await SandboxPool.start({ size: POOL_SIZE, sandbox: 'require', timeout: 1_000, requestTimeout: 3_000, maxMemory: 256 * 1024 * 1024, maxHeapSize: 64 * 1024 * 1024, maxHostCalls: 2_000, crashBudget: null });
+const pool = await SandboxPool.start({
+  size: POOL_SIZE,
+  sandbox: 'require',
+  timeout: 1_000,
+  requestTimeout: 3_000,
+  maxMemory: 256 * 1024 * 1024,
+  maxHeapSize: 64 * 1024 * 1024,
+  maxHostCalls: 2_000,
+  crashBudget: null,
+});
 await pool.waitReady(120_000);
 
 const outcomes = { ok: 0, contained: 0, crashed: 0, timedOut: 0, unexpected: 0 };
@@ -108,7 +117,7 @@ async function oneRun(i) {
   let rt;
   try {
     rt = await pool.checkout();
-    rt.bindFunction('price', (n) => n % 2 === 0 ? 2 : 4);
+    rt.bindFunction('price', (n) => (n % 2 === 0 ? 2 : 4));
     const value = await rt.eval(run.code);
     if (run.kind === 'ordinary') account(run.kind, value === 1000 * 3 + (value - 3000) && typeof value === 'number' ? 'ok' : 'unexpected');
     else account(run.kind, run.expect === 'ok' ? 'contained' : 'unexpected');
@@ -154,15 +163,28 @@ latencies.sort((a, b) => a - b);
 const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
 const accounted = Object.values(outcomes).reduce((a, b) => a + b, 0);
 const seconds = ((performance.now() - started) / 1000).toFixed(0);
-console.log(`load and fault: ${RUNS} runs, ${CONCURRENCY} at a time, through a SandboxPool of ${POOL_SIZE} (default layers, sandbox 'require'), in ${seconds} s`);
+console.log(
+  `load and fault: ${RUNS} runs, ${CONCURRENCY} at a time, through a SandboxPool of ${POOL_SIZE} (default layers, sandbox 'require'), in ${seconds} s`,
+);
 console.log(`faults injected: ${faults.SIGKILL} SIGKILL, ${faults.SIGSTOP} SIGSTOP`);
-console.log(`accounted for: ${accounted} of ${RUNS} — ok ${outcomes.ok}, hostile contained ${outcomes.contained}, crashed ${outcomes.crashed}, timed out ${outcomes.timedOut}, unexpected ${outcomes.unexpected}`);
-for (const [kind, entry] of byKind) console.log(`  ${kind.padEnd(16)} ${Object.entries(entry).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ')}`);
+console.log(
+  `accounted for: ${accounted} of ${RUNS} — ok ${outcomes.ok}, hostile contained ${outcomes.contained}, crashed ${outcomes.crashed}, timed out ${outcomes.timedOut}, unexpected ${outcomes.unexpected}`,
+);
+for (const [kind, entry] of byKind)
+  console.log(
+    `  ${kind.padEnd(16)} ${Object.entries(entry)
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
+  );
 for (const line of unexpected) console.log(`  unexpected: ${line}`);
 console.log(`latency (checkout to result, closed): p50 ${pct(50)} ms, p99 ${pct(99)} ms, max ${latencies.at(-1).toFixed(1)} ms`);
-console.log(`pool: ${stats.checkouts} checkouts, ${stats.coldStarts} cold starts, ${stats.discarded} ready workers discarded (died waiting), ${stats.failedStarts} failed starts`);
+console.log(
+  `pool: ${stats.checkouts} checkouts, ${stats.coldStarts} cold starts, ${stats.discarded} ready workers discarded (died waiting), ${stats.failedStarts} failed starts`,
+);
 console.log(`leaks: ${childPids().length} child processes left, ${openFds() - fdsBefore} file descriptors more than at the start`);
-for (const [fd, target] of fdTargets()) if (fdTargetsBefore.get(fd) !== target) console.log(`  fd ${fd} -> ${target} (was ${fdTargetsBefore.get(fd) ?? 'closed'})`);
+for (const [fd, target] of fdTargets())
+  if (fdTargetsBefore.get(fd) !== target) console.log(`  fd ${fd} -> ${target} (was ${fdTargetsBefore.get(fd) ?? 'closed'})`);
 const ok = accounted === RUNS && outcomes.unexpected === 0 && childPids().length === 0 && openFds() <= fdsBefore;
 console.log(ok ? 'result: every run accounted for, nothing unexpected, nothing leaked' : 'result: FAILED (see above)');
 process.exitCode = ok ? 0 : 1;

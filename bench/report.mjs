@@ -5,7 +5,8 @@
 export function formatValue(value, unit) {
   if (value === undefined || value === null || Number.isNaN(value)) return '—';
   if (unit === 'MiB') return `${value.toFixed(1)} MiB`;
-  if (unit === 'µs') return value >= 10_000 ? `${(value / 1000).toFixed(0)} ms` : value >= 1000 ? `${(value / 1000).toFixed(2)} ms` : `${value.toFixed(value < 10 ? 2 : 0)} µs`;
+  if (unit === 'µs')
+    return value >= 10_000 ? `${(value / 1000).toFixed(0)} ms` : value >= 1000 ? `${(value / 1000).toFixed(2)} ms` : `${value.toFixed(value < 10 ? 2 : 0)} µs`;
   return `${value} ${unit}`;
 }
 
@@ -18,13 +19,18 @@ const escapeCell = (text) => String(text).replaceAll('|', '\\|');
 export function renderMarkdown(results) {
   const lines = [];
   lines.push(`Measured ${results.date.slice(0, 10)} on ${results.machine}, Node ${results.node}; medians.`, '');
-  lines.push('| figure | Strata | floor | ratio to floor | goal (docs/design.md §7) | ratio to goal | met |', '| --- | ---: | ---: | ---: | --- | ---: | :---: |');
+  lines.push(
+    '| figure | Strata | floor | ratio to floor | goal (docs/design.md §7) | ratio to goal | met |',
+    '| --- | ---: | ---: | ---: | --- | ---: | :---: |',
+  );
   for (const r of results.strata) {
     const ratio = r.floor === undefined ? '—' : `${(r.value / r.floor).toFixed(2)}×`;
     const toGoal = r.goalValue === undefined ? '—' : `${(r.value / r.goalValue).toFixed(2)}×`;
     const floor = r.floor === undefined ? '—' : `${formatValue(r.floor, r.unit)} (${r.floorName})`;
     const met = r.met === undefined ? '' : r.met ? '✓' : '✗';
-    lines.push(`| ${escapeCell(r.figure)} | ${formatValue(r.value, r.unit)} | ${escapeCell(floor)} | ${ratio} | ${escapeCell(r.goal ?? '—')} | ${toGoal} | ${met} |`);
+    lines.push(
+      `| ${escapeCell(r.figure)} | ${formatValue(r.value, r.unit)} | ${escapeCell(floor)} | ${ratio} | ${escapeCell(r.goal ?? '—')} | ${toGoal} | ${met} |`,
+    );
   }
   const names = results.alternatives.columns;
   lines.push('', `| figure | ${names.map(escapeCell).join(' | ')} |`, `| --- | ${names.map(() => '---:').join(' | ')} |`);
@@ -55,9 +61,13 @@ export function renderSvg(results, figures) {
   const heights = panels.map((p) => panelHeight(names.filter((n) => p.cells[n] !== undefined).length));
   const width = labelWidth + chartWidth + 110;
   const height = heights.reduce((a, b) => a + b, 0) + 40;
-  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`];
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
+  ];
   out.push(`<rect width="${width}" height="${height}" fill="white"/>`);
-  out.push(`<text x="10" y="20" font-size="14" font-weight="bold">${xmlEscape(`Strata and the alternatives (median; log scale; ${results.date.slice(0, 10)})`)}</text>`);
+  out.push(
+    `<text x="10" y="20" font-size="14" font-weight="bold">${xmlEscape(`Strata and the alternatives (median; log scale; ${results.date.slice(0, 10)})`)}</text>`,
+  );
   let y = 40;
   panels.forEach((panel, i) => {
     const present = names.filter((n) => panel.cells[n] !== undefined);

@@ -41,9 +41,24 @@ async function compare(name, goal, raw, strata) {
   rows.push({ name, rawUs, strataUs, ratio: strataUs / rawUs, goal });
 }
 
-await compare('eval "1+1"', 1.5, () => context.evalSync('1+1', { copy: true, timeout: TIMEOUT }), () => rt.eval('1+1'));
-await compare('eval returning an object', 1.5, () => context.evalSync('({ a: [1, 2, 3], b: "x" })', { copy: true, timeout: TIMEOUT }), () => rt.eval('({ a: [1, 2, 3], b: "x" })'));
-await compare('guest -> host -> guest call', 1.5, () => context.evalSync('inc(1)', { copy: true, timeout: TIMEOUT }), () => rt.eval('inc(1)'));
+await compare(
+  'eval "1+1"',
+  1.5,
+  () => context.evalSync('1+1', { copy: true, timeout: TIMEOUT }),
+  () => rt.eval('1+1'),
+);
+await compare(
+  'eval returning an object',
+  1.5,
+  () => context.evalSync('({ a: [1, 2, 3], b: "x" })', { copy: true, timeout: TIMEOUT }),
+  () => rt.eval('({ a: [1, 2, 3], b: "x" })'),
+);
+await compare(
+  'guest -> host -> guest call',
+  1.5,
+  () => context.evalSync('inc(1)', { copy: true, timeout: TIMEOUT }),
+  () => rt.eval('inc(1)'),
+);
 {
   // Per-call cost of host functions inside one eval: 1000 calls each.
   const loop = '{ let s = 0; for (let i = 0; i < 1000; i++) s = inc(s); s }';
@@ -66,7 +81,13 @@ const cell = (figure, unit, alternative, value) => {
   row.cells[alternative] = value;
   sideBySide.set(figure, row);
 };
-const FIG = { cold: 'fresh sandbox + first 1+1', fresh10: 'fresh sandbox + 10 small commands', warm: 'warm eval round trip', idleRss: 'idle sandbox RSS', cpuKernel: 'CPU-bound kernel' };
+const FIG = {
+  cold: 'fresh sandbox + first 1+1',
+  fresh10: 'fresh sandbox + 10 small commands',
+  warm: 'warm eval round trip',
+  idleRss: 'idle sandbox RSS',
+  cpuKernel: 'CPU-bound kernel',
+};
 const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))[1]) / 1024;
 
 // The same kernel everywhere (the alternatives module exports it when installed).
@@ -77,7 +98,9 @@ try {
   alternatives = undefined;
   console.error(`(alternatives not measured: ${error.message.split('\n')[0]} — run \`npm ci --prefix bench/alternatives\`)`);
 }
-const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 200000; i++) { let p = true; for (let d = 2; d * d <= i; d++) if (i % d === 0) { p = false; break; } if (p) n++; } n';
+const CPU_KERNEL =
+  alternatives?.CPU_KERNEL ??
+  'let n = 0; for (let i = 2; i < 200000; i++) { let p = true; for (let d = 2; d * d <= i; d++) if (i % d === 0) { p = false; break; } if (p) n++; } n';
 
 {
   const floor = [];
@@ -94,8 +117,22 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   }
   const f = median(floor) * 1000;
   const c = median(cold) * 1000;
-  rows.push({ name: 'cold IsolatedRuntime.start (require, default layers) + first 1+1 (vs node + isolated-vm + isolate + eval)', rawUs: f, strataUs: c, ratio: c / f, goal: 1.3 });
-  strata.push({ figure: 'cold IsolatedRuntime.start (all default layers, require) + first 1+1', value: c, unit: 'µs', floor: f, floorName: 'node + isolated-vm + isolate + eval, a process', goal: '≤ 1.3× the floor', met: c / f <= 1.3 });
+  rows.push({
+    name: 'cold IsolatedRuntime.start (require, default layers) + first 1+1 (vs node + isolated-vm + isolate + eval)',
+    rawUs: f,
+    strataUs: c,
+    ratio: c / f,
+    goal: 1.3,
+  });
+  strata.push({
+    figure: 'cold IsolatedRuntime.start (all default layers, require) + first 1+1',
+    value: c,
+    unit: 'µs',
+    floor: f,
+    floorName: 'node + isolated-vm + isolate + eval, a process',
+    goal: '≤ 1.3× the floor',
+    met: c / f <= 1.3,
+  });
   cell(FIG.cold, 'µs', 'Strata (cold)', c);
 }
 // A parent on Node 22 (hosts/node22) against one on Node 24, each in its own process running the
@@ -112,8 +149,24 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   if (on24 === undefined || on22 === undefined) {
     console.error('(the Node 22 parent is not measured: run `npm ci --prefix hosts/node22`)');
   } else {
-    rows.push({ name: `import @strata/runtime, parent on Node 22 (vs Node 24)`, rawUs: on24.importMs * 1000, strataUs: on22.importMs * 1000, ratio: on22.importMs / on24.importMs, goal: undefined, absoluteGoalUs: Infinity, unit: 'µs' });
-    rows.push({ name: `cold IsolatedRuntime.start (require) + first 1+1, parent on Node 22 (vs Node 24)`, rawUs: on24.startMs * 1000, strataUs: on22.startMs * 1000, ratio: on22.startMs / on24.startMs, goal: undefined, absoluteGoalUs: Infinity, unit: 'µs' });
+    rows.push({
+      name: `import @strata/runtime, parent on Node 22 (vs Node 24)`,
+      rawUs: on24.importMs * 1000,
+      strataUs: on22.importMs * 1000,
+      ratio: on22.importMs / on24.importMs,
+      goal: undefined,
+      absoluteGoalUs: Infinity,
+      unit: 'µs',
+    });
+    rows.push({
+      name: `cold IsolatedRuntime.start (require) + first 1+1, parent on Node 22 (vs Node 24)`,
+      rawUs: on24.startMs * 1000,
+      strataUs: on22.startMs * 1000,
+      ratio: on22.startMs / on24.startMs,
+      goal: undefined,
+      absoluteGoalUs: Infinity,
+      unit: 'µs',
+    });
   }
 }
 // The price of each layer: cold starts with each switched on and off (probes are cached per process,
@@ -125,7 +178,10 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
     ['landlock', [{ module: '@strata/layer-landlock/layer' }]],
     ['emptyroot', [{ module: '@strata/layer-emptyroot/layer' }]],
     ['landlock + seccomp', [{ module: '@strata/layer-landlock/layer' }, { module: '@strata/layer-seccomp/layer' }]],
-    ['emptyroot + landlock + seccomp (the Linux defaults)', [{ module: '@strata/layer-emptyroot/layer' }, { module: '@strata/layer-landlock/layer' }, { module: '@strata/layer-seccomp/layer' }]],
+    [
+      'emptyroot + landlock + seccomp (the Linux defaults)',
+      [{ module: '@strata/layer-emptyroot/layer' }, { module: '@strata/layer-landlock/layer' }, { module: '@strata/layer-seccomp/layer' }],
+    ],
     ['clock', [{ module: '@strata/layer-clock/layer', options: { at: 0, seed: 1 } }]],
   ];
   const baseline = [];
@@ -141,7 +197,15 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
     }
     const ms = median(times);
     if (name === 'no layers') baseline.push(ms);
-    rows.push({ name: `cold start + first 1+1 with layers: ${name}`, rawUs: baseline[0] * 1000, strataUs: ms * 1000, ratio: ms / baseline[0], goal: undefined, absoluteGoalUs: Infinity, unit: 'µs' });
+    rows.push({
+      name: `cold start + first 1+1 with layers: ${name}`,
+      rawUs: baseline[0] * 1000,
+      strataUs: ms * 1000,
+      ratio: ms / baseline[0],
+      goal: undefined,
+      absoluteGoalUs: Infinity,
+      unit: 'µs',
+    });
   }
 }
 // The pool: each checkout takes a ready worker; the next is measured once the pool is full again.
@@ -194,11 +258,20 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   }
   const firstUs = median(first) * 1000;
   const checkoutUs = median(checkout) * 1000;
-  strata.push({ figure: 'AgentSandbox from a pool: start + first cell', value: firstUs, unit: 'µs', floor: checkoutUs, floorName: 'SandboxPool checkout + first 1+1', goal: '(sessions are pool checkouts)' });
+  strata.push({
+    figure: 'AgentSandbox from a pool: start + first cell',
+    value: firstUs,
+    unit: 'µs',
+    floor: checkoutUs,
+    floorName: 'SandboxPool checkout + first 1+1',
+    goal: '(sessions are pool checkouts)',
+  });
   const record = async (cells, callsPerCell) => {
     const session = await AgentSandbox.start({ pool, tools });
     for (let i = 0; i < cells; i++) {
-      await session.run(callsPerCell === 0 ? `globalThis.v${i} = ${i} * 2; v${i}` : `let s${i} = 0; for (let k = 0; k < ${callsPerCell}; k++) s${i} += await t(k); s${i}`);
+      await session.run(
+        callsPerCell === 0 ? `globalThis.v${i} = ${i} * 2; v${i}` : `let s${i} = 0; for (let k = 0; k < ${callsPerCell}; k++) s${i} += await t(k); s${i}`,
+      );
     }
     const journal = session.journal;
     await session.close();
@@ -219,7 +292,14 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   const cells20 = await restoreMs(await record(20, 0));
   const calls200 = await restoreMs(await record(20, 10));
   await pool.close();
-  strata.push({ figure: 'restore a 20-cell session (from a pool)', value: cells20 * 1000, unit: 'µs', floor: empty * 1000, floorName: 'restore of a journal with no cells', goal: '—' });
+  strata.push({
+    figure: 'restore a 20-cell session (from a pool)',
+    value: cells20 * 1000,
+    unit: 'µs',
+    floor: empty * 1000,
+    floorName: 'restore of a journal with no cells',
+    goal: '—',
+  });
   strata.push({ figure: 'replay, per cell', value: ((cells20 - empty) / 20) * 1000, unit: 'µs', goal: '—' });
   strata.push({ figure: 'replay, per recorded tool call', value: ((calls200 - cells20) / 200) * 1000, unit: 'µs', goal: '—' });
 }
@@ -242,7 +322,15 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   };
   const bare = await startMs([]);
   const withPolyfills = await startMs([WEB_POLYFILLS]);
-  rows.push({ name: 'Runtime.start with WEB_POLYFILLS (vs no bootstrap)', rawUs: bare, strataUs: withPolyfills, ratio: withPolyfills / bare, goal: undefined, absoluteGoalUs: bare + 2000, unit: 'µs' });
+  rows.push({
+    name: 'Runtime.start with WEB_POLYFILLS (vs no bootstrap)',
+    rawUs: bare,
+    strataUs: withPolyfills,
+    ratio: withPolyfills / bare,
+    goal: undefined,
+    absoluteGoalUs: bare + 2000,
+    unit: 'µs',
+  });
   // The first Runtime of a process compiles the bootstrap without a code cache (each worker pays
   // this once): in a fresh process each, the first start with the polyfills against one without.
   const firstStartMs = (bootstrap) => {
@@ -256,12 +344,33 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   };
   const firstBare = firstStartMs(false);
   const firstWith = firstStartMs(true);
-  strata.push({ figure: 'first Runtime.start of a process with WEB_POLYFILLS (no code cache yet)', value: firstWith, unit: 'µs', floor: firstBare, floorName: 'the same first start with no bootstrap', goal: '—' });
+  strata.push({
+    figure: 'first Runtime.start of a process with WEB_POLYFILLS (no code cache yet)',
+    value: firstWith,
+    unit: 'µs',
+    floor: firstBare,
+    floorName: 'the same first start with no bootstrap',
+    goal: '—',
+  });
   // What the first use of a lazy group costs a context: the streams bundle (a Response body read
   // as a stream) and the URL bundle, each on top of Runtime.start with the polyfills.
   const startAndUse = (code) => startMs([WEB_POLYFILLS], code);
-  strata.push({ figure: 'Runtime.start + first web stream (new Response(x).body read)', value: await startAndUse("new Response('x').body.getReader().read().then(() => 0)"), unit: 'µs', floor: withPolyfills, floorName: 'Runtime.start with WEB_POLYFILLS', goal: '—' });
-  strata.push({ figure: 'Runtime.start + first URL (new URL(x))', value: await startAndUse("new URL('http://x/').href"), unit: 'µs', floor: withPolyfills, floorName: 'Runtime.start with WEB_POLYFILLS', goal: '—' });
+  strata.push({
+    figure: 'Runtime.start + first web stream (new Response(x).body read)',
+    value: await startAndUse("new Response('x').body.getReader().read().then(() => 0)"),
+    unit: 'µs',
+    floor: withPolyfills,
+    floorName: 'Runtime.start with WEB_POLYFILLS',
+    goal: '—',
+  });
+  strata.push({
+    figure: 'Runtime.start + first URL (new URL(x))',
+    value: await startAndUse("new URL('http://x/').href"),
+    unit: 'µs',
+    floor: withPolyfills,
+    floorName: 'Runtime.start with WEB_POLYFILLS',
+    goal: '—',
+  });
 }
 // The guest's fetch, checked and performed by the parent under an egress policy, against a server
 // on 127.0.0.1: a warm round trip from the sandboxed guest, against Node's own fetch in the parent.
@@ -287,7 +396,14 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   const guestUs = await rounds(() => fetchRt.eval(`fetch('${origin}/x').then((r) => r.json()).then((j) => j.ok)`));
   await fetchRt.close();
   server.close();
-  strata.push({ figure: 'guest fetch through the egress policy (local server)', value: guestUs, unit: 'µs', floor: nodeUs, floorName: "Node's fetch in the parent, a fresh connection each", goal: '—' });
+  strata.push({
+    figure: 'guest fetch through the egress policy (local server)',
+    value: guestUs,
+    unit: 'µs',
+    floor: nodeUs,
+    floorName: "Node's fetch in the parent, a fresh connection each",
+    goal: '—',
+  });
 }
 // Code mode: the declarations a prompt carries for twenty realistic tools, and what an opt-in
 // type check of the model's code against them costs once the compiler is warm.
@@ -306,7 +422,12 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
     await bridge.typecheck(`const w = await tools.getWeather({ city: "C${i}" }); w`);
     times.push((performance.now() - t0) * 1000);
   }
-  strata.push({ figure: 'typecheck a cell against 20 tools, warm (TypeScript compiler API, in its worker thread)', value: median(times), unit: 'µs', goal: '(opt-in)' });
+  strata.push({
+    figure: 'typecheck a cell against 20 tools, warm (TypeScript compiler API, in its worker thread)',
+    value: median(times),
+    unit: 'µs',
+    goal: '(opt-in)',
+  });
   strata.push({ figure: 'typecheck, the first in a process (loads the compiler, parses its lib)', value: cold, unit: 'µs', goal: '(opt-in)' });
 }
 {
@@ -315,10 +436,35 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   const warm = await measure(() => irt.eval('1+1'));
   const call = await measure(() => irt.eval('inc(1)'));
   const plain = await measure(() => context2.evalSync('1+1', { copy: true, timeout: TIMEOUT }));
-  rows.push({ name: 'warm eval round trip through the worker (vs raw in-process eval)', rawUs: plain, strataUs: warm, ratio: warm / plain, goal: undefined, absoluteGoalUs: 60 });
+  rows.push({
+    name: 'warm eval round trip through the worker (vs raw in-process eval)',
+    rawUs: plain,
+    strataUs: warm,
+    ratio: warm / plain,
+    goal: undefined,
+    absoluteGoalUs: 60,
+  });
   rows.push({ name: 'guest -> host -> guest through the parent', rawUs: plain, strataUs: call, ratio: call / plain, goal: undefined, absoluteGoalUs: 60 });
-  strata.push({ figure: 'warm eval round trip through the worker', value: warm, unit: 'µs', floor: plain, floorName: 'raw isolated-vm eval, in process', goal: '≤ 60 µs', goalValue: 60, met: warm <= 60 });
-  strata.push({ figure: 'guest → host function → guest, through the parent', value: call, unit: 'µs', floor: plain, floorName: 'raw isolated-vm eval, in process', goal: '≤ 60 µs', goalValue: 60, met: call <= 60 });
+  strata.push({
+    figure: 'warm eval round trip through the worker',
+    value: warm,
+    unit: 'µs',
+    floor: plain,
+    floorName: 'raw isolated-vm eval, in process',
+    goal: '≤ 60 µs',
+    goalValue: 60,
+    met: warm <= 60,
+  });
+  strata.push({
+    figure: 'guest → host function → guest, through the parent',
+    value: call,
+    unit: 'µs',
+    floor: plain,
+    floorName: 'raw isolated-vm eval, in process',
+    goal: '≤ 60 µs',
+    goalValue: 60,
+    met: call <= 60,
+  });
   cell(FIG.warm, 'µs', 'Strata', warm);
   cell(FIG.warm, 'µs', 'raw isolated-vm (in process)', plain);
   // Idle RSS: the worker after one eval, against an idle bare node + isolated-vm + isolate.
@@ -328,8 +474,23 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   const floorRss = rss(idle.pid);
   const workerRss = rss(irt.pid);
   idle.kill('SIGKILL');
-  rows.push({ name: 'idle worker RSS (MiB, vs idle node + isolated-vm + isolate)', rawUs: floorRss, strataUs: workerRss, ratio: workerRss / floorRss, goal: 1.2, unit: 'MiB' });
-  strata.push({ figure: 'idle worker RSS', value: workerRss, unit: 'MiB', floor: floorRss, floorName: 'idle node + isolated-vm + isolate', goal: '≤ 1.2× the floor', met: workerRss / floorRss <= 1.2 });
+  rows.push({
+    name: 'idle worker RSS (MiB, vs idle node + isolated-vm + isolate)',
+    rawUs: floorRss,
+    strataUs: workerRss,
+    ratio: workerRss / floorRss,
+    goal: 1.2,
+    unit: 'MiB',
+  });
+  strata.push({
+    figure: 'idle worker RSS',
+    value: workerRss,
+    unit: 'MiB',
+    floor: floorRss,
+    floorName: 'idle node + isolated-vm + isolate',
+    goal: '≤ 1.2× the floor',
+    met: workerRss / floorRss <= 1.2,
+  });
   cell(FIG.idleRss, 'MiB', 'Strata', workerRss);
   await irt.close();
 }
@@ -353,8 +514,14 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   cell(FIG.cold, 'µs', 'raw isolated-vm (in process)', median(fresh) * 1000);
   cell(FIG.fresh10, 'µs', 'raw isolated-vm (in process)', median(fresh10) * 1000);
   // The pool's floors: a fresh isolate in this process, no worker, no sandbox.
-  Object.assign(strata.find((r) => r.figure === 'SandboxPool checkout + first 1+1'), { floor: median(fresh) * 1000, floorName: 'a fresh raw isolated-vm isolate + 1+1, in process' });
-  Object.assign(strata.find((r) => r.figure === 'fresh pooled sandbox + 10 small commands'), { floor: median(fresh10) * 1000, floorName: 'a fresh raw isolated-vm isolate + 10 evals, in process' });
+  Object.assign(
+    strata.find((r) => r.figure === 'SandboxPool checkout + first 1+1'),
+    { floor: median(fresh) * 1000, floorName: 'a fresh raw isolated-vm isolate + 1+1, in process' },
+  );
+  Object.assign(
+    strata.find((r) => r.figure === 'fresh pooled sandbox + 10 small commands'),
+    { floor: median(fresh10) * 1000, floorName: 'a fresh raw isolated-vm isolate + 10 evals, in process' },
+  );
 }
 // A CPU-bound kernel: the worker runs --jitless by default; jitless: false gives V8 its JIT back.
 {
@@ -378,8 +545,22 @@ const CPU_KERNEL = alternatives?.CPU_KERNEL ?? 'let n = 0; for (let i = 2; i < 2
   await jitless.close();
   await jit.close();
   iso.dispose();
-  strata.push({ figure: 'CPU-bound kernel in the worker, --jitless (the default)', value: withoutJit, unit: 'µs', floor: inProcess, floorName: 'raw isolated-vm with its JIT, in process', goal: '(the price of --jitless)' });
-  strata.push({ figure: 'CPU-bound kernel in the worker, jitless: false', value: withJit, unit: 'µs', floor: inProcess, floorName: 'raw isolated-vm with its JIT, in process', goal: '—' });
+  strata.push({
+    figure: 'CPU-bound kernel in the worker, --jitless (the default)',
+    value: withoutJit,
+    unit: 'µs',
+    floor: inProcess,
+    floorName: 'raw isolated-vm with its JIT, in process',
+    goal: '(the price of --jitless)',
+  });
+  strata.push({
+    figure: 'CPU-bound kernel in the worker, jitless: false',
+    value: withJit,
+    unit: 'µs',
+    floor: inProcess,
+    floorName: 'raw isolated-vm with its JIT, in process',
+    goal: '—',
+  });
   cell(FIG.cpuKernel, 'µs', 'Strata (--jitless)', withoutJit);
   cell(FIG.cpuKernel, 'µs', 'Strata (JIT)', withJit);
   cell(FIG.cpuKernel, 'µs', 'raw isolated-vm (in process)', inProcess);
@@ -400,7 +581,9 @@ context2Isolate.dispose();
     `let sum${i}: number = totals${i}.reduce((a: number, b: number) => a + b, 0);`,
     `sum${i}! satisfies number;`,
   ];
-  const source = Array.from({ length: 20 }, (_, i) => block(i)).flat().join('\n');
+  const source = Array.from({ length: 20 }, (_, i) => block(i))
+    .flat()
+    .join('\n');
   const { stripTypes } = await import('@strata/runtime');
   for (let i = 0; i < 50; i++) stripTypeScriptTypes(source, { mode: 'strip' });
   for (let i = 0; i < 50; i++) await stripTypes(source);
@@ -415,7 +598,14 @@ context2Isolate.dispose();
     threaded.push(Number(process.hrtime.bigint() - t0) / 1000);
   }
   // Strata strips in a worker thread (a trap cannot poison the host's stripper); the floor is Node's stripper called in place.
-  strata.push({ figure: 'strip TypeScript types, 200 lines (stripTypes, in its worker thread)', value: median(threaded), unit: 'µs', floor: median(raw), floorName: 'module.stripTypeScriptTypes on the main thread', goal: '—' });
+  strata.push({
+    figure: 'strip TypeScript types, 200 lines (stripTypes, in its worker thread)',
+    value: median(threaded),
+    unit: 'µs',
+    floor: median(raw),
+    floorName: 'module.stripTypeScriptTypes on the main thread',
+    goal: '—',
+  });
 }
 
 // --- The alternatives (bench/alternatives, installed with npm ci --prefix bench/alternatives) --
@@ -430,10 +620,15 @@ if (alternatives !== undefined) {
     cell(FIG[row.figure] ?? row.figure, unit, row.alternative, row.valueMiB ?? row.valueUs);
   }
 } else {
-  skipped.push({ alternative: 'quickjs-emscripten, bubblewrap + Node, sandbox-runtime + Node, deno', reason: 'bench/alternatives is not installed: npm ci --prefix bench/alternatives' });
+  skipped.push({
+    alternative: 'quickjs-emscripten, bubblewrap + Node, sandbox-runtime + Node, deno',
+    reason: 'bench/alternatives is not installed: npm ci --prefix bench/alternatives',
+  });
 }
 // Columns in a fixed order: Strata first, then the rest as they came.
-const columns = [...new Set([...sideBySide.values()].flatMap((r) => Object.keys(r.cells)))].sort((a, b) => (b.startsWith('Strata') - a.startsWith('Strata')) || 0);
+const columns = [...new Set([...sideBySide.values()].flatMap((r) => Object.keys(r.cells)))].sort(
+  (a, b) => b.startsWith('Strata') - a.startsWith('Strata') || 0,
+);
 const figureOrder = Object.values(FIG);
 const results = {
   node: process.version,

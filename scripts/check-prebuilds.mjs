@@ -41,7 +41,8 @@ for (const p of packages) {
     for (const t of p.targets) {
       const file = files.get(`prebuilds/${arch}/${t.name}`);
       if (!file) problems.push(`${p.name}: the tarball lacks prebuilds/${arch}/${t.name}`);
-      else if ((file.mode & 0o111) === 0) problems.push(`${p.name}: prebuilds/${arch}/${t.name} is not executable in the tarball (mode ${file.mode.toString(8)})`);
+      else if ((file.mode & 0o111) === 0)
+        problems.push(`${p.name}: prebuilds/${arch}/${t.name} is not executable in the tarball (mode ${file.mode.toString(8)})`);
     }
   }
   console.log(`check-prebuilds: ${p.name}: ${tarball.filename} ${tarball.size} bytes packed, ${tarball.unpackedSize} unpacked, ${tarball.entryCount} files`);
@@ -53,7 +54,9 @@ if (problems.length > 0) {
 if (missing.length > 0) {
   // What is there is right; what is not is named, with what an install on that arch then needs.
   for (const { arch, names } of missing) {
-    console.log(`check-prebuilds: no prebuilds/${arch} in ${names.join(', ')}: on ${arch} an install of these tarballs builds from source (python3, make, a C/C++ compiler). \`npm run prebuilds\` skipped ${arch} because its cross compiler is not installed; it printed which to install.`);
+    console.log(
+      `check-prebuilds: no prebuilds/${arch} in ${names.join(', ')}: on ${arch} an install of these tarballs builds from source (python3, make, a C/C++ compiler). \`npm run prebuilds\` skipped ${arch} because its cross compiler is not installed; it printed which to install.`,
+    );
   }
   console.log(`check-prebuilds: the tarballs carry their prebuilds for ${present.join(' and ')} only.`);
 } else {

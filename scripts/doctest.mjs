@@ -86,10 +86,7 @@ export function extractBlocks(markdown, file) {
     const before = lines.slice(0, line - 1).join('\n');
     const declared = DECLARE_COMMENT.exec(before);
     const next = fences[k + 1];
-    const expected =
-      next && next.words[0] === 'text' && next.words.includes('output') && isOutputOf(fences, k + 1, lines)
-        ? next.body.join('\n')
-        : undefined;
+    const expected = next && next.words[0] === 'text' && next.words.includes('output') && isOutputOf(fences, k + 1, lines) ? next.body.join('\n') : undefined;
     blocks.push({ file, line, lang, markers, code: body.join('\n') + '\n', declare: declared?.[1].trim(), expected });
   }
   return blocks;
@@ -103,7 +100,10 @@ function isOutputOf(fences, k, lines) {
 
 /** Normalises output for comparison (see the module comment). */
 export function normaliseOutput(text) {
-  const lines = text.replace(/\r\n?/g, '\n').split('\n').map((l) => l.trimEnd());
+  const lines = text
+    .replace(/\r\n?/g, '\n')
+    .split('\n')
+    .map((l) => l.trimEnd());
   while (lines.length && lines[0] === '') lines.shift();
   while (lines.length && lines.at(-1) === '') lines.pop();
   return lines.join('\n');
@@ -332,8 +332,7 @@ export async function doctest({
       if (how.startsWith('run')) toRun.push({ block, how });
       else if (block.markers.includes('node22') && !node22 && node22Declared) {
         fail(block, 'STRATA_TEST_PLATFORM declares node22-host, but hosts/node22 is not installed (npm ci --prefix hosts/node22)');
-      }
-      else {
+      } else {
         results.push({ block, how });
         log(`ok   ${block.file}:${block.line} ${block.lang}: ${how}`);
       }

@@ -121,9 +121,20 @@ try {
     console.log(JSON.stringify(out));`;
   writeFileSync(join(app, 'check.mjs'), program);
   const outcome = JSON.parse(run(join(bin, 'node'), ['check.mjs'], { cwd: app, env }).trim().split('\n').pop());
-  const expected = { value: 7, sandbox: 'landlock+seccomp', extras: ['emptyroot'], withoutOsLayers: 'ERR_STRATA_SANDBOX_UNAVAILABLE', session: 7, fetched: [42, 'fetch'], typescript: 42, typecheck: 'ERR_STRATA_INVALID_OPTION' };
+  const expected = {
+    value: 7,
+    sandbox: 'landlock+seccomp',
+    extras: ['emptyroot'],
+    withoutOsLayers: 'ERR_STRATA_SANDBOX_UNAVAILABLE',
+    session: 7,
+    fetched: [42, 'fetch'],
+    typescript: 42,
+    typecheck: 'ERR_STRATA_INVALID_OPTION',
+  };
   if (JSON.stringify(outcome) !== JSON.stringify(expected)) fail(`the program printed ${JSON.stringify(outcome)}, expected ${JSON.stringify(expected)}`);
-  console.log(`pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}; its guest's fetch through an egress policy: ${outcome.fetched[0]}, journaled as ${outcome.fetched[1]}; a TypeScript cell (stripped in its worker thread): ${outcome.typescript}; typecheck without typescript: ${outcome.typecheck}`);
+  console.log(
+    `pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}; its guest's fetch through an egress policy: ${outcome.fetched[0]}, journaled as ${outcome.fetched[1]}; a TypeScript cell (stripped in its worker thread): ${outcome.typescript}; typecheck without typescript: ${outcome.typecheck}`,
+  );
   // 6. A parent on Node 22 (hosts/node22, when installed): refused until it has a Node 24 for
   // the worker, which the app does not install; then started on workerNode, fully sandboxed.
   const node22 = join(root, 'hosts', 'node22', 'node_modules', `node-linux-${process.arch}`, 'bin', 'node');
@@ -146,12 +157,17 @@ try {
     if (refusal.code !== 'ERR_STRATA_NODE_VERSION' || !refusal.message.includes(`npm install node-linux-${process.arch}@24`)) {
       fail(`a Node 22 parent without a Node 24 for its worker gave ${JSON.stringify(refusal)}, expected ERR_STRATA_NODE_VERSION naming the package to install`);
     }
-    if (on22.withWorkerNode.sandbox !== 'landlock+seccomp' || on22.withWorkerNode.value !== 42) fail(`a Node 22 parent with workerNode gave ${JSON.stringify(on22.withWorkerNode)}`);
-    console.log(`pack-check: Node ${on22.version} parent: without a Node 24 refused (${refusal.code}, naming node-linux-${process.arch}@24); with workerNode: ${on22.withWorkerNode.sandbox}`);
+    if (on22.withWorkerNode.sandbox !== 'landlock+seccomp' || on22.withWorkerNode.value !== 42)
+      fail(`a Node 22 parent with workerNode gave ${JSON.stringify(on22.withWorkerNode)}`);
+    console.log(
+      `pack-check: Node ${on22.version} parent: without a Node 24 refused (${refusal.code}, naming node-linux-${process.arch}@24); with workerNode: ${on22.withWorkerNode.sandbox}`,
+    );
   } else {
     console.log('pack-check: the Node 22 parent is not checked: hosts/node22 is not installed (npm ci --prefix hosts/node22)');
   }
-  console.log(`pack-check: installed size ${kib(sizeOf(join(app, 'node_modules')))} (node_modules), of which @strata ${kib(sizeOf(join(app, 'node_modules', '@strata')))}`);
+  console.log(
+    `pack-check: installed size ${kib(sizeOf(join(app, 'node_modules')))} (node_modules), of which @strata ${kib(sizeOf(join(app, 'node_modules', '@strata')))}`,
+  );
   console.log('pack-check: ok');
 } finally {
   cleanUp();

@@ -30,7 +30,14 @@ const COMMON = ['-O2', '-fno-omit-frame-pointer', '-pthread', '-D_FILE_OFFSET_BI
 const C = ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'];
 // strata-napi.h, shared by every addon (the layers' binding.gyp finds it through @strata/runtime).
 const SHARED_HEADERS = join(root, 'packages', 'runtime', 'native');
-const NODE = (t) => ['-fPIC', '-shared', `-I${headers}`, `-I${SHARED_HEADERS}`, '-DBUILDING_NODE_EXTENSION', `-DNODE_GYP_MODULE_NAME=${t.name.replace(/\.node$/, '')}`];
+const NODE = (t) => [
+  '-fPIC',
+  '-shared',
+  `-I${headers}`,
+  `-I${SHARED_HEADERS}`,
+  '-DBUILDING_NODE_EXTENSION',
+  `-DNODE_GYP_MODULE_NAME=${t.name.replace(/\.node$/, '')}`,
+];
 const CXX = ['-std=gnu++20', '-fno-rtti', '-fno-exceptions', '-fno-strict-aliasing', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Werror'];
 const V8 = ['-DUSING_V8_SHARED=1', '-DUSING_UV_SHARED=1', '-DV8_DEPRECATION_WARNINGS=1', '-DV8_ENABLE_WEBASSEMBLY', '-D_GLIBCXX_USE_CXX11_ABI=1'];
 

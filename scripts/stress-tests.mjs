@@ -37,7 +37,9 @@ for (let i = 0; i < own.length; i++) {
   } else if (arg === '--burners' || arg.startsWith('--burners=')) {
     const value = arg === '--burners' ? own[++i] : arg.slice('--burners='.length);
     if (value === undefined || !/^\d+$/.test(value) || Number(value) > MAX_BURNERS) {
-      console.error(`stress-tests: --burners takes a whole number from 0 to ${MAX_BURNERS} (got ${value === undefined ? 'nothing' : JSON.stringify(value)})\n${usage}`);
+      console.error(
+        `stress-tests: --burners takes a whole number from 0 to ${MAX_BURNERS} (got ${value === undefined ? 'nothing' : JSON.stringify(value)})\n${usage}`,
+      );
       process.exit(2);
     }
     burnerCount = Number(value);
@@ -102,7 +104,8 @@ process.on('exit', stopBurners);
 // --- what failed, from ava's output (turbo prefixes each line with "<package>:test: ") -------
 // eslint-disable-next-line no-control-regex
 const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
-const FAILURE = /✘|Uncaught exception|Unhandled rejection|Timed out while running tests|\d+ (?:tests? failed|uncaught exceptions?|unhandled rejections?)|error TS\d+|Failed:\s|command .* exited \(\d+\)/;
+const FAILURE =
+  /✘|Uncaught exception|Unhandled rejection|Timed out while running tests|\d+ (?:tests? failed|uncaught exceptions?|unhandled rejections?)|error TS\d+|Failed:\s|command .* exited \(\d+\)/;
 
 function failuresIn(output) {
   const seen = new Set();

@@ -4,7 +4,15 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const PACKAGES = ['packages/runtime', 'packages/layer-clock', 'packages/layer-seccomp', 'packages/layer-landlock', 'packages/layer-emptyroot', 'packages/layer-seatbelt', 'packages/agent'];
+const PACKAGES = [
+  'packages/runtime',
+  'packages/layer-clock',
+  'packages/layer-seccomp',
+  'packages/layer-landlock',
+  'packages/layer-emptyroot',
+  'packages/layer-seatbelt',
+  'packages/agent',
+];
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 if (process.getuid?.() !== 0) {
@@ -18,10 +26,10 @@ if (setpriv.error) {
 }
 for (const dir of PACKAGES) {
   console.log(`\nunprivileged pass: ${dir} as uid/gid 65534`);
-  const run = spawnSync(
-    'setpriv',
-    ['--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, `${root}node_modules/ava/entrypoints/cli.js`],
-    { cwd: `${root}${dir}`, stdio: 'inherit', env: { PATH: process.env.PATH, HOME: '/tmp', CI: process.env.CI ?? '' } },
-  );
+  const run = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, `${root}node_modules/ava/entrypoints/cli.js`], {
+    cwd: `${root}${dir}`,
+    stdio: 'inherit',
+    env: { PATH: process.env.PATH, HOME: '/tmp', CI: process.env.CI ?? '' },
+  });
   if (run.status !== 0) process.exit(run.status ?? 1);
 }

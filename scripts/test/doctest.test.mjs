@@ -46,10 +46,13 @@ test('extractBlocks: languages, markers, the declare comment and the shown outpu
   ].join('\n');
   const blocks = extractBlocks(md, 'README.md');
   assert.equal(blocks.length, 2, 'json is not a code block the runner runs');
-  assert.deepEqual(blocks.map((b) => [b.line, b.lang, b.markers]), [
-    [2, 'ts', ['fragment']],
-    [6, 'js', []],
-  ]);
+  assert.deepEqual(
+    blocks.map((b) => [b.line, b.lang, b.markers]),
+    [
+      [2, 'ts', ['fragment']],
+      [6, 'js', []],
+    ],
+  );
   assert.equal(blocks[1].declare, 'declare const x: number;');
   assert.equal(blocks[1].expected, '1');
 });
@@ -125,7 +128,10 @@ test('doctest: a node22 block is reported skipped without that Node, and a fragm
   // Where the machine declares a Node 22 host, its absence fails the block instead.
   const declared = await doctest({ root, node22: undefined, platform: 'linux node22-host', log: quiet });
   assert.equal(declared.ok, false);
-  assert.deepEqual(declared.failures.map((f) => `${f.block.line}: ${f.message}`), ['1: STRATA_TEST_PLATFORM declares node22-host, but hosts/node22 is not installed (npm ci --prefix hosts/node22)']);
+  assert.deepEqual(
+    declared.failures.map((f) => `${f.block.line}: ${f.message}`),
+    ['1: STRATA_TEST_PLATFORM declares node22-host, but hosts/node22 is not installed (npm ci --prefix hosts/node22)'],
+  );
 });
 
 test('doctest: a block past its time limit is killed and fails; the scratch folder is removed', async (t) => {

@@ -34,7 +34,18 @@ import { describeThrown } from './describe.js';
 import { JournalError, SessionStateError, TypeCheckFailed, type SessionLimitExceeded } from './errors.js';
 import { checkJournalSized, layersOf, workerSettings, type CellRecord, type Journal } from './journal.js';
 import { egressAnswer, egressTool, FETCH_TOOL } from './egress-tool.js';
-import { CellRecorder, limitsOf, replayDivergence, workerLost, type CellMode, type CellResult, type PendingCall, type RecorderHost, type Running, type SessionEvent } from './recorder.js';
+import {
+  CellRecorder,
+  limitsOf,
+  replayDivergence,
+  workerLost,
+  type CellMode,
+  type CellResult,
+  type PendingCall,
+  type RecorderHost,
+  type Running,
+  type SessionEvent,
+} from './recorder.js';
 import { guestToolFunctions, sessionTools, type SessionTool, type ToolGroup, type ToolSet } from './tools.js';
 import { ToolBridge } from './tool-bridge.js';
 import { checkTypecheckTimeout, formatDiagnostics, typecheck } from './typecheck.js';
@@ -158,7 +169,8 @@ export class AgentSandbox {
     this.#pool = options.pool;
     if (this.#pool !== undefined && !(this.#pool instanceof SandboxPool)) throw new InvalidOption('pool must be a SandboxPool');
     this.#recover = options.recover ?? 'replay';
-    if (this.#recover !== 'replay' && this.#recover !== 'never') throw new InvalidOption(`recover must be 'replay' or 'never' (got ${String(options.recover)})`);
+    if (this.#recover !== 'replay' && this.#recover !== 'never')
+      throw new InvalidOption(`recover must be 'replay' or 'never' (got ${String(options.recover)})`);
     const limits = limitsOf(options);
     // A journal to restore is checked against the limits before anything else reads it.
     const checked = input === undefined ? undefined : checkJournalSized(input, limits);
@@ -166,15 +178,18 @@ export class AgentSandbox {
     for (const key of SESSION_KEYS) delete runtime[key];
     const fetchTool = egressTool(options.egress, options.redactHostErrors !== false);
     if (fetchTool !== undefined) {
-      if (this.#tools.has(FETCH_TOOL)) throw new InvalidOption('egress and a tool named fetch both answer the guest\'s fetch: give one of them');
+      if (this.#tools.has(FETCH_TOOL)) throw new InvalidOption("egress and a tool named fetch both answer the guest's fetch: give one of them");
       // The runtime's egress is the journal: each request is a call of the tool `fetch`.
       runtime['egress'] = async (request: EgressRequest) => egressAnswer(await this.#recorder.callTool(fetchTool, [request]));
     }
     if (this.#pool !== undefined) {
       const fixed = Object.keys(runtime).filter((key) => !CHECKOUT_KEYS.has(key));
-      if (fixed.length > 0) throw new InvalidOption(`with a pool, the workers are the pool's: ${fixed.join(', ')} cannot be set per session (set them on the pool; per session: ${[...CHECKOUT_KEYS].join(', ')})`);
+      if (fixed.length > 0)
+        throw new InvalidOption(
+          `with a pool, the workers are the pool's: ${fixed.join(', ')} cannot be set per session (set them on the pool; per session: ${[...CHECKOUT_KEYS].join(', ')})`,
+        );
     } else {
-      if (runtime['tenant'] !== undefined) throw new InvalidOption('tenant names whose session it is for a pool\'s crash budget: give it with pool');
+      if (runtime['tenant'] !== undefined) throw new InvalidOption("tenant names whose session it is for a pool's crash budget: give it with pool");
       runtime['bootstrap'] ??= [WEB_POLYFILLS];
       // A frozen clock and a seeded Math.random by default: recorded, so a replay has the same.
       runtime['clock'] ??= checked?.journal.settings.clock ?? { at: Date.now(), seed: randomInt(0, 2 ** 32) };
@@ -337,7 +352,10 @@ export class AgentSandbox {
   /** The result of a cell that does not type-check (it is not run, nor journaled), or undefined when it checks. */
   async #typecheck(code: string, journal: Journal, language: 'javascript' | 'typescript', timeout: number | undefined): Promise<CellResult | undefined> {
     // The cells before it declare what it may use: checked as one module, only its own lines reported.
-    const before = journal.cells.filter((c) => c.status === 'ok').map((c) => c.code).join(';\n');
+    const before = journal.cells
+      .filter((c) => c.status === 'ok')
+      .map((c) => c.code)
+      .join(';\n');
     const offset = before === '' ? 0 : before.split('\n').length;
     const text = before === '' ? code : `${before};\n${code}`;
     let error: string;
@@ -352,7 +370,17 @@ export class AgentSandbox {
       if (!(failure instanceof TypeCheckFailed)) throw failure;
       error = failure.message;
     }
-    return { status: 'error', cell: journal.cells.length + 1, result: undefined, error, errorType: 'TypeCheckFailed', stdout: '', stderr: '', truncated: false, calls: [] };
+    return {
+      status: 'error',
+      cell: journal.cells.length + 1,
+      result: undefined,
+      error,
+      errorType: 'TypeCheckFailed',
+      stdout: '',
+      stderr: '',
+      truncated: false,
+      calls: [],
+    };
   }
 
   /** The tools' declarations: the bridges', or each global tool as a function of anything. */
@@ -363,7 +391,8 @@ export class AgentSandbox {
   }
 
   async #decide(seq: number, approval: { approved: boolean; reason?: string }, options: RunOptions): Promise<CellResult> {
-    if (!Number.isSafeInteger(seq)) throw new InvalidOption(`seq must be the integer seq of a call awaiting approval (got ${typeof seq === 'number' ? seq : typeof seq})`);
+    if (!Number.isSafeInteger(seq))
+      throw new InvalidOption(`seq must be the integer seq of a call awaiting approval (got ${typeof seq === 'number' ? seq : typeof seq})`);
     return this.#exclusive(async () => {
       const decided = this.#recorder.decide(seq, approval);
       if ('result' in decided) return decided.result;
@@ -443,7 +472,8 @@ export class AgentSandbox {
       throw new SessionStateError(`replaying the journal in a fresh worker failed at cell ${cell.cell}: ${outcome.errorType}: ${outcome.error}`);
     }
     const divergence = replayDivergence(cell, outcome, running.index);
-    if (divergence !== undefined) throw await this.#fail(new JournalError(`cell ${cell.cell} diverged from the journal on replay: ${divergence}`, { cell: cell.cell }));
+    if (divergence !== undefined)
+      throw await this.#fail(new JournalError(`cell ${cell.cell} diverged from the journal on replay: ${divergence}`, { cell: cell.cell }));
   }
 
   /** Closes the session and gives back `error`, for a divergence or a mismatch: the worker's state cannot be trusted. */
@@ -465,7 +495,10 @@ export class AgentSandbox {
       return await this.#recorder.atomically(work);
     } catch (error) {
       if (error instanceof StrataError) throw error;
-      throw new SessionStateError(`the session failed unexpectedly (${describeThrown(error).name}: ${describeThrown(error).message}); its journal is as it was before this call`, { cause: error });
+      throw new SessionStateError(
+        `the session failed unexpectedly (${describeThrown(error).name}: ${describeThrown(error).message}); its journal is as it was before this call`,
+        { cause: error },
+      );
     } finally {
       this.#busy = false;
     }

@@ -48,7 +48,15 @@ export async function executeCell(runner: CellRunner, code: string, language: 'j
       js = await stripTypes(code, filename);
     } catch (error) {
       if (!(error instanceof JsError)) throw error;
-      return { status: 'error', stdout: '', stderr: '', result: undefined, error: error.message.replace(/^SyntaxError: /, ''), errorType: 'SyntaxError', truncated: false };
+      return {
+        status: 'error',
+        stdout: '',
+        stderr: '',
+        result: undefined,
+        error: error.message.replace(/^SyntaxError: /, ''),
+        errorType: 'SyntaxError',
+        truncated: false,
+      };
     }
   }
   return runner.execute(prepareCell(js), { filename });
@@ -102,7 +110,8 @@ function boundNames(pattern: AnyNode, out: string[] = []): string[] {
       out.push(pattern['name'] as string);
       break;
     case 'ObjectPattern':
-      for (const property of pattern['properties'] as AnyNode[]) boundNames(property.type === 'RestElement' ? (property['argument'] as AnyNode) : (property['value'] as AnyNode), out);
+      for (const property of pattern['properties'] as AnyNode[])
+        boundNames(property.type === 'RestElement' ? (property['argument'] as AnyNode) : (property['value'] as AnyNode), out);
       break;
     case 'ArrayPattern':
       for (const element of pattern['elements'] as (AnyNode | null)[]) if (element !== null) boundNames(element, out);
@@ -142,7 +151,10 @@ function wrapAsync(code: string, program: Program): string {
     if (node.type !== 'VariableDeclaration' || node['kind'] !== 'var' || parent === program) return;
     const declarators = node['declarations'] as AnyNode[];
     for (const d of declarators) vars.push(...boundNames(d['id'] as AnyNode));
-    const inForHead = parent !== undefined && ((parent.type === 'ForStatement' && parent['init'] === node) || ((parent.type === 'ForInStatement' || parent.type === 'ForOfStatement') && parent['left'] === node));
+    const inForHead =
+      parent !== undefined &&
+      ((parent.type === 'ForStatement' && parent['init'] === node) ||
+        ((parent.type === 'ForInStatement' || parent.type === 'ForOfStatement') && parent['left'] === node));
     if (inForHead && parent.type !== 'ForStatement') edits.push({ start: node.start, end: node.end, text: assignmentTarget(declarators[0]!, source) });
     else edits.push({ start: node.start, end: node.end, text: assignments(declarators, source, inForHead ? '' : ';') });
   });

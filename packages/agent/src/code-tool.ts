@@ -107,7 +107,10 @@ export function codeTool(options: CodeToolOptions): Tool<CodeToolInput, CodeTool
         required: ['code'],
         additionalProperties: false,
       },
-      { validate: (value) => (isInput(value) ? { success: true, value } : { success: false, error: new TypeError('the input must be { code: string }: the JavaScript to run') }) },
+      {
+        validate: (value) =>
+          isInput(value) ? { success: true, value } : { success: false, error: new TypeError('the input must be { code: string }: the JavaScript to run') },
+      },
     ),
     execute: (input: CodeToolInput, execution: ToolExecutionOptions<unknown>) => run(bridges, start, input, execution?.abortSignal),
   });
@@ -116,14 +119,18 @@ export function codeTool(options: CodeToolOptions): Tool<CodeToolInput, CodeTool
 type StartRuntime = () => Promise<StrataRuntime>;
 
 function checkOptions(options: CodeToolOptions): { bridges: readonly ToolBridge[]; start: StartRuntime; description: string | undefined } {
-  if (options === null || typeof options !== 'object') throw new InvalidOption('codeTool options must be an object ({ bridge, sandbox?, timeout?, egress?, description? })');
+  if (options === null || typeof options !== 'object')
+    throw new InvalidOption('codeTool options must be an object ({ bridge, sandbox?, timeout?, egress?, description? })');
   const bridges: readonly ToolBridge[] = Array.isArray(options.bridge) ? options.bridge : [options.bridge as ToolBridge];
   const namespaces = new Map<string, number>();
   for (const [i, bridge] of bridges.entries()) {
     const where = Array.isArray(options.bridge) ? `bridge[${i}]` : 'bridge';
     if (!(bridge instanceof ToolBridge)) throw new InvalidOption(`${where} must be a ToolBridge (new ToolBridge({ tools }))`);
     const other = namespaces.get(bridge.namespace);
-    if (other !== undefined) throw new InvalidOption(`bridge[${other}] and bridge[${i}] both use the namespace ${bridge.namespace}: give each bridge its own (new ToolBridge({ namespace, tools }))`);
+    if (other !== undefined)
+      throw new InvalidOption(
+        `bridge[${other}] and bridge[${i}] both use the namespace ${bridge.namespace}: give each bridge its own (new ToolBridge({ namespace, tools }))`,
+      );
     namespaces.set(bridge.namespace, i);
   }
   if (options.description !== undefined && typeof options.description !== 'string') throw new InvalidOption('description must be a string');
@@ -132,15 +139,21 @@ function checkOptions(options: CodeToolOptions): { bridges: readonly ToolBridge[
     throw new InvalidOption(`timeout must be a positive number of milliseconds (or Infinity), got ${String(timeout)}`);
   }
   if (sandbox !== undefined && timeout !== undefined) {
-    throw new InvalidOption('timeout applies only to the runtimes Strata starts; with a sandbox, set the timeout there (SandboxPool.start({ timeout }) or in your function)');
+    throw new InvalidOption(
+      'timeout applies only to the runtimes Strata starts; with a sandbox, set the timeout there (SandboxPool.start({ timeout }) or in your function)',
+    );
   }
   if (sandbox !== undefined && egress !== undefined) {
-    throw new InvalidOption('egress applies only to the runtimes Strata starts; with a sandbox, set it there (SandboxPool.start({ egress }) or in your function)');
+    throw new InvalidOption(
+      'egress applies only to the runtimes Strata starts; with a sandbox, set it there (SandboxPool.start({ egress }) or in your function)',
+    );
   }
   // A policy is checked (and becomes its handler) once, here, not at every call.
   const handler = egress === undefined || typeof egress === 'function' ? egress : egressHandler(egress);
   let start: StartRuntime;
-  if (sandbox === undefined) start = () => IsolatedRuntime.start({ bootstrap: [WEB_POLYFILLS], timeout: timeout ?? DEFAULT_TIMEOUT, ...(handler === undefined ? {} : { egress: handler }) });
+  if (sandbox === undefined)
+    start = () =>
+      IsolatedRuntime.start({ bootstrap: [WEB_POLYFILLS], timeout: timeout ?? DEFAULT_TIMEOUT, ...(handler === undefined ? {} : { egress: handler }) });
   else if (sandbox instanceof SandboxPool) start = () => sandbox.checkout();
   else if (typeof sandbox === 'function') start = sandbox;
   else throw new InvalidOption('sandbox must be a SandboxPool or a function that resolves to an IsolatedRuntime or a Runtime');
@@ -155,7 +168,8 @@ function keepsContract(value: unknown): value is StrataRuntime {
   return value !== null && typeof value === 'object' && CALLED.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
 }
 
-const isInput = (value: unknown): value is CodeToolInput => value !== null && typeof value === 'object' && typeof (value as { code?: unknown }).code === 'string';
+const isInput = (value: unknown): value is CodeToolInput =>
+  value !== null && typeof value === 'object' && typeof (value as { code?: unknown }).code === 'string';
 
 /** What the tool does, the bridges' declarations for the model, then the caller's text. */
 function toolDescription(bridges: readonly ToolBridge[], extra: string | undefined): string {
@@ -163,7 +177,8 @@ function toolDescription(bridges: readonly ToolBridge[], extra: string | undefin
     'Runs JavaScript in a sandbox, fresh for each call: no network, no files, no require, and no state kept between calls.',
     'The value of the last expression is the result; console output is returned too. Top-level await is fine.',
   ];
-  if (bridges.length > 0) lines.push('The code can call these tools (each returns a promise: await it):', '```ts', ...bridges.map((bridge) => bridge.declarations()), '```');
+  if (bridges.length > 0)
+    lines.push('The code can call these tools (each returns a promise: await it):', '```ts', ...bridges.map((bridge) => bridge.declarations()), '```');
   if (extra !== undefined && extra !== '') lines.push(extra);
   return lines.join('\n');
 }
@@ -188,7 +203,8 @@ async function run(bridges: readonly ToolBridge[], start: StartRuntime, input: C
     if (aborted()) return failure('AbortError', 'the generation was aborted before the code ran', calls);
     for (const bridge of bridges) await bridge.bind(runtime, { onCall: (call) => calls.push(call) });
     const outcome = await executeCell(runtime, await normalizeCode(input.code), 'javascript', 'code');
-    if (outcome.status === 'error' && aborted()) return { ...failure('AbortError', 'the generation was aborted: the run was stopped', calls), stdout: outcome.stdout, stderr: outcome.stderr };
+    if (outcome.status === 'error' && aborted())
+      return { ...failure('AbortError', 'the generation was aborted: the run was stopped', calls), stdout: outcome.stdout, stderr: outcome.stderr };
     return {
       status: outcome.status,
       ...(outcome.status === 'ok' ? { result: jsonOf(outcome.result) } : { error: outcome.error ?? '', errorType: outcome.errorType ?? 'Error' }),

@@ -325,10 +325,16 @@ function describe(schema: unknown, root: unknown): unknown {
 /** `/** text *\/` on one line, shortened to ~300 characters, or undefined for no description. */
 function docComment(description: unknown): string | undefined {
   if (typeof description !== 'string') return undefined;
-  let text = description.slice(0, MAX_DESCRIPTION_CHARS * 4).replace(/\s+/g, ' ').trim();
+  let text = description
+    .slice(0, MAX_DESCRIPTION_CHARS * 4)
+    .replace(/\s+/g, ' ')
+    .trim();
   if (text.length > MAX_DESCRIPTION_CHARS) {
     // Not between the halves of a surrogate pair.
-    text = `${text.slice(0, MAX_DESCRIPTION_CHARS - 1).replace(/[\uD800-\uDBFF]$/, '').trimEnd()}…`;
+    text = `${text
+      .slice(0, MAX_DESCRIPTION_CHARS - 1)
+      .replace(/[\uD800-\uDBFF]$/, '')
+      .trimEnd()}…`;
   }
   return text === '' ? undefined : `/** ${text.replaceAll('*/', '*\\/')} */`;
 }

@@ -25,7 +25,8 @@ export function describeThrown(thrown: unknown): RecordedError {
       const name = ownString(thrown, 'name') ?? inheritedName(thrown) ?? 'Error';
       return { name: name.slice(0, MAX_NAME), message: (ownString(thrown, 'message') ?? '').slice(0, MAX_MESSAGE) };
     }
-    if (thrown === null || (typeof thrown !== 'object' && typeof thrown !== 'function')) return { name: 'Error', message: String(thrown).slice(0, MAX_MESSAGE) };
+    if (thrown === null || (typeof thrown !== 'object' && typeof thrown !== 'function'))
+      return { name: 'Error', message: String(thrown).slice(0, MAX_MESSAGE) };
     return { name: 'Error', message: 'the tool threw a non-Error object' };
   } catch {
     return { name: 'Error', message: 'the tool threw a value that could not be described' };

@@ -32,7 +32,9 @@ export const FORMAT_LENGTH_CAPS: Readonly<Record<string, number>> = Object.freez
 type FormatDefinition = { validate: RegExp | ((value: string) => boolean); compare?: unknown; type?: string };
 
 // ajv-formats is CommonJS: its exports are the default export, or that export's own default.
-const ajvFormats = ((formatsModule as unknown as { default?: unknown }).default ?? formatsModule) as { fullFormats: Record<string, RegExp | FormatDefinition | ((value: string) => boolean) | true> };
+const ajvFormats = ((formatsModule as unknown as { default?: unknown }).default ?? formatsModule) as {
+  fullFormats: Record<string, RegExp | FormatDefinition | ((value: string) => boolean) | true>;
+};
 
 let built: Record<string, Format> | undefined;
 
@@ -47,7 +49,8 @@ function build(): Record<string, Format> {
     if (definition === true) formats[name] = true;
     else if (definition instanceof RegExp) formats[name] = OWN[name] ?? viaLinear(definition);
     else if (typeof definition === 'function') formats[name] = OWN[name] ?? capped(name, definition);
-    else if (definition.type === 'number') formats[name] = definition as Format; // numbers: no regular expression
+    else if (definition.type === 'number')
+      formats[name] = definition as Format; // numbers: no regular expression
     else {
       const validate = OWN[name] ?? (definition.validate instanceof RegExp ? viaLinear(definition.validate) : capped(name, definition.validate));
       formats[name] = { ...(definition as object), validate } as Format;

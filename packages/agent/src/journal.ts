@@ -169,12 +169,17 @@ export function checkJournalSized(input: unknown, limits: JournalLimits = {}): {
   if (text === undefined) throw new JournalError('the journal must be an object');
   const bytes = Buffer.byteLength(text);
   if (limits.maxJournalBytes !== undefined && bytes > limits.maxJournalBytes) {
-    throw new SessionLimitExceeded('maxJournalBytes', `the journal is ${bytes} bytes as JSON, over this session's maxJournalBytes (${limits.maxJournalBytes}): restore it with a larger maxJournalBytes`);
+    throw new SessionLimitExceeded(
+      'maxJournalBytes',
+      `the journal is ${bytes} bytes as JSON, over this session's maxJournalBytes (${limits.maxJournalBytes}): restore it with a larger maxJournalBytes`,
+    );
   }
   const copy = JSON.parse(text) as unknown;
   const j = object(copy, 'the journal');
-  if (j['format'] !== JOURNAL_FORMAT) throw new JournalError(`this is not a Strata session journal (format ${JSON.stringify(j['format'])}, expected ${JSON.stringify(JOURNAL_FORMAT)})`);
-  if (j['version'] !== JOURNAL_VERSION) throw new JournalError(`journal format version ${JSON.stringify(j['version'])}; this release reads version ${JOURNAL_VERSION}`);
+  if (j['format'] !== JOURNAL_FORMAT)
+    throw new JournalError(`this is not a Strata session journal (format ${JSON.stringify(j['format'])}, expected ${JSON.stringify(JOURNAL_FORMAT)})`);
+  if (j['version'] !== JOURNAL_VERSION)
+    throw new JournalError(`journal format version ${JSON.stringify(j['version'])}; this release reads version ${JOURNAL_VERSION}`);
   const s = object(j['settings'], 'settings');
   string(s['strata'], 'settings.strata');
   const clock = object(s['clock'], 'settings.clock');
@@ -184,11 +189,15 @@ export function checkJournalSized(input: unknown, limits: JournalLimits = {}): {
     if (typeof h !== 'string' || !/^[0-9a-f]{64}$/.test(h)) throw new JournalError(`settings.bootstrap[${i}] must be a SHA-256 in hex`);
   });
   if (s['strictEval'] !== undefined && s['strictEval'] !== true) throw new JournalError('settings.strictEval is true or absent');
-  if (s['allowGlobals'] !== undefined) for (const [i, g] of array(s['allowGlobals'], 'settings.allowGlobals').entries()) string(g, `settings.allowGlobals[${i}]`);
+  if (s['allowGlobals'] !== undefined)
+    for (const [i, g] of array(s['allowGlobals'], 'settings.allowGlobals').entries()) string(g, `settings.allowGlobals[${i}]`);
   for (const [i, g] of array(s['tools'], 'settings.tools').entries()) string(g, `settings.tools[${i}]`);
   const cells = array(j['cells'], 'cells');
   if (limits.maxCells !== undefined && cells.length > limits.maxCells) {
-    throw new SessionLimitExceeded('maxCells', `the journal has ${cells.length} cells, over this session's maxCells (${limits.maxCells}): restore it with a larger maxCells`);
+    throw new SessionLimitExceeded(
+      'maxCells',
+      `the journal has ${cells.length} cells, over this session's maxCells (${limits.maxCells}): restore it with a larger maxCells`,
+    );
   }
   let seq = 0;
   cells.forEach((c, i) => {
@@ -206,7 +215,10 @@ export function checkJournalSized(input: unknown, limits: JournalLimits = {}): {
     if (cell['result'] !== undefined) value(cell['result'], `${where}.result`, loc, limits);
     const calls = array(cell['calls'], `${where}.calls`, loc);
     if (limits.maxCallsPerCell !== undefined && calls.length > limits.maxCallsPerCell) {
-      throw new SessionLimitExceeded('maxCallsPerCell', `cell ${i + 1} of the journal has ${calls.length} tool calls, over this session's maxCallsPerCell (${limits.maxCallsPerCell}): restore it with a larger maxCallsPerCell`);
+      throw new SessionLimitExceeded(
+        'maxCallsPerCell',
+        `cell ${i + 1} of the journal has ${calls.length} tool calls, over this session's maxCallsPerCell (${limits.maxCallsPerCell}): restore it with a larger maxCallsPerCell`,
+      );
     }
     let undecided = 0;
     calls.forEach((k, n) => {
@@ -225,7 +237,8 @@ export function checkJournalSized(input: unknown, limits: JournalLimits = {}): {
       }
       if (call['result'] !== undefined) value(call['result'], `${at}.result`, here, limits);
       if (call['error'] !== undefined) recordedError(call['error'], `${at}.error`, here, 'name');
-      if ((call['status'] === 'failed' || call['status'] === 'denied') && call['error'] === undefined) throw new JournalError(`${at} is ${String(call['status'])} without an error`, here);
+      if ((call['status'] === 'failed' || call['status'] === 'denied') && call['error'] === undefined)
+        throw new JournalError(`${at} is ${String(call['status'])} without an error`, here);
       if (call['approval'] !== undefined) {
         if (call['status'] !== 'pending') throw new JournalError(`${at}.approval is only for a pending call`, here);
         const a = object(call['approval'], `${at}.approval`, here);
@@ -242,7 +255,8 @@ export function checkJournalSized(input: unknown, limits: JournalLimits = {}): {
         throw new JournalError(`${at} is started without an outcome, but its cell did not crash`, here);
       }
       if (call['status'] === 'completed' && !('result' in call)) throw new JournalError(`${at} is completed without its result`, here);
-      if (call['status'] !== 'completed' && call['result'] !== undefined) throw new JournalError(`${at} has a result but is ${String(call['status'])}: only a completed call has one`, here);
+      if (call['status'] !== 'completed' && call['result'] !== undefined)
+        throw new JournalError(`${at} has a result but is ${String(call['status'])}: only a completed call has one`, here);
       if (call['afterCrash'] !== undefined) {
         if (call['status'] !== 'started') throw new JournalError(`${at}.afterCrash is only for a started call`, here);
         const after = object(call['afterCrash'], `${at}.afterCrash`, here);
@@ -251,7 +265,8 @@ export function checkJournalSized(input: unknown, limits: JournalLimits = {}): {
         else throw new JournalError(`${at}.afterCrash.status must be completed or failed`, here);
       }
     });
-    if (status === 'awaiting-approval' && undecided === 0) throw new JournalError(`${where} awaits approval, so at least one of its calls must be pending without a decision`, loc);
+    if (status === 'awaiting-approval' && undecided === 0)
+      throw new JournalError(`${where} awaits approval, so at least one of its calls must be pending without a decision`, loc);
   });
   integer(j['nextSeq'], 'nextSeq', seq + 1, Number.MAX_SAFE_INTEGER);
   return { journal: copy as Journal, bytes };
@@ -267,7 +282,10 @@ function value(root: unknown, what: string, loc: Where, limits: JournalLimits): 
   if (limits.maxValueBytes !== undefined) {
     const size = Buffer.byteLength(JSON.stringify(root));
     if (size > limits.maxValueBytes) {
-      throw new SessionLimitExceeded('maxValueBytes', `${what} (${where(loc)}) is ${size} bytes as JSON, over this session's maxValueBytes (${limits.maxValueBytes}): restore it with a larger maxValueBytes`);
+      throw new SessionLimitExceeded(
+        'maxValueBytes',
+        `${what} (${where(loc)}) is ${size} bytes as JSON, over this session's maxValueBytes (${limits.maxValueBytes}): restore it with a larger maxValueBytes`,
+      );
     }
   }
   const stack: unknown[] = [root];
@@ -314,7 +332,10 @@ function value(root: unknown, what: string, loc: Where, limits: JournalLimits): 
         for (const child of Object.values(payload)) stack.push(child);
         break;
       default:
-        throw new JournalError(`${what} (${where(loc)}): unknown tag ${JSON.stringify(key)} (a guest object with one key starting with $ is written {"$object": …})`, loc);
+        throw new JournalError(
+          `${what} (${where(loc)}): unknown tag ${JSON.stringify(key)} (a guest object with one key starting with $ is written {"$object": …})`,
+          loc,
+        );
     }
   }
 }
@@ -353,7 +374,8 @@ function string(value: unknown, what: string, loc: Where = {}): void {
   if (typeof value !== 'string') throw new JournalError(`${what} must be a string`, loc);
 }
 function integer(value: unknown, what: string, min: number, max: number, loc: Where = {}): void {
-  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) throw new JournalError(`${what} must be an integer from ${min} to ${max}`, loc);
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max)
+    throw new JournalError(`${what} must be an integer from ${min} to ${max}`, loc);
 }
 
 /** `major.minor` for 0.x (where a minor release may break), else `major`: releases whose journals are interchangeable. */
@@ -369,12 +391,18 @@ export function journalLine(version: string): string {
 export function settingsMismatch(recorded: JournalSettings, current: JournalSettings): string | undefined {
   const problems: string[] = [];
   if (journalLine(recorded.strata) !== journalLine(current.strata)) problems.push(`it was recorded by Strata ${recorded.strata}, this is ${current.strata}`);
-  if (recorded.clock.at !== current.clock.at) problems.push(`its clock is ${new Date(recorded.clock.at).toISOString()}, this session's ${new Date(current.clock.at).toISOString()}`);
+  if (recorded.clock.at !== current.clock.at)
+    problems.push(`its clock is ${new Date(recorded.clock.at).toISOString()}, this session's ${new Date(current.clock.at).toISOString()}`);
   if (recorded.clock.seed !== current.clock.seed) problems.push(`its seed is ${recorded.clock.seed}, this session's ${current.clock.seed}`);
-  if (JSON.stringify(recorded.bootstrap) !== JSON.stringify(current.bootstrap)) problems.push(`its bootstrap scripts differ (${recorded.bootstrap.length} recorded by hash, ${current.bootstrap.length} here)`);
-  if ((recorded.strictEval ?? false) !== (current.strictEval ?? false)) problems.push(`it was recorded with strictEval ${recorded.strictEval === true ? 'on' : 'off'}, this session has it ${current.strictEval === true ? 'on' : 'off'}`);
+  if (JSON.stringify(recorded.bootstrap) !== JSON.stringify(current.bootstrap))
+    problems.push(`its bootstrap scripts differ (${recorded.bootstrap.length} recorded by hash, ${current.bootstrap.length} here)`);
+  if ((recorded.strictEval ?? false) !== (current.strictEval ?? false))
+    problems.push(
+      `it was recorded with strictEval ${recorded.strictEval === true ? 'on' : 'off'}, this session has it ${current.strictEval === true ? 'on' : 'off'}`,
+    );
   if (JSON.stringify(recorded.allowGlobals ?? []) !== JSON.stringify(current.allowGlobals ?? [])) problems.push('its allowGlobals differ');
-  if (JSON.stringify(recorded.tools) !== JSON.stringify(current.tools)) problems.push(`its tools are [${recorded.tools.join(', ')}], this session's [${current.tools.join(', ')}]`);
+  if (JSON.stringify(recorded.tools) !== JSON.stringify(current.tools))
+    problems.push(`its tools are [${recorded.tools.join(', ')}], this session's [${current.tools.join(', ')}]`);
   return problems.length === 0 ? undefined : problems.join('; ');
 }
 
@@ -389,7 +417,9 @@ export function workerSettings(rt: Pick<IsolatedRuntime, 'report' | 'options'>, 
   const detail = (clockLayer?.detail ?? {}) as { at?: unknown; seed?: unknown };
   const at = typeof detail.at === 'string' ? Date.parse(detail.at) : NaN;
   if (clockLayer === undefined || clockLayer.enforcement !== 'full' || !Number.isFinite(at) || typeof detail.seed !== 'number') {
-    throw new InvalidOption('an AgentSandbox needs its workers to run a frozen clock: start the pool with clock: { at, seed } (the clock layer was not in force)');
+    throw new InvalidOption(
+      'an AgentSandbox needs its workers to run a frozen clock: start the pool with clock: { at, seed } (the clock layer was not in force)',
+    );
   }
   const options = rt.options;
   return {

@@ -108,7 +108,15 @@ function toRe2Syntax(source: string, dotAll: boolean): string {
       continue;
     }
     if (ch === '(' && source[i + 1] === '?') {
-      const kind = source.startsWith('(?=', i) ? 'a lookahead (?=…)' : source.startsWith('(?!', i) ? 'a negative lookahead (?!…)' : source.startsWith('(?<=', i) ? 'a lookbehind (?<=…)' : source.startsWith('(?<!', i) ? 'a negative lookbehind (?<!…)' : undefined;
+      const kind = source.startsWith('(?=', i)
+        ? 'a lookahead (?=…)'
+        : source.startsWith('(?!', i)
+          ? 'a negative lookahead (?!…)'
+          : source.startsWith('(?<=', i)
+            ? 'a lookbehind (?<=…)'
+            : source.startsWith('(?<!', i)
+              ? 'a negative lookbehind (?<!…)'
+              : undefined;
       if (kind !== undefined) throw new UnsupportedPattern(source, `it uses ${kind}; RE2 has no lookaround`);
     }
     out += ch === '.' ? (dotAll ? '(?s:.)' : ES_DOT) : ch;

@@ -70,7 +70,11 @@ export async function loadMcpConfig(path: string): Promise<McpServerConfig> {
   const base = dirname(resolve(path));
   return {
     ...checked,
-    tools: (checked.tools ?? []).map((entry) => ('module' in entry && (entry.module.startsWith('.') || isAbsolute(entry.module)) ? { ...entry, module: pathToFileURL(resolve(base, entry.module)).href } : entry)),
+    tools: (checked.tools ?? []).map((entry) =>
+      'module' in entry && (entry.module.startsWith('.') || isAbsolute(entry.module))
+        ? { ...entry, module: pathToFileURL(resolve(base, entry.module)).href }
+        : entry,
+    ),
   };
 }
 
@@ -81,7 +85,8 @@ export function checkConfig(config: unknown): McpServerConfig {
   const known = ['tools', 'session', 'sandbox', 'timeout', 'maxMemory', 'poolSize', 'typecheck', 'typecheckTimeout', 'egress'];
   const unknown = Object.keys(c).filter((key) => !known.includes(key));
   if (unknown.length > 0) throw new InvalidOption(`the config has unknown fields: ${unknown.join(', ')} (known: ${known.join(', ')})`);
-  if (c['tools'] !== undefined && !Array.isArray(c['tools'])) throw new InvalidOption('config.tools must be an array of { module, export?, namespace? } or { mcp: { command, args? }, namespace }');
+  if (c['tools'] !== undefined && !Array.isArray(c['tools']))
+    throw new InvalidOption('config.tools must be an array of { module, export?, namespace? } or { mcp: { command, args? }, namespace }');
   for (const [i, entry] of ((c['tools'] as unknown[] | undefined) ?? []).entries()) {
     const e = entry as Record<string, unknown> | null;
     if (e === null || typeof e !== 'object') throw new InvalidOption(`config.tools[${i}] must be an object`);
@@ -93,12 +98,14 @@ export function checkConfig(config: unknown): McpServerConfig {
   for (const key of ['session', 'typecheck'] as const) {
     if (c[key] !== undefined && typeof c[key] !== 'boolean') throw new InvalidOption(`config.${key} must be true or false`);
   }
-  if (c['sandbox'] !== undefined && !['require', 'auto', 'off'].includes(c['sandbox'] as string)) throw new InvalidOption("config.sandbox must be 'require', 'auto' or 'off'");
+  if (c['sandbox'] !== undefined && !['require', 'auto', 'off'].includes(c['sandbox'] as string))
+    throw new InvalidOption("config.sandbox must be 'require', 'auto' or 'off'");
   for (const key of ['timeout', 'maxMemory', 'poolSize', 'typecheckTimeout'] as const) {
     if (c[key] !== undefined && (!Number.isSafeInteger(c[key]) || (c[key] as number) < 1)) throw new InvalidOption(`config.${key} must be a positive integer`);
   }
   if (c['egress'] !== undefined) {
-    if (c['egress'] === null || typeof c['egress'] !== 'object' || Array.isArray(c['egress'])) throw new InvalidOption("config.egress must be an egress policy such as { \"allow\": [\"https://api.example.com/v1/*\"] }");
+    if (c['egress'] === null || typeof c['egress'] !== 'object' || Array.isArray(c['egress']))
+      throw new InvalidOption('config.egress must be an egress policy such as { "allow": ["https://api.example.com/v1/*"] }');
     // Checked now, so a bad policy stops the server before it serves (InvalidOption names the field).
     egressHandler(c['egress'] as EgressPolicy);
   }
@@ -178,9 +185,12 @@ export async function startMcpServer(config: McpServerConfig, transport: Transpo
       const timeout = checked.typecheckTimeout === undefined ? {} : { timeout: checked.typecheckTimeout };
       if (checked.typecheck === true && session === undefined) {
         const diagnostics = await typecheck(code, bridges.map((bridge) => bridge.declarations()).join('\n'), language, timeout);
-        if (diagnostics.length > 0) return toolError(`TypeCheckFailed: the code does not check against the tools' declarations:\n${formatDiagnostics(diagnostics)}`);
+        if (diagnostics.length > 0)
+          return toolError(`TypeCheckFailed: the code does not check against the tools' declarations:\n${formatDiagnostics(diagnostics)}`);
       }
-      return session !== undefined ? await runInSession(session, code, language, checked.typecheck === true, checked.typecheckTimeout) : await runFresh(pool!, bridges, code, language);
+      return session !== undefined
+        ? await runInSession(session, code, language, checked.typecheck === true, checked.typecheckTimeout)
+        : await runFresh(pool!, bridges, code, language);
     } catch (error) {
       if (error instanceof TypeCheckFailed) return toolError(`TypeCheckFailed: ${error.message}`);
       return toolError(`the sandbox could not run the code: ${describeThrown(error).message}`);
@@ -227,7 +237,16 @@ async function runInSession(session: AgentSandbox, code: string, language: 'java
 }
 
 /** The MCP answer: the outcome as structured content and as text; an error unless the code ran. */
-function answer(outcome: { status: string; result: unknown; stdout: string; stderr: string; error: string | undefined; errorType: string | undefined; truncated: boolean; calls: readonly ToolCall[] }) {
+function answer(outcome: {
+  status: string;
+  result: unknown;
+  stdout: string;
+  stderr: string;
+  error: string | undefined;
+  errorType: string | undefined;
+  truncated: boolean;
+  calls: readonly ToolCall[];
+}) {
   const structured = {
     status: outcome.status,
     ...(outcome.status === 'ok' ? { result: jsonOf(outcome.result) } : { error: `${outcome.errorType}: ${outcome.error}` }),
@@ -269,11 +288,14 @@ async function bridgeFromModule(specifier: string, exportName: string | undefine
   const module = (await import(specifier)) as Record<string, unknown>;
   const value = exportName !== undefined ? module[exportName] : (module['tools'] ?? module['default']);
   if (value instanceof ToolBridge) {
-    if (namespace !== undefined && namespace !== value.namespace) throw new InvalidOption(`${specifier} exports a ToolBridge with the namespace ${value.namespace}, not ${namespace}`);
+    if (namespace !== undefined && namespace !== value.namespace)
+      throw new InvalidOption(`${specifier} exports a ToolBridge with the namespace ${value.namespace}, not ${namespace}`);
     return value;
   }
   if (value === null || typeof value !== 'object') {
-    throw new InvalidOption(`${specifier} must export a ToolBridge or an object of tools (${exportName === undefined ? '`tools` or a default export' : `\`${exportName}\``})`);
+    throw new InvalidOption(
+      `${specifier} must export a ToolBridge or an object of tools (${exportName === undefined ? '`tools` or a default export' : `\`${exportName}\``})`,
+    );
   }
   return new ToolBridge({ ...(namespace === undefined ? {} : { namespace }), tools: value as Record<string, BridgeTool> });
 }

@@ -46,9 +46,12 @@ const OBJECT_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
 function checkToolName(name: unknown, taken: Readonly<Record<string, BridgeTool>>): string {
   const shown = typeof name === 'string' ? JSON.stringify(name.length > 128 ? `${name.slice(0, 128)}…` : name) : `a ${name === null ? 'null' : typeof name}`;
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
-    throw new UpstreamMcpError(`the upstream MCP server has a tool named ${shown}: a tool name must be 1 to 128 of A-Z a-z 0-9 _ - . (fix the server, or bridge it through a client that renames its tools)`);
+    throw new UpstreamMcpError(
+      `the upstream MCP server has a tool named ${shown}: a tool name must be 1 to 128 of A-Z a-z 0-9 _ - . (fix the server, or bridge it through a client that renames its tools)`,
+    );
   }
-  if (OBJECT_NAMES.has(name)) throw new UpstreamMcpError(`the upstream MCP server has a tool named ${shown}, which cannot be a tool's name in JavaScript: fix the server`);
+  if (OBJECT_NAMES.has(name))
+    throw new UpstreamMcpError(`the upstream MCP server has a tool named ${shown}, which cannot be a tool's name in JavaScript: fix the server`);
   if (Object.hasOwn(taken, name)) throw new UpstreamMcpError(`the upstream MCP server lists the tool ${shown} twice: fix the server`);
   return name;
 }
@@ -69,7 +72,8 @@ function positiveInteger(value: unknown, name: string, fallback: number): number
  */
 export async function mcpTools(server: McpServerCommand | { readonly client: Client }, options: McpToolsOptions = {}): Promise<McpTools> {
   const timeout = options.timeout ?? 60_000;
-  if (!Number.isSafeInteger(timeout) || timeout < 1) throw new InvalidOption(`timeout must be a positive integer of milliseconds (got ${String(options.timeout)})`);
+  if (!Number.isSafeInteger(timeout) || timeout < 1)
+    throw new InvalidOption(`timeout must be a positive integer of milliseconds (got ${String(options.timeout)})`);
   const maxPages = positiveInteger(options.maxPages, 'maxPages', 100);
   const maxTools = positiveInteger(options.maxTools, 'maxTools', 1_000);
   let client: Client;
@@ -99,9 +103,11 @@ export async function mcpTools(server: McpServerCommand | { readonly client: Cli
     let count = 0;
     let cursor: string | undefined;
     for (let pages = 0; ; ) {
-      if (++pages > maxPages) throw new UpstreamMcpError(`the upstream MCP server's tool list goes on past ${maxPages} pages (maxPages): fix the server, or raise maxPages`);
+      if (++pages > maxPages)
+        throw new UpstreamMcpError(`the upstream MCP server's tool list goes on past ${maxPages} pages (maxPages): fix the server, or raise maxPages`);
       const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout });
-      if (count + page.tools.length > maxTools) throw new UpstreamMcpError(`the upstream MCP server has more than ${maxTools} tools (maxTools): bridge fewer, or raise maxTools`);
+      if (count + page.tools.length > maxTools)
+        throw new UpstreamMcpError(`the upstream MCP server has more than ${maxTools} tools (maxTools): bridge fewer, or raise maxTools`);
       count += page.tools.length;
       for (const tool of page.tools) {
         const name = checkToolName(tool.name, tools);
@@ -133,7 +139,10 @@ export async function mcpTools(server: McpServerCommand | { readonly client: Cli
 }
 
 /** The SDK's client half, or a clear error when it is not installed. */
-async function loadSdk(): Promise<{ Client: typeof Client; StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport }> {
+async function loadSdk(): Promise<{
+  Client: typeof Client;
+  StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
+}> {
   try {
     const [client, stdio] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/stdio.js')]);
     return { Client: client.Client, StdioClientTransport: stdio.StdioClientTransport };

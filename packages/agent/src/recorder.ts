@@ -125,9 +125,7 @@ function limit(name: string, value: unknown, fallback: number): number {
 }
 
 /** How a cell runs: its first run (`live`), its resumption once its pending calls are decided, or its replay into a fresh worker. */
-export type CellMode =
-  | { readonly kind: 'live' | 'resume'; readonly onEvent?: ((event: SessionEvent) => void) | undefined }
-  | { readonly kind: 'replay' };
+export type CellMode = { readonly kind: 'live' | 'resume'; readonly onEvent?: ((event: SessionEvent) => void) | undefined } | { readonly kind: 'replay' };
 
 /** Why the recorder stops the worker: a replay diverged (its state cannot be trusted), or the cell stopped for approval (it is mid-cell). */
 export type StopReason = 'diverged' | 'awaiting-approval';
@@ -176,7 +174,8 @@ export function workerLost(outcome: ExecutionResult): boolean {
  */
 export function replayDivergence(cell: CellRecord, outcome: ExecutionResult, callsMade: number): string | undefined {
   if (callsMade !== cell.calls.length) return `it made ${callsMade} tool calls, the journal has ${cell.calls.length}`;
-  if (outcome.status !== cell.status) return `it ended ${outcome.status === 'ok' ? 'with a result' : `with ${outcome.errorType}: ${outcome.error}`}, the journal says ${cell.status}`;
+  if (outcome.status !== cell.status)
+    return `it ended ${outcome.status === 'ok' ? 'with a result' : `with ${outcome.errorType}: ${outcome.error}`}, the journal says ${cell.status}`;
   if (outcome.status === 'ok' && cell.result !== undefined) {
     const now = recordable(outcome.result);
     if (!('json' in now) || JSON.stringify(now.json) !== JSON.stringify(cell.result)) return 'its result differs from the journal';
@@ -242,7 +241,9 @@ export class CellRecorder {
   get pendingCalls(): readonly PendingCall[] {
     const last = this.#journal?.cells.at(-1);
     if (last?.status !== 'awaiting-approval') return [];
-    return last.calls.filter((c) => c.status === 'pending' && c.approval === undefined).map((c) => ({ seq: c.seq, tool: c.tool, args: decoded(c.args) as unknown[] }));
+    return last.calls
+      .filter((c) => c.status === 'pending' && c.approval === undefined)
+      .map((c) => ({ seq: c.seq, tool: c.tool, args: decoded(c.args) as unknown[] }));
   }
 
   // --- checkpoint and rollback ------------------------------------------------------------------
@@ -282,10 +283,16 @@ export class CellRecorder {
     if (pending.length > 0) {
       const seqs = pending.map((call) => `${call.seq} (${call.tool})`).join(', ');
       const first = pending[0]!.seq;
-      throw new SessionStateError(`call${pending.length > 1 ? 's' : ''} ${seqs} await${pending.length > 1 ? '' : 's'} approval: approve(${first}) or deny(${first}, reason) first`);
+      throw new SessionStateError(
+        `call${pending.length > 1 ? 's' : ''} ${seqs} await${pending.length > 1 ? '' : 's'} approval: approve(${first}) or deny(${first}, reason) first`,
+      );
     }
     const journal = this.journal;
-    if (journal.cells.length >= this.#limits.maxCells) throw new SessionLimitExceeded('maxCells', `the session has run ${journal.cells.length} cells, its maxCells (${this.#limits.maxCells}): start another, or restore its journal with a larger maxCells`);
+    if (journal.cells.length >= this.#limits.maxCells)
+      throw new SessionLimitExceeded(
+        'maxCells',
+        `the session has run ${journal.cells.length} cells, its maxCells (${this.#limits.maxCells}): start another, or restore its journal with a larger maxCells`,
+      );
     if (this.#journalBytes + cellBytes(code) > this.#limits.maxJournalBytes) {
       throw new SessionLimitExceeded('maxJournalBytes', `this cell would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`);
     }
@@ -294,7 +301,13 @@ export class CellRecorder {
   /** Journals a new cell (checked by {@link CellRecorder.checkNewCell}), to run live. */
   addCell(code: string, language: 'javascript' | 'typescript'): CellRecord {
     const journal = this.journal;
-    const record: CellRecord = { cell: journal.cells.length + 1, code, ...(language === 'typescript' ? { language: 'typescript' as const } : {}), status: 'ok', calls: [] };
+    const record: CellRecord = {
+      cell: journal.cells.length + 1,
+      code,
+      ...(language === 'typescript' ? { language: 'typescript' as const } : {}),
+      status: 'ok',
+      calls: [],
+    };
     journal.cells.push(record);
     this.#journalBytes += cellBytes(code);
     return record;
@@ -320,9 +333,16 @@ export class CellRecorder {
     if (approval.reason !== undefined) {
       // The reason is journaled and becomes the guest's error message: a value like any other.
       const bytes = Buffer.byteLength(JSON.stringify(approval.reason));
-      if (bytes > this.#limits.maxValueBytes) throw new SessionLimitExceeded('maxValueBytes', `the reason is ${bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes}): give a shorter one`);
+      if (bytes > this.#limits.maxValueBytes)
+        throw new SessionLimitExceeded(
+          'maxValueBytes',
+          `the reason is ${bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes}): give a shorter one`,
+        );
       if (this.#journalBytes + bytes > this.#limits.maxJournalBytes) {
-        throw new SessionLimitExceeded('maxJournalBytes', `the reason would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes): give a shorter one, or none`);
+        throw new SessionLimitExceeded(
+          'maxJournalBytes',
+          `the reason would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes): give a shorter one, or none`,
+        );
       }
       this.#journalBytes += bytes;
     }
@@ -331,7 +351,21 @@ export class CellRecorder {
     const pendingCalls = this.pendingCalls;
     if (pendingCalls.length === 0) return { resume: record };
     // Others of the cell's calls await a decision: it resumes once none does.
-    return { result: { status: 'awaiting-approval', cell: record.cell, calls: record.calls.map(toolCall), pending: pendingCalls[0]!, pendingCalls, result: undefined, error: undefined, errorType: undefined, stdout: '', stderr: '', truncated: false } };
+    return {
+      result: {
+        status: 'awaiting-approval',
+        cell: record.cell,
+        calls: record.calls.map(toolCall),
+        pending: pendingCalls[0]!,
+        pendingCalls,
+        result: undefined,
+        error: undefined,
+        errorType: undefined,
+        stdout: '',
+        stderr: '',
+        truncated: false,
+      },
+    };
   }
 
   /** The cell starts running: from now until {@link CellRecorder.end}, the guest's tool calls are this cell's. */
@@ -384,16 +418,44 @@ export class CellRecorder {
     if (running.stopped && settled) {
       record.status = 'awaiting-approval';
       const pendingCalls = this.pendingCalls;
-      return { result: { ...outcome, status: 'awaiting-approval', result: undefined, error: undefined, errorType: undefined, cell: record.cell, calls: record.calls.map(toolCall), pending: pendingCalls[0]!, pendingCalls }, replayable: true };
+      return {
+        result: {
+          ...outcome,
+          status: 'awaiting-approval',
+          result: undefined,
+          error: undefined,
+          errorType: undefined,
+          cell: record.cell,
+          calls: record.calls.map(toolCall),
+          pending: pendingCalls[0]!,
+          pendingCalls,
+        },
+        replayable: true,
+      };
     }
     const calls = record.calls.map(toolCall);
     // How the cell ended, for the journal and for the caller.
     let ended: { status: 'ok' } | { status: 'error' | 'crashed' | 'interrupted'; type: string; message: string };
-    if (running.stopTimedOut) ended = { status: 'interrupted', type: 'RuntimeTimeout', message: `the cell stopped for approval, and a tool call it made was still running after ${this.#settleWaitMs} ms (maxHostWait)` };
+    if (running.stopTimedOut)
+      ended = {
+        status: 'interrupted',
+        type: 'RuntimeTimeout',
+        message: `the cell stopped for approval, and a tool call it made was still running after ${this.#settleWaitMs} ms (maxHostWait)`,
+      };
     else if (running.limit !== undefined) ended = { status: 'interrupted', type: 'SessionLimitExceeded', message: running.limit.message };
-    else if (ending.unsettled) ended = { status: 'interrupted', type: 'RuntimeTimeout', message: `the cell's code ended and a tool call it made was still running after ${this.#settleWaitMs} ms (maxHostWait)` };
+    else if (ending.unsettled)
+      ended = {
+        status: 'interrupted',
+        type: 'RuntimeTimeout',
+        message: `the cell's code ended and a tool call it made was still running after ${this.#settleWaitMs} ms (maxHostWait)`,
+      };
     else if (outcome.status === 'ok') ended = { status: 'ok' };
-    else ended = { status: workerLost(outcome) ? (ending.workerClosed ? 'crashed' : 'interrupted') : 'error', type: outcome.errorType ?? 'Error', message: outcome.error ?? '' };
+    else
+      ended = {
+        status: workerLost(outcome) ? (ending.workerClosed ? 'crashed' : 'interrupted') : 'error',
+        type: outcome.errorType ?? 'Error',
+        message: outcome.error ?? '',
+      };
     record.status = ended.status;
     if (ended.status === 'ok') {
       const recorded = recordable(outcome.result);
@@ -403,7 +465,9 @@ export class CellRecorder {
     } else {
       record.error = { type: ended.type, message: ended.message };
     }
-    this.#journalBytes += Buffer.byteLength(JSON.stringify({ status: record.status, result: record.result, resultBytes: record.resultBytes, error: record.error }));
+    this.#journalBytes += Buffer.byteLength(
+      JSON.stringify({ status: record.status, result: record.result, resultBytes: record.resultBytes, error: record.error }),
+    );
     const replayable = ended.status !== 'crashed' && ended.status !== 'interrupted';
     if (ended.status === 'ok') return { result: { ...outcome, status: 'ok', cell: record.cell, calls }, replayable };
     const error = ended.type === outcome.errorType ? outcome : { ...outcome, result: undefined, error: ended.message, errorType: ended.type };
@@ -443,10 +507,13 @@ export class CellRecorder {
       const recorded = record.calls[index]!;
       const same = recorded.argsDigest !== undefined ? recorded.argsDigest === digestOf(argsJson) : JSON.stringify(recorded.args) === argsJson;
       if (recorded.tool !== tool.name || !same) {
-        return this.#diverged(running, new JournalError(
-          `cell ${record.cell} diverged from the journal at call ${recorded.seq}: the journal has ${recorded.tool}(${preview(recorded.args)}), the replay called ${tool.name}(${argsJson === undefined ? '…' : preview(JSON.parse(argsJson))})`,
-          { cell: record.cell, seq: recorded.seq },
-        ));
+        return this.#diverged(
+          running,
+          new JournalError(
+            `cell ${record.cell} diverged from the journal at call ${recorded.seq}: the journal has ${recorded.tool}(${preview(recorded.args)}), the replay called ${tool.name}(${argsJson === undefined ? '…' : preview(JSON.parse(argsJson))})`,
+            { cell: record.cell, seq: recorded.seq },
+          ),
+        );
       }
       if (!running.resumeAt.has(index)) return answerOf(recorded);
       // A decided pending call: from here the cell is live.
@@ -464,14 +531,24 @@ export class CellRecorder {
     }
     // Past every call the journal has for a replayed cell: the replay went elsewhere. Never live.
     if (running.replaying) {
-      return this.#diverged(running, new JournalError(`cell ${record.cell} diverged from the journal on replay: it calls ${tool.name} after its ${record.calls.length} recorded tool calls`, { cell: record.cell }));
+      return this.#diverged(
+        running,
+        new JournalError(
+          `cell ${record.cell} diverged from the journal on replay: it calls ${tool.name} after its ${record.calls.length} recorded tool calls`,
+          { cell: record.cell },
+        ),
+      );
     }
     // A live call. Past a session limit the cell is cut short: this and every later call of it
     // fails without being journaled, and the cell is not kept (the next runs in a worker rebuilt
     // from the cells before), so the journal stays bounded and a replay never meets the limit.
     if (running.limit !== undefined) return refusal('RangeError', running.limit.message);
     if (record.calls.length >= this.#limits.maxCallsPerCell) {
-      return this.#cutShort(running, 'maxCallsPerCell', `${tool.name} was not called: the cell reached maxCallsPerCell (${this.#limits.maxCallsPerCell} tool calls)`);
+      return this.#cutShort(
+        running,
+        'maxCallsPerCell',
+        `${tool.name} was not called: the cell reached maxCallsPerCell (${this.#limits.maxCallsPerCell} tool calls)`,
+      );
     }
     const journal = this.journal;
     const tooLarge = 'json' in argsRecord && argsRecord.bytes > this.#limits.maxValueBytes;
@@ -479,7 +556,11 @@ export class CellRecorder {
     const kept = 'json' in argsRecord && !tooLarge;
     const bytes = (kept ? argsRecord.bytes : 64) + 160;
     if (this.#journalBytes + bytes > this.#limits.maxJournalBytes) {
-      return this.#cutShort(running, 'maxJournalBytes', `${tool.name} was not called: the journal would pass maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`);
+      return this.#cutShort(
+        running,
+        'maxJournalBytes',
+        `${tool.name} was not called: the journal would pass maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`,
+      );
     }
     const seq = journal.nextSeq++;
     const call: CallRecord = { seq, tool: tool.name, args: kept ? argsRecord.json : [], status: 'started', ms: 0 };
@@ -489,7 +570,10 @@ export class CellRecorder {
     if (!kept) {
       call.status = 'failed';
       call.error = tooLarge
-        ? { name: 'RangeError', message: `${tool.name} was not called: its arguments are ${(argsRecord as { bytes: number }).bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes})` }
+        ? {
+            name: 'RangeError',
+            message: `${tool.name} was not called: its arguments are ${(argsRecord as { bytes: number }).bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes})`,
+          }
         : { name: 'TypeError', message: `${tool.name} was not called: its arguments cannot be journaled (${(argsRecord as { problem: string }).problem})` };
       this.#emit(running, { type: 'tool-result', cell: record.cell, seq, tool: tool.name, status: 'failed', ms: 0, error: call.error });
       return answerOf(call);
@@ -555,10 +639,29 @@ export class CellRecorder {
     let ended: { status: 'completed'; result: JsonValue } | { status: 'failed'; error: RecordedError };
     if (outcome.ok) {
       const recorded = recordable(outcome.value);
-      if (!('json' in recorded)) ended = { status: 'failed', error: { name: 'TypeError', message: `the answer of ${call.tool} cannot cross to the guest: ${recorded.problem}` } };
-      else if (deeperThan(outcome.value, MAX_ANSWER_DEPTH)) ended = { status: 'failed', error: { name: 'TypeError', message: `the answer of ${call.tool} cannot cross to the guest: it nests deeper than ${MAX_ANSWER_DEPTH} levels` } };
-      else if (recorded.bytes > this.#limits.maxValueBytes) ended = { status: 'failed', error: { name: 'RangeError', message: `the answer of ${call.tool} is ${recorded.bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes})` } };
-      else if (this.#journalBytes + recorded.bytes > this.#limits.maxJournalBytes) ended = { status: 'failed', error: { name: 'RangeError', message: `the answer of ${call.tool} would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes)` } };
+      if (!('json' in recorded))
+        ended = { status: 'failed', error: { name: 'TypeError', message: `the answer of ${call.tool} cannot cross to the guest: ${recorded.problem}` } };
+      else if (deeperThan(outcome.value, MAX_ANSWER_DEPTH))
+        ended = {
+          status: 'failed',
+          error: { name: 'TypeError', message: `the answer of ${call.tool} cannot cross to the guest: it nests deeper than ${MAX_ANSWER_DEPTH} levels` },
+        };
+      else if (recorded.bytes > this.#limits.maxValueBytes)
+        ended = {
+          status: 'failed',
+          error: {
+            name: 'RangeError',
+            message: `the answer of ${call.tool} is ${recorded.bytes} bytes as JSON, over the session's maxValueBytes (${this.#limits.maxValueBytes})`,
+          },
+        };
+      else if (this.#journalBytes + recorded.bytes > this.#limits.maxJournalBytes)
+        ended = {
+          status: 'failed',
+          error: {
+            name: 'RangeError',
+            message: `the answer of ${call.tool} would take the journal past maxJournalBytes (${this.#limits.maxJournalBytes} bytes)`,
+          },
+        };
       else ended = { status: 'completed', result: recorded.json };
     } else {
       ended = { status: 'failed', error: outcome.error };

@@ -40,7 +40,12 @@ export class LineStdioTransport implements Transport {
   #discarding = false;
   #started = false;
 
-  constructor(input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stdout, log: NodeJS.WritableStream = process.stderr, options: LineStdioTransportOptions = {}) {
+  constructor(
+    input: NodeJS.ReadableStream = process.stdin,
+    output: NodeJS.WritableStream = process.stdout,
+    log: NodeJS.WritableStream = process.stderr,
+    options: LineStdioTransportOptions = {},
+  ) {
     const max = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
     if (!Number.isSafeInteger(max) || max < 1) throw new InvalidOption(`maxLineBytes must be a positive integer (got ${String(options.maxLineBytes)})`);
     this.#input = input;
@@ -95,7 +100,11 @@ export class LineStdioTransport implements Transport {
       this.#discarding = true;
       this.#chunks = [];
       this.#bytes = 0;
-      this.#refuse(null, INVALID_REQUEST, `a message longer than ${this.#maxLineBytes} bytes (strata mcp's limit) was dropped unread; send smaller messages (the code of an execute call, say, under 10 MiB)`);
+      this.#refuse(
+        null,
+        INVALID_REQUEST,
+        `a message longer than ${this.#maxLineBytes} bytes (strata mcp's limit) was dropped unread; send smaller messages (the code of an execute call, say, under 10 MiB)`,
+      );
       return;
     }
     this.#chunks.push(piece);
@@ -115,7 +124,8 @@ export class LineStdioTransport implements Transport {
     }
     const message = JSONRPCMessageSchema.safeParse(parsed);
     if (!message.success) {
-      const id = parsed !== null && typeof parsed === 'object' && 'id' in parsed && (typeof parsed.id === 'string' || typeof parsed.id === 'number') ? parsed.id : null;
+      const id =
+        parsed !== null && typeof parsed === 'object' && 'id' in parsed && (typeof parsed.id === 'string' || typeof parsed.id === 'number') ? parsed.id : null;
       this.#refuse(id, INVALID_REQUEST, 'a message is JSON but not a JSON-RPC 2.0 request, notification or response');
       return;
     }

@@ -34,7 +34,9 @@ export interface StandardSchemaV1 {
   };
 }
 /** What a Standard Schema's validate gives: the value, or the issues. */
-export type StandardResult = { readonly value: unknown; readonly issues?: undefined } | { readonly issues: readonly { readonly message: string; readonly path?: readonly unknown[] }[] };
+export type StandardResult =
+  | { readonly value: unknown; readonly issues?: undefined }
+  | { readonly issues: readonly { readonly message: string; readonly path?: readonly unknown[] }[] };
 
 /** A tool of a bridge: it takes one input, described by `inputSchema`. */
 export interface BridgeTool {
@@ -133,22 +135,39 @@ export class ToolBridge {
     for (const [originalName, tool] of Object.entries(tools)) {
       const name = toIdentifier(originalName);
       const where = `tools[${JSON.stringify(originalName)}]`;
-      if (entries.has(name)) throw new InvalidOption(`${where} and tools[${JSON.stringify(entries.get(name)!.originalName)}] both become ${namespace}.${name}: rename one`);
-      if (tool === null || typeof tool !== 'object' || typeof tool.execute !== 'function') throw new InvalidOption(`${where} must be an object with an execute function`);
+      if (entries.has(name))
+        throw new InvalidOption(`${where} and tools[${JSON.stringify(entries.get(name)!.originalName)}] both become ${namespace}.${name}: rename one`);
+      if (tool === null || typeof tool !== 'object' || typeof tool.execute !== 'function')
+        throw new InvalidOption(`${where} must be an object with an execute function`);
       if (tool.description !== undefined && typeof tool.description !== 'string') throw new InvalidOption(`${where}.description must be a string`);
       if (tool.needsApproval !== undefined && typeof tool.needsApproval !== 'boolean' && typeof tool.needsApproval !== 'function') {
         throw new InvalidOption(`${where}.needsApproval must be true, false or a function of the input`);
       }
       const input = tool.inputSchema === undefined ? undefined : checker(tool.inputSchema, 'input', `${where}.inputSchema`);
       const output = tool.outputSchema === undefined ? undefined : checker(tool.outputSchema, 'answer', `${where}.outputSchema`);
-      entries.set(name, { name, originalName, description: tool.description, tool, input, output, inputJsonSchema: input?.jsonSchema, outputJsonSchema: output?.jsonSchema });
+      entries.set(name, {
+        name,
+        originalName,
+        description: tool.description,
+        tool,
+        input,
+        output,
+        inputJsonSchema: input?.jsonSchema,
+        outputJsonSchema: output?.jsonSchema,
+      });
     }
     this.#entries = entries;
   }
 
   /** The tools, by the identifiers the guest calls them by. */
   get tools(): readonly BridgedTool[] {
-    return [...this.#entries.values()].map(({ name, originalName, description, inputJsonSchema, outputJsonSchema }) => ({ name, originalName, description, inputJsonSchema, outputJsonSchema }));
+    return [...this.#entries.values()].map(({ name, originalName, description, inputJsonSchema, outputJsonSchema }) => ({
+      name,
+      originalName,
+      description,
+      inputJsonSchema,
+      outputJsonSchema,
+    }));
   }
 
   /** TypeScript declarations of the namespace, for the model's prompt (`declare const tools: { … }`). They compile with `tsc`. */
@@ -227,7 +246,9 @@ export class ToolBridge {
         return { ok: false, ...described };
       }
     });
-    await rt.eval(guestToolFunctions(hidden, [{ namespace: this.namespace, names: [...this.#entries.keys()] }]), { filename: `strata:bridge-${this.namespace}` });
+    await rt.eval(guestToolFunctions(hidden, [{ namespace: this.namespace, names: [...this.#entries.keys()] }]), {
+      filename: `strata:bridge-${this.namespace}`,
+    });
   }
 
   /** @internal The bridge's tools as an `AgentSandbox` runs them (journaled calls), by qualified name (`tools.weather`). */
@@ -260,7 +281,8 @@ let draft2020: Ajv2020 | undefined;
 function checker(schema: JsonSchema | StandardSchemaV1, what: 'input' | 'answer', where: string): Checker {
   if (schema !== null && typeof schema === 'object' && '~standard' in schema) {
     const standard = (schema as StandardSchemaV1)['~standard'];
-    if (standard === null || typeof standard !== 'object' || typeof standard.validate !== 'function') throw new InvalidOption(`${where} has a ~standard property but is not a Standard Schema`);
+    if (standard === null || typeof standard !== 'object' || typeof standard.validate !== 'function')
+      throw new InvalidOption(`${where} has a ~standard property but is not a Standard Schema`);
     let jsonSchema: unknown;
     try {
       jsonSchema = (what === 'input' ? standard.jsonSchema?.input : standard.jsonSchema?.output)?.({ target: 'draft-2020-12' });
@@ -272,7 +294,13 @@ function checker(schema: JsonSchema | StandardSchemaV1, what: 'input' | 'answer'
       check: async (value) => {
         const result = await standard.validate(value);
         if (result.issues === undefined) return { ok: true, value: result.value };
-        return { ok: false, problem: result.issues.slice(0, 3).map((issue) => `${what}${pathText(issue.path ?? [])}: ${issue.message}`).join('; ') };
+        return {
+          ok: false,
+          problem: result.issues
+            .slice(0, 3)
+            .map((issue) => `${what}${pathText(issue.path ?? [])}: ${issue.message}`)
+            .join('; '),
+        };
       },
     };
   }
@@ -290,7 +318,16 @@ function checker(schema: JsonSchema | StandardSchemaV1, what: 'input' | 'answer'
   }
   return {
     jsonSchema: schema,
-    check: async (value) => (validate(value) ? { ok: true, value } : { ok: false, problem: (validate.errors ?? []).slice(0, 3).map((e) => ajvProblem(e, what)).join('; ') }),
+    check: async (value) =>
+      validate(value)
+        ? { ok: true, value }
+        : {
+            ok: false,
+            problem: (validate.errors ?? [])
+              .slice(0, 3)
+              .map((e) => ajvProblem(e, what))
+              .join('; '),
+          },
   };
 }
 
@@ -336,13 +373,21 @@ function checkPattern(pattern: string, at: string): void {
     linearRegExp(pattern, 'u');
   } catch (error) {
     if (!(error instanceof UnsupportedPattern)) throw error;
-    throw new InvalidOption(`${at}: ${error.message}. Strata checks guest input with a linear-time engine (RE2 syntax, no lookaround or backreferences): rewrite the pattern, or check the field in the tool`);
+    throw new InvalidOption(
+      `${at}: ${error.message}. Strata checks guest input with a linear-time engine (RE2 syntax, no lookaround or backreferences): rewrite the pattern, or check the field in the tool`,
+    );
   }
 }
 
 /** `input.city must be string`, `input.days is required`, `input has an unknown field "x"`. */
 function ajvProblem(error: ErrorObject, what: string): string {
-  const at = what + error.instancePath.split('/').slice(1).map((part) => segment(part.replace(/~1/g, '/').replace(/~0/g, '~'))).join('');
+  const at =
+    what +
+    error.instancePath
+      .split('/')
+      .slice(1)
+      .map((part) => segment(part.replace(/~1/g, '/').replace(/~0/g, '~')))
+      .join('');
   const params = error.params as Record<string, unknown>;
   if (error.keyword === 'required') return `${at}${segment(String(params['missingProperty']))} is required`;
   if (error.keyword === 'additionalProperties') return `${at} has an unknown field ${JSON.stringify(params['additionalProperty'])}`;

@@ -57,7 +57,8 @@ const RESERVED = new Set(
 /** Checks `tools` and gives each its session form, in key order. */
 export function sessionTools(tools: unknown): SessionTool[] {
   if (tools === undefined) return [];
-  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) throw new InvalidOption('tools must be an object of tools by name ({ lookup: async (sku) => …, send: { execute, needsApproval } })');
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools))
+    throw new InvalidOption('tools must be an object of tools by name ({ lookup: async (sku) => …, send: { execute, needsApproval } })');
   return Object.entries(tools as Record<string, unknown>).map(([name, tool]) => {
     if (!isAsciiIdentifier(name) || RESERVED.has(name)) {
       throw new InvalidOption(`tool name ${JSON.stringify(name)} is not a name the guest can call: use a JavaScript identifier that is not a reserved word`);

@@ -18,9 +18,14 @@ function loadCompiler(): Ts {
   try {
     loaded = createRequire(import.meta.url)('typescript');
   } catch (error) {
-    throw Object.assign(new Error(`typecheck needs the TypeScript compiler: npm install typescript@"${SUPPORTED_TYPESCRIPT}" (an optional peer dependency of @strata/agent) (${(error as Error).message.split('\n', 1)[0]})`), {
-      code: COMPILER_MISSING,
-    });
+    throw Object.assign(
+      new Error(
+        `typecheck needs the TypeScript compiler: npm install typescript@"${SUPPORTED_TYPESCRIPT}" (an optional peer dependency of @strata/agent) (${(error as Error).message.split('\n', 1)[0]})`,
+      ),
+      {
+        code: COMPILER_MISSING,
+      },
+    );
   }
   const version = String((loaded as { version?: unknown } | null)?.version ?? 'unknown');
   const [major = NaN, minor = NaN] = version.split('.').map(Number);
@@ -112,7 +117,10 @@ function check({ code, declarations, language }: TypecheckRequest): TypeDiagnost
   };
   const program = t.createProgram({ rootNames: [file, DECLARATIONS, GLOBALS], options, host: host as never });
   const all = [...program.getSyntacticDiagnostics(), ...program.getSemanticDiagnostics(), ...program.getGlobalDiagnostics()];
-  const diagnostics = language === 'typescript' ? all : all.filter((d) => d.code < 2000 || API_MISUSE.has(d.code) || (d.relatedInformation ?? []).some((r) => r.file?.fileName === DECLARATIONS));
+  const diagnostics =
+    language === 'typescript'
+      ? all
+      : all.filter((d) => d.code < 2000 || API_MISUSE.has(d.code) || (d.relatedInformation ?? []).some((r) => r.file?.fileName === DECLARATIONS));
   return diagnostics.map((d) => {
     const message = t.flattenDiagnosticMessageText(d.messageText, '\n');
     if (d.file === undefined || d.start === undefined || d.file.fileName !== file) return { line: 0, column: 0, message, code: `TS${d.code}` };

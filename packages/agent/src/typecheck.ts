@@ -67,9 +67,15 @@ export function checkTypecheckTimeout(timeout: unknown, name: string): void {
  * installed or its version is not supported (the message names it), or for a bad `timeout`;
  * {@link TypeCheckFailed} when the check runs past `timeout` or the compiler fails on the code.
  */
-export async function typecheck(code: string, declarations: string, language: 'javascript' | 'typescript' = 'javascript', options: TypecheckOptions = {}): Promise<TypeDiagnostic[]> {
+export async function typecheck(
+  code: string,
+  declarations: string,
+  language: 'javascript' | 'typescript' = 'javascript',
+  options: TypecheckOptions = {},
+): Promise<TypeDiagnostic[]> {
   if (typeof code !== 'string' || typeof declarations !== 'string') throw new InvalidOption('typecheck: code and declarations must be strings');
-  if (language !== 'javascript' && language !== 'typescript') throw new InvalidOption(`typecheck: language must be 'javascript' or 'typescript' (got ${String(language)})`);
+  if (language !== 'javascript' && language !== 'typescript')
+    throw new InvalidOption(`typecheck: language must be 'javascript' or 'typescript' (got ${String(language)})`);
   const timeout = options.timeout ?? DEFAULT_TYPECHECK_TIMEOUT_MS;
   checkTypecheckTimeout(timeout, 'typecheck: timeout (typecheckTimeout)');
   checker ??= new BoundedWorker({
@@ -82,15 +88,21 @@ export async function typecheck(code: string, declarations: string, language: 'j
     case 'ok':
       return outcome.value;
     case 'timeout':
-      throw new TypeCheckFailed(`the type check took longer than ${timeout} ms (typecheckTimeout) and was stopped: simplify or split the code, raise typecheckTimeout, or run it without typecheck`);
+      throw new TypeCheckFailed(
+        `the type check took longer than ${timeout} ms (typecheckTimeout) and was stopped: simplify or split the code, raise typecheckTimeout, or run it without typecheck`,
+      );
     case 'crashed':
-      throw new TypeCheckFailed(`the type checker failed on this code (its thread died: ${outcome.message}): simplify or split the code, or run it without typecheck`);
+      throw new TypeCheckFailed(
+        `the type checker failed on this code (its thread died: ${outcome.message}): simplify or split the code, or run it without typecheck`,
+      );
     case 'unavailable':
       throw new TypeCheckFailed(`the type checker's worker thread could not be started (${outcome.message}); nothing was checked`);
     case 'error': {
       const { code: errorCode, name, message } = outcome.error;
       if (errorCode === COMPILER_MISSING || errorCode === COMPILER_UNSUPPORTED) throw new InvalidOption(message);
-      throw new TypeCheckFailed(`the type checker failed on this code (${name}: ${message.split('\n', 1)[0]}), most likely because it is nested too deeply: simplify it, or run it without typecheck`);
+      throw new TypeCheckFailed(
+        `the type checker failed on this code (${name}: ${message.split('\n', 1)[0]}), most likely because it is nested too deeply: simplify it, or run it without typecheck`,
+      );
     }
   }
 }

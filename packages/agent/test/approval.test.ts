@@ -40,7 +40,13 @@ test('approve: the cell stops before the tool runs, then resumes by replay and t
   t.is(p.status, 'awaiting-approval');
   t.deepEqual(p.pending, { seq: 2, tool: 'send', args: ['ops', 'price 3.5'] });
   t.deepEqual(session.pending, p.pending);
-  t.deepEqual(p.calls.map((c) => [c.tool, c.status]), [['lookup', 'completed'], ['send', 'pending']]);
+  t.deepEqual(
+    p.calls.map((c) => [c.tool, c.status]),
+    [
+      ['lookup', 'completed'],
+      ['send', 'pending'],
+    ],
+  );
   t.is(p.stdout, 'price 3.5\n');
   t.deepEqual(sent, [], 'not sent before approval');
   t.is(session.journal.cells[0]!.status, 'awaiting-approval');
@@ -49,7 +55,13 @@ test('approve: the cell stops before the tool runs, then resumes by replay and t
   const done = await session.approve(2);
   t.is(done.status, 'ok');
   t.deepEqual(done.result, ['sent to ops', 3.5]);
-  t.deepEqual(done.calls.map((c) => [c.seq, c.tool, c.status]), [[1, 'lookup', 'completed'], [2, 'send', 'completed']]);
+  t.deepEqual(
+    done.calls.map((c) => [c.seq, c.tool, c.status]),
+    [
+      [1, 'lookup', 'completed'],
+      [2, 'send', 'completed'],
+    ],
+  );
   t.deepEqual(sent, ['ops: price 3.5'], 'sent once');
   t.is(lookups(), 1, 'the earlier call came from the journal');
   t.is(session.pending, undefined);
@@ -65,7 +77,10 @@ test('deny: the call throws an Error in the guest, with the reason, and the cell
   const denied = await session.deny(p.pending!.seq, 'not to everyone');
   t.is(denied.status, 'ok');
   t.deepEqual(denied.result, [true, 'the call to send was denied: not to everyone']);
-  t.deepEqual(denied.calls.map((c) => c.status), ['denied']);
+  t.deepEqual(
+    denied.calls.map((c) => c.status),
+    ['denied'],
+  );
   t.deepEqual(sent, []);
   // an uncaught denial is the cell's error
   const again = await session.run('await send("all", "spam again")');
@@ -141,7 +156,8 @@ function parallelMailer() {
   return { tools, sent };
 }
 
-const PARALLEL = 'const settled = await Promise.allSettled([send("a"), send("b"), lookup("x"), send("me"), send("c")]); settled.map((r) => r.status === "fulfilled" ? r.value : "E: " + r.reason.message)';
+const PARALLEL =
+  'const settled = await Promise.allSettled([send("a"), send("b"), lookup("x"), send("me"), send("c")]); settled.map((r) => r.status === "fulfilled" ? r.value : "E: " + r.reason.message)';
 
 test('parallel approvals: every call of a Promise.all that needs approval is pending, each is decided in any order, and the journal restores at every point', async (t) => {
   const { tools, sent } = parallelMailer();
@@ -155,7 +171,16 @@ test('parallel approvals: every call of a Promise.all that needs approval is pen
   ]);
   t.deepEqual(p.pending, p.pendingCalls![0]);
   t.deepEqual(session.pendingCalls, p.pendingCalls);
-  t.deepEqual(p.calls.map((c) => [c.seq, c.status]), [[1, 'pending'], [2, 'pending'], [3, 'completed'], [4, 'completed'], [5, 'pending']]);
+  t.deepEqual(
+    p.calls.map((c) => [c.seq, c.status]),
+    [
+      [1, 'pending'],
+      [2, 'pending'],
+      [3, 'completed'],
+      [4, 'completed'],
+      [5, 'pending'],
+    ],
+  );
   t.deepEqual(sent, ['me'], 'only the call that needs no approval ran');
   t.notThrows(() => checkJournal(session.journal), 'the journal of a paused cell is restorable');
   await t.throwsAsync(session.run('1'), { instanceOf: SessionStateError, message: /calls 1 \(send\), 2 \(send\), 5 \(send\) await approval/ });
@@ -163,11 +188,17 @@ test('parallel approvals: every call of a Promise.all that needs approval is pen
   // Decided one at a time, out of order: the cell waits until none is undecided.
   const afterB = await session.approve(2);
   t.is(afterB.status, 'awaiting-approval');
-  t.deepEqual(afterB.pendingCalls?.map((c) => c.seq), [1, 5]);
+  t.deepEqual(
+    afterB.pendingCalls?.map((c) => c.seq),
+    [1, 5],
+  );
   t.deepEqual(sent, ['me'], 'nothing runs before every call is decided');
   await t.throwsAsync(session.deny(2, 'too late'), { instanceOf: SessionStateError, message: /call 2 was already approved; calls 1 \(send\), 5 \(send\) do/ });
   const afterC = await session.deny(5, 'not c');
-  t.deepEqual(afterC.pendingCalls?.map((c) => c.seq), [1]);
+  t.deepEqual(
+    afterC.pendingCalls?.map((c) => c.seq),
+    [1],
+  );
 
   // Saved between two decisions, restored elsewhere: the decisions made are kept.
   const saved = JSON.stringify(session.journal);
@@ -178,7 +209,16 @@ test('parallel approvals: every call of a Promise.all that needs approval is pen
   const done = await restored.approve(1);
   t.is(done.status, 'ok', done.error);
   t.deepEqual(done.result, ['sent a', 'sent b', 'price of x', 'sent me', 'E: the call to send was denied: not c']);
-  t.deepEqual(done.calls.map((c) => [c.seq, c.status]), [[1, 'completed'], [2, 'completed'], [3, 'completed'], [4, 'completed'], [5, 'denied']]);
+  t.deepEqual(
+    done.calls.map((c) => [c.seq, c.status]),
+    [
+      [1, 'completed'],
+      [2, 'completed'],
+      [3, 'completed'],
+      [4, 'completed'],
+      [5, 'denied'],
+    ],
+  );
   t.deepEqual(other.sent, ['a', 'b'], 'each approved call ran once, where it was resumed; the cleared one came from the journal');
   t.notThrows(() => checkJournal(restored.journal));
   t.is(JSON.stringify(restored.journal).includes('did not complete'), false, 'no call ended without a decision');
@@ -208,12 +248,18 @@ test('a recorded value with a bad tag is refused by restore (JournalError naming
 
   const bogusResult = structuredClone(journal) as any;
   bogusResult.cells[0].calls[0].result = { $bogus: 1 };
-  const e1 = await t.throwsAsync(AgentSandbox.restore(bogusResult, { tools }), { instanceOf: JournalError, message: /cells\[0\]\.calls\[0\]\.result \(cell 1, call 1\): unknown tag "\$bogus"/ });
+  const e1 = await t.throwsAsync(AgentSandbox.restore(bogusResult, { tools }), {
+    instanceOf: JournalError,
+    message: /cells\[0\]\.calls\[0\]\.result \(cell 1, call 1\): unknown tag "\$bogus"/,
+  });
   t.is(e1?.cell, 1);
   t.is(e1?.seq, 1);
   const bogusArgs = structuredClone(journal) as any;
   bogusArgs.cells[0].calls[1].args = [{ $bigint: 'twelve' }, 'x'];
-  const e2 = await t.throwsAsync(AgentSandbox.restore(bogusArgs, { tools }), { instanceOf: JournalError, message: /cells\[0\]\.calls\[1\]\.args \(cell 1, call 2\): the tag "\$bigint" must hold a decimal integer/ });
+  const e2 = await t.throwsAsync(AgentSandbox.restore(bogusArgs, { tools }), {
+    instanceOf: JournalError,
+    message: /cells\[0\]\.calls\[1\]\.args \(cell 1, call 2\): the tag "\$bigint" must hold a decimal integer/,
+  });
   t.is(e2?.seq, 2);
 
   // Bad arguments to every method: a rejection (never a synchronous throw) with a Strata error.
@@ -309,7 +355,12 @@ async function approvalCase(t: ExecutionContext, seed: number, steps: number): P
         if (action === 'crash') calls.splice(Math.floor(random() * (calls.length + 1)), 0, 'boom()');
         const cell = session.journal.cells.length + 1;
         cells.set(cell, { ops: ops.map(({ id, needs }) => ({ id, needs })), boom: action === 'crash' });
-        check(await session.run(`globalThis.out ??= {}; out[${cell}] = (await Promise.allSettled([${calls.join(', ')}])).filter((r) => r.value !== 'boom').map((r) => r.status === 'fulfilled' ? r.value : 'E:' + r.reason.message); out[${cell}]`), step);
+        check(
+          await session.run(
+            `globalThis.out ??= {}; out[${cell}] = (await Promise.allSettled([${calls.join(', ')}])).filter((r) => r.value !== 'boom').map((r) => r.status === 'fulfilled' ? r.value : 'E:' + r.reason.message); out[${cell}]`,
+          ),
+          step,
+        );
       } else if (action === 'decide') {
         const call = pick(pending);
         const id = call.args[0] as number;
@@ -343,7 +394,10 @@ async function approvalCase(t: ExecutionContext, seed: number, steps: number): P
 
 // Serial, one seed a test: a case starts several workers, and results come in one at a time.
 for (let seed = 1; seed <= 30; seed++) {
-  test.serial(`property: random parallel approvals, decisions, crashes and restores keep the journal restorable and replaying to the same state (seed ${seed})`, async (t) => {
-    await approvalCase(t, seed * 7919, 5);
-  });
+  test.serial(
+    `property: random parallel approvals, decisions, crashes and restores keep the journal restorable and replaying to the same state (seed ${seed})`,
+    async (t) => {
+      await approvalCase(t, seed * 7919, 5);
+    },
+  );
 }

@@ -9,7 +9,14 @@ import { checkNoLeaks } from './helpers/leaks.js';
 checkNoLeaks(test);
 
 test('a cell without a top-level await runs as written; one that does not parse is left for the guest to report', (t) => {
-  for (const code of ['const a = 1; a', 'async function f() { await 1 } f()', '(async () => await 1)()', 'class K { async m() { await 1 } }', 'let x = 1 +', '']) {
+  for (const code of [
+    'const a = 1; a',
+    'async function f() { await 1 } f()',
+    '(async () => await 1)()',
+    'class K { async m() { await 1 } }',
+    'let x = 1 +',
+    '',
+  ]) {
     t.is(prepareCell(code), code, code);
   }
 });

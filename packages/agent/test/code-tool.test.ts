@@ -55,11 +55,19 @@ async function generate(code: string, tool: ReturnType<typeof codeTool>) {
 /** Plain JSON (tagged JSON's objects have a null prototype), as the model receives it. */
 const json = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown;
 
-const execution = (abortSignal?: AbortSignal): ToolExecutionOptions<unknown> => ({ toolCallId: 'direct', messages: [], context: {}, ...(abortSignal ? { abortSignal } : {}) });
+const execution = (abortSignal?: AbortSignal): ToolExecutionOptions<unknown> => ({
+  toolCallId: 'direct',
+  messages: [],
+  context: {},
+  ...(abortSignal ? { abortSignal } : {}),
+});
 
 test('generateText: the code calls a bridged tool once with the validated input; the SDK records result and receipt; the model sees them next', async (t) => {
   const { bridge, ran } = weatherBridge();
-  const { result, model, toolResults, output, sent } = await generate('const w = await tools.weather({ city: "Oslo" });\nconsole.log("got", w.city);\nw.tempC', codeTool({ bridge }));
+  const { result, model, toolResults, output, sent } = await generate(
+    'const w = await tools.weather({ city: "Oslo" });\nconsole.log("got", w.city);\nw.tempC',
+    codeTool({ bridge }),
+  );
   t.is(result.text, 'Done.');
   t.is(result.steps.length, 2);
   t.is(toolResults.length, 1);
@@ -68,7 +76,9 @@ test('generateText: the code calls a bridged tool once with the validated input;
   t.is(output.result, 21);
   t.is(output.stdout, 'got Oslo\n');
   t.is(output.stderr, '');
-  t.deepEqual(json(output.calls.map(({ ms: _ms, ...call }) => call)), [{ tool: 'tools.weather', input: { city: 'Oslo' }, status: 'completed', result: { tempC: 21, city: 'Oslo' } }]);
+  t.deepEqual(json(output.calls.map(({ ms: _ms, ...call }) => call)), [
+    { tool: 'tools.weather', input: { city: 'Oslo' }, status: 'completed', result: { tempC: 21, city: 'Oslo' } },
+  ]);
   t.is(typeof output.calls[0]!.ms, 'number');
   t.deepEqual(ran, [{ city: 'Oslo' }], 'the bridged tool ran once, with the input as validated');
   t.is(model.doGenerateCalls.length, 2);
@@ -136,7 +146,10 @@ test('with a SandboxPool as sandbox: a fresh pooled sandbox per call, both bridg
   const tool = codeTool({ bridge: [bridge, clock], sandbox: pool });
   const first = await generate('globalThis.leftover = 1;\nconst w = await tools.weather({ city: "Bergen" });\n[w.city, await clock.now()]', tool);
   t.deepEqual(json(first.output.result), ['Bergen', '12:00']);
-  t.deepEqual(first.output.calls.map((call) => call.tool), ['tools.weather', 'clock.now']);
+  t.deepEqual(
+    first.output.calls.map((call) => call.tool),
+    ['tools.weather', 'clock.now'],
+  );
   const second = await generate('typeof globalThis.leftover', tool);
   t.is(second.output.result, 'undefined', 'nothing carries over: each call has its own sandbox');
   t.is(pool.stats().checkouts, 2);
@@ -146,11 +159,14 @@ test('with a SandboxPool as sandbox: a fresh pooled sandbox per call, both bridg
 test('a function as sandbox: its runtime (an in-process Runtime here) is used for the call and closed after it', async (t) => {
   const { bridge } = weatherBridge();
   const runtimes: Runtime[] = [];
-  const tool = codeTool({ bridge, sandbox: async () => {
-    const rt = await Runtime.start();
-    runtimes.push(rt);
-    return rt;
-  } });
+  const tool = codeTool({
+    bridge,
+    sandbox: async () => {
+      const rt = await Runtime.start();
+      runtimes.push(rt);
+      return rt;
+    },
+  });
   const { output } = await generate('(await tools.weather({ city: "Oslo" })).city.toUpperCase()', tool);
   t.like(output, { status: 'ok', result: 'OSLO' });
   t.is(runtimes.length, 1);
@@ -159,7 +175,8 @@ test('a function as sandbox: its runtime (an in-process Runtime here) is used fo
 
 test('a model’s markdown fence and default export are normalized before the cell runs', async (t) => {
   const { bridge } = weatherBridge();
-  const code = 'Here is the code:\n```js\nexport default async () => {\n  const w = await tools.weather({ city: "Oslo" });\n  return `${w.city}: ${w.tempC}`;\n};\n```\nIt prints the weather.';
+  const code =
+    'Here is the code:\n```js\nexport default async () => {\n  const w = await tools.weather({ city: "Oslo" });\n  return `${w.city}: ${w.tempC}`;\n};\n```\nIt prints the weather.';
   const { output } = await generate(code, codeTool({ bridge }));
   t.like(output, { status: 'ok', result: 'Oslo: 21' });
 });
@@ -192,19 +209,33 @@ test('bad options are InvalidOption when the tool is made; a bad input is an ans
   t.throws(() => codeTool({ bridge: {} as ToolBridge }), { instanceOf: InvalidOption, message: /bridge must be a ToolBridge/ });
   t.throws(() => codeTool({ bridge: [bridge, other] }), { instanceOf: InvalidOption, message: /bridge\[0\] and bridge\[1\] both use the namespace tools/ });
   t.throws(() => codeTool({ bridge, timeout: -1 }), { instanceOf: InvalidOption, message: /timeout must be a positive number/ });
-  t.throws(() => codeTool({ bridge, timeout: 1_000, sandbox: async () => Runtime.start() }), { instanceOf: InvalidOption, message: /with a sandbox, set the timeout there/ });
+  t.throws(() => codeTool({ bridge, timeout: 1_000, sandbox: async () => Runtime.start() }), {
+    instanceOf: InvalidOption,
+    message: /with a sandbox, set the timeout there/,
+  });
   t.throws(() => codeTool({ bridge, sandbox: {} as SandboxPool }), { instanceOf: InvalidOption, message: /sandbox must be a SandboxPool or a function/ });
   t.throws(() => codeTool({ bridge, description: 3 as unknown as string }), { instanceOf: InvalidOption, message: /description must be a string/ });
-  t.throws(() => codeTool({ bridge, egress: { allow: ['https://a.test/*'] }, sandbox: async () => Runtime.start() }), { instanceOf: InvalidOption, message: /egress applies only to the runtimes Strata starts/ });
+  t.throws(() => codeTool({ bridge, egress: { allow: ['https://a.test/*'] }, sandbox: async () => Runtime.start() }), {
+    instanceOf: InvalidOption,
+    message: /egress applies only to the runtimes Strata starts/,
+  });
   t.throws(() => codeTool({ bridge, egress: { allow: [] } }), { instanceOf: InvalidOption, message: /egress policy: allow must be a non-empty array/ });
   const notARuntime = codeTool({ bridge, sandbox: async () => ({}) as Runtime });
-  await t.throwsAsync(async () => notARuntime.execute!({ code: '1' }, execution()), { instanceOf: InvalidOption, message: /must resolve to an IsolatedRuntime or a Runtime/ });
+  await t.throwsAsync(async () => notARuntime.execute!({ code: '1' }, execution()), {
+    instanceOf: InvalidOption,
+    message: /must resolve to an IsolatedRuntime or a Runtime/,
+  });
   const tool = codeTool({ bridge });
   t.like(await tool.execute!({ code: 42 } as unknown as { code: string }, execution()), { status: 'error', errorType: 'TypeError' });
   // From the model, an input that is not { code } is the SDK's tool error (the model sees it), not a run.
   const model = new MockLanguageModelV4({
     doGenerate: [
-      { content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'code', input: JSON.stringify({ source: '1' }) }], finishReason: { unified: 'tool-calls', raw: undefined }, usage, warnings: [] },
+      {
+        content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'code', input: JSON.stringify({ source: '1' }) }],
+        finishReason: { unified: 'tool-calls', raw: undefined },
+        usage,
+        warnings: [],
+      },
       { content: [{ type: 'text', text: 'Done.' }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] },
     ],
   });

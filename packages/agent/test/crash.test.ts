@@ -96,7 +96,10 @@ async function crashAndRecover(
   t.is(next.status, 'ok', next.error);
   t.is(next.cell, 3);
   t.deepEqual(next.result, [41, 'kept', 1, 'undefined', 3]);
-  t.deepEqual(next.calls.map((c) => [c.seq, c.tool, c.status]), [[4, 'count', 'completed']]);
+  t.deepEqual(
+    next.calls.map((c) => [c.seq, c.tool, c.status]),
+    [[4, 'count', 'completed']],
+  );
   t.true(typeof session.pid === 'number');
   t.not(session.pid, firstPid, 'a fresh worker');
   t.deepEqual(counts, { count: 3, slow: 1 }, 'no completed call ran twice, and the call in flight was not run again');
@@ -138,11 +141,16 @@ test.serial('a SIGKILL sent while a tool runs: crashed, recovered by replay, the
   t.regex(crashed.error!, /SIGKILL/);
 });
 
-test.serial('an uninterruptible native sort past the hard timeout with a call in flight: crashed, recovered by replay, the call not re-run, afterCrash kept', async (t) => {
-  // timeout 1000: requestTimeout is 3000. The sort cannot be interrupted by the soft timeout, so
-  // the parent kills the worker at requestTimeout, `slow` in flight or not (the test below).
-  await crashAndRecover(t, 'await count(); globalThis.partial = 1; const p = slow(); const a = []; a[2 ** 32 - 2] = 1; a.sort()', ['RuntimeTimeout'], { timeout: 1000 });
-});
+test.serial(
+  'an uninterruptible native sort past the hard timeout with a call in flight: crashed, recovered by replay, the call not re-run, afterCrash kept',
+  async (t) => {
+    // timeout 1000: requestTimeout is 3000. The sort cannot be interrupted by the soft timeout, so
+    // the parent kills the worker at requestTimeout, `slow` in flight or not (the test below).
+    await crashAndRecover(t, 'await count(); globalThis.partial = 1; const p = slow(); const a = []; a[2 ** 32 - 2] = 1; a.sort()', ['RuntimeTimeout'], {
+      timeout: 1000,
+    });
+  },
+);
 
 test.serial('the hard timeout, no call in flight: RuntimeTimeout, crashed, and the next cell recovers without re-running the completed call', async (t) => {
   const { counts, tools } = crashTools();
@@ -154,7 +162,10 @@ test.serial('the hard timeout, no call in flight: RuntimeTimeout, crashed, and t
   // The deadline (3000 ms) or, should this process be starved of CPU while the worker is not, the
   // worker's CPU cap (6 s of CPU): the same error, the message names the one that fired.
   t.regex(crashed.error!, /requestTimeout \(3000 ms\)|CPU time cap \(6 s of CPU/);
-  t.deepEqual(crashed.calls.map((c) => [c.tool, c.status]), [['count', 'completed']]);
+  t.deepEqual(
+    crashed.calls.map((c) => [c.tool, c.status]),
+    [['count', 'completed']],
+  );
   t.is(session.journal.cells[1]!.status, 'crashed');
   const next = await session.run(AFTER);
   t.deepEqual(next.result, [41, 'kept', 1, 'undefined', 3]);
@@ -192,7 +203,10 @@ test.serial("recover: 'never': a crash closes the session; the next run rejects 
     const crashed = await session.run('await slow()');
     t.is(crashed.status, 'error');
     t.is(crashed.errorType, 'WorkerCrashed');
-    t.deepEqual(crashed.calls.map((c) => [c.tool, c.status]), [['slow', 'started']]);
+    t.deepEqual(
+      crashed.calls.map((c) => [c.tool, c.status]),
+      [['slow', 'started']],
+    );
     t.true(session.closed);
     t.is(session.pid, undefined);
     const error = await t.throwsAsync(session.run('1 + 1'), { instanceOf: SessionStateError });
@@ -216,7 +230,10 @@ test.serial("a soft timeout: RuntimeTimeout, 'interrupted' (not replayed), and t
   t.is(stopped.status, 'error');
   t.is(stopped.errorType, 'RuntimeTimeout');
   t.regex(stopped.error!, /timeout \(300 ms\)/);
-  t.deepEqual(stopped.calls.map((c) => [c.seq, c.tool, c.status]), [[2, 'count', 'completed']]);
+  t.deepEqual(
+    stopped.calls.map((c) => [c.seq, c.tool, c.status]),
+    [[2, 'count', 'completed']],
+  );
   const cell = session.journal.cells[1]!;
   t.is(cell.status, 'interrupted');
   t.is(cell.error?.type, 'RuntimeTimeout');
@@ -263,5 +280,8 @@ test.serial('a soft timeout with a tool call in flight: run resolves at the time
   t.true(runEnded);
   t.is(result.errorType, 'RuntimeTimeout');
   t.true(endedFirst, 'run resolved only after the tool in flight had ended');
-  t.deepEqual(result.calls.map((c) => [c.tool, c.status]), [['slow', 'started']]);
+  t.deepEqual(
+    result.calls.map((c) => [c.tool, c.status]),
+    [['slow', 'started']],
+  );
 });

@@ -80,31 +80,80 @@ const TYPES: [string, unknown, string][] = [
   ['draft-07 tuple with additionalItems', { items: [{ type: 'number' }], additionalItems: { type: 'string' } }, '[number, ...string[]]'],
   ['object', { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] }, '{ city: string; days?: number }'],
   ['properties imply an object', { properties: { a: { type: 'string' } } }, '{ a?: string }'],
-  ['names that are not identifiers are quoted', { properties: { 'x-y': { type: 'string' }, '0': { type: 'boolean' }, $ok: {} } }, '{ "0"?: boolean; "x-y"?: string; $ok?: unknown }'],
+  [
+    'names that are not identifiers are quoted',
+    { properties: { 'x-y': { type: 'string' }, '0': { type: 'boolean' }, $ok: {} } },
+    '{ "0"?: boolean; "x-y"?: string; $ok?: unknown }',
+  ],
   ['a required key without a schema', { type: 'object', required: ['id'] }, '{ id: unknown }'],
   ['bare object', { type: 'object' }, 'Record<string, unknown>'],
   ['empty closed object', { type: 'object', properties: {}, additionalProperties: false }, 'Record<string, never>'],
   ['additionalProperties true', { type: 'object', additionalProperties: true }, 'Record<string, unknown>'],
   ['additionalProperties schema', { type: 'object', additionalProperties: { type: 'number' } }, 'Record<string, number>'],
   ['additionalProperties false beside properties', { properties: { a: { type: 'string' } }, additionalProperties: false }, '{ a?: string }'],
-  ['index signature fits the properties', { properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: { type: 'string' } }, '{ name: string; [key: string]: string }'],
-  ['index signature widened to the properties', { properties: { n: { type: 'number' } }, required: ['n'], additionalProperties: { type: 'string' } }, '{ n: number; [key: string]: string | number }'],
-  ['index signature and an optional property', { properties: { n: { type: 'number' } }, additionalProperties: { type: 'string' } }, '{ n?: number; [key: string]: string | number | undefined }'],
-  ['index signature beside an object property', { properties: { o: { type: 'object' } }, additionalProperties: true }, '{ o?: Record<string, unknown>; [key: string]: unknown }'],
+  [
+    'index signature fits the properties',
+    { properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: { type: 'string' } },
+    '{ name: string; [key: string]: string }',
+  ],
+  [
+    'index signature widened to the properties',
+    { properties: { n: { type: 'number' } }, required: ['n'], additionalProperties: { type: 'string' } },
+    '{ n: number; [key: string]: string | number }',
+  ],
+  [
+    'index signature and an optional property',
+    { properties: { n: { type: 'number' } }, additionalProperties: { type: 'string' } },
+    '{ n?: number; [key: string]: string | number | undefined }',
+  ],
+  [
+    'index signature beside an object property',
+    { properties: { o: { type: 'object' } }, additionalProperties: true },
+    '{ o?: Record<string, unknown>; [key: string]: unknown }',
+  ],
   ['anyOf', { anyOf: [{ type: 'string' }, { type: 'number' }] }, 'string | number'],
-  ['oneOf of objects', { oneOf: [{ properties: { kind: { const: 'a' } }, required: ['kind'] }, { properties: { kind: { const: 'b' } }, required: ['kind'] }] }, '{ kind: "a" } | { kind: "b" }'],
+  [
+    'oneOf of objects',
+    {
+      oneOf: [
+        { properties: { kind: { const: 'a' } }, required: ['kind'] },
+        { properties: { kind: { const: 'b' } }, required: ['kind'] },
+      ],
+    },
+    '{ kind: "a" } | { kind: "b" }',
+  ],
   ['anyOf with an unknown member is unknown', { anyOf: [{ type: 'string' }, {}] }, 'unknown'],
   ['allOf', { allOf: [{ properties: { a: { type: 'string' } } }, { properties: { b: { type: 'number' } } }] }, '{ a?: string } & { b?: number }'],
-  ['allOf with a union inside', { allOf: [{ properties: { a: { type: 'string' } } }, { anyOf: [{ type: 'string' }, { type: 'number' }] }] }, '{ a?: string } & (string | number)'],
-  ['a bare object beside oneOf adds nothing', { type: 'object', oneOf: [{ properties: { a: { type: 'string' } } }, { properties: { b: { type: 'string' } } }] }, '{ a?: string } | { b?: string }'],
-  ['anyOf of required lists keeps the properties', { type: 'object', properties: { a: { type: 'string' } }, anyOf: [{ required: ['a'] }, { required: ['b'] }] }, '{ a?: string }'],
+  [
+    'allOf with a union inside',
+    { allOf: [{ properties: { a: { type: 'string' } } }, { anyOf: [{ type: 'string' }, { type: 'number' }] }] },
+    '{ a?: string } & (string | number)',
+  ],
+  [
+    'a bare object beside oneOf adds nothing',
+    { type: 'object', oneOf: [{ properties: { a: { type: 'string' } } }, { properties: { b: { type: 'string' } } }] },
+    '{ a?: string } | { b?: string }',
+  ],
+  [
+    'anyOf of required lists keeps the properties',
+    { type: 'object', properties: { a: { type: 'string' } }, anyOf: [{ required: ['a'] }, { required: ['b'] }] },
+    '{ a?: string }',
+  ],
   ['nullable', { type: 'string', nullable: true }, 'string | null'],
   ['nullable enum', { enum: ['a', 'b'], nullable: true }, '"a" | "b" | null'],
   ['nullable in an array', { type: 'array', items: { type: 'number', nullable: true } }, '(number | null)[]'],
   ['$ref to definitions', { definitions: { Id: { type: 'string' } }, $ref: '#/definitions/Id' }, 'string'],
-  ['$ref to $defs', { type: 'array', items: { $ref: '#/$defs/Point' }, $defs: { Point: { prefixItems: [{ type: 'number' }, { type: 'number' }] } } }, '[number, number][]'],
+  [
+    '$ref to $defs',
+    { type: 'array', items: { $ref: '#/$defs/Point' }, $defs: { Point: { prefixItems: [{ type: 'number' }, { type: 'number' }] } } },
+    '[number, number][]',
+  ],
   ['$ref with an escaped pointer', { $defs: { 'a/b': { type: 'number' } }, $ref: '#/$defs/a~1b' }, 'number'],
-  ['$ref to itself is a cycle', { type: 'object', properties: { value: { type: 'number' }, next: { $ref: '#' } }, required: ['value'] }, '{ value: number; next?: unknown }'],
+  [
+    '$ref to itself is a cycle',
+    { type: 'object', properties: { value: { type: 'number' }, next: { $ref: '#' } }, required: ['value'] },
+    '{ value: number; next?: unknown }',
+  ],
   ['$ref that does not resolve', { $ref: '#/$defs/Missing' }, 'unknown'],
   ['external $ref', { $ref: 'https://example.com/schema.json' }, 'unknown'],
   ['true', true, 'unknown'],
@@ -136,7 +185,12 @@ test('descriptions are JSDoc on their own line, and the object spans lines', (t)
     required: ['city'],
     $defs: { Time: { type: 'string', description: 'An ISO 8601 time.' } },
   };
-  t.is(schemaToType(schema), ['{', '  /** The city, e.g. "Oslo". */', '  city: string;', '  /** An ISO 8601 time. */', '  at?: string;', '  units?: "metric" | "imperial";', '}'].join('\n'));
+  t.is(
+    schemaToType(schema),
+    ['{', '  /** The city, e.g. "Oslo". */', '  city: string;', '  /** An ISO 8601 time. */', '  at?: string;', '  units?: "metric" | "imperial";', '}'].join(
+      '\n',
+    ),
+  );
 });
 
 test('a description cannot end its comment early, and a long one is cut to ~300 characters', (t) => {
@@ -233,14 +287,30 @@ test('code written against the declarations type-checks', (t) => {
 
 const WRONG_CALLS: [string, string, RegExp][] = [
   ['a missing required field', `tools.getWeather({ units: 'metric' });`, /TS2345: .*Property 'city' is missing/s],
-  ['a wrong enum value', `tools.getWeather({ city: 'Oslo', units: 'kelvin' });`, /TS2322: Type '"kelvin"' is not assignable to type '"metric" \| "imperial" \| undefined'/],
+  [
+    'a wrong enum value',
+    `tools.getWeather({ city: 'Oslo', units: 'kelvin' });`,
+    /TS2322: Type '"kelvin"' is not assignable to type '"metric" \| "imperial" \| undefined'/,
+  ],
   ['a nonexistent method', `tools.getWeathr({ city: 'Oslo' });`, /TS2551: Property 'getWeathr' does not exist/],
   ['an input to a tool that takes none', `tools.getTime({});`, /TS2554: Expected 0 arguments, but got 1/],
   ['no input to a tool that takes one', `tools.readFile();`, /TS2554: Expected 1 arguments, but got 0/],
   ['a field the closed input does not have', `tools.getWeather({ city: 'Oslo', country: 'NO' });`, /TS2353: .*'country' does not exist/s],
-  ['a wrong type inside a $ref', `tools.createEvent({ title: 'x', when: { start: 1, end: 'b' } });`, /TS2322: Type 'number' is not assignable to type 'string'/],
-  ['a misused output', `tools.getWeather({ city: 'Oslo' }).then((w) => w.temperature.toUpperCase());`, /TS2339: Property 'toUpperCase' does not exist on type 'number'/],
-  ['an output used without awaiting it', `const t: number = tools.getWeather({ city: 'Oslo' }).temperature;`, /TS2339: Property 'temperature' does not exist on type 'Promise/],
+  [
+    'a wrong type inside a $ref',
+    `tools.createEvent({ title: 'x', when: { start: 1, end: 'b' } });`,
+    /TS2322: Type 'number' is not assignable to type 'string'/,
+  ],
+  [
+    'a misused output',
+    `tools.getWeather({ city: 'Oslo' }).then((w) => w.temperature.toUpperCase());`,
+    /TS2339: Property 'toUpperCase' does not exist on type 'number'/,
+  ],
+  [
+    'an output used without awaiting it',
+    `const t: number = tools.getWeather({ city: 'Oslo' }).temperature;`,
+    /TS2339: Property 'temperature' does not exist on type 'Promise/,
+  ],
 ];
 
 for (const [title, usage, expected] of WRONG_CALLS) {
@@ -267,26 +337,46 @@ test('nesting past maxDepth is unknown', (t) => {
   t.is(schemaToType(nestedObjects(20)).split('child').length - 1, 9, 'the default is 8 levels');
   t.is(schemaToType(nestedObjects(20), { maxDepth: Number.NaN }), schemaToType(nestedObjects(20)), 'NaN is the default');
   t.is(schemaToType(nestedObjects(200), { maxDepth: Infinity }).split('child').length - 1, 101, 'at most 100 levels');
-  t.true(renderDeclarations('tools', [{ name: 'deep', inputSchema: nestedObjects(3), outputSchema: nestedObjects(3) }], { maxDepth: 1 }).includes('deep(input: { child: { child: unknown } }): Promise<{ child: { child: unknown } }>;'));
+  t.true(
+    renderDeclarations('tools', [{ name: 'deep', inputSchema: nestedObjects(3), outputSchema: nestedObjects(3) }], { maxDepth: 1 }).includes(
+      'deep(input: { child: { child: unknown } }): Promise<{ child: { child: unknown } }>;',
+    ),
+  );
 });
 
 test('$ref cycles end in unknown: direct, mutual, through arrays, and a schema object that contains itself', (t) => {
   t.is(schemaToType({ $ref: '#' }), 'unknown');
   t.is(schemaToType({ $defs: { A: { $ref: '#/$defs/B' }, B: { $ref: '#/$defs/A' } }, $ref: '#/$defs/A' }), 'unknown');
-  const tree = { $defs: { Node: { type: 'object', properties: { value: { type: 'number' }, children: { type: 'array', items: { $ref: '#/$defs/Node' } } }, required: ['value'] } }, $ref: '#/$defs/Node' };
+  const tree = {
+    $defs: {
+      Node: { type: 'object', properties: { value: { type: 'number' }, children: { type: 'array', items: { $ref: '#/$defs/Node' } } }, required: ['value'] },
+    },
+    $ref: '#/$defs/Node',
+  };
   t.is(schemaToType(tree), '{ value: number; children?: unknown[] }');
   const self: Record<string, unknown> = { type: 'object', required: ['self'] };
   self['properties'] = { self };
   t.is(schemaToType(self), '{ self: unknown }');
   const person = { type: 'object', properties: { name: { type: 'string' }, friends: { type: 'array', items: { $ref: '#' } } } };
-  t.deepEqual(checkDeclarations(renderDeclarations('tools', [{ name: 'tree', inputSchema: tree, outputSchema: person }, { name: 'me', outputSchema: self }])), []);
+  t.deepEqual(
+    checkDeclarations(
+      renderDeclarations('tools', [
+        { name: 'tree', inputSchema: tree, outputSchema: person },
+        { name: 'me', outputSchema: self },
+      ]),
+    ),
+    [],
+  );
 });
 
 test('a schema shared by many references is rendered within the size budget, and fast', (t) => {
   // Ten definitions of 30 properties each referring to the next: 30^10 paths if expanded.
   const $defs: Record<string, unknown> = {};
   for (let level = 0; level < 10; level++) {
-    $defs[`L${level}`] = { type: 'object', properties: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`p${i}`, level === 9 ? { type: 'string' } : { $ref: `#/$defs/L${level + 1}` }])) };
+    $defs[`L${level}`] = {
+      type: 'object',
+      properties: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`p${i}`, level === 9 ? { type: 'string' } : { $ref: `#/$defs/L${level + 1}` }])),
+    };
   }
   const started = performance.now();
   const text = schemaToType({ $defs, $ref: '#/$defs/L0' }, { maxDepth: 100 });
@@ -311,7 +401,12 @@ function hostileSchemas(): [string, unknown][] {
     deepRefs[`D${i}`] = { $ref: `#/$defs/D${i + 1}` };
   }
   deepRefs = { $defs: deepRefs, $ref: '#/$defs/D0' };
-  const throwing = { type: 'object', get properties(): never { throw new Error('a getter that throws'); } };
+  const throwing = {
+    type: 'object',
+    get properties(): never {
+      throw new Error('a getter that throws');
+    },
+  };
   const revoked = Proxy.revocable({}, {});
   revoked.revoke();
   const circularConst: Record<string, unknown> = {};
@@ -351,11 +446,17 @@ function hostileSchemas(): [string, unknown][] {
     ['a huge allOf', { allOf: Array.from({ length: 200_000 }, () => ({ type: 'object', properties: { a: { type: 'string' } } })) }],
     ['a huge anyOf', { anyOf: Array.from({ length: 100_000 }, (_, i) => ({ const: i })) }],
     ['a huge type array', { type: Array.from({ length: 100_000 }, () => 'object'), properties: { a: { type: 'string' } } }],
-    ['many properties', { type: 'object', properties: Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`p${i}`, { type: 'string', description: 'A property.' }])) }],
+    [
+      'many properties',
+      { type: 'object', properties: Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`p${i}`, { type: 'string', description: 'A property.' }])) },
+    ],
     ['a huge property name', { type: 'object', properties: { ['k'.repeat(100_000)]: { type: 'string' } }, required: ['k'.repeat(100_000)] }],
     ['a huge description', { properties: { a: { description: '*/'.repeat(500_000) } } }],
     ['line separators', { properties: { 'a\u2028b': { const: 'x\u2029y', description: 'one\u2028two' } } }],
-    ['strange names', JSON.parse('{ "properties": { "__proto__": { "type": "string" }, "constructor": { "type": "number" }, "": {}, "\\"": {}, "\\\\": {}, "\\n": {} } }')],
+    [
+      'strange names',
+      JSON.parse('{ "properties": { "__proto__": { "type": "string" }, "constructor": { "type": "number" }, "": {}, "\\"": {}, "\\\\": {}, "\\n": {} } }'),
+    ],
     ['10 000 nested objects', deepObjects],
     ['10 000 nested arrays', deepArrays],
     ['10 000 nested anyOf', deepAnyOf],
@@ -384,7 +485,9 @@ test('hostile schemas never throw, stay small, and what they give compiles', (t)
   t.is(textOf('a huge property name'), 'Record<string, unknown>');
   t.is(textOf('a huge allOf'), '{ a?: string }');
   t.is(textOf('line separators'), '{\n  /** one two */\n  "a\\u2028b"?: "x\\u2029y";\n}');
-  const tools = schemas.map(([, schema], i): DeclaredTool => ({ name: `hostile${i}`, description: `hostile */ ${i}`, inputSchema: schema, outputSchema: schema }));
+  const tools = schemas.map(
+    ([, schema], i): DeclaredTool => ({ name: `hostile${i}`, description: `hostile */ ${i}`, inputSchema: schema, outputSchema: schema }),
+  );
   const text = renderDeclarations('tools', tools);
   t.false(/[ \t]$/m.test(text), 'no trailing spaces');
   t.false(/[\u2028\u2029]/.test(text), 'no line separators a prompt would break at');

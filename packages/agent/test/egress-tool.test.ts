@@ -6,7 +6,12 @@ import { EgressFailed, EgressRefused, InvalidOption } from '@strata/runtime';
 import { egressAnswer, egressTool, FETCH_TOOL, recordedFailure } from '../src/egress-tool.js';
 
 const FAILURES: readonly [string, unknown, boolean, { name: string; message: string }][] = [
-  ['a refusal keeps its message', new EgressRefused('https://x/ is not allowed', 'request'), true, { name: 'EgressRefused', message: 'https://x/ is not allowed' }],
+  [
+    'a refusal keeps its message',
+    new EgressRefused('https://x/ is not allowed', 'request'),
+    true,
+    { name: 'EgressRefused', message: 'https://x/ is not allowed' },
+  ],
   ['an abort is an AbortError', new EgressFailed('the request was aborted', 'aborted'), true, { name: 'AbortError', message: 'the request was aborted' }],
   ['a network failure is EgressFailed', new EgressFailed('ECONNRESET', 'network'), true, { name: 'EgressFailed', message: 'ECONNRESET' }],
   ["the handler's own error, redacted", new Error('secret token 123'), true, { name: 'EgressHandlerError', message: "the host's egress handler failed" }],

@@ -21,7 +21,9 @@ test('onEvent sees each console line and tool call before the cell ends', async 
     },
   };
   await using session = await AgentSandbox.start({ tools });
-  const result = await session.run('console.log("first"); console.error("second"); await checkpoint(); try { await fails() } catch {} "end"', { onEvent: (e) => events.push(e) });
+  const result = await session.run('console.log("first"); console.error("second"); await checkpoint(); try { await fails() } catch {} "end"', {
+    onEvent: (e) => events.push(e),
+  });
   t.is(result.result, 'end');
   t.deepEqual(seenBeforeAnswer, ['console first', 'console second', 'tool-call checkpoint']);
   t.deepEqual(
@@ -70,8 +72,14 @@ test('a restore replays silently: no events for the journal’s cells', async (t
   subscribe(SESSION_EVENTS_CHANNEL, listener);
   t.teardown(() => unsubscribe(SESSION_EVENTS_CHANNEL, listener));
   await using restored = await AgentSandbox.restore(journal, { tools });
-  t.deepEqual(published.filter((m) => m.session === restored.id), []);
+  t.deepEqual(
+    published.filter((m) => m.session === restored.id),
+    [],
+  );
   const events: SessionEvent[] = [];
   await restored.run('console.log("live")', { onEvent: (e) => events.push(e) });
-  t.deepEqual(events.map((e) => e.type), ['console']);
+  t.deepEqual(
+    events.map((e) => e.type),
+    ['console'],
+  );
 });

@@ -25,7 +25,9 @@ async function api(t: ExecutionContext): Promise<{ origin: string; requests: { u
     }
     res.writeHead(200, { 'content-type': 'application/json' });
     // Item 0 is a debugging answer that echoes the request's credential in the body.
-    res.end(JSON.stringify({ id: Number(item[1]), price: Number(item[1]) * 1.5, ...(item[1] === '0' ? { seenAuthorization: req.headers.authorization } : {}) }));
+    res.end(
+      JSON.stringify({ id: Number(item[1]), price: Number(item[1]) * 1.5, ...(item[1] === '0' ? { seenAuthorization: req.headers.authorization } : {}) }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -38,7 +40,9 @@ test('a request is journaled as a call of fetch, with the request as the guest m
   const server = await api(t);
   const events: SessionEvent[] = [];
   await using session = await AgentSandbox.start({ sandbox, egress: { allow: [`${server.origin}/v1/*`] } });
-  const result = await session.run(`const r = await fetch('${server.origin}/v1/items/4'); const item = await r.json(); [r.status, item.price]`, { onEvent: (e) => events.push(e) });
+  const result = await session.run(`const r = await fetch('${server.origin}/v1/items/4'); const item = await r.json(); [r.status, item.price]`, {
+    onEvent: (e) => events.push(e),
+  });
   t.is(result.status, 'ok', result.error);
   t.deepEqual(result.result, [200, 6]);
   t.is(result.calls.length, 1);
@@ -47,7 +51,10 @@ test('a request is journaled as a call of fetch, with the request as the guest m
   t.is(call!.status, 'completed');
   t.like(call!.args[0], { url: `${server.origin}/v1/items/4`, method: 'GET' });
   t.like(call!.result, { status: 200, url: `${server.origin}/v1/items/4` });
-  t.deepEqual(events.filter((e) => e.type !== 'console').map((e) => e.type), ['tool-call', 'tool-result']);
+  t.deepEqual(
+    events.filter((e) => e.type !== 'console').map((e) => e.type),
+    ['tool-call', 'tool-result'],
+  );
   t.is(server.requests.length, 1);
 });
 
@@ -57,7 +64,9 @@ test('restore answers every request from the journal: nothing is sent, the state
   let journal: Journal;
   {
     await using session = await AgentSandbox.start({ sandbox, egress });
-    await session.run(`const prices = []; for (const n of [1, 2, 3]) prices.push((await (await fetch('${server.origin}/v1/items/' + n)).json()).price); prices`);
+    await session.run(
+      `const prices = []; for (const n of [1, 2, 3]) prices.push((await (await fetch('${server.origin}/v1/items/' + n)).json()).price); prices`,
+    );
     journal = JSON.parse(JSON.stringify(session.journal)) as Journal;
   }
   t.is(server.requests.length, 3);
@@ -86,7 +95,9 @@ test("the policy's credential reaches the server and never the journal", async (
 /** The journal as text with every `{ $bytes }` (a body) decoded, so a credential inside a body shows. */
 function journalText(journal: Journal): string {
   return JSON.stringify(journal, (_key, value: unknown) =>
-    value !== null && typeof value === 'object' && typeof (value as { $bytes?: unknown }).$bytes === 'string' ? Buffer.from((value as { $bytes: string }).$bytes, 'base64').toString('latin1') : value,
+    value !== null && typeof value === 'object' && typeof (value as { $bytes?: unknown }).$bytes === 'string'
+      ? Buffer.from((value as { $bytes: string }).$bytes, 'base64').toString('latin1')
+      : value,
   );
 }
 
@@ -111,7 +122,11 @@ test('a server that echoes the credential in its body: neither the guest nor the
   // The policy's onResponse runs before the journal too: what it returns is what is kept.
   await using hooked = await AgentSandbox.start({
     sandbox,
-    egress: { ...egress, redactCredentialsInBody: false, onResponse: (response) => ({ ...response, body: new TextEncoder().encode('{"seenAuthorization":"withheld"}') }) },
+    egress: {
+      ...egress,
+      redactCredentialsInBody: false,
+      onResponse: (response) => ({ ...response, body: new TextEncoder().encode('{"seenAuthorization":"withheld"}') }),
+    },
   });
   const withheld = await hooked.run(read);
   t.deepEqual(withheld.result, ['withheld', null]);
@@ -151,8 +166,10 @@ test('without egress the guest fetch refuses, and nothing is journaled', async (
   t.is(result.calls.length, 0);
 });
 
-test('egress beside a tool named fetch is refused: both would answer the guest\'s fetch', async (t) => {
-  await t.throwsAsync(AgentSandbox.start({ sandbox, egress: { allow: ['https://a.test/*'] }, tools: { fetch: async () => 1 } }), { message: /egress and a tool named fetch/ });
+test("egress beside a tool named fetch is refused: both would answer the guest's fetch", async (t) => {
+  await t.throwsAsync(AgentSandbox.start({ sandbox, egress: { allow: ['https://a.test/*'] }, tools: { fetch: async () => 1 } }), {
+    message: /egress and a tool named fetch/,
+  });
 });
 
 test("a pooled session's requests are journaled with its own egress, and a handler's failure is redacted as in the runtime", async (t) => {

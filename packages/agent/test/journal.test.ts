@@ -19,7 +19,13 @@ function journal(): Journal {
     version: 1,
     settings: SETTINGS,
     cells: [
-      { cell: 1, code: 'await lookup("A1")', status: 'ok', result: 3.5, calls: [{ seq: 1, tool: 'lookup', args: ['A1'], status: 'completed', result: 3.5, ms: 1 }] },
+      {
+        cell: 1,
+        code: 'await lookup("A1")',
+        status: 'ok',
+        result: 3.5,
+        calls: [{ seq: 1, tool: 'lookup', args: ['A1'], status: 'completed', result: 3.5, ms: 1 }],
+      },
       { cell: 2, code: 'x()', status: 'error', error: { type: 'ReferenceError', message: 'x is not defined' }, calls: [] },
       { cell: 3, code: 'await send("a")', status: 'awaiting-approval', calls: [{ seq: 2, tool: 'send', args: ['a'], status: 'pending', ms: 0 }] },
     ],
@@ -49,8 +55,16 @@ const edits: [string, (j: any) => void, RegExp][] = [
   ['a failed call without its error', (j) => (j.cells[0].calls[0].status = 'failed'), /is failed without an error/],
   ['a started call in a cell that did not crash', (j) => (j.cells[0].calls[0].status = 'started'), /started without an outcome, but its cell did not crash/],
   ['a pending call in a finished cell', (j) => (j.cells[0].calls[0].status = 'pending'), /only a call of a cell awaiting approval can be/],
-  ['approval awaited in a cell that is not the last', (j) => j.cells.push({ cell: 4, code: '', status: 'ok', calls: [] }), /awaits approval but is not the last cell/],
-  ['an awaiting cell without its pending call', (j) => Object.assign(j.cells[2].calls[0], { status: 'completed', result: 1 }), /at least one of its calls must be pending without a decision/],
+  [
+    'approval awaited in a cell that is not the last',
+    (j) => j.cells.push({ cell: 4, code: '', status: 'ok', calls: [] }),
+    /awaits approval but is not the last cell/,
+  ],
+  [
+    'an awaiting cell without its pending call',
+    (j) => Object.assign(j.cells[2].calls[0], { status: 'completed', result: 1 }),
+    /at least one of its calls must be pending without a decision/,
+  ],
   ['nextSeq behind the calls', (j) => (j.nextSeq = 2), /nextSeq must be an integer from 3/],
   ['a negative duration', (j) => (j.cells[0].calls[0].ms = -1), /ms must be an integer from 0/],
 ];
@@ -69,7 +83,20 @@ test('what is not data at all is a JournalError, never another exception', (t) =
   cyclic['self'] = cyclic;
   let deep: unknown = {};
   for (let i = 0; i < 100_000; i++) deep = { d: deep };
-  for (const input of [undefined, null, 42, 'journal', [], cyclic, deep, { toJSON: () => { throw new Error('boom'); } }]) {
+  for (const input of [
+    undefined,
+    null,
+    42,
+    'journal',
+    [],
+    cyclic,
+    deep,
+    {
+      toJSON: () => {
+        throw new Error('boom');
+      },
+    },
+  ]) {
     t.throws(() => checkJournal(input), { instanceOf: JournalError });
   }
 });
@@ -94,19 +121,59 @@ test('settingsMismatch names each setting that shapes the guest; the layers do n
 // Every tagged value is checked as fromTaggedJson will read it: a journal that passes never fails
 // to decode later (in `pending`, a replay's answer, a cell's calls).
 const badValues: [string, (j: any) => void, number, number | undefined, RegExp][] = [
-  ['an unknown tag in a result', (j) => (j.cells[0].calls[0].result = { $bogus: 1 }), 1, 1, /cells\[0\]\.calls\[0\]\.result \(cell 1, call 1\): unknown tag "\$bogus"/],
-  ['an unknown tag deep in a pending call’s arguments', (j) => (j.cells[2].calls[0].args = [{ a: [{ $nope: [] }] }]), 3, 2, /cells\[2\]\.calls\[0\]\.args \(cell 3, call 2\): unknown tag "\$nope"/],
+  [
+    'an unknown tag in a result',
+    (j) => (j.cells[0].calls[0].result = { $bogus: 1 }),
+    1,
+    1,
+    /cells\[0\]\.calls\[0\]\.result \(cell 1, call 1\): unknown tag "\$bogus"/,
+  ],
+  [
+    'an unknown tag deep in a pending call’s arguments',
+    (j) => (j.cells[2].calls[0].args = [{ a: [{ $nope: [] }] }]),
+    3,
+    2,
+    /cells\[2\]\.calls\[0\]\.args \(cell 3, call 2\): unknown tag "\$nope"/,
+  ],
   ['a bigint that is not one', (j) => (j.cells[0].calls[0].result = { $bigint: '12n' }), 1, 1, /the tag "\$bigint" must hold a decimal integer/],
   ['a number tag that is not one of its four', (j) => (j.cells[0].calls[0].result = { $number: '5' }), 1, 1, /the tag "\$number" must hold 'NaN'/],
-  ['a date that is not ISO', (j) => (j.cells[0].result = { $date: 'soon' }), 1, undefined, /cells\[0\]\.result \(cell 1\): the tag "\$date" must hold an ISO date/],
+  [
+    'a date that is not ISO',
+    (j) => (j.cells[0].result = { $date: 'soon' }),
+    1,
+    undefined,
+    /cells\[0\]\.result \(cell 1\): the tag "\$date" must hold an ISO date/,
+  ],
   ['bytes that are not base64', (j) => (j.cells[0].calls[0].result = { $bytes: '*&^%' }), 1, 1, /the tag "\$bytes" must hold base64/],
-  ['a map whose entries are not pairs', (j) => (j.cells[0].calls[0].result = { $map: [[1]] }), 1, 1, /the tag "\$map" must hold an array of \[key, value\] pairs/],
+  [
+    'a map whose entries are not pairs',
+    (j) => (j.cells[0].calls[0].result = { $map: [[1]] }),
+    1,
+    1,
+    /the tag "\$map" must hold an array of \[key, value\] pairs/,
+  ],
   ['a set that is not an array', (j) => (j.cells[0].calls[0].result = { $set: 1 }), 1, 1, /the tag "\$set" must hold an array/],
   ['an escaped object that is not an object', (j) => (j.cells[0].calls[0].result = { $object: 'x' }), 1, 1, /the tag "\$object" must hold an object/],
   ['undefined that is not true', (j) => (j.cells[0].calls[0].result = { $undefined: 1 }), 1, 1, /the tag "\$undefined" must hold true/],
   ['a bad tag inside a map key', (j) => (j.cells[0].calls[0].result = { $map: [[{ $x: 1 }, 2]] }), 1, 1, /unknown tag "\$x"/],
-  ['a bad tag in what a tool did after a crash', (j) => Object.assign(j.cells[0], { status: 'crashed', error: { type: 'WorkerCrashed', message: 'x' } }) && Object.assign(j.cells[0].calls[0], { status: 'started', result: undefined, afterCrash: { status: 'completed', result: { $q: 1 } } }), 1, 1, /cells\[0\]\.calls\[0\]\.afterCrash\.result \(cell 1, call 1\): unknown tag "\$q"/],
-  ['an afterCrash of another shape', (j) => Object.assign(j.cells[0], { status: 'crashed' }) && Object.assign(j.cells[0].calls[0], { status: 'started', result: undefined, afterCrash: { status: 'maybe' } }), 1, 1, /afterCrash\.status must be completed or failed/],
+  [
+    'a bad tag in what a tool did after a crash',
+    (j) =>
+      Object.assign(j.cells[0], { status: 'crashed', error: { type: 'WorkerCrashed', message: 'x' } }) &&
+      Object.assign(j.cells[0].calls[0], { status: 'started', result: undefined, afterCrash: { status: 'completed', result: { $q: 1 } } }),
+    1,
+    1,
+    /cells\[0\]\.calls\[0\]\.afterCrash\.result \(cell 1, call 1\): unknown tag "\$q"/,
+  ],
+  [
+    'an afterCrash of another shape',
+    (j) =>
+      Object.assign(j.cells[0], { status: 'crashed' }) &&
+      Object.assign(j.cells[0].calls[0], { status: 'started', result: undefined, afterCrash: { status: 'maybe' } }),
+    1,
+    1,
+    /afterCrash\.status must be completed or failed/,
+  ],
   ['a decision on a call that is not pending', (j) => (j.cells[0].calls[0].approval = { approved: true }), 1, 1, /approval is only for a pending call/],
 ];
 
@@ -122,7 +189,17 @@ for (const [label, edit, cell, seq, message] of badValues) {
 
 test('every value the wire tags passes, and a deep one does not overflow the check', (t) => {
   const j = journal();
-  j.cells[0]!.calls[0]!.result = toTaggedJson([undefined, -0, NaN, 12n, new Date(0), new Date(NaN), new Uint8Array([1, 2, 3]), new Map([[1, new Set([2])]]), { $looks: 'like a tag' }]);
+  j.cells[0]!.calls[0]!.result = toTaggedJson([
+    undefined,
+    -0,
+    NaN,
+    12n,
+    new Date(0),
+    new Date(NaN),
+    new Uint8Array([1, 2, 3]),
+    new Map([[1, new Set([2])]]),
+    { $looks: 'like a tag' },
+  ]);
   let deep: any = 1;
   for (let i = 0; i < 1000; i++) deep = [deep];
   j.cells[0]!.result = deep;

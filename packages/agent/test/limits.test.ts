@@ -31,7 +31,8 @@ function limitTools() {
 
 const bytesOf = (journal: Journal) => Buffer.byteLength(JSON.stringify(journal));
 /** A guest expression: the call's result, or `Name: message` of what it threw, and whether it was a RangeError. */
-const attempt = (call: string) => `(async () => { try { return { ok: await ${call} }; } catch (e) { return { name: e.name, message: e.message, range: e instanceof RangeError }; } })()`;
+const attempt = (call: string) =>
+  `(async () => { try { return { ok: await ${call} }; } catch (e) { return { name: e.name, message: e.message, range: e instanceof RangeError }; } })()`;
 
 test('maxCells: the run past it rejects with SessionLimitExceeded (limit maxCells), and the session stays as it was', async (t) => {
   const { tools } = limitTools();
@@ -76,7 +77,11 @@ test('maxCallsPerCell: the call past it throws a catchable RangeError naming it,
     t.regex(refused.message!, /send was not called: the cell reached maxCallsPerCell/);
   }
   t.is(runs.send, 2, 'the tool ran for the first two calls only');
-  t.deepEqual(result.calls.map((c) => c.status), ['completed', 'completed'], 'refusals past the limit are not journaled');
+  t.deepEqual(
+    result.calls.map((c) => c.status),
+    ['completed', 'completed'],
+    'refusals past the limit are not journaled',
+  );
   const cell = session.journal.cells[1]!;
   t.is(cell.status, 'interrupted');
   t.deepEqual(cell.error, { type: 'SessionLimitExceeded', message: result.error! });
@@ -99,8 +104,14 @@ test('maxValueBytes for arguments: the tool is not called, the guest gets a Rang
   t.regex(over.message, /send was not called: its arguments are 2004 bytes as JSON, over the session's maxValueBytes \(1000\)/);
   t.deepEqual(under, { ok: 'ok 900' });
   t.is(runs.send, 1, 'only the call under the limit ran');
-  t.deepEqual(result.calls.map((c) => c.status), ['failed', 'completed']);
-  t.deepEqual(session.journal.cells[0]!.calls.map((c) => c.status), ['failed', 'completed']);
+  t.deepEqual(
+    result.calls.map((c) => c.status),
+    ['failed', 'completed'],
+  );
+  t.deepEqual(
+    session.journal.cells[0]!.calls.map((c) => c.status),
+    ['failed', 'completed'],
+  );
 });
 
 test('maxValueBytes for an answer: the tool is called once, the guest gets a RangeError, the journal keeps no result', async (t) => {
@@ -147,7 +158,10 @@ test('maxJournalBytes: an answer that would pass it fails in the guest (the tool
   t.true(answer.range);
   t.regex(answer.message, /the answer of big would take the journal past maxJournalBytes \(4000 bytes\)/);
   t.is(runs.big, 1);
-  t.deepEqual(session.journal.cells[0]!.calls.map((c) => [c.status, c.result]), [['failed', undefined]]);
+  t.deepEqual(
+    session.journal.cells[0]!.calls.map((c) => [c.status, c.result]),
+    [['failed', undefined]],
+  );
 
   // Arguments that would pass it cut the cell short: the tool does not run, the cell is not kept.
   const args = await session.run(`globalThis.lost = 1; ${attempt("send('x'.repeat(3900))")}`);
@@ -193,7 +207,12 @@ test('a restore of a journal with refused calls replays them identically and cal
   const journal = session.journal;
   t.deepEqual(
     journal.cells.slice(0, 4).map((cell) => [cell.status, cell.calls.map((c) => c.status)]),
-    [['ok', ['completed', 'completed', 'completed']], ['ok', ['failed', 'failed']], ['ok', ['failed', 'completed']], ['interrupted', ['completed', 'completed', 'completed']]],
+    [
+      ['ok', ['completed', 'completed', 'completed']],
+      ['ok', ['failed', 'failed']],
+      ['ok', ['failed', 'completed']],
+      ['interrupted', ['completed', 'completed', 'completed']],
+    ],
   );
   t.deepEqual(journal.cells[1]!.calls[0]!.args, [], 'refused arguments are kept as a digest only');
   t.regex(journal.cells[1]!.calls[0]!.argsDigest ?? '', /^[0-9a-f]{64}$/);
@@ -288,7 +307,11 @@ test('restore holds every limit: a journal past maxJournalBytes, maxCells, maxCa
     [{ maxJournalBytes: bytesOf(journal) - 1 }, 'maxJournalBytes', /the journal is \d+ bytes as JSON, over this session's maxJournalBytes/],
     [{ maxCells: 2 }, 'maxCells', /the journal has 3 cells, over this session's maxCells \(2\)/],
     [{ maxCallsPerCell: 2 }, 'maxCallsPerCell', /cell 2 of the journal has 3 tool calls, over this session's maxCallsPerCell \(2\)/],
-    [{ maxValueBytes: 2500 }, 'maxValueBytes', /cells\[0\]\.calls\[0\]\.args \(cell 1, call 1\) is 3004 bytes as JSON, over this session's maxValueBytes \(2500\)/],
+    [
+      { maxValueBytes: 2500 },
+      'maxValueBytes',
+      /cells\[0\]\.calls\[0\]\.args \(cell 1, call 1\) is 3004 bytes as JSON, over this session's maxValueBytes \(2500\)/,
+    ],
     [{ maxValueBytes: 1500 }, 'maxValueBytes', /cells\[0\]\.calls\[0\]\.args/],
   ];
   for (const [limits, name, message] of cases) {
@@ -297,13 +320,25 @@ test('restore holds every limit: a journal past maxJournalBytes, maxCells, maxCa
   }
   const result = structuredClone(journal);
   result.cells[0]!.calls[0]!.result = 'big'.repeat(1100);
-  await t.throwsAsync(AgentSandbox.restore(result, { tools, maxValueBytes: 3100 }), { instanceOf: SessionLimitExceeded, message: /cells\[0\]\.calls\[0\]\.result \(cell 1, call 1\) is 3302 bytes/ });
+  await t.throwsAsync(AgentSandbox.restore(result, { tools, maxValueBytes: 3100 }), {
+    instanceOf: SessionLimitExceeded,
+    message: /cells\[0\]\.calls\[0\]\.result \(cell 1, call 1\) is 3302 bytes/,
+  });
   const cellResult = structuredClone(journal);
   cellResult.cells[2]!.result = 'r'.repeat(4000);
-  await t.throwsAsync(AgentSandbox.restore(cellResult, { tools, maxValueBytes: 3100 }), { instanceOf: SessionLimitExceeded, message: /cells\[2\]\.result \(cell 3\) is 4002 bytes/ });
+  await t.throwsAsync(AgentSandbox.restore(cellResult, { tools, maxValueBytes: 3100 }), {
+    instanceOf: SessionLimitExceeded,
+    message: /cells\[2\]\.result \(cell 3\) is 4002 bytes/,
+  });
   t.is(runs.send, ran, 'no tool was called');
   // At the limits exactly, it restores.
-  await using same = await AgentSandbox.restore(journal, { tools, maxJournalBytes: bytesOf(journal) + 100, maxCells: 4, maxCallsPerCell: 3, maxValueBytes: 3004 });
+  await using same = await AgentSandbox.restore(journal, {
+    tools,
+    maxJournalBytes: bytesOf(journal) + 100,
+    maxCells: 4,
+    maxCallsPerCell: 3,
+    maxValueBytes: 3004,
+  });
   t.is((await same.run('a')).result, 'ok 3000');
   await using full = await AgentSandbox.restore(journal, { tools, maxJournalBytes: bytesOf(journal), maxCells: 3 });
   t.deepEqual(full.journal, journal, 'a journal exactly at its limits restores');
@@ -331,5 +366,8 @@ test('what a tool does after the worker died (afterCrash) counts towards maxJour
   }
   const journal = session.journal;
   t.true(bytesOf(journal) <= maxJournalBytes, `the journal is ${bytesOf(journal)} bytes, maxJournalBytes ${maxJournalBytes}`);
-  t.true(journal.cells.some((cell) => cell.calls[0]?.afterCrash?.status === 'failed'), 'an answer past the limit is kept as a failure');
+  t.true(
+    journal.cells.some((cell) => cell.calls[0]?.afterCrash?.status === 'failed'),
+    'an answer past the limit is kept as a failure',
+  );
 });

@@ -16,7 +16,10 @@ const EVIL = '^([a-z0-9]+)+$';
 const EVIL_KEY = '^k([a-z0-9]+)+$';
 
 /** Runs `work` with native RegExp execution refused where `watched(regexp, input)` says so. */
-async function withNativeRegExpWatched<T>(watched: (regexp: RegExp, input: string) => boolean, work: () => Promise<T>): Promise<{ value?: T; error?: unknown; nativeRuns: number }> {
+async function withNativeRegExpWatched<T>(
+  watched: (regexp: RegExp, input: string) => boolean,
+  work: () => Promise<T>,
+): Promise<{ value?: T; error?: unknown; nativeRuns: number }> {
   const exec = RegExp.prototype.exec;
   let nativeRuns = 0;
   RegExp.prototype.exec = function (this: RegExp, input: string) {
@@ -49,13 +52,28 @@ test('a guest string cannot stall validation: pattern, patternProperties and pro
     },
   });
   const hostile = `${'a'.repeat(20_000)}!`;
-  const watched = await withNativeRegExpWatched((regexp) => regexp.source === EVIL || regexp.source === EVIL_KEY, async () => {
-    const refused = await bridge.call('slug', { slug: hostile }).then(() => 'accepted', (error: Error) => error.message);
-    const key = await bridge.call('slug', { tags: { [hostile]: 1 } }).then(() => 'accepted', (error: Error) => error.message);
-    const matchedKey = await bridge.call('slug', { kabc: 'not a number', [`k${hostile}`]: 1 }).then(() => 'accepted', (error: Error) => error.message);
-    const dash = await bridge.call('slug', { slug: 'abc-not', kabc: 1 }).then(() => 'accepted', (error: Error) => error.message);
-    return { refused, key, matchedKey, dash, accepted: await bridge.call('slug', { slug: 'abc', kabc: 1 }) };
-  });
+  const watched = await withNativeRegExpWatched(
+    (regexp) => regexp.source === EVIL || regexp.source === EVIL_KEY,
+    async () => {
+      const refused = await bridge.call('slug', { slug: hostile }).then(
+        () => 'accepted',
+        (error: Error) => error.message,
+      );
+      const key = await bridge.call('slug', { tags: { [hostile]: 1 } }).then(
+        () => 'accepted',
+        (error: Error) => error.message,
+      );
+      const matchedKey = await bridge.call('slug', { kabc: 'not a number', [`k${hostile}`]: 1 }).then(
+        () => 'accepted',
+        (error: Error) => error.message,
+      );
+      const dash = await bridge.call('slug', { slug: 'abc-not', kabc: 1 }).then(
+        () => 'accepted',
+        (error: Error) => error.message,
+      );
+      return { refused, key, matchedKey, dash, accepted: await bridge.call('slug', { slug: 'abc', kabc: 1 }) };
+    },
+  );
   t.is(watched.nativeRuns, 0, String(watched.error));
   t.is(watched.value?.refused, `tools.slug: input.slug must match pattern "${EVIL}"; the tool was not called`);
   t.regex(watched.value?.key ?? '', /input\.tags property name must be valid/);
@@ -65,30 +83,75 @@ test('a guest string cannot stall validation: pattern, patternProperties and pro
 });
 
 test('the same from the guest: every call is answered, none by the host’s backtracking engine', async (t) => {
-  const bridge = new ToolBridge({ tools: { slug: { inputSchema: { type: 'object', properties: { slug: { type: 'string', pattern: EVIL } } }, execute: () => 'ran' } } });
+  const bridge = new ToolBridge({
+    tools: { slug: { inputSchema: { type: 'object', properties: { slug: { type: 'string', pattern: EVIL } } }, execute: () => 'ran' } },
+  });
   await using rt = await Runtime.start();
   await bridge.bind(rt);
-  const watched = await withNativeRegExpWatched((regexp) => regexp.source === EVIL, () =>
-    rt.eval(`(async () => { const out = []; for (let n = 24; n <= 40; n += 4) out.push(await tools.slug({ slug: 'a'.repeat(n) + '!' }).then(() => 'ran', (e) => e.name)); return out; })()`),
+  const watched = await withNativeRegExpWatched(
+    (regexp) => regexp.source === EVIL,
+    () =>
+      rt.eval(
+        `(async () => { const out = []; for (let n = 24; n <= 40; n += 4) out.push(await tools.slug({ slug: 'a'.repeat(n) + '!' }).then(() => 'ran', (e) => e.name)); return out; })()`,
+      ),
   );
   t.is(watched.nativeRuns, 0, String(watched.error));
   t.deepEqual(watched.value, ['TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError']);
 });
 
 test('every format is linear or capped: no native regular expression sees a hostile 100 KB string', async (t) => {
-  const names = ['date', 'time', 'date-time', 'iso-time', 'iso-date-time', 'duration', 'uri', 'uri-reference', 'uri-template', 'url', 'email', 'hostname', 'ipv4', 'ipv6', 'regex', 'uuid', 'json-pointer', 'json-pointer-uri-fragment', 'relative-json-pointer', 'byte'];
+  const names = [
+    'date',
+    'time',
+    'date-time',
+    'iso-time',
+    'iso-date-time',
+    'duration',
+    'uri',
+    'uri-reference',
+    'uri-template',
+    'url',
+    'email',
+    'hostname',
+    'ipv4',
+    'ipv6',
+    'regex',
+    'uuid',
+    'json-pointer',
+    'json-pointer-uri-fragment',
+    'relative-json-pointer',
+    'byte',
+  ];
   const properties = Object.fromEntries(names.map((name) => [name, { type: 'string', format: name }]));
   const bridge = new ToolBridge({ tools: { f: { inputSchema: { type: 'object', properties }, execute: () => 'ran' } } });
   const n = 100_000;
-  const hostile = ['a'.repeat(n), `http://a@${'::'.repeat(n / 2)}`, `a://${'a-'.repeat(n / 2)} `, `2020-01-01T${' '.repeat(n)}`, `/${'~0'.repeat(n / 2)}!`, `P${'1Y'.repeat(n / 2)}`, `${'a.'.repeat(n / 2)}-`, `${'0:'.repeat(n / 2)}x`];
+  const hostile = [
+    'a'.repeat(n),
+    `http://a@${'::'.repeat(n / 2)}`,
+    `a://${'a-'.repeat(n / 2)} `,
+    `2020-01-01T${' '.repeat(n)}`,
+    `/${'~0'.repeat(n / 2)}!`,
+    `P${'1Y'.repeat(n / 2)}`,
+    `${'a.'.repeat(n / 2)}-`,
+    `${'0:'.repeat(n / 2)}x`,
+  ];
   const longestCap = Math.max(...Object.values(FORMAT_LENGTH_CAPS));
-  const watched = await withNativeRegExpWatched((_regexp, input) => input.length > longestCap, async () => {
-    const answers: string[] = [];
-    for (const value of hostile) {
-      for (const name of names) answers.push(await bridge.call('f', { [name]: value }).then(() => `${name} accepted`, (error: Error) => error.message));
-    }
-    return answers;
-  });
+  const watched = await withNativeRegExpWatched(
+    (_regexp, input) => input.length > longestCap,
+    async () => {
+      const answers: string[] = [];
+      for (const value of hostile) {
+        for (const name of names)
+          answers.push(
+            await bridge.call('f', { [name]: value }).then(
+              () => `${name} accepted`,
+              (error: Error) => error.message,
+            ),
+          );
+      }
+      return answers;
+    },
+  );
   t.is(watched.nativeRuns, 0, String(watched.error));
   t.is(watched.value?.length, hostile.length * names.length);
   // A long run of letters can be a fine relative reference; a capped format refuses them all.
@@ -113,7 +176,8 @@ test('formats keep their meaning on the linear engine', async (t) => {
   for (const [format, valid, invalid] of cases) {
     const bridge = new ToolBridge({ tools: { f: { inputSchema: { type: 'string', format }, execute: (input: unknown) => input } } });
     for (const value of valid) t.is(await bridge.call('f', value), value, `${format}: ${JSON.stringify(value)} is valid`);
-    for (const value of invalid) await t.throwsAsync(bridge.call('f', value), { message: new RegExp(`must match format "${format}"`) }, `${format}: ${JSON.stringify(value)} is not`);
+    for (const value of invalid)
+      await t.throwsAsync(bridge.call('f', value), { message: new RegExp(`must match format "${format}"`) }, `${format}: ${JSON.stringify(value)} is not`);
   }
   const capped = new ToolBridge({ tools: { f: { inputSchema: { type: 'string', format: 'date-time' }, execute: () => 'ran' } } });
   await t.throwsAsync(capped.call('f', `2026-01-01T10:00:00${'0'.repeat(300)}Z`), { message: /must match format "date-time"/ }, 'over its length cap');
@@ -121,10 +185,19 @@ test('formats keep their meaning on the linear engine', async (t) => {
 
 test('a pattern the linear engine cannot run is refused when the bridge is built, naming the tool and the schema path', (t) => {
   const refused: [Record<string, unknown>, RegExp][] = [
-    [{ type: 'object', properties: { code: { type: 'string', pattern: '^(?=.*\\d)\\w+$' } } }, /^tools\["lookup"\]\.inputSchema\.properties\.code\.pattern: the pattern "\^\(\?=\.\*\\\\d\)\\\\w\+\$" cannot be matched in linear time: it uses a lookahead/],
-    [{ type: 'object', properties: { a: { type: 'array', items: { type: 'string', pattern: '(?<!x)y' } } } }, /^tools\["lookup"\]\.inputSchema\.properties\.a\.items\.pattern: .* a negative lookbehind/],
+    [
+      { type: 'object', properties: { code: { type: 'string', pattern: '^(?=.*\\d)\\w+$' } } },
+      /^tools\["lookup"\]\.inputSchema\.properties\.code\.pattern: the pattern "\^\(\?=\.\*\\\\d\)\\\\w\+\$" cannot be matched in linear time: it uses a lookahead/,
+    ],
+    [
+      { type: 'object', properties: { a: { type: 'array', items: { type: 'string', pattern: '(?<!x)y' } } } },
+      /^tools\["lookup"\]\.inputSchema\.properties\.a\.items\.pattern: .* a negative lookbehind/,
+    ],
     [{ type: 'object', patternProperties: { '^(a)\\1$': {} } }, /^tools\["lookup"\]\.inputSchema\.patternProperties\["\^\(a\)\\\\1\$"\]: .* a backreference/],
-    [{ $defs: { id: { type: 'string', pattern: '(?<q>a)\\k<q>' } }, $ref: '#/$defs/id' }, /^tools\["lookup"\]\.inputSchema\.\$defs\.id\.pattern: .* a named backreference/],
+    [
+      { $defs: { id: { type: 'string', pattern: '(?<q>a)\\k<q>' } }, $ref: '#/$defs/id' },
+      /^tools\["lookup"\]\.inputSchema\.\$defs\.id\.pattern: .* a named backreference/,
+    ],
     [{ anyOf: [{ type: 'string', pattern: 'a{2000}' }] }, /^tools\["lookup"\]\.inputSchema\.anyOf\[0\]\.pattern: .*RE2\) refuses it: .*repeat count/],
     [{ type: 'string', pattern: '[\\S]' }, /\\S inside a character class/],
     [{ type: 'string', pattern: '(' }, /not a valid ECMAScript regular expression/],
@@ -133,8 +206,14 @@ test('a pattern the linear engine cannot run is refused when the bridge is built
     const error = t.throws(() => new ToolBridge({ tools: { lookup: { inputSchema, execute: () => 1 } } }), { instanceOf: InvalidOption, message });
     t.regex(error?.message ?? '', /rewrite the pattern, or check the field in the tool$/);
   }
-  t.notThrows(() => new ToolBridge({ tools: { data: { inputSchema: { type: 'string', enum: [{ pattern: '(?=x)' }], examples: [{ pattern: '\\1' }] }, execute: () => 1 } } }), 'data keywords are not schemas');
-  t.throws(() => new ToolBridge({ tools: { out: { outputSchema: { type: 'string', pattern: '(?=x)' }, execute: () => 1 } } }), { message: /^tools\["out"\]\.outputSchema\.pattern: / });
+  t.notThrows(
+    () =>
+      new ToolBridge({ tools: { data: { inputSchema: { type: 'string', enum: [{ pattern: '(?=x)' }], examples: [{ pattern: '\\1' }] }, execute: () => 1 } } }),
+    'data keywords are not schemas',
+  );
+  t.throws(() => new ToolBridge({ tools: { out: { outputSchema: { type: 'string', pattern: '(?=x)' }, execute: () => 1 } } }), {
+    message: /^tools\["out"\]\.outputSchema\.pattern: /,
+  });
 });
 
 test('the linear engine reads ECMAScript patterns as ECMAScript does', (t) => {

@@ -42,7 +42,10 @@ const CONFIG = {
 test('strata mcp: one execute tool, described with the bridged tools’ declarations; code calling them answers with result, console and receipts', async (t) => {
   const client = await strataMcp(t, CONFIG);
   const { tools } = await client.listTools();
-  t.deepEqual(tools.map((tool) => tool.name), ['execute']);
+  t.deepEqual(
+    tools.map((tool) => tool.name),
+    ['execute'],
+  );
   const description = tools[0]!.description ?? '';
   t.regex(description, /declare const tools: \{/);
   t.regex(description, /Current weather for a city/);
@@ -50,14 +53,23 @@ test('strata mcp: one execute tool, described with the bridged tools’ declarat
   t.regex(description, /echo_text\(/, 'the upstream tool name became an identifier');
   const result = await client.callTool({
     name: 'execute',
-    arguments: { code: 'const w = await tools.weather({ city: "Oslo" }); const s = await up.add({ a: 2, b: 3 }); console.log("sum", s.sum); [w.tempC, s.sum, await up.echo_text({ text: "hi" })]' },
+    arguments: {
+      code: 'const w = await tools.weather({ city: "Oslo" }); const s = await up.add({ a: 2, b: 3 }); console.log("sum", s.sum); [w.tempC, s.sum, await up.echo_text({ text: "hi" })]',
+    },
   });
   t.falsy(result.isError, JSON.stringify(result.content));
   const structured = result.structuredContent as { status: string; result: unknown; stdout: string; calls: { tool: string; status: string }[] };
   t.is(structured.status, 'ok');
   t.deepEqual(structured.result, [4, 5, 'echo: hi']);
   t.is(structured.stdout, 'sum 5\n');
-  t.deepEqual(structured.calls.map((c) => [c.tool, c.status]), [['tools.weather', 'completed'], ['up.add', 'completed'], ['up.echo_text', 'completed']]);
+  t.deepEqual(
+    structured.calls.map((c) => [c.tool, c.status]),
+    [
+      ['tools.weather', 'completed'],
+      ['up.add', 'completed'],
+      ['up.echo_text', 'completed'],
+    ],
+  );
   t.regex((result.content as { text: string }[])[0]!.text, /"status": "ok"/);
 });
 
@@ -71,7 +83,10 @@ test('strata mcp: an endless loop is a timeout, a throw and an invalid call are 
   t.is((thrown.structuredContent as { error: string }).error, 'RangeError: nope');
   const invalid = await client.callTool({ name: 'execute', arguments: { code: 'await tools.weather({ town: "Oslo" })' } });
   t.true(invalid.isError);
-  t.regex((invalid.structuredContent as { error: string }).error, /tools\.weather: input\.city is required; input has an unknown field "town"; the tool was not called/);
+  t.regex(
+    (invalid.structuredContent as { error: string }).error,
+    /tools\.weather: input\.city is required; input has an unknown field "town"; the tool was not called/,
+  );
   const upstreamError = await client.callTool({ name: 'execute', arguments: { code: 'try { await up.fail({}) } catch (e) { e.message }' } });
   t.falsy(upstreamError.isError);
   t.is((upstreamError.structuredContent as { result: unknown }).result, 'the upstream tool failed on purpose');
@@ -81,7 +96,11 @@ test('strata mcp: an endless loop is a timeout, a throw and an invalid call are 
   t.is((after.structuredContent as { result: unknown }).result, 42);
   const fresh = await client.callTool({ name: 'execute', arguments: { code: 'globalThis.kept = 1; typeof kept' } });
   t.is((fresh.structuredContent as { result: unknown }).result, 'number');
-  t.is(((await client.callTool({ name: 'execute', arguments: { code: 'typeof kept' } })).structuredContent as { result: unknown }).result, 'undefined', 'a fresh sandbox per call');
+  t.is(
+    ((await client.callTool({ name: 'execute', arguments: { code: 'typeof kept' } })).structuredContent as { result: unknown }).result,
+    'undefined',
+    'a fresh sandbox per call',
+  );
 });
 
 test('strata mcp --session: state persists across execute calls, with the calls journaled', async (t) => {
@@ -106,7 +125,9 @@ test('strata mcp refuses a bad config before serving, with exit status 2', async
 
 test('strata mcp checks config.egress before serving: a policy that is wrong is refused naming its field', async (t) => {
   const { checkConfig } = await import('../src/mcp-server.js');
-  t.notThrows(() => checkConfig({ egress: { allow: ['https://api.example.com/v1/*'], headers: { 'https://api.example.com': { authorization: 'Bearer x' } } } }));
+  t.notThrows(() =>
+    checkConfig({ egress: { allow: ['https://api.example.com/v1/*'], headers: { 'https://api.example.com': { authorization: 'Bearer x' } } } }),
+  );
   t.throws(() => checkConfig({ egress: { allow: ['ftp://x/'] } }), { message: /egress policy: allow\[0\]/ });
   t.throws(() => checkConfig({ egress: ['https://x/*'] }), { message: /config\.egress must be an egress policy/ });
   t.throws(() => checkConfig({ egress: { allow: ['https://x/*'], timeout: 1 } }), { message: /unknown field "timeout"/ });
@@ -140,7 +161,11 @@ test('mcpTools: a hostile upstream cannot poison the tools record: names that ca
     ['add', /lists the tool "add" twice/],
   ];
   for (const [name, message] of refused) {
-    await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--name', name] }), { instanceOf: UpstreamMcpError, code: 'ERR_STRATA_UPSTREAM_MCP', message } as never, name);
+    await t.throwsAsync(
+      mcpTools({ command: process.execPath, args: [UPSTREAM, '--name', name] }),
+      { instanceOf: UpstreamMcpError, code: 'ERR_STRATA_UPSTREAM_MCP', message } as never,
+      name,
+    );
   }
   const upstream = await mcpTools({ command: process.execPath, args: [UPSTREAM, '--name', 'ok.name-1'] });
   t.teardown(() => upstream.close());
@@ -156,9 +181,19 @@ test('mcpTools stops at a bound: a server that pages forever, or lists too many 
     instanceOf: UpstreamMcpError,
     message: /tool list goes on past 5 pages \(maxPages\)/,
   });
-  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--many', '30'] }, { maxTools: 20 }), { instanceOf: UpstreamMcpError, message: /more than 20 tools \(maxTools\)/ });
-  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--endless-pages'] }), { instanceOf: UpstreamMcpError, message: /past 100 pages/ }, 'the default bound');
-  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM] }, { maxPages: 0 }), { instanceOf: InvalidOption, message: /maxPages must be a positive integer/ });
+  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM, '--many', '30'] }, { maxTools: 20 }), {
+    instanceOf: UpstreamMcpError,
+    message: /more than 20 tools \(maxTools\)/,
+  });
+  await t.throwsAsync(
+    mcpTools({ command: process.execPath, args: [UPSTREAM, '--endless-pages'] }),
+    { instanceOf: UpstreamMcpError, message: /past 100 pages/ },
+    'the default bound',
+  );
+  await t.throwsAsync(mcpTools({ command: process.execPath, args: [UPSTREAM] }, { maxPages: 0 }), {
+    instanceOf: InvalidOption,
+    message: /maxPages must be a positive integer/,
+  });
 });
 
 test('strata mcp answers an over-long line and a line that is not JSON with JSON-RPC errors, and goes on serving', async (t) => {
@@ -176,15 +211,26 @@ test('strata mcp answers an over-long line and a line that is not JSON with JSON
   let gone = false;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => ((gone = true), resolve(code))));
   const send = (text: string) => new Promise<void>((resolve) => (child.stdin.write(text) ? resolve() : child.stdin.once('drain', () => resolve())));
-  await send(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`);
+  await send(
+    `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`,
+  );
   await send(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
   // 11 MiB in one line, written in pieces as a pipe delivers it, then a line that is not JSON.
-  const big = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'execute', arguments: { code: `"${'x'.repeat(11 * 1024 * 1024)}"` } } });
+  const big = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 2,
+    method: 'tools/call',
+    params: { name: 'execute', arguments: { code: `"${'x'.repeat(11 * 1024 * 1024)}"` } },
+  });
   for (let i = 0; i < big.length; i += 1 << 20) await send(big.slice(i, i + (1 << 20)));
   await send('\n{not json\n');
   await send(`${JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' })}\n`);
   // Whole lines only: the last piece may still be arriving.
-  const answers = () => stdout.split('\n').slice(0, -1).map((line) => JSON.parse(line) as { id: unknown; error?: { code: number; message: string }; result?: { tools?: { name: string }[] } });
+  const answers = () =>
+    stdout
+      .split('\n')
+      .slice(0, -1)
+      .map((line) => JSON.parse(line) as { id: unknown; error?: { code: number; message: string }; result?: { tools?: { name: string }[] } });
   const listed = await Promise.race([
     exited.then((code) => `exited with ${String(code)}`),
     (async () => {
@@ -198,7 +244,12 @@ test('strata mcp answers an over-long line and a line that is not JSON with JSON
   t.regex(tooLong?.error?.message ?? '', /a message longer than 10485760 bytes \(strata mcp's limit\) was dropped unread; send smaller messages/);
   t.is(notJson?.error?.code, -32700);
   t.regex(notJson?.error?.message ?? '', /a message is not JSON/);
-  t.deepEqual(answers().find((answer) => answer.id === 3)?.result?.tools?.map((tool) => tool.name), ['execute']);
+  t.deepEqual(
+    answers()
+      .find((answer) => answer.id === 3)
+      ?.result?.tools?.map((tool) => tool.name),
+    ['execute'],
+  );
   t.regex(stderr, /strata mcp: a message longer than 10485760 bytes/, 'and why, on stderr');
   child.stdin.end();
   t.is(await exited, 0, 'the client went away: a clean exit');

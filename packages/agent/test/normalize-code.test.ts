@@ -17,7 +17,11 @@ const CASES: readonly [string, string, string][] = [
   ['no fence: as it is', 'const a = 1;\na + 1', 'const a = 1;\na + 1'],
   ['no fence, prose included: as it is (the guest reports it)', 'Sure! 1 + 1', 'Sure! 1 + 1'],
   ['the empty text', '', ''],
-  ['a js block, prose around it dropped', `Here you go:\n${FENCE}js\nconst r = await tools.x();\nr\n${FENCE}\nHope that helps.`, 'const r = await tools.x();\nr'],
+  [
+    'a js block, prose around it dropped',
+    `Here you go:\n${FENCE}js\nconst r = await tools.x();\nr\n${FENCE}\nHope that helps.`,
+    'const r = await tools.x();\nr',
+  ],
   ['javascript, ts, typescript labels, any case', `${FENCE}JavaScript\na()\n${FENCE}`, 'a()'],
   ['a ts block is taken as it is', `${FENCE}ts\nconst n: number = 1;\nn\n${FENCE}`, 'const n: number = 1;\nn'],
   ['an info string after the label', `${FENCE}js title="cell.js"\nx\n${FENCE}`, 'x'],
@@ -28,7 +32,11 @@ const CASES: readonly [string, string, string][] = [
   ['blocks in other languages are dropped', `${FENCE}json\n{"a": 1}\n${FENCE}\n${FENCE}js\nuse()\n${FENCE}\n${FENCE}bash\nls\n${FENCE}`, 'use()'],
   ['only other languages: as it is', `${FENCE}python\nprint(1)\n${FENCE}`, `${FENCE}python\nprint(1)\n${FENCE}`],
   ['an unterminated fence runs to the end', `Code:\n${FENCE}js\nconst a = 1;\na`, 'const a = 1;\na'],
-  ['a fence inside a block is its content', `${FENCE}js\nconst md = 1;\n${FENCE}js is not a closer\nmd\n${FENCE}`, `const md = 1;\n${FENCE}js is not a closer\nmd`],
+  [
+    'a fence inside a block is its content',
+    `${FENCE}js\nconst md = 1;\n${FENCE}js is not a closer\nmd\n${FENCE}`,
+    `const md = 1;\n${FENCE}js is not a closer\nmd`,
+  ],
   ['a longer closer and tildes', `~~~js\nt()\n~~~~\n`, 't()'],
   ['four backticks need four to close', '````js\na\n```\nb\n````', 'a\n```\nb'],
   ['an indented fence (a list item) is dedented', `1. Run:\n   ${FENCE}js\n   indented();\n     deeper();\n   ${FENCE}`, 'indented();\n  deeper();'],
@@ -43,19 +51,38 @@ const CASES: readonly [string, string, string][] = [
   ['export default parenthesized', 'export default (async () => 4)', ';(             (async () => 4))();'],
   ['module.exports = async arrow', 'module.exports = async () => {\n  return 5;\n};', ';(               async () => {\n  return 5;\n})();'],
   ['module["exports"] = function', 'module["exports"] = function () { return 6 }', ';(                  function () { return 6 })();'],
-  ['export default of a top-level function name', 'async function main() { return 7 }\nexport default main;', 'async function main() { return 7 }\n;(             main)();'],
+  [
+    'export default of a top-level function name',
+    'async function main() { return 7 }\nexport default main;',
+    'async function main() { return 7 }\n;(             main)();',
+  ],
   ['export default of a const arrow', 'const main = async () => 8;\nexport default main', 'const main = async () => 8;\n;(             main)();'],
   ['export default of data: the value itself', 'export default { answer: 9 };', ';(             { answer: 9 });'],
   ['export default of an unknown name: not called', 'export default value;', ';(             value);'],
   ['a generator is not called', 'export default function* g() {}', ';(             function* g() {});'],
   ['the statement before has no semicolon: ;( keeps it apart', 'const a = 1\nexport default () => a', 'const a = 1\n;(             () => a)();'],
   ['a line break inside the prefix is kept', 'export default\nasync () => 1', ';(            \nasync () => 1)();'],
-  ['export before declarations and export lists are blanked', 'export const a = 1;\nexport function f() {}\nexport { a as b };\na', '       const a = 1;\n       function f() {}\n                  \na'],
-  ['a fenced default export with top-level await before it', `${FENCE}js\nconst base = await lookup("A1");\nexport default async () => base * 2;\n${FENCE}`, 'const base = await lookup("A1");\n;(             async () => base * 2)();'],
+  [
+    'export before declarations and export lists are blanked',
+    'export const a = 1;\nexport function f() {}\nexport { a as b };\na',
+    '       const a = 1;\n       function f() {}\n                  \na',
+  ],
+  [
+    'a fenced default export with top-level await before it',
+    `${FENCE}js\nconst base = await lookup("A1");\nexport default async () => base * 2;\n${FENCE}`,
+    'const base = await lookup("A1");\n;(             async () => base * 2)();',
+  ],
   ['code that does not parse is left alone', 'export default async () => {', 'export default async () => {'],
-  ['TypeScript: the default export is called, its types kept', 'export default async (): Promise<number> => 1', ';(             async (): Promise<number> => 1)();'],
-  ['TypeScript: a typed function and typed exports', 'interface Item { price: number }\nexport const items: Item[] = [];\nexport default function total(list: Item[] = items): number { return list.length }',
-    'interface Item { price: number }\n       const items: Item[] = [];\n;(             function total(list: Item[] = items): number { return list.length })();'],
+  [
+    'TypeScript: the default export is called, its types kept',
+    'export default async (): Promise<number> => 1',
+    ';(             async (): Promise<number> => 1)();',
+  ],
+  [
+    'TypeScript: a typed function and typed exports',
+    'interface Item { price: number }\nexport const items: Item[] = [];\nexport default function total(list: Item[] = items): number { return list.length }',
+    'interface Item { price: number }\n       const items: Item[] = [];\n;(             function total(list: Item[] = items): number { return list.length })();',
+  ],
   ['TypeScript that has no JavaScript form is left alone', 'enum E { A }\nexport default () => E.A', 'enum E { A }\nexport default () => E.A'],
   ['re-exports are left alone', "export { a } from 'x';", "export { a } from 'x';"],
   ['the word export in a string is no export', 'const s = "export default 1"; s', 'const s = "export default 1"; s'],
@@ -124,7 +151,9 @@ test('normalizeCode rewrites exports up to MAX_REWRITTEN_CHARS of code; longer c
   const over = ` ${atLimit}`;
   t.is(await normalizeCode(over), over);
   // The worst case under the limit: as many top-level declarations as fit, each one exported.
-  const declarations = Array.from({ length: 6_000 }, (_, i) => `export const a${i} = ${i};`).join('\n').slice(0, MAX_REWRITTEN_CHARS - 30);
+  const declarations = Array.from({ length: 6_000 }, (_, i) => `export const a${i} = ${i};`)
+    .join('\n')
+    .slice(0, MAX_REWRITTEN_CHARS - 30);
   const t0 = performance.now();
   const cell = await normalizeCode(`${declarations.slice(0, declarations.lastIndexOf('\n'))}\nexport default () => 1`);
   const ms = performance.now() - t0;
@@ -156,7 +185,8 @@ test('normalized cells run in a session: fences, top-level await, default export
 
 test('a normalized TypeScript reply with a default export runs as a typescript cell', async (t) => {
   await using session = await AgentSandbox.start({ sandbox: 'off' });
-  const reply = '```ts\ninterface Item { price: number }\nconst items: Item[] = [{ price: 2 }, { price: 3 }];\nexport default async (): Promise<number> => items.reduce((sum: number, i: Item) => sum + i.price, 0);\n```';
+  const reply =
+    '```ts\ninterface Item { price: number }\nconst items: Item[] = [{ price: 2 }, { price: 3 }];\nexport default async (): Promise<number> => items.reduce((sum: number, i: Item) => sum + i.price, 0);\n```';
   const result = await session.run(await normalizeCode(reply), { language: 'typescript' });
   t.is(result.status, 'ok', result.error);
   t.is(result.result, 5);
@@ -197,8 +227,18 @@ test('a hostile JavaScript reply breaks no later normalizeCode, stripTypes or Ty
     process.stdout.write(JSON.stringify(out));
     process.exit(0);
   `;
-  const { stdout } = await promisify(execFile)(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], { timeout: 300_000, maxBuffer: 16 * 1024 * 1024 });
-  const out = JSON.parse(stdout) as { unchanged: boolean[]; normalized: string; stripped: string; cell: CellOutcome; hostileCell: CellOutcome; cellAfter: CellOutcome };
+  const { stdout } = await promisify(execFile)(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], {
+    timeout: 300_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const out = JSON.parse(stdout) as {
+    unchanged: boolean[];
+    normalized: string;
+    stripped: string;
+    cell: CellOutcome;
+    hostileCell: CellOutcome;
+    cellAfter: CellOutcome;
+  };
   t.deepEqual(out.unchanged, [true, true, true, true], 'a reply the stripper refuses is left as it is');
   t.is(out.normalized, ';(             (x: number = 2): number => x * 21)();', 'a later reply is still rewritten');
   t.is(out.stripped, 'let a         = 1');

@@ -21,7 +21,7 @@ function countingTools() {
   return { runs, tools: { count: async () => ++runs.count } };
 }
 
-test('a session on a pool: its worker is the pool\'s, the journal records the pool\'s clock, and a restore with the same pool calls no tool', async (t) => {
+test("a session on a pool: its worker is the pool's, the journal records the pool's clock, and a restore with the same pool calls no tool", async (t) => {
   const pool = await startPool(t);
   const { runs, tools } = countingTools();
   const session = await AgentSandbox.start({ pool, tools });
@@ -155,12 +155,15 @@ test('tenant: a pooled session names whose it is (the pool counts its crashes ag
   const pid = session.pid!;
   process.kill(pid, 'SIGKILL');
   // The worker died between cells; recovering needs a checkout for acme, which its budget refuses.
-  await t.throwsAsync(async () => {
-    for (;;) {
-      await session.run('x');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }, { code: 'ERR_STRATA_CRASH_BUDGET' });
+  await t.throwsAsync(
+    async () => {
+      for (;;) {
+        await session.run('x');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+    { code: 'ERR_STRATA_CRASH_BUDGET' },
+  );
   await using other = await AgentSandbox.start({ pool, tools, tenant: 'globex' });
   t.is((await other.run('2')).result, 2);
   await t.throwsAsync(AgentSandbox.start({ tools, tenant: 'acme' }), { instanceOf: InvalidOption, message: /tenant .* give it with pool/ });

@@ -94,7 +94,12 @@ function errorSeen(error: unknown): Seen['error'] {
   };
 }
 
-function finished(recorder: CellRecorder, running: ReturnType<CellRecorder['begin']>, ended: ExecutionResult, ending = { unsettled: false, workerClosed: false }): NonNullable<Seen['results']>[number] {
+function finished(
+  recorder: CellRecorder,
+  running: ReturnType<CellRecorder['begin']>,
+  ended: ExecutionResult,
+  ending = { unsettled: false, workerClosed: false },
+): NonNullable<Seen['results']>[number] {
   const { result, replayable } = recorder.finishCell(running, ended, ending);
   return { status: result.status, ...(result.status === 'ok' ? {} : { errorType: result.errorType, error: result.error }), replayable };
 }
@@ -135,7 +140,7 @@ const rows: Row[] = [
     },
   },
   {
-    title: 'tool error: the call is journaled failed with the error\'s kind and message, and the guest gets that error',
+    title: "tool error: the call is journaled failed with the error's kind and message, and the guest gets that error",
     act: async () => {
       const { recorder, host } = recorderWith({
         lookup: () => {
@@ -170,31 +175,50 @@ const rows: Row[] = [
       ['wrong tool name', 'audit', ['A1'], 'audit("A1")'],
       ['wrong input', 'lookup', ['B2'], 'lookup("B2")'],
     ] as const
-  ).map(([what, tool, args, shown]): Row => ({
-    title: `${what} on replay: a divergence naming cell and seq; the worker is stopped, the guest never hears back, no tool runs`,
-    act: async () => {
-      let toolRuns = 0;
-      const count = () => void toolRuns++;
-      const { recorder, host } = recorderWith({ lookup: count, audit: count }, { restored: await recordedJournal() });
-      const cell = recorder.journal.cells[0]!;
-      const running = recorder.begin(cell, { kind: 'replay' });
-      const answers = [await answerOf(recorder.call(tool, [...args]))];
-      const divergence = recorder.end(running);
-      return { answers, error: errorSeen(divergence), cell: recorder.journal.cells[0], events: host.events, stops: host.stops, toolRuns };
-    },
-    expected: {
-      answers: [NO_ANSWER],
-      error: { class: 'JournalError', code: 'ERR_STRATA_JOURNAL', message: `cell 1 diverged from the journal at call 1: the journal has lookup("A1"), the replay called ${shown}`, cell: 1, seq: 1 },
-      cell: { cell: 1, code: 'await lookup("A1"); 2', status: 'ok', calls: [lookupCall], result: 2 },
-      events: [],
-      stops: ['diverged'],
-      toolRuns: 0,
-    },
-  })),
+  ).map(
+    ([what, tool, args, shown]): Row => ({
+      title: `${what} on replay: a divergence naming cell and seq; the worker is stopped, the guest never hears back, no tool runs`,
+      act: async () => {
+        let toolRuns = 0;
+        const count = () => void toolRuns++;
+        const { recorder, host } = recorderWith({ lookup: count, audit: count }, { restored: await recordedJournal() });
+        const cell = recorder.journal.cells[0]!;
+        const running = recorder.begin(cell, { kind: 'replay' });
+        const answers = [await answerOf(recorder.call(tool, [...args]))];
+        const divergence = recorder.end(running);
+        return { answers, error: errorSeen(divergence), cell: recorder.journal.cells[0], events: host.events, stops: host.stops, toolRuns };
+      },
+      expected: {
+        answers: [NO_ANSWER],
+        error: {
+          class: 'JournalError',
+          code: 'ERR_STRATA_JOURNAL',
+          message: `cell 1 diverged from the journal at call 1: the journal has lookup("A1"), the replay called ${shown}`,
+          cell: 1,
+          seq: 1,
+        },
+        cell: { cell: 1, code: 'await lookup("A1"); 2', status: 'ok', calls: [lookupCall], result: 2 },
+        events: [],
+        stops: ['diverged'],
+        toolRuns: 0,
+      },
+    }),
+  ),
   {
     title: 'a replay is never live: a replayed cell without calls publishes none of its console lines',
     act: async () => {
-      const { recorder, host } = recorderWith({}, { restored: { format: 'strata.agent.journal', version: 1, settings: SETTINGS, cells: [{ cell: 1, code: 'console.log(1)', status: 'ok', calls: [] }], nextSeq: 1 } });
+      const { recorder, host } = recorderWith(
+        {},
+        {
+          restored: {
+            format: 'strata.agent.journal',
+            version: 1,
+            settings: SETTINGS,
+            cells: [{ cell: 1, code: 'console.log(1)', status: 'ok', calls: [] }],
+            nextSeq: 1,
+          },
+        },
+      );
       const running = recorder.begin(recorder.journal.cells[0]!, { kind: 'replay' });
       recorder.console({ level: 'log', stream: 'stdout', text: '1' });
       recorder.end(running);
@@ -206,7 +230,7 @@ const rows: Row[] = [
     expected: { answers: [], events: [{ type: 'console', cell: 2, level: 'log', stream: 'stdout', text: '2' }], stops: [] },
   },
   {
-    title: 'an extra call on replay, past the journal\'s calls: a divergence; the recorded call was answered from the journal, no tool runs',
+    title: "an extra call on replay, past the journal's calls: a divergence; the recorded call was answered from the journal, no tool runs",
     act: async () => {
       let toolRuns = 0;
       const { recorder, host } = recorderWith({ lookup: () => void toolRuns++ }, { restored: await recordedJournal() });
@@ -217,7 +241,12 @@ const rows: Row[] = [
     },
     expected: {
       answers: [{ ok: true, value: 'price A1' }, NO_ANSWER],
-      error: { class: 'JournalError', code: 'ERR_STRATA_JOURNAL', message: 'cell 1 diverged from the journal on replay: it calls lookup after its 1 recorded tool calls', cell: 1 },
+      error: {
+        class: 'JournalError',
+        code: 'ERR_STRATA_JOURNAL',
+        message: 'cell 1 diverged from the journal on replay: it calls lookup after its 1 recorded tool calls',
+        cell: 1,
+      },
       events: [],
       stops: ['diverged'],
       toolRuns: 0,
@@ -245,58 +274,78 @@ const rows: Row[] = [
       ['approved', { approved: true }, { ok: true, value: 'sent to bob' }],
       ['denied', { approved: false, reason: 'not bob' }, { ok: false, name: 'Error', message: 'the call to send was denied: not bob' }],
     ] as const
-  ).map(([what, decision, answer]): Row => ({
-    title: `approval ${what}: the cell stops before the tool (the worker goes once its calls settle), the decision resumes it by replay and the call runs or is refused live`,
-    act: async () => {
-      let toolRuns = 0;
-      const { recorder, host } = recorderWith({
-        send: {
-          execute: (to: string) => {
-            toolRuns++;
-            return `sent to ${to}`;
+  ).map(
+    ([what, decision, answer]): Row => ({
+      title: `approval ${what}: the cell stops before the tool (the worker goes once its calls settle), the decision resumes it by replay and the call runs or is refused live`,
+      act: async () => {
+        let toolRuns = 0;
+        const { recorder, host } = recorderWith({
+          send: {
+            execute: (to: string) => {
+              toolRuns++;
+              return `sent to ${to}`;
+            },
+            needsApproval: true,
           },
-          needsApproval: true,
-        },
-      });
-      const record = recorder.addCell('await send("bob")', 'javascript');
-      const first = recorder.begin(record, { kind: 'live' });
-      const answers: unknown[] = [await answerOf(recorder.call('send', ['bob']))];
-      await Promise.all(host.after);
-      recorder.end(first);
-      const results = [finished(recorder, first, outcome({ status: 'error', errorType: 'RuntimeClosed', error: 'the runtime is closed' }), { unsettled: false, workerClosed: true })];
-      const pending = recorder.pendingCalls;
-      const decided = recorder.decide(1, decision);
-      if (!('resume' in decided)) throw new Error('the cell should resume');
-      const resumed = recorder.begin(decided.resume, { kind: 'resume' });
-      answers.push(await answerOf(recorder.call('send', ['bob'])));
-      recorder.end(resumed);
-      const ended = answer.ok ? outcome({ result: 'done' }) : outcome({ status: 'error', errorType: 'Error', error: answer.message });
-      results.push(finished(recorder, resumed, ended));
-      return { answers, results, pending, cell: recorder.journal.cells.at(-1), events: host.events, stops: host.stops, toolRuns };
-    },
-    expected: {
-      answers: [NO_ANSWER, answer],
-      results: [
-        { status: 'awaiting-approval', replayable: true },
-        answer.ok ? { status: 'ok', replayable: true } : { status: 'error', errorType: 'Error', error: answer.message, replayable: true },
-      ],
-      pending: [{ seq: 1, tool: 'send', args: ['bob'] }],
-      cell: answer.ok
-        ? { cell: 1, code: 'await send("bob")', status: 'ok', calls: [{ seq: 1, tool: 'send', args: ['bob'], status: 'completed', ms: 0, result: 'sent to bob' }], result: 'done' }
-        : { cell: 1, code: 'await send("bob")', status: 'error', calls: [{ seq: 1, tool: 'send', args: ['bob'], status: 'denied', ms: 0, error: { name: 'Error', message: answer.message } }], error: { type: 'Error', message: answer.message } },
-      events: [
-        { type: 'tool-call', cell: 1, seq: 1, tool: 'send', args: ['bob'] },
-        { type: 'tool-result', cell: 1, seq: 1, tool: 'send', status: 'pending', ms: 0 },
-        answer.ok
-          ? { type: 'tool-result', cell: 1, seq: 1, tool: 'send', status: 'completed', ms: 0, result: 'sent to bob' }
-          : { type: 'tool-result', cell: 1, seq: 1, tool: 'send', status: 'denied', ms: 0, error: { name: 'Error', message: answer.message } },
-      ],
-      stops: ['awaiting-approval'],
-      toolRuns: answer.ok ? 1 : 0,
-    },
-  })),
+        });
+        const record = recorder.addCell('await send("bob")', 'javascript');
+        const first = recorder.begin(record, { kind: 'live' });
+        const answers: unknown[] = [await answerOf(recorder.call('send', ['bob']))];
+        await Promise.all(host.after);
+        recorder.end(first);
+        const results = [
+          finished(recorder, first, outcome({ status: 'error', errorType: 'RuntimeClosed', error: 'the runtime is closed' }), {
+            unsettled: false,
+            workerClosed: true,
+          }),
+        ];
+        const pending = recorder.pendingCalls;
+        const decided = recorder.decide(1, decision);
+        if (!('resume' in decided)) throw new Error('the cell should resume');
+        const resumed = recorder.begin(decided.resume, { kind: 'resume' });
+        answers.push(await answerOf(recorder.call('send', ['bob'])));
+        recorder.end(resumed);
+        const ended = answer.ok ? outcome({ result: 'done' }) : outcome({ status: 'error', errorType: 'Error', error: answer.message });
+        results.push(finished(recorder, resumed, ended));
+        return { answers, results, pending, cell: recorder.journal.cells.at(-1), events: host.events, stops: host.stops, toolRuns };
+      },
+      expected: {
+        answers: [NO_ANSWER, answer],
+        results: [
+          { status: 'awaiting-approval', replayable: true },
+          answer.ok ? { status: 'ok', replayable: true } : { status: 'error', errorType: 'Error', error: answer.message, replayable: true },
+        ],
+        pending: [{ seq: 1, tool: 'send', args: ['bob'] }],
+        cell: answer.ok
+          ? {
+              cell: 1,
+              code: 'await send("bob")',
+              status: 'ok',
+              calls: [{ seq: 1, tool: 'send', args: ['bob'], status: 'completed', ms: 0, result: 'sent to bob' }],
+              result: 'done',
+            }
+          : {
+              cell: 1,
+              code: 'await send("bob")',
+              status: 'error',
+              calls: [{ seq: 1, tool: 'send', args: ['bob'], status: 'denied', ms: 0, error: { name: 'Error', message: answer.message } }],
+              error: { type: 'Error', message: answer.message },
+            },
+        events: [
+          { type: 'tool-call', cell: 1, seq: 1, tool: 'send', args: ['bob'] },
+          { type: 'tool-result', cell: 1, seq: 1, tool: 'send', status: 'pending', ms: 0 },
+          answer.ok
+            ? { type: 'tool-result', cell: 1, seq: 1, tool: 'send', status: 'completed', ms: 0, result: 'sent to bob' }
+            : { type: 'tool-result', cell: 1, seq: 1, tool: 'send', status: 'denied', ms: 0, error: { name: 'Error', message: answer.message } },
+        ],
+        stops: ['awaiting-approval'],
+        toolRuns: answer.ok ? 1 : 0,
+      },
+    }),
+  ),
   {
-    title: 'a call started with no end (the worker died mid-call): the cell is crashed, the call stays started, and what the tool did later is kept as afterCrash',
+    title:
+      'a call started with no end (the worker died mid-call): the cell is crashed, the call stays started, and what the tool did later is kept as afterCrash',
     act: async () => {
       let finish!: (value: string) => void;
       const { recorder, host } = recorderWith({ slow: () => new Promise<string>((resolve) => (finish = resolve)) });
@@ -304,7 +353,12 @@ const rows: Row[] = [
       const call = recorder.call('slow', []);
       await answerOf(call);
       recorder.end(running);
-      const results = [finished(recorder, running, outcome({ status: 'error', errorType: 'WorkerCrashed', error: 'the worker died' }), { unsettled: false, workerClosed: true })];
+      const results = [
+        finished(recorder, running, outcome({ status: 'error', errorType: 'WorkerCrashed', error: 'the worker died' }), {
+          unsettled: false,
+          workerClosed: true,
+        }),
+      ];
       finish('late');
       const answers = [await answerOf(call)];
       return { answers, results, cell: recorder.journal.cells.at(-1), events: host.events, stops: host.stops };
@@ -337,7 +391,11 @@ const rows: Row[] = [
         { limits: { maxCallsPerCell: 1 } },
       );
       const running = recorder.begin(recorder.addCell('c', 'javascript'), { kind: 'live' });
-      const answers = [await answerOf(recorder.call('lookup', ['A1'])), await answerOf(recorder.call('lookup', ['B2'])), await answerOf(recorder.call('lookup', ['C3']))];
+      const answers = [
+        await answerOf(recorder.call('lookup', ['A1'])),
+        await answerOf(recorder.call('lookup', ['B2'])),
+        await answerOf(recorder.call('lookup', ['C3'])),
+      ];
       recorder.end(running);
       const results = [finished(recorder, running, outcome({ result: 1 }))];
       return { answers, results, cell: recorder.journal.cells.at(-1), events: host.events, stops: host.stops, toolRuns };
@@ -348,7 +406,14 @@ const rows: Row[] = [
         { ok: false, name: 'RangeError', message: 'lookup was not called: the cell reached maxCallsPerCell (1 tool calls)' },
         { ok: false, name: 'RangeError', message: 'lookup was not called: the cell reached maxCallsPerCell (1 tool calls)' },
       ],
-      results: [{ status: 'error', errorType: 'SessionLimitExceeded', error: 'lookup was not called: the cell reached maxCallsPerCell (1 tool calls)', replayable: false }],
+      results: [
+        {
+          status: 'error',
+          errorType: 'SessionLimitExceeded',
+          error: 'lookup was not called: the cell reached maxCallsPerCell (1 tool calls)',
+          replayable: false,
+        },
+      ],
       cell: {
         cell: 1,
         code: 'c',
@@ -381,7 +446,12 @@ const rows: Row[] = [
     },
     expected: {
       answers: [],
-      error: { class: 'SessionLimitExceeded', code: 'ERR_STRATA_SESSION_LIMIT', message: 'the session has run 1 cells, its maxCells (1): start another, or restore its journal with a larger maxCells', limit: 'maxCells' },
+      error: {
+        class: 'SessionLimitExceeded',
+        code: 'ERR_STRATA_SESSION_LIMIT',
+        message: 'the session has run 1 cells, its maxCells (1): start another, or restore its journal with a larger maxCells',
+        limit: 'maxCells',
+      },
       cells: 1,
       events: [],
       stops: [],
@@ -404,7 +474,14 @@ const rows: Row[] = [
       } catch (thrown) {
         error = thrown;
       }
-      return { answers: [], error: errorSeen(error), during: { cells: during?.cells.length, nextSeq: during?.nextSeq }, after: { cells: recorder.journal.cells.length, nextSeq: recorder.journal.nextSeq }, events: host.events, stops: host.stops };
+      return {
+        answers: [],
+        error: errorSeen(error),
+        during: { cells: during?.cells.length, nextSeq: during?.nextSeq },
+        after: { cells: recorder.journal.cells.length, nextSeq: recorder.journal.nextSeq },
+        events: host.events,
+        stops: host.stops,
+      };
     },
     expected: {
       answers: [],
@@ -431,11 +508,29 @@ const cell: CellRecord = { cell: 3, code: 'c', status: 'ok', result: 2, calls: [
 const thrown: CellRecord = { cell: 3, code: 'c', status: 'error', error: { type: 'TypeError', message: 'x is not a function' }, calls: [] };
 const replayRows: readonly (readonly [string, CellRecord, ExecutionResult, number, string | undefined])[] = [
   ['the same ending', cell, outcome({ result: 2 }), 0, undefined],
-  ['fewer calls', { ...cell, calls: [{ seq: 1, tool: 'lookup', args: [], status: 'completed', result: 1, ms: 0 }] }, outcome({ result: 2 }), 0, 'it made 0 tool calls, the journal has 1'],
+  [
+    'fewer calls',
+    { ...cell, calls: [{ seq: 1, tool: 'lookup', args: [], status: 'completed', result: 1, ms: 0 }] },
+    outcome({ result: 2 }),
+    0,
+    'it made 0 tool calls, the journal has 1',
+  ],
   ['another result', cell, outcome({ result: 3 }), 0, 'its result differs from the journal'],
-  ['a throw where the journal has a result', cell, outcome({ status: 'error', errorType: 'TypeError', error: 'boom' }), 0, 'it ended with TypeError: boom, the journal says ok'],
+  [
+    'a throw where the journal has a result',
+    cell,
+    outcome({ status: 'error', errorType: 'TypeError', error: 'boom' }),
+    0,
+    'it ended with TypeError: boom, the journal says ok',
+  ],
   ['a result where the journal has a throw', thrown, outcome({ result: 2 }), 0, 'it ended with a result, the journal says error'],
-  ['another error', thrown, outcome({ status: 'error', errorType: 'RangeError', error: 'x is not a function' }), 0, 'it threw RangeError: x is not a function, the journal has TypeError: x is not a function'],
+  [
+    'another error',
+    thrown,
+    outcome({ status: 'error', errorType: 'RangeError', error: 'x is not a function' }),
+    0,
+    'it threw RangeError: x is not a function, the journal has TypeError: x is not a function',
+  ],
   ['the same error', thrown, outcome({ status: 'error', errorType: 'TypeError', error: 'x is not a function' }), 0, undefined],
 ];
 

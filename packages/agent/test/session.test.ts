@@ -56,7 +56,10 @@ test('state persists across cells, the result carries its tool calls, and the jo
   t.deepEqual(JSON.parse(text), journal, 'JSON round trip');
   t.is(journal.format, 'strata.agent.journal');
   t.is(journal.version, 1);
-  t.deepEqual(journal.cells.map((c) => c.status), ['ok', 'ok', 'ok', 'ok']);
+  t.deepEqual(
+    journal.cells.map((c) => c.status),
+    ['ok', 'ok', 'ok', 'ok'],
+  );
   t.deepEqual(journal.cells[3]!.calls[0]!.result, { sku: 'B2', units: 14, counted: { $date: '2026-06-01T00:00:00.000Z' }, tags: { $set: ['x'] } });
   t.deepEqual(journal.settings.tools, ['lookup', 'stock']);
   t.is(journal.settings.strictEval, undefined, 'a default journal does not mention strictEval');
@@ -140,13 +143,22 @@ test('a journal whose code or answers were edited diverges too: another tool, an
   const { journal, tools } = await recorded();
   const tool = structuredClone(journal) as any;
   tool.cells[1].calls[0].tool = 'stock';
-  await t.throwsAsync(AgentSandbox.restore(tool, { tools, strictEval: true }), { instanceOf: JournalError, message: /the journal has stock\("B2"\), the replay called lookup\("B2"\)/ });
+  await t.throwsAsync(AgentSandbox.restore(tool, { tools, strictEval: true }), {
+    instanceOf: JournalError,
+    message: /the journal has stock\("B2"\), the replay called lookup\("B2"\)/,
+  });
   const answer = structuredClone(journal);
   answer.cells[1]!.calls[0]!.result = 11;
-  await t.throwsAsync(AgentSandbox.restore(answer, { tools, strictEval: true }), { instanceOf: JournalError, message: /cell 2 diverged from the journal on replay: its result differs/ });
+  await t.throwsAsync(AgentSandbox.restore(answer, { tools, strictEval: true }), {
+    instanceOf: JournalError,
+    message: /cell 2 diverged from the journal on replay: its result differs/,
+  });
   const code = structuredClone(journal);
   code.cells[1] = { ...code.cells[1]!, code: 'a' };
-  await t.throwsAsync(AgentSandbox.restore(code, { tools, strictEval: true }), { instanceOf: JournalError, message: /cell 2 diverged from the journal on replay: it made 0 tool calls, the journal has 1/ });
+  await t.throwsAsync(AgentSandbox.restore(code, { tools, strictEval: true }), {
+    instanceOf: JournalError,
+    message: /cell 2 diverged from the journal on replay: it made 0 tool calls, the journal has 1/,
+  });
 });
 
 test('settings that differ are a JournalError before any guest code runs', async (t) => {

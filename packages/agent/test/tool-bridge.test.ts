@@ -22,7 +22,9 @@ function weatherBridge() {
           additionalProperties: false,
         },
         outputSchema: { type: 'object', properties: { tempC: { type: 'number' }, city: { type: 'string' } }, required: ['tempC', 'city'] },
-        execute: async (input: { city: string }) => (ran.push(input), { tempC: input.city === 'Nowhere' ? ('warm' as unknown as number) : 21, city: input.city }),
+        execute: async (input: { city: string }) => (
+          ran.push(input), { tempC: input.city === 'Nowhere' ? ('warm' as unknown as number) : 21, city: input.city }
+        ),
       },
       'get-time': {
         description: 'The time, as the host sees it',
@@ -32,7 +34,16 @@ function weatherBridge() {
         inputSchema: z.object({ query: z.string().min(2), limit: z.number().int().max(10).default(3) }),
         execute: async (input: { query: string; limit: number }) => (ran.push(input), Array.from({ length: input.limit }, (_, i) => `${input.query} ${i + 1}`)),
       },
-      delete: { inputSchema: { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { id: { type: 'string', pattern: '^[a-z]+$' } }, required: ['id'], $defs: {} }, execute: async ({ id }: { id: string }) => `deleted ${id}` },
+      delete: {
+        inputSchema: {
+          $schema: 'https://json-schema.org/draft/2020-12/schema',
+          type: 'object',
+          properties: { id: { type: 'string', pattern: '^[a-z]+$' } },
+          required: ['id'],
+          $defs: {},
+        },
+        execute: async ({ id }: { id: string }) => `deleted ${id}`,
+      },
     },
   });
   return { bridge, ran };
@@ -87,7 +98,11 @@ test('IsolatedRuntime: the same, with the worker (and redactHostErrors on: a bri
   await using rt = await IsolatedRuntime.start({ prewarm: false, redactHostErrors: true });
   await bridge.bind(rt);
   checkProbe(t, (await rt.eval(PROBE)) as unknown[], ran);
-  t.deepEqual(await rt.eval('[typeof __strataBridge_tools, Object.isFrozen(tools), Object.keys(tools)]'), ['undefined', true, ['weather', 'get_time', 'search', 'delete_']]);
+  t.deepEqual(await rt.eval('[typeof __strataBridge_tools, Object.isFrozen(tools), Object.keys(tools)]'), [
+    'undefined',
+    true,
+    ['weather', 'get_time', 'search', 'delete_'],
+  ]);
 });
 
 test('AgentSandbox takes a bridge: calls are journaled under the namespace, validated the same way, and replay', async (t) => {
@@ -99,7 +114,11 @@ test('AgentSandbox takes a bridge: calls are journaled under the namespace, vali
     t.is(result.status, 'ok', result.error);
     checkProbe(t, result.result as unknown[], ran);
     t.deepEqual(session.journal.settings.tools, ['tools.delete_', 'tools.get_time', 'tools.search', 'tools.weather']);
-    t.like(result.calls[1], { tool: 'tools.weather', status: 'failed', error: { name: 'TypeError', message: 'tools.weather: input.city must be string; the tool was not called' } });
+    t.like(result.calls[1], {
+      tool: 'tools.weather',
+      status: 'failed',
+      error: { name: 'TypeError', message: 'tools.weather: input.city must be string; the tool was not called' },
+    });
     saved = JSON.stringify(session.journal);
   }
   const before = ran.length;
@@ -151,10 +170,18 @@ test('a bridge in a session: needsApproval sees the input; a tool object is call
 
 test('JSON Schema formats are validated (ajv-formats), not ignored', async (t) => {
   const bridge = new ToolBridge({
-    tools: { book: { inputSchema: { type: 'object', properties: { at: { type: 'string', format: 'date-time' }, mail: { type: 'string', format: 'email' } } }, execute: async (input: unknown) => input } },
+    tools: {
+      book: {
+        inputSchema: { type: 'object', properties: { at: { type: 'string', format: 'date-time' }, mail: { type: 'string', format: 'email' } } },
+        execute: async (input: unknown) => input,
+      },
+    },
   });
   t.deepEqual(await bridge.call('book', { at: '2026-01-01T10:00:00Z', mail: 'a@example.com' }), { at: '2026-01-01T10:00:00Z', mail: 'a@example.com' });
-  await t.throwsAsync(bridge.call('book', { at: 'tomorrow' }), { instanceOf: TypeError, message: 'tools.book: input.at must match format "date-time"; the tool was not called' });
+  await t.throwsAsync(bridge.call('book', { at: 'tomorrow' }), {
+    instanceOf: TypeError,
+    message: 'tools.book: input.at must match format "date-time"; the tool was not called',
+  });
   await t.throwsAsync(bridge.call('book', { mail: 'nobody' }), { instanceOf: TypeError, message: /input\.mail must match format "email"/ });
 });
 
@@ -164,7 +191,9 @@ test('bind describes what a tool threw without running its code: no toString, no
   const getters = Object.assign(new Error('kept'), {});
   Object.defineProperty(getters, 'message', { get: () => (ran.push('message getter'), 'never read') });
   Object.defineProperty(getters, 'name', { get: () => (ran.push('name getter'), 'never read') });
-  const trapped = Object.create(new Proxy(Error.prototype, { getPrototypeOf: (target) => (ran.push('getPrototypeOf trap'), Object.getPrototypeOf(target)) })) as object;
+  const trapped = Object.create(
+    new Proxy(Error.prototype, { getPrototypeOf: (target) => (ran.push('getPrototypeOf trap'), Object.getPrototypeOf(target)) }),
+  ) as object;
   const longName = Object.assign(new Error('m'.repeat(20_000)), { name: 'N'.repeat(1_000) });
   const throws: Record<string, unknown> = { slowToString, getters, trapped, longName, text: 'plain' };
   const bridge = new ToolBridge({
@@ -196,9 +225,12 @@ test('bind: onCall gives each call as a session reports it (seq, tool, args, sta
   await b.bind(rt, { onCall: (call) => calls.push(call) });
   await rt.eval('(async () => { await a.echo({ n: 1 }); await b.fail().catch(() => 0); await a.echo([2]); })()');
   t.true(calls.every((call) => Number.isInteger(call.ms) && call.ms >= 0));
-  t.deepEqual(calls.map(({ ms: _ms, ...call }) => call), [
-    { seq: 1, tool: 'a.echo', args: [{ n: 1 }], status: 'completed', result: { n: 1 } },
-    { seq: 2, tool: 'b.fail', args: [], status: 'failed', error: { name: 'RangeError', message: 'no' } },
-    { seq: 3, tool: 'a.echo', args: [[2]], status: 'completed', result: [2] },
-  ]);
+  t.deepEqual(
+    calls.map(({ ms: _ms, ...call }) => call),
+    [
+      { seq: 1, tool: 'a.echo', args: [{ n: 1 }], status: 'completed', result: { n: 1 } },
+      { seq: 2, tool: 'b.fail', args: [], status: 'failed', error: { name: 'RangeError', message: 'no' } },
+      { seq: 3, tool: 'a.echo', args: [[2]], status: 'completed', result: [2] },
+    ],
+  );
 });

@@ -70,10 +70,23 @@ test('tool validation: bad names, non-functions, a missing execute, a bad needsA
   await t.throwsAsync(AgentSandbox.restore(session.journal, { tools: { 'get-time': noop } }), { instanceOf: InvalidOption });
   // Valid shapes: a function, an object with execute, needsApproval false/true/a function, a description.
   await using valid = await AgentSandbox.start({
-    tools: { a: noop, b: { execute: noop }, c: { execute: noop, needsApproval: false, description: 'c' }, $d: { execute: noop, needsApproval: () => false }, _e: { execute: noop, needsApproval: true } },
+    tools: {
+      a: noop,
+      b: { execute: noop },
+      c: { execute: noop, needsApproval: false, description: 'c' },
+      $d: { execute: noop, needsApproval: () => false },
+      _e: { execute: noop, needsApproval: true },
+    },
   });
   t.deepEqual(valid.journal.settings.tools, ['$d', '_e', 'a', 'b', 'c']);
-  t.deepEqual((await valid.run('[typeof a, typeof b, typeof c, typeof $d, typeof _e, a.name]')).result, ['function', 'function', 'function', 'function', 'function', 'a']);
+  t.deepEqual((await valid.run('[typeof a, typeof b, typeof c, typeof $d, typeof _e, a.name]')).result, [
+    'function',
+    'function',
+    'function',
+    'function',
+    'function',
+    'a',
+  ]);
 });
 
 test('a tool throwing TypeError("bad sku"): the guest catches a TypeError with that message; the call is failed in calls and journal; uncaught, the cell errors and replays so', async (t) => {
@@ -88,7 +101,10 @@ test('a tool throwing TypeError("bad sku"): the guest catches a TypeError with t
   const caught = await session.run(attempt("lookup('Z9')"));
   t.is(caught.status, 'ok', caught.error);
   t.deepEqual(caught.result, { name: 'TypeError', message: 'bad sku', ctor: 'TypeError', isError: true, isTypeError: true });
-  t.deepEqual(caught.calls.map((c) => [c.tool, c.args, c.status, c.error]), [['lookup', ['Z9'], 'failed', { name: 'TypeError', message: 'bad sku' }]]);
+  t.deepEqual(
+    caught.calls.map((c) => [c.tool, c.args, c.status, c.error]),
+    [['lookup', ['Z9'], 'failed', { name: 'TypeError', message: 'bad sku' }]],
+  );
   t.false('result' in caught.calls[0]!);
   t.deepEqual(session.journal.cells[0]!.calls[0]!.error, { name: 'TypeError', message: 'bad sku' });
   t.is(session.journal.cells[0]!.calls[0]!.status, 'failed');
@@ -132,7 +148,10 @@ test("a tool throwing a custom-named error (class NotFound extends Error { name 
   t.deepEqual(gone, { name: 'Gone', message: 'gone', ctor: 'Error', isError: true, isTypeError: false });
   t.is(range!.name, 'RangeError');
   t.is(range!.ctor, 'RangeError', 'a built-in kind by name is that kind in the guest');
-  t.deepEqual(result.calls.map((c) => c.error?.name), ['NotFound', 'Gone', 'RangeError']);
+  t.deepEqual(
+    result.calls.map((c) => c.error?.name),
+    ['NotFound', 'Gone', 'RangeError'],
+  );
 });
 
 test('a tool throwing a revoked Proxy, a string, an object whose getters throw, or worse never reaches the host: the guest gets an Error', async (t) => {
@@ -268,7 +287,17 @@ test('every kind of value the boundary carries round-trips through arguments and
       return args;
     },
     // Host-made values: answered, not echoed.
-    make: async () => [undefined, -0, NaN, 2n ** 70n, new Date(0), new Map([[1, new Set(['s'])]]), new Uint8Array([7, 8]), Buffer.from([9]), { deep: { er: [null, undefined] } }],
+    make: async () => [
+      undefined,
+      -0,
+      NaN,
+      2n ** 70n,
+      new Date(0),
+      new Map([[1, new Set(['s'])]]),
+      new Uint8Array([7, 8]),
+      Buffer.from([9]),
+      { deep: { er: [null, undefined] } },
+    ],
   };
   await using session = await AgentSandbox.start({ tools });
   const result = await session.run(`${SAME}
@@ -287,7 +316,11 @@ test('every kind of value the boundary carries round-trips through arguments and
   const report = result.result as { count: [number, number]; differ: number[]; made: boolean[] };
   t.is(report.count[0], report.count[1]);
   t.deepEqual(report.differ, [], 'every value came back as sent');
-  t.deepEqual(report.made, report.made.map(() => true), "the host's values arrived as made");
+  t.deepEqual(
+    report.made,
+    report.made.map(() => true),
+    "the host's values arrived as made",
+  );
 
   // What the tool received, host side: the same values (plain objects may have a null prototype).
   t.is(received.length, 1);
@@ -340,13 +373,21 @@ test('needsApproval as a function of the arguments: calls it answers false for r
   t.is(first.status, 'ok', first.error);
   t.deepEqual(first.result, ['sent x to a@corp.com', 'sent y to b@corp.com']);
   t.deepEqual(sent, ['a@corp.com', 'b@corp.com'], 'run directly');
-  t.deepEqual(first.calls.map((c) => c.status), ['completed', 'completed']);
+  t.deepEqual(
+    first.calls.map((c) => c.status),
+    ['completed', 'completed'],
+  );
 
-  const second = await session.run(`out.push(await send('c@corp.com', 'z')); try { out.push(await send('d@external.com', 'w')); } catch (e) { out.push(e.message); } out.push(await send('e@corp.com', 'v')); out.push(await send('f@external.com', 'u')); out`);
+  const second = await session.run(
+    `out.push(await send('c@corp.com', 'z')); try { out.push(await send('d@external.com', 'w')); } catch (e) { out.push(e.message); } out.push(await send('e@corp.com', 'v')); out.push(await send('f@external.com', 'u')); out`,
+  );
   t.is(second.status, 'awaiting-approval');
   t.deepEqual(second.pending, { seq: 4, tool: 'send', args: ['d@external.com', 'w'] });
   t.deepEqual(sent, ['a@corp.com', 'b@corp.com', 'c@corp.com'], 'the call needing approval did not run');
-  t.deepEqual(second.calls.map((c) => c.status), ['completed', 'pending']);
+  t.deepEqual(
+    second.calls.map((c) => c.status),
+    ['completed', 'pending'],
+  );
 
   const denied = await session.deny(4, 'not to externals');
   t.is(denied.status, 'awaiting-approval', 'the cell went on and stopped at the next external call');
@@ -363,7 +404,10 @@ test('needsApproval as a function of the arguments: calls it answers false for r
     'sent v to e@corp.com',
     'sent u to f@external.com',
   ]);
-  t.deepEqual(approved.calls.map((c) => c.status), ['completed', 'denied', 'completed', 'completed']);
+  t.deepEqual(
+    approved.calls.map((c) => c.status),
+    ['completed', 'denied', 'completed', 'completed'],
+  );
   t.deepEqual(sent, ['a@corp.com', 'b@corp.com', 'c@corp.com', 'e@corp.com', 'f@external.com'], 'no call ran twice');
   t.deepEqual(
     asked.map(([to]) => to),

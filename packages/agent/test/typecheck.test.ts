@@ -30,8 +30,15 @@ const declarations = bridge.declarations();
 
 test('correct code checks: JavaScript with top-level await and the guest globals; TypeScript with its types', async (t) => {
   t.deepEqual(await typecheck('const w = await tools.weather({ city: "Oslo", unit: "C" });\nconsole.log(w.tempC.toFixed(1));\nw.tempC * 2', declarations), []);
-  t.deepEqual(await typecheck('let x = 1; x = "a"; const list = []; list.push(3); setTimeout(() => {}, 5); x', declarations), [], 'JavaScript is checked as JavaScript');
-  t.deepEqual(await typecheck('const city: string = "Bergen";\nconst w = await tools.weather({ city });\nconst t2: number = w.tempC;\nt2', declarations, 'typescript'), []);
+  t.deepEqual(
+    await typecheck('let x = 1; x = "a"; const list = []; list.push(3); setTimeout(() => {}, 5); x', declarations),
+    [],
+    'JavaScript is checked as JavaScript',
+  );
+  t.deepEqual(
+    await typecheck('const city: string = "Bergen";\nconst w = await tools.weather({ city });\nconst t2: number = w.tempC;\nt2', declarations, 'typescript'),
+    [],
+  );
 });
 
 test('a hallucinated tool, a missing field, a wrong type and a wrong enum value are diagnostics at their lines', async (t) => {
@@ -98,7 +105,7 @@ test.serial("a check past typecheckTimeout is TypeCheckFailed, the host's event 
   t.deepEqual(await typecheck('await tools.weather({ city: "Oslo" })', declarations), [], 'a fresh checker answers the next check');
 });
 
-test('nesting past the compiler\'s stack is TypeCheckFailed, not a RangeError', async (t) => {
+test("nesting past the compiler's stack is TypeCheckFailed, not a RangeError", async (t) => {
   for (const code of [`${'('.repeat(5_000)}1${')'.repeat(5_000)}`, `${'['.repeat(20_000)}1${']'.repeat(20_000)}`]) {
     const failed = await t.throwsAsync(typecheck(code, declarations, 'typescript', { timeout: 120_000 }), { instanceOf: TypeCheckFailed });
     t.regex(failed?.message ?? '', /the type checker failed on this code \(RangeError: Maximum call stack size exceeded\)/);
@@ -108,7 +115,11 @@ test('nesting past the compiler\'s stack is TypeCheckFailed, not a RangeError', 
 
 test('a bad typecheckTimeout is InvalidOption', async (t) => {
   for (const timeout of [0, -1, 1.5, Number.NaN, 2 ** 31]) {
-    await t.throwsAsync(typecheck('1', declarations, 'javascript', { timeout }), { instanceOf: InvalidOption, message: /timeout \(typecheckTimeout\) must be a positive whole number/ }, String(timeout));
+    await t.throwsAsync(
+      typecheck('1', declarations, 'javascript', { timeout }),
+      { instanceOf: InvalidOption, message: /timeout \(typecheckTimeout\) must be a positive whole number/ },
+      String(timeout),
+    );
   }
 });
 
@@ -151,11 +162,18 @@ registerHooks({ resolve: (specifier, context, next) => (specifier === 'typescrip
       process.stdout.write(JSON.stringify({ direct, run }));
       process.exit(0);
     `;
-    const { stdout } = await promisify(execFile)(process.execPath, ['--no-warnings', '--import', pathToFileURL(hook).href, '--input-type=module', '-e', script], { timeout: 300_000 });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--no-warnings', '--import', pathToFileURL(hook).href, '--input-type=module', '-e', script],
+      { timeout: 300_000 },
+    );
     const { direct, run } = JSON.parse(stdout) as Record<'direct' | 'run', { error?: { name: string; message: string } }>;
     for (const outcome of [direct, run]) {
       t.is(outcome.error?.name, 'InvalidOption', JSON.stringify(outcome));
-      t.regex(outcome.error?.message ?? '', /typecheck needs TypeScript >=5\.5 <7, whose compiler API it uses; the installed typescript is 7\.0\.2 .*npm install typescript@">=5\.5 <7"/);
+      t.regex(
+        outcome.error?.message ?? '',
+        /typecheck needs TypeScript >=5\.5 <7, whose compiler API it uses; the installed typescript is 7\.0\.2 .*npm install typescript@">=5\.5 <7"/,
+      );
     }
   } finally {
     await rm(folder, { recursive: true, force: true });

@@ -13,7 +13,10 @@ test('a TypeScript cell runs, top-level await and state included, and replays fr
   let journal;
   {
     await using session = await AgentSandbox.start({ tools });
-    const typed = await session.run('interface Price { sku: string; value: number }\nconst p: Price = { sku: "A1", value: await lookup("A1") };\np.value as number', { language: 'typescript' });
+    const typed = await session.run(
+      'interface Price { sku: string; value: number }\nconst p: Price = { sku: "A1", value: await lookup("A1") };\np.value as number',
+      { language: 'typescript' },
+    );
     t.is(typed.status, 'ok', typed.error);
     t.is(typed.result, 3);
     const refused = await session.run('enum Color { Red }\nColor.Red', { language: 'typescript' });
@@ -26,11 +29,22 @@ test('a TypeScript cell runs, top-level await and state included, and replays fr
     t.is((await session.run('p.sku')).result, 'A1', 'a JavaScript cell sees the TypeScript cell’s declarations');
     journal = session.journal;
   }
-  t.deepEqual(journal.cells.map((c) => [c.language, c.status]), [['typescript', 'ok'], ['typescript', 'error'], ['typescript', 'error'], [undefined, 'ok']]);
+  t.deepEqual(
+    journal.cells.map((c) => [c.language, c.status]),
+    [
+      ['typescript', 'ok'],
+      ['typescript', 'error'],
+      ['typescript', 'error'],
+      [undefined, 'ok'],
+    ],
+  );
   await using again = await AgentSandbox.restore(journal, { tools });
   t.is(lookups, 1, 'the replay called no tool');
   t.deepEqual((await again.run('[p.sku, p.value, typeof n]')).result, ['A1', 3, 'number']);
-  await t.throwsAsync(again.run('1', { language: 'python' as never }), { code: 'ERR_STRATA_INVALID_OPTION', message: /language must be 'javascript' or 'typescript'/ });
+  await t.throwsAsync(again.run('1', { language: 'python' as never }), {
+    code: 'ERR_STRATA_INVALID_OPTION',
+    message: /language must be 'javascript' or 'typescript'/,
+  });
 });
 
 test("a TypeScript cell past the stripper's bounds is the cell's SyntaxError naming the limit; the session goes on", async (t) => {

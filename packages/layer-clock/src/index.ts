@@ -55,7 +55,9 @@ export function clock(options: ClockOptions = {}): ClockLayerDescriptor {
   const { at, seed } = resolveClockOptions(options, 'clock()', ['at', 'seed', 'requirement']);
   const requirement = options.requirement;
   if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) {
-    throw new ClockOptionError(`clock(): option "requirement" must be one of ${REQUIREMENTS.map((r) => `'${r}'`).join(', ')}; got ${JSON.stringify(requirement)}`);
+    throw new ClockOptionError(
+      `clock(): option "requirement" must be one of ${REQUIREMENTS.map((r) => `'${r}'`).join(', ')}; got ${JSON.stringify(requirement)}`,
+    );
   }
   const descriptor: ClockLayerDescriptor = { module: CLOCK_LAYER_MODULE, options: Object.freeze({ at, seed }) };
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });

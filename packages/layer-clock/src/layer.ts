@@ -8,12 +8,7 @@
 import { clockBootstrap } from './bootstrap.js';
 import { inspectClock, type ClockExpectation, type ClockVerdict } from './bootstrap/inspect-clock.js';
 import { createRandom, createSeededCrypto } from './bootstrap/random.js';
-import {
-  CLOCK_LAYER_NAME,
-  CLOCK_LAYER_VERSION,
-  CLOCK_PROVIDES,
-  CLOCK_RANDOM_ALGORITHM,
-} from './constants.js';
+import { CLOCK_LAYER_NAME, CLOCK_LAYER_VERSION, CLOCK_PROVIDES, CLOCK_RANDOM_ALGORITHM } from './constants.js';
 import { ClockSelfTestFailed } from './errors.js';
 import type { Layer, LayerCapability } from '@strata/runtime/layers';
 import { resolveClockOptions, type ResolvedClockOptions } from './options.js';

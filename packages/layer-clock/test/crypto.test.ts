@@ -61,7 +61,10 @@ test("Math.random's sequence does not change with a crypto in the context", (t) 
   const without = draw({ clock: { seed: 7 } }, 'Array.from({ length: 20 }, () => Math.random())');
   t.deepEqual(withCrypto, without);
   // Nor does drawing from crypto move Math.random along.
-  const interleaved = draw({ before: [FAKE_CRYPTO], clock: { seed: 7 } }, 'Array.from({ length: 20 }, () => (crypto.getRandomValues(new Uint8Array(8)), crypto.randomUUID(), Math.random()))');
+  const interleaved = draw(
+    { before: [FAKE_CRYPTO], clock: { seed: 7 } },
+    'Array.from({ length: 20 }, () => (crypto.getRandomValues(new Uint8Array(8)), crypto.randomUUID(), Math.random()))',
+  );
   t.deepEqual(interleaved, without);
 });
 
@@ -94,12 +97,19 @@ test('the replacements keep the originals attributes and look like built-ins', (
 test('getRandomValues: must allow every integer typed array, views included; must deny the rest', (t) => {
   const guest = createGuest({ before: [FAKE_CRYPTO] });
   try {
-    const allowed = guest.value<string[]>(`['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array']
+    const allowed = guest.value<
+      string[]
+    >(`['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array']
       .map((name) => { const a = new globalThis[name](4); return crypto.getRandomValues(a) === a ? name : name + ' not returned'; })`);
     t.is(allowed.length, 9);
     t.true(allowed.every((entry) => !entry.endsWith('not returned')));
     // A view fills exactly its own bytes.
-    t.deepEqual(guest.value(`(() => { const b = new Uint8Array(12); crypto.getRandomValues(new Uint8Array(b.buffer, 4, 4)); return [b.slice(0, 4).every((x) => x === 0), b.slice(8).every((x) => x === 0), b.slice(4, 8).some((x) => x !== 0)]; })()`), [true, true, true]);
+    t.deepEqual(
+      guest.value(
+        `(() => { const b = new Uint8Array(12); crypto.getRandomValues(new Uint8Array(b.buffer, 4, 4)); return [b.slice(0, 4).every((x) => x === 0), b.slice(8).every((x) => x === 0), b.slice(4, 8).some((x) => x !== 0)]; })()`,
+      ),
+      [true, true, true],
+    );
     t.is(guest.value('crypto.getRandomValues(new Uint8Array(65536)).length'), 65_536);
     const denied = guest.value<string[]>(`[
       () => crypto.getRandomValues(new Float64Array(2)),
@@ -179,7 +189,13 @@ const FULL: LayerCapability = { available: true, provides: [...CLOCK_PROVIDES], 
 
 async function selfTest(seed: number, setup: GuestOptions): Promise<Record<string, unknown>> {
   const report: Record<string, unknown> = {};
-  const context: SelfTestContext = { platform: 'linux', options: {}, capability: FULL, evalInGuest: freshGuestEvaluator(setup), report: (detail) => void Object.assign(report, detail) };
+  const context: SelfTestContext = {
+    platform: 'linux',
+    options: {},
+    capability: FULL,
+    evalInGuest: freshGuestEvaluator(setup),
+    report: (detail) => void Object.assign(report, detail),
+  };
   await clockLayer({ seed }).selfTest(context);
   return report;
 }

@@ -26,7 +26,13 @@ async function applyLayer(layer: Layer): Promise<{ bootstraps: string[]; report:
 /** Runs `selfTest` with `evalInGuest` backed by fresh isolates set up by `setup`. */
 async function selfTest(layer: Layer, setup: GuestOptions): Promise<Record<string, unknown>> {
   const report: Record<string, unknown> = {};
-  const context: SelfTestContext = { platform: 'linux', options: {}, capability: FULL, evalInGuest: freshGuestEvaluator(setup), report: (detail) => void Object.assign(report, detail) };
+  const context: SelfTestContext = {
+    platform: 'linux',
+    options: {},
+    capability: FULL,
+    evalInGuest: freshGuestEvaluator(setup),
+    report: (detail) => void Object.assign(report, detail),
+  };
   await layer.selfTest(context);
   return report;
 }
@@ -87,13 +93,21 @@ for (const [label, setup, performance] of passing) {
 const config = { at: AT, seed: 1 };
 const bootstrap = clockBootstrap(config);
 const failing: Array<[label: string, setup: GuestOptions, routes: RegExp[]]> = [
-  ['no clock at all', { clock: false }, [/^Date\.now\(\) gave \d+, not 1767225600000$/, /^new Date\(\)/, /^Date\(\)/, /^Math\.random\(\) gave .* \(seed 1\)$/, /^Intl\.DateTimeFormat#format\(\)/]],
+  [
+    'no clock at all',
+    { clock: false },
+    [/^Date\.now\(\) gave \d+, not 1767225600000$/, /^new Date\(\)/, /^Date\(\)/, /^Math\.random\(\) gave .* \(seed 1\)$/, /^Intl\.DateTimeFormat#format\(\)/],
+  ],
   [
     'a bootstrap that leaves Date.now real',
     { bootstrap: `const realNow = Date.now;\n${bootstrap}\nDate.now = realNow;` },
     [/^Date\.now\(\) gave \d+, not 1767225600000$/, /^every Date constructor reachable from globalThis globalThis\.Date\.now\(\) gives \d+/],
   ],
-  ['a bootstrap that leaks the original Date', { bootstrap: `globalThis.RealDate = Date;\n${bootstrap}` }, [/^every Date constructor reachable from globalThis globalThis\.RealDate constructs \d+/]],
+  [
+    'a bootstrap that leaks the original Date',
+    { bootstrap: `globalThis.RealDate = Date;\n${bootstrap}` },
+    [/^every Date constructor reachable from globalThis globalThis\.RealDate constructs \d+/],
+  ],
   [
     'a bootstrap that leaves Intl formatting real',
     {
@@ -103,15 +117,27 @@ const failing: Array<[label: string, setup: GuestOptions, routes: RegExp[]]> = [
   ],
   ['a bootstrap with another seed', { clock: { at: AT, seed: 2 } }, [/^Math\.random\(\) gave 0\.\d+ as value 1, not 0\.42564993195549927 \(seed 1\)$/]],
   ['a bootstrap with another time', { clock: { at: AT + 1, seed: 1 } }, [/^Date\.now\(\) gave 1767225600001, not 1767225600000$/]],
-  ['a ShadowRealm left in place', { bootstrap: `${bootstrap}\nglobalThis.ShadowRealm = function ShadowRealm() {};`, polyfills: false }, [/^ShadowRealm is defined/]],
-  ['performance.timeOrigin left real', { polyfills: true, bootstrap: `${bootstrap}\nObject.defineProperty(Object.getPrototypeOf(performance), 'timeOrigin', { get() { return 0; } });` }, [/^performance\.timeOrigin gave 0, not 1767225600000$/]],
+  [
+    'a ShadowRealm left in place',
+    { bootstrap: `${bootstrap}\nglobalThis.ShadowRealm = function ShadowRealm() {};`, polyfills: false },
+    [/^ShadowRealm is defined/],
+  ],
+  [
+    'performance.timeOrigin left real',
+    { polyfills: true, bootstrap: `${bootstrap}\nObject.defineProperty(Object.getPrototypeOf(performance), 'timeOrigin', { get() { return 0; } });` },
+    [/^performance\.timeOrigin gave 0, not 1767225600000$/],
+  ],
 ];
 
 for (const [label, setup, routes] of failing) {
   test(`selfTest fails with ${label}, naming the route`, async (t) => {
     const error = await t.throwsAsync(selfTest(clockLayer(config), setup), { instanceOf: ClockSelfTestFailed });
     t.is(error?.code, 'ERR_STRATA_LAYER_FAILED');
-    for (const route of routes) t.true(error!.failures.some((failure) => route.test(failure)), `${route} in ${JSON.stringify(error!.failures, null, 1)}`);
+    for (const route of routes)
+      t.true(
+        error!.failures.some((failure) => route.test(failure)),
+        `${route} in ${JSON.stringify(error!.failures, null, 1)}`,
+      );
     t.regex(error!.message, /^@strata\/layer-clock: the guest still reaches real time or randomness: /);
   });
 }

@@ -52,8 +52,16 @@ test('the guest, the host (seededRandom) and an independent BigInt sfc32 agree',
     const guest = draws(seed, 200);
     const host = seededRandom(seed);
     const reference = referenceRandom(seed);
-    t.deepEqual(guest, Array.from({ length: 200 }, () => host()), `seed ${seed}: host`);
-    t.deepEqual(guest, Array.from({ length: 200 }, () => reference()), `seed ${seed}: reference`);
+    t.deepEqual(
+      guest,
+      Array.from({ length: 200 }, () => host()),
+      `seed ${seed}: host`,
+    );
+    t.deepEqual(
+      guest,
+      Array.from({ length: 200 }, () => reference()),
+      `seed ${seed}: reference`,
+    );
   }
 });
 

@@ -25,16 +25,43 @@ const mustFreeze: Array<[route: string, expression: string]> = [
   ['Date.now.call(other)', 'Date.now.call({})'],
   ['Date.now detached', 'const { now } = Date; now()'],
   ['JSON.stringify(new Date())', 'Date.parse(JSON.parse(JSON.stringify(new Date())))'],
-  ['Intl.DateTimeFormat#format()', `Date.parse(new Intl.DateTimeFormat('en-US', { timeZone: 'UTC', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).format().replace(/(\\d+)\\/(\\d+)\\/(\\d+), (.*)/, '$3-$1-$2T$4Z')) + 678`],
-  ['Intl.DateTimeFormat#format(undefined)', `new Intl.DateTimeFormat('en-US', { timeZone: 'UTC', fractionalSecondDigits: 3, second: 'numeric' }).format(undefined) === '15.678' ? ${at} : 0`],
-  ['Intl.DateTimeFormat().format() detached', `(() => { const { format } = Intl.DateTimeFormat('en-US', { timeZone: 'UTC', minute: 'numeric', second: 'numeric' }); return format() === '14:15' ? ${at} : format(); })()`],
-  ['Intl.DateTimeFormat#formatToParts()', `new Intl.DateTimeFormat('en-US', { timeZone: 'UTC', year: 'numeric' }).formatToParts().find((p) => p.type === 'year').value === '2031' ? ${at} : 0`],
-  ['Intl.DateTimeFormat.prototype.formatToParts.call', `Intl.DateTimeFormat.prototype.formatToParts.call(new Intl.DateTimeFormat('en-US', { timeZone: 'UTC', year: 'numeric' }))[0].value === '2031' ? ${at} : 0`],
-  ['a subclass of Intl.DateTimeFormat', `(() => { class F extends Intl.DateTimeFormat {} return new F('en-US', { timeZone: 'UTC', year: 'numeric' }).format() === '2031' ? ${at} : 0; })()`],
-  ['the legacy Intl.DateTimeFormat.call(object) form', `(() => { const o = Intl.DateTimeFormat.call(Object.create(Intl.DateTimeFormat.prototype), 'en-US', { timeZone: 'UTC', year: 'numeric' }); return o.format() === '2031' ? ${at} : o.format(); })()`],
-  ['toLocaleString of new Date()', `new Date().toLocaleString('en-US', { timeZone: 'UTC' }) === new Date(${at}).toLocaleString('en-US', { timeZone: 'UTC' }) ? ${at} : 0`],
+  [
+    'Intl.DateTimeFormat#format()',
+    `Date.parse(new Intl.DateTimeFormat('en-US', { timeZone: 'UTC', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).format().replace(/(\\d+)\\/(\\d+)\\/(\\d+), (.*)/, '$3-$1-$2T$4Z')) + 678`,
+  ],
+  [
+    'Intl.DateTimeFormat#format(undefined)',
+    `new Intl.DateTimeFormat('en-US', { timeZone: 'UTC', fractionalSecondDigits: 3, second: 'numeric' }).format(undefined) === '15.678' ? ${at} : 0`,
+  ],
+  [
+    'Intl.DateTimeFormat().format() detached',
+    `(() => { const { format } = Intl.DateTimeFormat('en-US', { timeZone: 'UTC', minute: 'numeric', second: 'numeric' }); return format() === '14:15' ? ${at} : format(); })()`,
+  ],
+  [
+    'Intl.DateTimeFormat#formatToParts()',
+    `new Intl.DateTimeFormat('en-US', { timeZone: 'UTC', year: 'numeric' }).formatToParts().find((p) => p.type === 'year').value === '2031' ? ${at} : 0`,
+  ],
+  [
+    'Intl.DateTimeFormat.prototype.formatToParts.call',
+    `Intl.DateTimeFormat.prototype.formatToParts.call(new Intl.DateTimeFormat('en-US', { timeZone: 'UTC', year: 'numeric' }))[0].value === '2031' ? ${at} : 0`,
+  ],
+  [
+    'a subclass of Intl.DateTimeFormat',
+    `(() => { class F extends Intl.DateTimeFormat {} return new F('en-US', { timeZone: 'UTC', year: 'numeric' }).format() === '2031' ? ${at} : 0; })()`,
+  ],
+  [
+    'the legacy Intl.DateTimeFormat.call(object) form',
+    `(() => { const o = Intl.DateTimeFormat.call(Object.create(Intl.DateTimeFormat.prototype), 'en-US', { timeZone: 'UTC', year: 'numeric' }); return o.format() === '2031' ? ${at} : o.format(); })()`,
+  ],
+  [
+    'toLocaleString of new Date()',
+    `new Date().toLocaleString('en-US', { timeZone: 'UTC' }) === new Date(${at}).toLocaleString('en-US', { timeZone: 'UTC' }) ? ${at} : 0`,
+  ],
   ['after the guest replaces Date.prototype.constructor', 'Date.prototype.constructor = function Other() {}; new Date().getTime() + Date.now() - ' + at],
-  ['after the guest replaces Intl.DateTimeFormat', 'const Original = Intl.DateTimeFormat; Intl.DateTimeFormat = function () {}; Date.now() + new Original().format().length * 0'],
+  [
+    'after the guest replaces Intl.DateTimeFormat',
+    'const Original = Intl.DateTimeFormat; Intl.DateTimeFormat = function () {}; Date.now() + new Original().format().length * 0',
+  ],
 ];
 
 for (const [route, expression] of mustFreeze) {
@@ -62,7 +89,9 @@ test('must freeze: the clock never advances', (t) => {
   const guest = createGuest({ clock: { at }, polyfills: true });
   try {
     t.deepEqual(
-      guest.value(`(() => { const seen = new Set(); const t0 = performance.now(); while (performance.now() - t0 < 50) seen.add(Date.now()); return [...seen]; })()`),
+      guest.value(
+        `(() => { const seen = new Set(); const t0 = performance.now(); while (performance.now() - t0 < 50) seen.add(Date.now()); return [...seen]; })()`,
+      ),
       [at],
     );
     guest.value(`globalThis.fired = []; setTimeout(() => fired.push(Date.now(), new Date().getTime()), 10_000)`);
@@ -108,15 +137,15 @@ const mustKeep: string[] = [
   "JSON.stringify(new Intl.DateTimeFormat('en-US', { timeZone: 'UTC' }).formatToParts(0))",
   "new Intl.DateTimeFormat('en-US', { timeZone: 'UTC' }).formatRange(0, 86_400_000 * 3)",
   "JSON.stringify(new Intl.DateTimeFormat('fr-FR', { timeZone: 'Europe/Paris', hour: 'numeric' }).resolvedOptions())",
-  "JSON.stringify(Intl.DateTimeFormat().resolvedOptions())",
-  "(() => { try { new Intl.DateTimeFormat().format(NaN); } catch (e) { return e.name; } })()",
-  "(() => { try { new Intl.DateTimeFormat().formatRange(undefined, 0); } catch (e) { return e.name; } })()",
+  'JSON.stringify(Intl.DateTimeFormat().resolvedOptions())',
+  '(() => { try { new Intl.DateTimeFormat().format(NaN); } catch (e) { return e.name; } })()',
+  '(() => { try { new Intl.DateTimeFormat().formatRange(undefined, 0); } catch (e) { return e.name; } })()',
   "(() => { try { Intl.DateTimeFormat.prototype.format; } catch (e) { return e.name + ': ' + e.message; } })()",
-  "(() => { try { Intl.DateTimeFormat.prototype.formatToParts.call({}); } catch (e) { return e.name; } })()",
+  '(() => { try { Intl.DateTimeFormat.prototype.formatToParts.call({}); } catch (e) { return e.name; } })()',
   "(() => { try { Date.prototype.getTime.call({}); } catch (e) { return e.name + ': ' + e.message; } })()",
-  "(() => { try { new Date(Symbol()); } catch (e) { return e.name; } })()",
-  "(() => { try { new Date.now(); } catch (e) { return e.name; } })()",
-  "(() => { try { new Math.random(); } catch (e) { return e.name; } })()",
+  '(() => { try { new Date(Symbol()); } catch (e) { return e.name; } })()',
+  '(() => { try { new Date.now(); } catch (e) { return e.name; } })()',
+  '(() => { try { new Math.random(); } catch (e) { return e.name; } })()',
   'Object.prototype.toString.call(new Date(0))',
   'new Date(0) instanceof Date',
   'Reflect.construct(Date, [0]) instanceof Date',
@@ -125,14 +154,14 @@ const mustKeep: string[] = [
   'Object.getPrototypeOf(Date) === Function.prototype',
   'class Later extends Date { twice() { return this.getTime() * 2; } }; new Later(21).twice()',
   'class Later extends Date {}; new Later(0) instanceof Later && new Later(0) instanceof Date',
-  "typeof Date + typeof Date.now + typeof Date.prototype + typeof Math.random",
+  'typeof Date + typeof Date.now + typeof Date.prototype + typeof Math.random',
   '[Date.length, Date.name, Date.now.length, Date.now.name, Date.UTC.length, Date.parse.name, Math.random.length, Math.random.name]',
-  "[Intl.DateTimeFormat().format.length, Intl.DateTimeFormat().format.name, Intl.DateTimeFormat.prototype.formatToParts.length, Intl.DateTimeFormat.prototype.formatToParts.name]",
+  '[Intl.DateTimeFormat().format.length, Intl.DateTimeFormat().format.name, Intl.DateTimeFormat.prototype.formatToParts.length, Intl.DateTimeFormat.prototype.formatToParts.name]',
   "Object.getOwnPropertyDescriptor(Intl.DateTimeFormat.prototype, 'format').get.name",
-  "(() => { const f = new Intl.DateTimeFormat(); return f.format === f.format && f.format !== new Intl.DateTimeFormat().format; })()",
+  '(() => { const f = new Intl.DateTimeFormat(); return f.format === f.format && f.format !== new Intl.DateTimeFormat().format; })()',
   'String(Date.now).replace(/now/, "")',
   'String(Math.random).replace(/random/, "")',
-  "String(Intl.DateTimeFormat().format)",
+  'String(Intl.DateTimeFormat().format)',
   'String(Date).replace(/Date/, "")',
   "typeof Math.random() === 'number' && Math.random() < 1 && Math.random() >= 0",
 ];

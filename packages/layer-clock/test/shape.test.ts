@@ -48,7 +48,9 @@ test('the replacements read as native code, with no source to read', (t) => {
     const sources = guest.value<string[]>(`[Date, Date.now, Math.random, new Intl.DateTimeFormat().format].map(String)`);
     for (const source of sources) t.is(source, 'function () { [native code] }');
     // The configuration is not in any source text the guest can print.
-    const all = guest.value<string>(`[Date, Date.now, Math.random, Intl.DateTimeFormat.prototype.formatToParts, Object.getOwnPropertyDescriptor(Intl.DateTimeFormat.prototype, 'format').get].map(String).join()`);
+    const all = guest.value<string>(
+      `[Date, Date.now, Math.random, Intl.DateTimeFormat.prototype.formatToParts, Object.getOwnPropertyDescriptor(Intl.DateTimeFormat.prototype, 'format').get].map(String).join()`,
+    );
     t.false(all.includes('123456789'));
     t.false(all.includes('987654321000'));
   } finally {

@@ -38,15 +38,24 @@ const WHAT_TO_DO_OFF = "or turn the layer off (requirement: 'off'), knowing that
  * so its EPERM comes later, writing the maps or mounting.
  */
 export function classifyDryRun(status: number | null, signal: string | null, stdout: string, stderr: string): DryRunResult {
-  if (status === 0 && stdout.trim() === 'ok') return { verdict: 'available', message: 'a dry run made the namespaces, the empty root and dropped every capability' };
+  if (status === 0 && stdout.trim() === 'ok')
+    return { verdict: 'available', message: 'a dry run made the namespaces, the empty root and dropped every capability' };
   const line = stderr.trim().split('\n').pop() ?? '';
   const errno = /^strata-emptyroot: [a-z]+: (E[A-Z?]+):/.exec(line)?.[1];
   const said = line === '' ? `exited with ${status ?? signal}` : line;
   if (status === HELPER_EXIT.unshare && (errno === 'EINVAL' || errno === 'ENOSYS')) {
-    return { verdict: 'unsupported', errno, message: `this kernel has no user namespaces (${said}): use a kernel built with CONFIG_USER_NS, ${WHAT_TO_DO_OFF}` };
+    return {
+      verdict: 'unsupported',
+      errno,
+      message: `this kernel has no user namespaces (${said}): use a kernel built with CONFIG_USER_NS, ${WHAT_TO_DO_OFF}`,
+    };
   }
   if (status === HELPER_EXIT.unshare && (errno === 'ENOSPC' || errno === 'EUSERS')) {
-    return { verdict: 'exhausted', errno, message: `no user namespace is left (${said}): raise the sysctl user.max_user_namespaces, or end processes holding many, ${WHAT_TO_DO_OFF}` };
+    return {
+      verdict: 'exhausted',
+      errno,
+      message: `no user namespace is left (${said}): raise the sysctl user.max_user_namespaces, or end processes holding many, ${WHAT_TO_DO_OFF}`,
+    };
   }
   if (status === HELPER_EXIT.unshare && errno === 'EPERM') {
     return {
@@ -71,7 +80,8 @@ export function classifyDryRun(status: number | null, signal: string | null, std
  */
 export function dryRun(args: readonly string[], helper: string = EMPTYROOT_HELPER): DryRunResult {
   if (process.platform !== 'linux') return { verdict: 'unsupported', message: `the empty root is Linux only (this is ${process.platform})` };
-  if (!existsSync(helper)) return { verdict: 'failed', message: `the strata-emptyroot helper is not built (${helper}): run \`npm rebuild @strata/layer-emptyroot\`` };
+  if (!existsSync(helper))
+    return { verdict: 'failed', message: `the strata-emptyroot helper is not built (${helper}): run \`npm rebuild @strata/layer-emptyroot\`` };
   const asWorker = process.geteuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
   const child = spawnSync(helper, ['--dry-run', ...args, '--', helper], { env: {}, encoding: 'utf8', timeout: 10_000, stdio: 'pipe', cwd: '/', ...asWorker });
   if (child.error) return { verdict: 'failed', message: `the dry run of strata-emptyroot could not run: ${child.error.message}` };

@@ -33,11 +33,12 @@ const REQUIREMENTS: readonly LayerRequirement[] = ['require', 'auto', 'off'];
 
 /** Names the empty-root layer for `IsolatedRuntime.start({ layers })`. */
 export function emptyroot(options: EmptyrootOptions = {}): LayerDescriptor {
-  for (const key of Object.keys(options)) if (key !== 'requirement' && key !== 'bindPaths') throw new LayerConfigError('emptyroot', `emptyroot(): unknown option ${JSON.stringify(key)}`);
+  for (const key of Object.keys(options))
+    if (key !== 'requirement' && key !== 'bindPaths') throw new LayerConfigError('emptyroot', `emptyroot(): unknown option ${JSON.stringify(key)}`);
   const { requirement } = options;
-  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new LayerConfigError('emptyroot', `emptyroot(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
+  if (requirement !== undefined && !REQUIREMENTS.includes(requirement))
+    throw new LayerConfigError('emptyroot', `emptyroot(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
   const bindPaths = checkBindPaths(options.bindPaths);
   const descriptor: LayerDescriptor = { module: EMPTYROOT_LAYER_MODULE, options: options.bindPaths === undefined ? {} : { bindPaths } };
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }
-

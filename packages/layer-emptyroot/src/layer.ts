@@ -17,7 +17,18 @@
 import { lstatSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LayerConfigError, computeWorkerFiles, errnoOf, type ApplyContext, type LaunchContext, type LaunchStep, type Layer, type LayerCapability, type ProbeContext, type SelfTestContext } from '@strata/runtime/layers';
+import {
+  LayerConfigError,
+  computeWorkerFiles,
+  errnoOf,
+  type ApplyContext,
+  type LaunchContext,
+  type LaunchStep,
+  type Layer,
+  type LayerCapability,
+  type ProbeContext,
+  type SelfTestContext,
+} from '@strata/runtime/layers';
 import { EMPTYROOT_HELPER, dryRun } from './helper.js';
 import { helperArguments, planRoot, type RootPlan } from './root-plan.js';
 
@@ -30,14 +41,23 @@ export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url)).re
 export const NAMESPACES = Object.freeze(['user', 'mnt', 'net', 'ipc']);
 
 /** What the layer provides when it is available, in short stable words. */
-export const PROVIDES = Object.freeze(['user-namespace', 'mount-namespace', 'network-namespace', 'ipc-namespace', 'empty-root', 'read-only-binds', 'no-capabilities']);
+export const PROVIDES = Object.freeze([
+  'user-namespace',
+  'mount-namespace',
+  'network-namespace',
+  'ipc-namespace',
+  'empty-root',
+  'read-only-binds',
+  'no-capabilities',
+]);
 
 const OPTIONS = new Set(['bindPaths']);
 
 /** The layer's `bindPaths` option: absolute paths, as a list of strings. Throws naming what is wrong. */
 export function checkBindPaths(value: unknown): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string')) throw new LayerConfigError('emptyroot', 'emptyroot(): option "bindPaths" must be an array of strings');
+  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string'))
+    throw new LayerConfigError('emptyroot', 'emptyroot(): option "bindPaths" must be an array of strings');
   for (const path of value as string[]) {
     if (!isAbsolute(path)) throw new LayerConfigError('emptyroot', `emptyroot(): option "bindPaths" takes absolute paths only; got ${JSON.stringify(path)}`);
     if (path.includes('\0')) throw new LayerConfigError('emptyroot', 'emptyroot(): option "bindPaths" must not contain NUL');
@@ -90,7 +110,10 @@ function apply(context: ApplyContext): void {
   if (context.platform !== 'linux') throw new Error(`the empty root is Linux only (this is ${context.platform})`);
   // Landlock does not govern metadata: only a different root makes a host path not exist.
   const seen = errnoOf(() => lstatSync('/proc/1'));
-  if (seen !== 'ENOENT') throw new Error(`the empty root is not in force in the worker: lstat("/proc/1") gave ${seen}, expected ENOENT (did the launch chain run strata-emptyroot?)`);
+  if (seen !== 'ENOENT')
+    throw new Error(
+      `the empty root is not in force in the worker: lstat("/proc/1") gave ${seen}, expected ENOENT (did the launch chain run strata-emptyroot?)`,
+    );
   // A positive control: the runtime's own files are bound.
   const own = errnoOf(() => readFileSync(OWN_FILE));
   if (own !== 'none') throw new Error(`reading this layer's own package.json gave ${own}: the binds are broken`);

@@ -154,7 +154,9 @@ export function planRoot(files: readonly WorkerFile[], fs: HostFs = HOST_FS): Ro
   const sources = [...binds.keys()];
   const stage = STAGE_CANDIDATES.find((dir) => fs.kind(dir) === 'dir' && !sources.some((s) => isBeneath(s, dir) || isBeneath(dir, s)));
   if (stage === undefined) {
-    throw new Error(`emptyroot: no staging directory for the new root: each of ${STAGE_CANDIDATES.join(', ')} is missing or holds a bound path (make /mnt an empty directory)`);
+    throw new Error(
+      `emptyroot: no staging directory for the new root: each of ${STAGE_CANDIDATES.join(', ')} is missing or holds a bound path (make /mnt an empty directory)`,
+    );
   }
   return Object.freeze({ stage, ops: Object.freeze([...mkdirOps, ...linkOps, ...bindOps]) });
 }

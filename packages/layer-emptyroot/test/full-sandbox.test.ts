@@ -15,8 +15,12 @@ const linux = process.platform === 'linux' && (process.arch === 'x64' || process
 const maybe = platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 const packageDir = (name: string) => dirname(fileURLToPath(import.meta.resolve(`${name}/package.json`)));
 /** A compiled module of another layer package, by file: its internals are not in its main entry. */
-const internalModule = async <T>(name: string, module: string): Promise<T> => (await import(pathToFileURL(join(packageDir(name), 'dist', 'src', module)).href)) as T;
-const { computeReadSet, helperArguments: landlockArguments } = await internalModule<typeof import('../../layer-landlock/src/read-set.js')>('@strata/layer-landlock', 'read-set.js');
+const internalModule = async <T>(name: string, module: string): Promise<T> =>
+  (await import(pathToFileURL(join(packageDir(name), 'dist', 'src', module)).href)) as T;
+const { computeReadSet, helperArguments: landlockArguments } = await internalModule<typeof import('../../layer-landlock/src/read-set.js')>(
+  '@strata/layer-landlock',
+  'read-set.js',
+);
 const { LANDLOCK_HELPER } = await internalModule<typeof import('../../layer-landlock/src/helper.js')>('@strata/layer-landlock', 'helper.js');
 const { NO_IO_URING_HELPER } = await internalModule<typeof import('../../layer-seccomp/src/addon.js')>('@strata/layer-seccomp', 'addon.js');
 const STRATA_EXEC = join(packageDir('@strata/runtime'), 'build', 'Release', 'strata-exec');
@@ -35,11 +39,18 @@ let output: Output | undefined;
 function run(): Output {
   if (output) return output;
   const chain = [
-    '--drop-privileges', '--',
-    EMPTYROOT_HELPER, ...helperArguments(rootPlanFor({})), '--',
-    LANDLOCK_HELPER, ...landlockArguments(computeReadSet({ execPath: process.execPath, packageRoot: packageDir('@strata/layer-landlock'), extra: [] })), '--',
-    NO_IO_URING_HELPER, '--',
-    process.execPath, SUITE,
+    '--drop-privileges',
+    '--',
+    EMPTYROOT_HELPER,
+    ...helperArguments(rootPlanFor({})),
+    '--',
+    LANDLOCK_HELPER,
+    ...landlockArguments(computeReadSet({ execPath: process.execPath, packageRoot: packageDir('@strata/layer-landlock'), extra: [] })),
+    '--',
+    NO_IO_URING_HELPER,
+    '--',
+    process.execPath,
+    SUITE,
   ];
   const child = spawnSync(STRATA_EXEC, chain, { encoding: 'utf8', timeout: 60_000, env: {}, cwd: '/' });
   if (child.status !== 0) throw new Error(`the suite's child failed (${child.status ?? child.signal}): ${child.stderr}`);

@@ -96,7 +96,13 @@ for (const nobody of root ? [false, true] : [false]) {
   });
 
   maybe(`${who}: from outside, the child has its own user, mount, network and IPC namespaces and no capability at all`, async (t) => {
-    const args = [...helperArguments(rootPlanFor({})), '--', process.execPath, '-e', 'process.stdout.write("ready\\n"); process.stdin.resume(); process.stdin.on("end", () => process.exit(0))'];
+    const args = [
+      ...helperArguments(rootPlanFor({})),
+      '--',
+      process.execPath,
+      '-e',
+      'process.stdout.write("ready\\n"); process.stdin.resume(); process.stdin.on("end", () => process.exit(0))',
+    ];
     const child = spawn(EMPTYROOT_HELPER, args, { env: {}, cwd: '/', stdio: ['pipe', 'pipe', 'pipe'], ...as(nobody) });
     try {
       await new Promise<void>((resolve, reject) => {
@@ -106,7 +112,9 @@ for (const nobody of root ? [false, true] : [false]) {
       const pid = child.pid!;
       for (const ns of ['user', 'mnt', 'net', 'ipc']) t.not(readlinkSync(`/proc/${pid}/ns/${ns}`), readlinkSync(`/proc/self/ns/${ns}`), ns);
       t.is(readlinkSync(`/proc/${pid}/ns/pid`), readlinkSync('/proc/self/ns/pid'), 'no pid namespace: the parent supervises the worker by pid');
-      for (const task of spawnSync('ls', [`/proc/${pid}/task`], { encoding: 'utf8' }).stdout.trim().split('\n')) {
+      for (const task of spawnSync('ls', [`/proc/${pid}/task`], { encoding: 'utf8' })
+        .stdout.trim()
+        .split('\n')) {
         const status = readFileSync(`/proc/${pid}/task/${task}/status`, 'latin1');
         for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) t.regex(status, new RegExp(`^${set}:\\s+0+$`, 'm'), `${set} of thread ${task}`);
       }
@@ -119,7 +127,7 @@ for (const nobody of root ? [false, true] : [false]) {
   });
 }
 
-maybe('the dry run of the real plan passes here, as the worker\'s user', (t) => {
+maybe("the dry run of the real plan passes here, as the worker's user", (t) => {
   const result = dryRun(helperArguments(rootPlanFor({})));
   t.is(result.verdict, 'available', result.message);
 });
@@ -151,7 +159,13 @@ maybe('bad arguments are usage errors (status 120), before anything is unshared'
 });
 
 maybe('a failing op names its path and stops the launch (status 123)', (t) => {
-  const child = spawnSync(EMPTYROOT_HELPER, ['--stage', '/mnt', '--bind-file', '/does/not/exist', '--', '/bin/true'], { env: {}, encoding: 'utf8', timeout: 10_000, cwd: '/', ...as(true) });
+  const child = spawnSync(EMPTYROOT_HELPER, ['--stage', '/mnt', '--bind-file', '/does/not/exist', '--', '/bin/true'], {
+    env: {},
+    encoding: 'utf8',
+    timeout: 10_000,
+    cwd: '/',
+    ...as(true),
+  });
   t.is(child.status, HELPER_EXIT.root);
   t.regex(child.stderr, /strata-emptyroot: root: ENOENT: \/does\/not\/exist/);
 });

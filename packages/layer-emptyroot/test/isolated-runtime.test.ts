@@ -16,14 +16,26 @@ const maybe = platformTest(test.serial, { feature: 'linux', available: linux, re
 maybe('the empty root alone, required: in force, self-tested, verified from outside; guest code still works', async (t) => {
   // Alone (replaceDefaultLayers), so not under sandbox 'require', which would refuse a list
   // without Landlock and seccomp: the layer itself is required.
-  await using rt = await IsolatedRuntime.start({ sandbox: 'auto', replaceDefaultLayers: true, layers: [emptyroot({ requirement: 'require' })], bootstrap: WEB_POLYFILLS, prewarm: false });
-  t.deepEqual(rt.report.layers.map((l) => l.name), ['emptyroot']);
+  await using rt = await IsolatedRuntime.start({
+    sandbox: 'auto',
+    replaceDefaultLayers: true,
+    layers: [emptyroot({ requirement: 'require' })],
+    bootstrap: WEB_POLYFILLS,
+    prewarm: false,
+  });
+  t.deepEqual(
+    rt.report.layers.map((l) => l.name),
+    ['emptyroot'],
+  );
   const entry = rt.report.layers.find((l) => l.name === 'emptyroot')!;
   t.deepEqual([entry.enforcement, entry.selfTest, entry.capability.available], ['full', 'passed', true]);
   t.is(entry.capability.detail?.['userNamespaces'], 'available');
   const launch = entry.detail['launch'] as { namespaces: string[]; bound: string[]; symlinks: string[] };
   t.deepEqual(launch.namespaces, [...NAMESPACES]);
-  t.true(launch.bound.some((p) => /\/libc\.so\.6$/.test(p)), 'libc is bound');
+  t.true(
+    launch.bound.some((p) => /\/libc\.so\.6$/.test(p)),
+    'libc is bound',
+  );
   t.true(launch.bound.includes('/proc/self/statm'));
   for (const broad of ['/', '/etc', '/usr', '/lib', '/tmp', '/proc', '/home', '/dev']) t.false(launch.bound.includes(broad), broad);
   const selfTest = entry.detail['selfTest'] as { hostPaths: Record<string, string>; writeRoot: string };
@@ -45,7 +57,12 @@ maybe('the layer conforms: probe pure and stable, report JSON, requirement off s
 
 maybe("omitDefaultLayers: ['emptyroot'] leaves it out of the defaults; the worker then shares every namespace", async (t) => {
   await using rt = await IsolatedRuntime.start({ sandbox: 'require', omitDefaultLayers: ['emptyroot'], prewarm: false });
-  t.deepEqual(rt.report.layers.map((l) => l.name), defaultLayers().map((d) => d.module.replace(/^@strata\/layer-(.*)\/layer$/, '$1')).filter((n) => n !== 'emptyroot'));
+  t.deepEqual(
+    rt.report.layers.map((l) => l.name),
+    defaultLayers()
+      .map((d) => d.module.replace(/^@strata\/layer-(.*)\/layer$/, '$1'))
+      .filter((n) => n !== 'emptyroot'),
+  );
   t.deepEqual(rt.sandboxExtras, []);
   t.deepEqual(rt.report.verified!.ownNamespaces, []);
   t.is(rt.sandbox, 'landlock+seccomp');
@@ -58,13 +75,18 @@ maybe('bindPaths: a directory is bound read-only (and reported); a path that doe
   try {
     // configures the default empty root (layers add to the defaults; one of the same name takes its place)
     await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [emptyroot({ bindPaths: [dir] })], prewarm: false });
-    t.deepEqual(rt.report.layers.map((l) => l.name), ['emptyroot', 'landlock', 'seccomp']);
+    t.deepEqual(
+      rt.report.layers.map((l) => l.name),
+      ['emptyroot', 'landlock', 'seccomp'],
+    );
     const launch = rt.report.layers[0]!.detail['launch'] as { bound: string[] };
     t.true(launch.bound.includes(dir));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', layers: [emptyroot({ bindPaths: ['/does/not/exist'] })], prewarm: false }), { instanceOf: SandboxUnavailable });
+  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', layers: [emptyroot({ bindPaths: ['/does/not/exist'] })], prewarm: false }), {
+    instanceOf: SandboxUnavailable,
+  });
   t.regex(error!.message, /emptyroot: .*\/does\/not\/exist.*does not exist/);
 });
 

@@ -103,7 +103,15 @@ test('planRoot: parents first, then the links, then read-only binds; nothing ben
   ]);
   // /srv holds bound paths, so the tmpfs is staged on /mnt, the first candidate that hides nothing.
   t.is(plan.stage, '/mnt');
-  t.deepEqual(helperArguments({ stage: '/mnt', ops: plan.ops.slice(9, 11) }), ['--stage', '/mnt', '--mkdir', '/usr/lib/x86_64-linux-gnu', '--symlink', 'usr/lib', '/lib']);
+  t.deepEqual(helperArguments({ stage: '/mnt', ops: plan.ops.slice(9, 11) }), [
+    '--stage',
+    '/mnt',
+    '--mkdir',
+    '/usr/lib/x86_64-linux-gnu',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+  ]);
 });
 
 test('planRoot: the stage never holds nor lies beneath a bound path; no stage at all is an error that says what to do', (t) => {
@@ -154,9 +162,17 @@ test('classifyDryRun tells apart no user namespaces, forbidden, exhausted, AppAr
 test('emptyroot() names the layer module, checks its options and passes the requirement through', (t) => {
   t.is(EMPTYROOT_LAYER_MODULE, '@strata/layer-emptyroot/layer');
   t.deepEqual(emptyroot(), { module: EMPTYROOT_LAYER_MODULE, options: {} });
-  t.deepEqual(emptyroot({ requirement: 'require', bindPaths: ['/srv/data'] }), { module: EMPTYROOT_LAYER_MODULE, options: { bindPaths: ['/srv/data'] }, requirement: 'require' });
+  t.deepEqual(emptyroot({ requirement: 'require', bindPaths: ['/srv/data'] }), {
+    module: EMPTYROOT_LAYER_MODULE,
+    options: { bindPaths: ['/srv/data'] },
+    requirement: 'require',
+  });
   t.throws(() => emptyroot({ requirement: 'maybe' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
-  t.throws(() => emptyroot({ readPaths: ['/tmp'] } as never), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /unknown option "readPaths"/ });
+  t.throws(() => emptyroot({ readPaths: ['/tmp'] } as never), {
+    instanceOf: LayerConfigError,
+    code: 'ERR_STRATA_LAYER_CONFIG',
+    message: /unknown option "readPaths"/,
+  });
   t.throws(() => emptyroot({ bindPaths: ['relative'] }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /absolute/ });
   t.throws(() => emptyroot({ bindPaths: '/srv' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
   t.throws(() => emptyrootLayer({ nope: 1 }), { message: /unknown option/ });

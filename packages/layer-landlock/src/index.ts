@@ -44,7 +44,8 @@ const KEYS = new Set(['requirement', 'readPaths', 'stackAfterLoad']);
 export function landlock(options: LandlockOptions = {}): LayerDescriptor {
   for (const key of Object.keys(options)) if (!KEYS.has(key)) throw new LayerConfigError('landlock', `landlock(): unknown option ${JSON.stringify(key)}`);
   const { requirement } = options;
-  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new LayerConfigError('landlock', `landlock(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
+  if (requirement !== undefined && !REQUIREMENTS.includes(requirement))
+    throw new LayerConfigError('landlock', `landlock(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
   const readPaths = checkReadPaths(options.readPaths);
   const stackAfterLoad = checkStackAfterLoad(options.stackAfterLoad);
   const layerOptions = {
@@ -54,4 +55,3 @@ export function landlock(options: LandlockOptions = {}): LayerDescriptor {
   const descriptor: LayerDescriptor = { module: LANDLOCK_LAYER_MODULE, options: layerOptions };
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }
-

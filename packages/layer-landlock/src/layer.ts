@@ -20,7 +20,18 @@
  */
 import { readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { errnoOf, tryConnect, type ApplyContext, type LaunchContext, type LaunchStep, type Layer, type LayerCapability, type ProbeContext, type SealContext, type SelfTestContext } from '@strata/runtime/layers';
+import {
+  errnoOf,
+  tryConnect,
+  type ApplyContext,
+  type LaunchContext,
+  type LaunchStep,
+  type Layer,
+  type LayerCapability,
+  type ProbeContext,
+  type SealContext,
+  type SelfTestContext,
+} from '@strata/runtime/layers';
 import { addonUnavailableReason, loadAddon } from './addon.js';
 import { errataFromKernel, type Errata } from './errata.js';
 import { LANDLOCK_HELPER, landlockAbi, type AbiResult } from './helper.js';
@@ -68,7 +79,11 @@ function probe(context: ProbeContext): LayerCapability {
 
 function launch(context: LaunchContext): LaunchStep | undefined {
   if (context.platform !== 'linux') return undefined;
-  const readSet = computeReadSet({ execPath: context.workerNode, packageRoot: PACKAGE_ROOT, extra: [...context.layerPaths, ...checkReadPaths(context.options.readPaths)] });
+  const readSet = computeReadSet({
+    execPath: context.workerNode,
+    packageRoot: PACKAGE_ROOT,
+    extra: [...context.layerPaths, ...checkReadPaths(context.options.readPaths)],
+  });
   return { program: LANDLOCK_HELPER, args: helperArguments(readSet) };
 }
 
@@ -91,9 +106,17 @@ const POOL_REQUESTS = 8;
 
 /** Lists / from libuv's thread pool: the threads Node started before any JavaScript must refuse it too. */
 async function poolDenied(): Promise<string> {
-  const codes = await Promise.all(Array.from({ length: POOL_REQUESTS }, () => readdir('/').then(() => 'none', (error: NodeJS.ErrnoException) => error.code ?? error.message)));
+  const codes = await Promise.all(
+    Array.from({ length: POOL_REQUESTS }, () =>
+      readdir('/').then(
+        () => 'none',
+        (error: NodeJS.ErrnoException) => error.code ?? error.message,
+      ),
+    ),
+  );
   const through = codes.filter((code) => code !== 'EACCES');
-  if (through.length > 0) throw new Error(`the Landlock domain is not in force on libuv's thread pool: listing / from it gave ${through.join(', ')}, expected EACCES`);
+  if (through.length > 0)
+    throw new Error(`the Landlock domain is not in force on libuv's thread pool: listing / from it gave ${through.join(', ')}, expected EACCES`);
   return `listing / from libuv's pool refused (${POOL_REQUESTS} of ${POOL_REQUESTS} EACCES)`;
 }
 
@@ -110,9 +133,15 @@ function threadCount(): number | string {
 async function stackDenyAll(): Promise<string> {
   loadAddon().stackDenyAll();
   const own = errnoOf(() => readFileSync(OWN_FILE));
-  const pool = await readdir(PACKAGE_ROOT).then(() => 'none', (error: NodeJS.ErrnoException) => error.code ?? error.message);
-  if (own !== 'EACCES' || pool !== 'EACCES') throw new Error(`the stacked deny-all domain is not in force: reading this layer's package.json gave ${own}, listing its directory from libuv's pool gave ${pool}; expected EACCES`);
-  return 'the deny-all-fs domain was stacked on every thread at once (TSYNC): a read refused on the main thread and on libuv\'s pool';
+  const pool = await readdir(PACKAGE_ROOT).then(
+    () => 'none',
+    (error: NodeJS.ErrnoException) => error.code ?? error.message,
+  );
+  if (own !== 'EACCES' || pool !== 'EACCES')
+    throw new Error(
+      `the stacked deny-all domain is not in force: reading this layer's package.json gave ${own}, listing its directory from libuv's pool gave ${pool}; expected EACCES`,
+    );
+  return "the deny-all-fs domain was stacked on every thread at once (TSYNC): a read refused on the main thread and on libuv's pool";
 }
 
 let abiInForce: number | string | undefined;
@@ -124,7 +153,10 @@ async function apply(context: ApplyContext): Promise<void> {
   if (context.platform !== 'linux') throw new Error(`Landlock is Linux only (this is ${context.platform})`);
   // Outside the read set: the root directory cannot be listed once the domain is in force.
   const listRoot = errnoOf(() => readdirSync('/'));
-  if (listRoot !== 'EACCES') throw new Error(`the Landlock domain is not in force in the worker: listing / gave ${listRoot}, expected EACCES (did the launch chain run strata-landlock?)`);
+  if (listRoot !== 'EACCES')
+    throw new Error(
+      `the Landlock domain is not in force in the worker: listing / gave ${listRoot}, expected EACCES (did the launch chain run strata-landlock?)`,
+    );
   const pool = await poolDenied();
   // A positive control, here because a seal (this layer's, on ABI ≥ 8) may take every file away
   // before the self-tests: the runtime's own files are readable under the pre-exec domain.
@@ -140,7 +172,9 @@ async function apply(context: ApplyContext): Promise<void> {
     abi,
     errata,
     rights: typeof abi === 'number' ? handledRights(abi) : [],
-    ...(typeof abi === 'number' && abi > LATEST_KNOWN_ABI ? { unknownRights: `ABI ${abi} is newer than this package knows (${LATEST_KNOWN_ABI}): rights it added are not handled` } : {}),
+    ...(typeof abi === 'number' && abi > LATEST_KNOWN_ABI
+      ? { unknownRights: `ABI ${abi} is newer than this package knows (${LATEST_KNOWN_ABI}): rights it added are not handled` }
+      : {}),
     readPaths,
     ownFilesReadable: true,
     threadsCovered,
@@ -191,7 +225,9 @@ async function selfTest(context: SelfTestContext): Promise<void> {
     if (signal !== 'EPERM') through.push(`signalling the parent (kill(${process.ppid}, 0)) gave ${signal}, expected EPERM`);
   }
   if (through.length > 0) throw new Error(`the Landlock domain let through: ${through.join('; ')}`);
-  context.report({ selfTest: { readOutside: read, write, readOwn: own, tcpConnect: tcp ?? 'not handled on this ABI', signalParent: signal ?? 'not scoped on this ABI' } });
+  context.report({
+    selfTest: { readOutside: read, write, readOwn: own, tcpConnect: tcp ?? 'not handled on this ABI', signalParent: signal ?? 'not scoped on this ABI' },
+  });
 }
 
 /**

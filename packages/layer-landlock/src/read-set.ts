@@ -33,7 +33,8 @@ export function helperArguments(entries: readonly ReadEntry[]): string[] {
 /** The layer's `readPaths` option: absolute paths, as a list of strings. Throws naming what is wrong. */
 export function checkReadPaths(value: unknown): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string')) throw new LayerConfigError('landlock', 'landlock(): option "readPaths" must be an array of strings');
+  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string'))
+    throw new LayerConfigError('landlock', 'landlock(): option "readPaths" must be an array of strings');
   for (const path of value as string[]) {
     if (!isAbsolute(path)) throw new LayerConfigError('landlock', `landlock(): option "readPaths" takes absolute paths only; got ${JSON.stringify(path)}`);
     if (path.includes('\0')) throw new LayerConfigError('landlock', 'landlock(): option "readPaths" must not contain NUL');

@@ -6,7 +6,24 @@
 
 /** Filesystem rights handled by native/landlock-uapi.h (the helper and the addon), by the ABI that introduced them. */
 export const FS_RIGHTS_BY_ABI: readonly (readonly [number, readonly string[]])[] = Object.freeze([
-  [1, ['execute', 'write_file', 'read_file', 'read_dir', 'remove_dir', 'remove_file', 'make_char', 'make_dir', 'make_reg', 'make_sock', 'make_fifo', 'make_block', 'make_sym']],
+  [
+    1,
+    [
+      'execute',
+      'write_file',
+      'read_file',
+      'read_dir',
+      'remove_dir',
+      'remove_file',
+      'make_char',
+      'make_dir',
+      'make_reg',
+      'make_sock',
+      'make_fifo',
+      'make_block',
+      'make_sym',
+    ],
+  ],
   [2, ['refer']],
   [3, ['truncate']],
   [5, ['ioctl_dev']],

@@ -33,7 +33,8 @@ const TEST_FIRE_SCRIPT = fileURLToPath(new URL('./test-fire.js', import.meta.url
 /** The layer's `stackAfterLoad` option: a boolean, `true` when not given. Throws naming what is wrong. */
 export function checkStackAfterLoad(value: unknown): boolean {
   if (value === undefined) return true;
-  if (typeof value !== 'boolean') throw new LayerConfigError('landlock', `landlock(): option "stackAfterLoad" must be true or false; got ${JSON.stringify(value) ?? String(value)}`);
+  if (typeof value !== 'boolean')
+    throw new LayerConfigError('landlock', `landlock(): option "stackAfterLoad" must be true or false; got ${JSON.stringify(value) ?? String(value)}`);
   return value;
 }
 
@@ -70,7 +71,8 @@ export type WorkerStack = { readonly stack: true } | { readonly stack: false; re
  */
 export function sealStackDecision(capability: LayerCapability): WorkerStack {
   if (capability.provides.includes(STACK_WORD)) return { stack: true };
-  if (capability.missing.includes(STACK_WORD)) return { stack: false, stacked: `not stacked: the probe's test-fire failed (${STACK_WORD} is missing; see capability.detail.stackAfterLoad)` };
+  if (capability.missing.includes(STACK_WORD))
+    return { stack: false, stacked: `not stacked: the probe's test-fire failed (${STACK_WORD} is missing; see capability.detail.stackAfterLoad)` };
   const why = capability.detail?.['stackAfterLoad'];
   return { stack: false, stacked: typeof why === 'string' ? why : 'not stacked: the probe did not plan it' };
 }
@@ -89,6 +91,7 @@ export function runStackTestFire(): string | undefined {
   const child = spawnSync(process.execPath, [TEST_FIRE_SCRIPT], { env: {}, encoding: 'utf8', timeout: 20_000, stdio: ['ignore', 'pipe', 'pipe'] });
   if (child.error) return `the stack test-fire could not run: ${child.error.message}`;
   if (child.signal) return `the stack test-fire child died of ${child.signal}`;
-  if (child.status !== 0 || !child.stdout.includes(TEST_FIRE_MARKER)) return child.stderr.trim().split('\n').pop() || `the stack test-fire exited with status ${child.status}`;
+  if (child.status !== 0 || !child.stdout.includes(TEST_FIRE_MARKER))
+    return child.stderr.trim().split('\n').pop() || `the stack test-fire exited with status ${child.status}`;
   return undefined;
 }

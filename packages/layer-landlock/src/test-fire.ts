@@ -43,7 +43,9 @@ async function main(): Promise<void> {
   );
   await thread.terminate();
   if (mainThread !== 'EACCES' || earlierThread !== 'EACCES' || pool !== 'EACCES') {
-    throw new Error(`after the stack, reading a file gave ${mainThread} on the main thread, ${earlierThread} on a thread started before it, ${pool} on libuv's pool; expected EACCES on all`);
+    throw new Error(
+      `after the stack, reading a file gave ${mainThread} on the main thread, ${earlierThread} on a thread started before it, ${pool} on libuv's pool; expected EACCES on all`,
+    );
   }
   process.stdout.write(`${TEST_FIRE_MARKER}\n`);
 }

@@ -43,7 +43,19 @@ test('parsePrintAbi: ABI and errata, an unknown errata with the errno, and the o
 });
 
 maybe('argument errors exit 120 with one usage line', (t) => {
-  const cases: string[][] = [[], ['--'], ['--read'], ['--read', 'relative', '--', '/bin/true'], ['--bogus', '--', '/bin/true'], ['--', 'true'], ['--read', '/usr'], ['--print-abi', 'x'], ['--read-file'], ['--stack-after-load'], ['--stack-after-load', '--read']];
+  const cases: string[][] = [
+    [],
+    ['--'],
+    ['--read'],
+    ['--read', 'relative', '--', '/bin/true'],
+    ['--bogus', '--', '/bin/true'],
+    ['--', 'true'],
+    ['--read', '/usr'],
+    ['--print-abi', 'x'],
+    ['--read-file'],
+    ['--stack-after-load'],
+    ['--stack-after-load', '--read'],
+  ];
   for (const args of cases) {
     const child = run(args);
     t.is(child.status, HELPER_EXIT.usage, `${JSON.stringify(args)}: ${child.stderr}`);
@@ -70,10 +82,18 @@ maybe('bad paths exit 123 naming the path; a failed exec exits 126', (t) => {
 maybe('the helper passes the environment on unchanged and knows no --stack-after-load (the worker stacks in seal, told by its capability)', (t) => {
   const readSet = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: [] });
   const script = 'console.log(JSON.stringify([process.env.STRATA_LANDLOCK_STACK ?? null, process.env.TZ ?? null]))';
-  const child = spawnSync(LANDLOCK_HELPER, [...helperArguments(readSet), '--', process.execPath, '-e', script], { encoding: 'utf8', env: { STRATA_LANDLOCK_STACK: '1', TZ: 'UTC' }, timeout: 30_000 });
+  const child = spawnSync(LANDLOCK_HELPER, [...helperArguments(readSet), '--', process.execPath, '-e', script], {
+    encoding: 'utf8',
+    env: { STRATA_LANDLOCK_STACK: '1', TZ: 'UTC' },
+    timeout: 30_000,
+  });
   t.is(child.status, 0, child.stderr);
   t.is(child.stdout.trim(), '["1","UTC"]');
-  const flag = spawnSync(LANDLOCK_HELPER, [...helperArguments(readSet), '--stack-after-load', '--', process.execPath, '-e', script], { encoding: 'utf8', env: {}, timeout: 30_000 });
+  const flag = spawnSync(LANDLOCK_HELPER, [...helperArguments(readSet), '--stack-after-load', '--', process.execPath, '-e', script], {
+    encoding: 'utf8',
+    env: {},
+    timeout: 30_000,
+  });
   t.is(flag.status, HELPER_EXIT.usage);
   t.regex(flag.stderr, /^strata-landlock: usage: unknown option '--stack-after-load' — usage: /);
 });
@@ -102,7 +122,11 @@ maybe('a child under the domain: reads inside only, no writes, no TCP, no signal
       s.on('error', (e) => { out.tcpConnect = e.code; console.log(JSON.stringify(out)); });
       s.on('connect', () => { out.tcpConnect = 'ok'; console.log(JSON.stringify(out)); s.destroy(); });
     `;
-    const child = spawnSync(LANDLOCK_HELPER, [...helperArguments(readSet), '--', process.execPath, '-e', script], { encoding: 'utf8', env: {}, timeout: 30_000 });
+    const child = spawnSync(LANDLOCK_HELPER, [...helperArguments(readSet), '--', process.execPath, '-e', script], {
+      encoding: 'utf8',
+      env: {},
+      timeout: 30_000,
+    });
     t.is(child.status, 0, child.stderr);
     const out = JSON.parse(child.stdout) as Record<string, string>;
     t.deepEqual(out, {

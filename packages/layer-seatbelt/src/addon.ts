@@ -28,7 +28,8 @@ let cached: SeatbeltAddon | undefined;
 /** Why the addon cannot be loaded on `platform`, or undefined when it can. */
 export function addonUnavailableReason(platform: NodeJS.Platform = process.platform): string | undefined {
   if (platform !== 'darwin') return `Seatbelt is macOS only (this is ${platform})`;
-  if (!existsSync(ADDON_PATH)) return `the seatbelt addon is not built (${ADDON_PATH}): run \`npm rebuild @strata/layer-seatbelt\` (it needs the Xcode command line tools)`;
+  if (!existsSync(ADDON_PATH))
+    return `the seatbelt addon is not built (${ADDON_PATH}): run \`npm rebuild @strata/layer-seatbelt\` (it needs the Xcode command line tools)`;
   return undefined;
 }
 

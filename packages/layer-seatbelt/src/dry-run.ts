@@ -28,7 +28,9 @@ interface DryRunLine {
 }
 
 interface IsolatedVm {
-  Isolate: new (options: { memoryLimit: number }) => { compileScriptSync(code: string): { runSync(context: unknown): unknown }; createContextSync(): unknown; dispose(): void };
+  Isolate: new (options: {
+    memoryLimit: number;
+  }) => { compileScriptSync(code: string): { runSync(context: unknown): unknown }; createContextSync(): unknown; dispose(): void };
 }
 
 async function main(profile: string | undefined): Promise<void> {
@@ -40,7 +42,10 @@ async function main(profile: string | undefined): Promise<void> {
   const { problems } = await tryForbidden(addon, `${PACKAGE_ROOT}/package.json`);
   // What the worker still needs: a timer, libuv's thread pool started now (its first threads), a new isolate.
   await new Promise((resolve) => setTimeout(resolve, 5));
-  const own = await readFile(`${PACKAGE_ROOT}/package.json`, 'utf8').then((text) => text.length, (error: NodeJS.ErrnoException) => error.code ?? error.message);
+  const own = await readFile(`${PACKAGE_ROOT}/package.json`, 'utf8').then(
+    (text) => text.length,
+    (error: NodeJS.ErrnoException) => error.code ?? error.message,
+  );
   if (typeof own !== 'number') problems.push(`an asynchronous read of this layer's package.json (libuv's thread pool) gave ${own}`);
   const isolate = new ivm.Isolate({ memoryLimit: 32 });
   try {

@@ -35,11 +35,13 @@ const REQUIREMENTS: readonly LayerRequirement[] = ['require', 'auto', 'off'];
 /** Names the Seatbelt layer for `IsolatedRuntime.start({ layers })`. Throws a `LayerConfigError` (`ERR_STRATA_LAYER_CONFIG`) for an unknown option or a bad value. */
 export function seatbelt(options: SeatbeltOptions = {}): LayerDescriptor {
   if (options === null || typeof options !== 'object') throw new LayerConfigError('seatbelt', 'seatbelt(): options must be an object');
-  for (const key of Object.keys(options)) if (key !== 'requirement' && key !== 'readPaths') throw new LayerConfigError('seatbelt', `seatbelt(): unknown option ${JSON.stringify(key)}; it takes readPaths and requirement`);
+  for (const key of Object.keys(options))
+    if (key !== 'requirement' && key !== 'readPaths')
+      throw new LayerConfigError('seatbelt', `seatbelt(): unknown option ${JSON.stringify(key)}; it takes readPaths and requirement`);
   const { requirement } = options;
-  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new LayerConfigError('seatbelt', `seatbelt(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
+  if (requirement !== undefined && !REQUIREMENTS.includes(requirement))
+    throw new LayerConfigError('seatbelt', `seatbelt(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
   const readPaths = checkReadPaths(options.readPaths);
   const descriptor: LayerDescriptor = { module: SEATBELT_LAYER_MODULE, options: options.readPaths === undefined ? {} : { readPaths } };
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }
-

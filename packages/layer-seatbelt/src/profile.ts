@@ -65,16 +65,28 @@ export interface SysctlName {
  * time, the load average and CPU model stay unreadable: nothing in the worker asks for them
  * after start, and the host name identifies the machine.
  */
-export const SYSCTL_NAMES: readonly SysctlName[] = Object.freeze([
-  { name: 'hw.activecpu', why: "sysconf(_SC_NPROCESSORS_ONLN): libuv's uv_available_parallelism(), V8's processor count" },
-  { name: 'hw.memsize', why: "V8's SysInfo::AmountOfPhysicalMemory() and libuv's uv_get_total_memory(), asked when a heap is sized" },
-  { name: 'hw.ncpu', why: 'sysconf(_SC_NPROCESSORS_CONF) and std::thread::hardware_concurrency() (isolated-vm, V8 platform sizing)' },
-  { name: 'hw.pagesize', why: 'getpagesize() asks it once and caches it; allowed in case the first ask comes after the profile (V8 reserves every isolate heap in pages)' },
-  { name: 'hw.pagesize_compat', why: "the page size under its compatibility name (Chromium's profiles allow both)" },
-].map((s) => Object.freeze(s)));
+export const SYSCTL_NAMES: readonly SysctlName[] = Object.freeze(
+  [
+    { name: 'hw.activecpu', why: "sysconf(_SC_NPROCESSORS_ONLN): libuv's uv_available_parallelism(), V8's processor count" },
+    { name: 'hw.memsize', why: "V8's SysInfo::AmountOfPhysicalMemory() and libuv's uv_get_total_memory(), asked when a heap is sized" },
+    { name: 'hw.ncpu', why: 'sysconf(_SC_NPROCESSORS_CONF) and std::thread::hardware_concurrency() (isolated-vm, V8 platform sizing)' },
+    {
+      name: 'hw.pagesize',
+      why: 'getpagesize() asks it once and caches it; allowed in case the first ask comes after the profile (V8 reserves every isolate heap in pages)',
+    },
+    { name: 'hw.pagesize_compat', why: "the page size under its compatibility name (Chromium's profiles allow both)" },
+  ].map((s) => Object.freeze(s)),
+);
 
 /** The operations an allow rule of this profile may name; anything else is refused by {@link checkProfile}. */
-export const ALLOWED_OPERATIONS: readonly string[] = Object.freeze(['file-read-data', 'file-read-metadata', 'sysctl-read', 'signal', 'process-info-pidinfo', 'process-info-setcontrol']);
+export const ALLOWED_OPERATIONS: readonly string[] = Object.freeze([
+  'file-read-data',
+  'file-read-metadata',
+  'sysctl-read',
+  'signal',
+  'process-info-pidinfo',
+  'process-info-setcontrol',
+]);
 
 /** What the profile must never allow (a partial list for tests and reviewers: {@link checkProfile} allows only {@link ALLOWED_OPERATIONS}). */
 export const FORBIDDEN_OPERATIONS: readonly string[] = Object.freeze([
@@ -118,7 +130,8 @@ export function checkProfilePath(path: unknown, where = 'seatbeltProfile()'): st
   if (path.includes('\0')) throw new TypeError(`${where}: read paths must not contain NUL; got ${shown}`);
   // A double quote or a backslash would end or escape the SBPL string the path is written in;
   // control characters have no business in a path and could hide a line from a reviewer.
-  if (/["\\]/.test(path)) throw new TypeError(`${where}: read paths must not contain a double quote or a backslash (they would change the profile's SBPL); got ${shown}`);
+  if (/["\\]/.test(path))
+    throw new TypeError(`${where}: read paths must not contain a double quote or a backslash (they would change the profile's SBPL); got ${shown}`);
   if (/[\u0001-\u001f\u007f]/.test(path)) throw new TypeError(`${where}: read paths must not contain control characters; got ${shown}`);
   if (path === '/') throw new TypeError(`${where}: the root directory cannot be a read path (it would allow reading everything)`);
   if (path.endsWith('/') || path.includes('//') || path.split('/').some((part) => part === '.' || part === '..')) {
@@ -139,7 +152,8 @@ export function normalizeReads(reads: readonly ReadRule[]): ReadRule[] {
   if (!Array.isArray(reads)) throw new TypeError('seatbeltProfile(): input.reads must be an array of { path, kind }');
   const checked = reads.map((r: Partial<ReadRule> | null) => {
     if (r === null || typeof r !== 'object') throw new TypeError('seatbeltProfile(): each read must be { path, kind }');
-    if (r.kind !== 'subpath' && r.kind !== 'literal') throw new TypeError(`seatbeltProfile(): a read's kind must be 'subpath' or 'literal'; got ${JSON.stringify(r.kind)}`);
+    if (r.kind !== 'subpath' && r.kind !== 'literal')
+      throw new TypeError(`seatbeltProfile(): a read's kind must be 'subpath' or 'literal'; got ${JSON.stringify(r.kind)}`);
     return { path: checkProfilePath(r.path), kind: r.kind };
   });
   checked.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.kind === b.kind ? 0 : a.kind === 'subpath' ? -1 : 1));
@@ -158,7 +172,12 @@ export function profileRules(input: ProfileInput): ProfileRule[] {
   if (input === null || typeof input !== 'object') throw new TypeError('seatbeltProfile(): input must be { reads }');
   const reads = normalizeReads(input.reads);
   const rules: ProfileRule[] = [
-    { action: 'deny', operations: ['default'], filters: [], why: 'Everything not allowed below is refused: files, network, fork and exec, Mach services, IOKit, IPC.' },
+    {
+      action: 'deny',
+      operations: ['default'],
+      filters: [],
+      why: 'Everything not allowed below is refused: files, network, fork and exec, Mach services, IOKit, IPC.',
+    },
     {
       action: 'deny',
       operations: ['process-info*', 'iokit-get-properties', 'nvram*'],
@@ -183,7 +202,12 @@ export function profileRules(input: ProfileInput): ProfileRule[] {
       filters: SYSCTL_NAMES.map((s) => ({ kind: 'sysctl-name', value: s.name })),
       why: `The sysctls Node, libuv and V8 read after start: ${SYSCTL_NAMES.map((s) => s.name).join(', ')} (page size, CPU count, memory size).`,
     },
-    { action: 'allow', operations: ['signal'], filters: [{ kind: 'target', value: 'self' }], why: 'Signals to the worker itself only (Node and the runtime may signal themselves); never the parent or anyone else.' },
+    {
+      action: 'allow',
+      operations: ['signal'],
+      filters: [{ kind: 'target', value: 'self' }],
+      why: 'Signals to the worker itself only (Node and the runtime may signal themselves); never the parent or anyone else.',
+    },
     {
       action: 'allow',
       operations: ['process-info-pidinfo', 'process-info-setcontrol'],
@@ -191,7 +215,9 @@ export function profileRules(input: ProfileInput): ProfileRule[] {
       why: 'Its own process information only: threads name themselves (pthread_setname_np is a proc_info setcontrol call) and libraries read their own pidinfo.',
     },
   );
-  return rules.map((r) => Object.freeze({ ...r, operations: Object.freeze([...r.operations]), filters: Object.freeze(r.filters.map((f) => Object.freeze({ ...f }))) }));
+  return rules.map((r) =>
+    Object.freeze({ ...r, operations: Object.freeze([...r.operations]), filters: Object.freeze(r.filters.map((f) => Object.freeze({ ...f }))) }),
+  );
 }
 
 function renderFilter(filter: ProfileFilter): string {
@@ -294,7 +320,9 @@ function filterProblems(operations: readonly string[], filters: readonly SbplFor
       kinds.includes(filter[0]) &&
       (filter[0] === 'target' ? filter[1] === 'self' : typeof filter[1] === 'object' && !isList(filter[1]));
     if (!ok) {
-      problems.push(`${what} has the filter ${show(filter)}; only ${kinds.map((k) => (k === 'target' ? '(target self)' : `(${k} "...")`)).join(' or ')} may appear there`);
+      problems.push(
+        `${what} has the filter ${show(filter)}; only ${kinds.map((k) => (k === 'target' ? '(target self)' : `(${k} "...")`)).join(' or ')} may appear there`,
+      );
       continue;
     }
     const value = (filter[1] as { string: string }).string;
@@ -305,7 +333,8 @@ function filterProblems(operations: readonly string[], filters: readonly SbplFor
         problems.push((error as Error).message);
       }
     }
-    if (filter[0] === 'sysctl-name' && !SYSCTL_NAMES.some((s) => s.name === value)) problems.push(`${what} allows the sysctl ${JSON.stringify(value)}, which is not in SYSCTL_NAMES`);
+    if (filter[0] === 'sysctl-name' && !SYSCTL_NAMES.some((s) => s.name === value))
+      problems.push(`${what} allows the sysctl ${JSON.stringify(value)}, which is not in SYSCTL_NAMES`);
   }
   return problems;
 }
@@ -324,7 +353,8 @@ export function checkProfile(text: string): string[] {
     return [(error as Error).message];
   }
   const problems: string[] = [];
-  if (forms.length < 2 || show(forms[0]!) !== '(version 1)' || show(forms[1]!) !== '(deny default)') problems.push('the profile must start with (version 1) (deny default)');
+  if (forms.length < 2 || show(forms[0]!) !== '(version 1)' || show(forms[1]!) !== '(deny default)')
+    problems.push('the profile must start with (version 1) (deny default)');
   for (const form of forms) {
     if (!isList(form) || form.length === 0 || typeof form[0] !== 'string') {
       problems.push(`unexpected top-level form ${show(form)}`);

@@ -38,7 +38,8 @@ export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url)).re
  */
 export function checkReadPaths(value: unknown, where = 'seatbelt()'): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string')) throw new LayerConfigError('seatbelt', `${where}: option "readPaths" must be an array of strings`);
+  if (!Array.isArray(value) || value.some((p) => typeof p !== 'string'))
+    throw new LayerConfigError('seatbelt', `${where}: option "readPaths" must be an array of strings`);
   for (const path of value as string[]) {
     try {
       checkProfilePath(path, `${where}: option "readPaths"`);
@@ -77,7 +78,11 @@ export function computeReadRules(input: ReadSetInput): ReadEntry[] {
   const entries: ReadEntry[] = [{ path: realpathSync(input.execPath), kind: 'literal', why: "Node's binary (process.execPath)" }];
   const nodeModules = nodeModulesWithRuntime(input.packageRoot);
   if (nodeModules !== undefined) {
-    entries.push({ path: realpathOr(nodeModules), kind: 'subpath', why: 'the installed dependencies the worker imports (@strata/*, isolated-vm, cbor-x, tsyringe, reflect-metadata)' });
+    entries.push({
+      path: realpathOr(nodeModules),
+      kind: 'subpath',
+      why: 'the installed dependencies the worker imports (@strata/*, isolated-vm, cbor-x, tsyringe, reflect-metadata)',
+    });
     for (const pkg of strataPackages(nodeModules)) entries.push({ path: pkg, kind: 'subpath', why: 'a @strata package (real path of the workspace link)' });
   }
   entries.push({ path: realpathOr(input.packageRoot), kind: 'subpath', why: 'this layer (its package.json is the self-test positive control)' });

@@ -5,7 +5,6 @@ import { checkGuestStillWorks } from '@strata/runtime/testing';
 import { seatbelt } from '../src/index.js';
 import { offMac, onMac } from './when.js';
 
-
 const GAP = `Seatbelt is macOS only (this is ${process.platform})`;
 
 // The runtime's own test helper (compiled beside its tests in this repository).
@@ -18,15 +17,23 @@ offMac("sandbox 'require' with the Seatbelt layer off macOS: refused with Sandbo
   t.is(error?.code, 'ERR_STRATA_SANDBOX_UNAVAILABLE');
   t.true(error?.message.includes(`seatbelt: ${GAP}`), error?.message);
   // a per-layer requirement does the same under 'auto'
-  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, layers: [seatbelt({ requirement: 'require' })] }), { instanceOf: SandboxUnavailable, message: /seatbelt: Seatbelt is macOS only/ });
+  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, layers: [seatbelt({ requirement: 'require' })] }), {
+    instanceOf: SandboxUnavailable,
+    message: /seatbelt: Seatbelt is macOS only/,
+  });
 });
 
 offMac("sandbox 'auto' off macOS: starts with a warning naming seatbelt; not in force, not self-tested; guest code works", async (t) => {
   // Alone: on Linux the default layers would otherwise be in force beside it.
-  const { value: rt, warnings: seen } = await warningsDuring(() => IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, replaceDefaultLayers: true, layers: [seatbelt()] }));
+  const { value: rt, warnings: seen } = await warningsDuring(() =>
+    IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, replaceDefaultLayers: true, layers: [seatbelt()] }),
+  );
   const warnings = seen.map((w) => w.message);
   try {
-    t.true(warnings.some((w) => w.includes(`seatbelt is not in force: ${GAP}`)), warnings.join('\n'));
+    t.true(
+      warnings.some((w) => w.includes(`seatbelt is not in force: ${GAP}`)),
+      warnings.join('\n'),
+    );
     t.is(rt.sandbox, 'none');
     const entry = rt.report.layers.find((l) => l.name === 'seatbelt');
     t.deepEqual(entry, {

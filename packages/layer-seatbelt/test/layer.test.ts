@@ -11,17 +11,28 @@ import { checkProfile } from '../src/profile.js';
 import { offMac, onMac, when } from './when.js';
 import { LayerConfigError } from '@strata/runtime/layers';
 
-
 const probeContext = (platform: NodeJS.Platform, options: Record<string, unknown> = {}): ProbeContext => ({ platform, arch: process.arch, options });
 
 test('seatbelt() names the layer module, checks its options and passes the requirement through', (t) => {
   t.is(SEATBELT_LAYER_MODULE, '@strata/layer-seatbelt/layer');
   t.deepEqual(seatbelt(), { module: SEATBELT_LAYER_MODULE, options: {} });
-  t.deepEqual(seatbelt({ requirement: 'require', readPaths: ['/srv'] }), { module: SEATBELT_LAYER_MODULE, options: { readPaths: ['/srv'] }, requirement: 'require' });
+  t.deepEqual(seatbelt({ requirement: 'require', readPaths: ['/srv'] }), {
+    module: SEATBELT_LAYER_MODULE,
+    options: { readPaths: ['/srv'] },
+    requirement: 'require',
+  });
   t.deepEqual(seatbelt({ requirement: 'off' }), { module: SEATBELT_LAYER_MODULE, options: {}, requirement: 'off' });
   t.true(Object.isFrozen(seatbelt()));
-  t.throws(() => seatbelt({ requirement: 'sometimes' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /"requirement" must be 'require', 'auto' or 'off'/ });
-  t.throws(() => seatbelt({ writePaths: ['/tmp'] } as never), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /unknown option "writePaths"/ });
+  t.throws(() => seatbelt({ requirement: 'sometimes' as never }), {
+    instanceOf: LayerConfigError,
+    code: 'ERR_STRATA_LAYER_CONFIG',
+    message: /"requirement" must be 'require', 'auto' or 'off'/,
+  });
+  t.throws(() => seatbelt({ writePaths: ['/tmp'] } as never), {
+    instanceOf: LayerConfigError,
+    code: 'ERR_STRATA_LAYER_CONFIG',
+    message: /unknown option "writePaths"/,
+  });
   t.throws(() => seatbelt({ readPaths: ['relative'] }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /absolute/ });
   t.throws(() => seatbelt({ readPaths: ['/a"b'] }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /double quote/ });
   t.throws(() => seatbelt({ readPaths: '/srv' as never }), { instanceOf: LayerConfigError, code: 'ERR_STRATA_LAYER_CONFIG', message: /array of strings/ });
@@ -53,7 +64,11 @@ test('the probe elsewhere than macOS: unavailable, saying so (no side effects: t
 });
 
 offMac('the probe on Linux reports Seatbelt unavailable with the platform named', async (t) => {
-  t.deepEqual(await seatbeltLayer({}).probe(probeContext(process.platform)), { available: false, provides: [], missing: [`Seatbelt is macOS only (this is ${process.platform})`] });
+  t.deepEqual(await seatbeltLayer({}).probe(probeContext(process.platform)), {
+    available: false,
+    provides: [],
+    missing: [`Seatbelt is macOS only (this is ${process.platform})`],
+  });
 });
 
 when(!existsSync(ADDON_PATH), 'the addon is built here')('the probe on macOS without the addon built says how to build it', async (t) => {
@@ -67,7 +82,13 @@ when(!existsSync(ADDON_PATH), 'the addon is built here')('the probe on macOS wit
 
 offMac('apply refuses to run anywhere but macOS, before doing anything', (t) => {
   const reported: unknown[] = [];
-  const context: ApplyContext = { platform: process.platform, options: {}, capability: { available: false, provides: [], missing: ['not macOS'] }, addContextBootstrap: () => t.fail(), report: (d) => reported.push(d) };
+  const context: ApplyContext = {
+    platform: process.platform,
+    options: {},
+    capability: { available: false, provides: [], missing: ['not macOS'] },
+    addContextBootstrap: () => t.fail(),
+    report: (d) => reported.push(d),
+  };
   t.throws(() => seatbeltLayer({}).apply(context), { message: `Seatbelt is macOS only (this is ${process.platform})` });
   t.deepEqual(reported, []);
 });

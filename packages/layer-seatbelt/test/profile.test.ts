@@ -83,7 +83,10 @@ test('sysctls: only the listed names, each with a reason; no uname, host name or
     t.is(f[0], 'sysctl-name');
     return (f[1] as { string: string }).string;
   });
-  t.deepEqual(names, SYSCTL_NAMES.map((s) => s.name));
+  t.deepEqual(
+    names,
+    SYSCTL_NAMES.map((s) => s.name),
+  );
   t.deepEqual(names, ['hw.activecpu', 'hw.memsize', 'hw.ncpu', 'hw.pagesize', 'hw.pagesize_compat']);
   for (const s of SYSCTL_NAMES) t.true(s.why.length > 10, s.name);
   t.notRegex(text, /sysctl-name-prefix|kern\.|"security\./);
@@ -118,15 +121,27 @@ test('deterministic: the same reads in any order, with duplicates or entries ben
     { path: '/opt/node/bin/node', kind: 'literal' },
   ];
   t.is(seatbeltProfile({ reads: noisy }), text);
-  t.deepEqual(normalizeReads([{ path: '/a/b', kind: 'literal' }, { path: '/a', kind: 'subpath' }, { path: '/ab', kind: 'literal' }]), [
-    { path: '/a', kind: 'subpath' },
-    { path: '/ab', kind: 'literal' },
-  ]);
+  t.deepEqual(
+    normalizeReads([
+      { path: '/a/b', kind: 'literal' },
+      { path: '/a', kind: 'subpath' },
+      { path: '/ab', kind: 'literal' },
+    ]),
+    [
+      { path: '/a', kind: 'subpath' },
+      { path: '/ab', kind: 'literal' },
+    ],
+  );
 });
 
 test('the whole profile for one input, pinned', (t) => {
   t.is(
-    seatbeltProfile({ reads: [{ path: '/n/node', kind: 'literal' }, { path: '/m', kind: 'subpath' }] }),
+    seatbeltProfile({
+      reads: [
+        { path: '/n/node', kind: 'literal' },
+        { path: '/m', kind: 'subpath' },
+      ],
+    }),
     [
       '(version 1)',
       '; @strata/layer-seatbelt: deny by default; every allow says why.',
@@ -191,7 +206,10 @@ test('parentheses, semicolons, spaces and non-ASCII stay inside one string liter
   const tricky = ['/a) (allow default) (', '/b; (allow network*)', '/Users/José/My Projects (old)/x', '/c#|x|#'];
   const text = seatbeltProfile({ reads: tricky.map((path) => ({ path, kind: 'subpath' as const })) });
   t.deepEqual(checkProfile(text), []);
-  t.deepEqual(readFilters(text).map(([, p]) => p), [...tricky].sort());
+  t.deepEqual(
+    readFilters(text).map(([, p]) => p),
+    [...tricky].sort(),
+  );
   // as many top-level forms as with a plain path: nothing broke out of its string
   t.is(lists(text).length, lists(seatbeltProfile({ reads: [{ path: '/plain', kind: 'subpath' }] })).length);
   t.is(allows(text).length, 4);
@@ -218,7 +236,10 @@ const broken: [string, string, RegExp][] = [
 for (const [what, form, message] of broken) {
   test(`checkProfile catches ${what}`, (t) => {
     const problems = checkProfile(`(version 1)\n(deny default)\n${form}\n`);
-    t.true(problems.some((p) => message.test(p)), problems.join('\n'));
+    t.true(
+      problems.some((p) => message.test(p)),
+      problems.join('\n'),
+    );
   });
 }
 

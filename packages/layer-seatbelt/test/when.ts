@@ -4,7 +4,8 @@ import test, { type ExecutionContext } from 'ava';
 type Run = (t: ExecutionContext) => void | Promise<void>;
 
 /** A serial test that runs only when `condition` holds; otherwise skipped, saying `reason`. */
-export const when = (condition: boolean, reason: string) => (title: string, run: Run) => (condition ? test.serial(title, run) : test.skip(`${title} [skipped: ${reason}]`, run));
+export const when = (condition: boolean, reason: string) => (title: string, run: Run) =>
+  condition ? test.serial(title, run) : test.skip(`${title} [skipped: ${reason}]`, run);
 
 const darwin = process.platform === 'darwin';
 

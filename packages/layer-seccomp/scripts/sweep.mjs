@@ -36,7 +36,11 @@ async function child() {
   const arch = archOf(process.arch);
   const allowIoUringEnter = ioUringMayBeInUse(addon, arch);
   addon.install(serializeFilter(compileFilter(arch, process.pid, { allowIoUringEnter }).instructions));
-  const names = new Map(Object.entries(SYSCALLS).filter(([, n]) => n[arch] !== null).map(([name, n]) => [n[arch], name]));
+  const names = new Map(
+    Object.entries(SYSCALLS)
+      .filter(([, n]) => n[arch] !== null)
+      .map(([name, n]) => [n[arch], name]),
+  );
   const denied = new Set([...DENY_GROUPS.flatMap((g) => g.calls), ...(allowIoUringEnter ? [] : IO_URING_RING_CALLS)].map((c) => c.name));
   const enosys = new Set(ENOSYS_CALLS.map((c) => c.name));
   const ruled = new Set(ARG_RULES.map((r) => r.name));
@@ -50,7 +54,18 @@ async function child() {
     }
     const result = addon.rawSyscall(nr, 0, 0, 0, 0, 0, 0);
     if (result === 0 && (name === 'fork' || name === 'clone')) addon.rawSyscall(exitGroup, 99); // a child that got through
-    const policy = name === null ? (nr > HIGHEST_REVIEWED[arch] ? 'ENOSYS (above the highest reviewed)' : 'no such call') : denied.has(name) ? 'EPERM' : enosys.has(name) ? 'ENOSYS' : ruled.has(name) ? 'argument rule' : 'allowed';
+    const policy =
+      name === null
+        ? nr > HIGHEST_REVIEWED[arch]
+          ? 'ENOSYS (above the highest reviewed)'
+          : 'no such call'
+        : denied.has(name)
+          ? 'EPERM'
+          : enosys.has(name)
+            ? 'ENOSYS'
+            : ruled.has(name)
+              ? 'argument rule'
+              : 'allowed';
     rows.push({ nr, name, result, reachable: result !== -1 && result !== -38, policy });
   }
   process.stdout.write(JSON.stringify({ arch, ioUringEnterAllowed: allowIoUringEnter, rows }));
@@ -76,13 +91,29 @@ function parent() {
   const blocked = called.filter((r) => !r.reachable);
   const leaks = reachable.filter((r) => r.policy === 'EPERM' || r.policy === 'ENOSYS' || r.policy.startsWith('ENOSYS'));
   const kernelRefused = blocked.filter((r) => r.policy === 'allowed');
-  console.log(`seccomp sweep on ${arch}, numbers 0..${rows.at(-1).nr}${noIoUring ? ' under strata-no-io-uring' : ''} (io_uring_enter ${ioUringEnterAllowed ? 'allowed for libuv rings' : 'denied'})`);
-  console.log(`  called ${called.length}, skipped ${rows.length - called.length}: ${rows.filter((r) => r.skipped).map((r) => r.name).join(', ')}`);
+  console.log(
+    `seccomp sweep on ${arch}, numbers 0..${rows.at(-1).nr}${noIoUring ? ' under strata-no-io-uring' : ''} (io_uring_enter ${ioUringEnterAllowed ? 'allowed for libuv rings' : 'denied'})`,
+  );
+  console.log(
+    `  called ${called.length}, skipped ${rows.length - called.length}: ${rows
+      .filter((r) => r.skipped)
+      .map((r) => r.name)
+      .join(', ')}`,
+  );
   console.log(`  reachable (answered neither EPERM nor ENOSYS): ${reachable.length}`);
   console.log(`  answered EPERM/ENOSYS: ${blocked.length}`);
   console.log(`    of them denied by the policy: ${blocked.filter((r) => r.policy !== 'allowed' && r.policy !== 'argument rule').length}`);
-  console.log(`    argument rules refusing zero arguments: ${blocked.filter((r) => r.policy === 'argument rule').map((r) => r.name).join(', ') || 'none'}`);
-  console.log(`    allowed by the policy but refused by the kernel itself (EPERM/ENOSYS with zero arguments): ${kernelRefused.map((r) => `${r.name}=${r.result}`).join(', ') || 'none'}`);
+  console.log(
+    `    argument rules refusing zero arguments: ${
+      blocked
+        .filter((r) => r.policy === 'argument rule')
+        .map((r) => r.name)
+        .join(', ') || 'none'
+    }`,
+  );
+  console.log(
+    `    allowed by the policy but refused by the kernel itself (EPERM/ENOSYS with zero arguments): ${kernelRefused.map((r) => `${r.name}=${r.result}`).join(', ') || 'none'}`,
+  );
   console.log(`  denied by the policy yet reachable (must be none): ${leaks.map((r) => `${r.nr} ${r.name}=${r.result}`).join(', ') || 'none'}`);
   console.log(`  reachable: ${reachable.map((r) => r.name ?? r.nr).join(' ')}`);
   if (leaks.length > 0) process.exit(1);

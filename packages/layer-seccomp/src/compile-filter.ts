@@ -14,7 +14,17 @@
  *
  * @module
  */
-import { ARG_RULES, DENY_GROUPS, ENOSYS_CALLS, IO_URING_RING_CALLS, ERRNO, type ArgCondition, type ArgRule, type DeniedCall, type RuleValue } from './policy.js';
+import {
+  ARG_RULES,
+  DENY_GROUPS,
+  ENOSYS_CALLS,
+  IO_URING_RING_CALLS,
+  ERRNO,
+  type ArgCondition,
+  type ArgRule,
+  type DeniedCall,
+  type RuleValue,
+} from './policy.js';
 import { HIGHEST_REVIEWED, SYSCALLS, type Arch } from './syscall-table.js';
 
 /** One classic BPF instruction (struct sock_filter). */
@@ -226,7 +236,15 @@ export function compileFilter(arch: Arch, pid: number, options: CompileOptions =
   }
   program.push(ret(SECCOMP_RET.ALLOW));
   if (program.length > 4096) throw new Error(`seccomp policy: ${program.length} instructions is over BPF_MAXINSNS (4096)`);
-  return Object.freeze({ arch, pid, instructions: Object.freeze(program), deniedCalls: denied.length + enosys.length, argRules, highestReviewed: highest, ioUringEnterAllowed: allowIoUringEnter });
+  return Object.freeze({
+    arch,
+    pid,
+    instructions: Object.freeze(program),
+    deniedCalls: denied.length + enosys.length,
+    argRules,
+    highestReviewed: highest,
+    ioUringEnterAllowed: allowIoUringEnter,
+  });
 }
 
 /** struct sock_filter[] as bytes: u16 code, u8 jt, u8 jf, u32 k, little-endian (x86_64 and aarch64 Linux are both little-endian). */

@@ -29,8 +29,8 @@ const REQUIREMENTS: readonly LayerRequirement[] = ['require', 'auto', 'off'];
 export function seccomp(options: SeccompOptions = {}): LayerDescriptor {
   for (const key of Object.keys(options)) if (key !== 'requirement') throw new LayerConfigError('seccomp', `seccomp(): unknown option ${JSON.stringify(key)}`);
   const { requirement } = options;
-  if (requirement !== undefined && !REQUIREMENTS.includes(requirement)) throw new LayerConfigError('seccomp', `seccomp(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
+  if (requirement !== undefined && !REQUIREMENTS.includes(requirement))
+    throw new LayerConfigError('seccomp', `seccomp(): option "requirement" must be 'require', 'auto' or 'off'; got ${JSON.stringify(requirement)}`);
   const descriptor: LayerDescriptor = { module: SECCOMP_LAYER_MODULE, options: {} };
   return Object.freeze(requirement === undefined ? descriptor : { ...descriptor, requirement });
 }
-

@@ -25,7 +25,16 @@ import { ioUringMayBeInUse } from './io-uring.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const TEST_FIRE_SCRIPT = fileURLToPath(new URL('./test-fire.js', import.meta.url));
-const PROVIDES = Object.freeze(['seccomp-filter', 'all-threads', 'no-new-privs', 'no-exec', 'no-fork', 'no-network-sockets', 'no-namespaces', 'signals-self-only']);
+const PROVIDES = Object.freeze([
+  'seccomp-filter',
+  'all-threads',
+  'no-new-privs',
+  'no-exec',
+  'no-fork',
+  'no-network-sockets',
+  'no-namespaces',
+  'signals-self-only',
+]);
 
 /** The test-fire's answer is the same for the whole process: it runs once. */
 let fired: { gap: string | undefined } | undefined;
@@ -134,7 +143,8 @@ export function selfTestAttempts(arch: Arch, parentPid: number): Attempt[] {
 function selfTest(context: SelfTestContext): void {
   const addon = loadAddon();
   const arch = installed?.arch ?? archOf(process.arch)!;
-  if (addon.mode() !== 2 || addon.noNewPrivs() !== 1) throw new Error(`the filter is not in force on this thread (Seccomp ${addon.mode()}, NoNewPrivs ${addon.noNewPrivs()})`);
+  if (addon.mode() !== 2 || addon.noNewPrivs() !== 1)
+    throw new Error(`the filter is not in force on this thread (Seccomp ${addon.mode()}, NoNewPrivs ${addon.noNewPrivs()})`);
   const through: string[] = [];
   for (const attempt of selfTestAttempts(arch, process.ppid)) {
     const result = addon.rawSyscall(attempt.nr, ...attempt.args);
@@ -150,7 +160,8 @@ function selfTest(context: SelfTestContext): void {
   try {
     const statuses = threadStatus();
     const uncovered = statuses.filter((t) => t.mode !== 2 || t.noNewPrivs !== 1);
-    if (uncovered.length > 0) throw new Error(`threads without the filter: ${uncovered.map((t) => `${t.tid} (Seccomp ${t.mode}, NoNewPrivs ${t.noNewPrivs})`).join(', ')}`);
+    if (uncovered.length > 0)
+      throw new Error(`threads without the filter: ${uncovered.map((t) => `${t.tid} (Seccomp ${t.mode}, NoNewPrivs ${t.noNewPrivs})`).join(', ')}`);
     threads = statuses.length;
   } catch (error) {
     if (error instanceof Error && error.message.startsWith('threads without')) throw error;

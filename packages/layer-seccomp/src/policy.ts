@@ -50,7 +50,7 @@ export const DENY_GROUPS: readonly DenyGroup[] = Object.freeze([
       eperm('ptrace', 'no tracing of any process, itself included'),
       eperm('process_vm_readv', "no reading another process's memory"),
       eperm('process_vm_writev', "no writing another process's memory"),
-      eperm('process_madvise', 'no advice on another process\'s memory (DESIGN §3)'),
+      eperm('process_madvise', "no advice on another process's memory (DESIGN §3)"),
       eperm('pidfd_open', 'no handles on other processes'),
       eperm('pidfd_getfd', "no stealing another process's file descriptors (DESIGN §3)"),
       eperm('pidfd_send_signal', 'its target is an fd, not a pid, so it cannot be limited to the worker: denied; kill/tgkill remain for the worker itself'),
@@ -84,9 +84,9 @@ export const DENY_GROUPS: readonly DenyGroup[] = Object.freeze([
       eperm('fsmount', 'the new mount API (DESIGN §3)'),
       eperm('fspick', 'the new mount API (DESIGN §3)'),
       eperm('mount_setattr', 'the new mount API (DESIGN §3)'),
-      eperm('statmount', 'the new mount API: no listing of the host\'s mounts'),
-      eperm('listmount', 'the new mount API: no listing of the host\'s mounts'),
-      eperm('listns', 'no listing of the host\'s namespaces'),
+      eperm('statmount', "the new mount API: no listing of the host's mounts"),
+      eperm('listmount', "the new mount API: no listing of the host's mounts"),
+      eperm('listns', "no listing of the host's namespaces"),
       eperm('open_by_handle_at', 'opens files by handle, around every path check (a classic container escape)'),
       eperm('name_to_handle_at', 'the other half of open_by_handle_at'),
     ],
@@ -152,15 +152,19 @@ export const DENY_GROUPS: readonly DenyGroup[] = Object.freeze([
       eperm('futimesat', 'no time stamp changes', X86_ONLY),
       eperm('utimensat', 'no time stamp changes'),
       ...['setxattr', 'lsetxattr', 'fsetxattr', 'removexattr', 'lremovexattr', 'fremovexattr'].map((n) => eperm(n, 'no extended attribute changes')),
-      ...['getxattr', 'lgetxattr', 'fgetxattr', 'listxattr', 'llistxattr', 'flistxattr'].map((n) => eperm(n, 'no extended attribute reads (labels and capabilities of host files)')),
+      ...['getxattr', 'lgetxattr', 'fgetxattr', 'listxattr', 'llistxattr', 'flistxattr'].map((n) =>
+        eperm(n, 'no extended attribute reads (labels and capabilities of host files)'),
+      ),
       ...['setxattrat', 'removexattrat', 'getxattrat', 'listxattrat'].map((n) => eperm(n, 'extended attributes, the *xattrat calls (DESIGN §3)')),
-      eperm('file_setattr', 'no inode attribute changes (the *xattrat calls\' sibling)'),
+      eperm('file_setattr', "no inode attribute changes (the *xattrat calls' sibling)"),
     ],
   },
   {
     group: 'identity and time',
     calls: [
-      ...['setuid', 'setgid', 'setreuid', 'setregid', 'setresuid', 'setresgid', 'setfsuid', 'setfsgid', 'setgroups'].map((n) => eperm(n, 'no identity changes')),
+      ...['setuid', 'setgid', 'setreuid', 'setregid', 'setresuid', 'setresgid', 'setfsuid', 'setfsgid', 'setgroups'].map((n) =>
+        eperm(n, 'no identity changes'),
+      ),
       eperm('capset', 'no capability changes'),
       eperm('settimeofday', 'no setting the clock'),
       eperm('clock_settime', 'no setting the clock'),
@@ -189,7 +193,11 @@ export const IO_URING_RING_CALLS: readonly DeniedCall[] = Object.freeze([
 
 /** Calls answered ENOSYS rather than EPERM, so the C library falls back to an older call. */
 export const ENOSYS_CALLS: readonly DeniedCall[] = Object.freeze([
-  Object.freeze({ name: 'clone3', errno: 'ENOSYS' as const, reason: 'its flags are behind a pointer the filter cannot read; ENOSYS makes glibc fall back to clone, whose flags it can' }),
+  Object.freeze({
+    name: 'clone3',
+    errno: 'ENOSYS' as const,
+    reason: 'its flags are behind a pointer the filter cannot read; ENOSYS makes glibc fall back to clone, whose flags it can',
+  }),
 ]);
 
 /** A value an argument rule compares with: a number, or the worker's own pid (baked in when compiled). */
@@ -246,7 +254,8 @@ const C = CONSTANTS;
  * Every namespace flag legacy clone() accepts. (CLONE_NEWTIME, 0x80, exists only for clone3 and
  * unshare: in clone()'s flags those bits are the exit signal.)
  */
-export const CLONE_NAMESPACE_FLAGS = (C.CLONE_NEWNS | C.CLONE_NEWCGROUP | C.CLONE_NEWUTS | C.CLONE_NEWIPC | C.CLONE_NEWUSER | C.CLONE_NEWPID | C.CLONE_NEWNET) >>> 0;
+export const CLONE_NAMESPACE_FLAGS =
+  (C.CLONE_NEWNS | C.CLONE_NEWCGROUP | C.CLONE_NEWUTS | C.CLONE_NEWIPC | C.CLONE_NEWUSER | C.CLONE_NEWPID | C.CLONE_NEWNET) >>> 0;
 
 const self = (name: string, arg: number, reason: string, orZero = true): ArgRule =>
   Object.freeze({ kind: 'allow-if' as const, name, conditions: [{ arg, values: orZero ? [0, 'pid' as const] : ['pid' as const] }], reason });
@@ -260,7 +269,12 @@ export const ARG_RULES: readonly ArgRule[] = Object.freeze([
     forbidden: CLONE_NAMESPACE_FLAGS,
     reason: 'threads only (CLONE_THREAD, which the kernel accepts only with CLONE_SIGHAND and CLONE_VM); never a new process or namespace',
   },
-  { kind: 'allow-if', name: 'socket', conditions: [{ arg: 0, values: [C.AF_UNIX] }], reason: 'AF_UNIX only: no network family (AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, MPTCP, …)' },
+  {
+    kind: 'allow-if',
+    name: 'socket',
+    conditions: [{ arg: 0, values: [C.AF_UNIX] }],
+    reason: 'AF_UNIX only: no network family (AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, MPTCP, …)',
+  },
   { kind: 'allow-if', name: 'socketpair', conditions: [{ arg: 0, values: [C.AF_UNIX] }], reason: 'AF_UNIX only (socketpair stays: Node and libuv use it)' },
   {
     kind: 'deny-if',
@@ -302,5 +316,10 @@ export const ARG_RULES: readonly ArgRule[] = Object.freeze([
 
 /** Every name the policy mentions (deny list, ENOSYS calls, argument rules). */
 export function policyNames(): string[] {
-  return [...DENY_GROUPS.flatMap((g) => g.calls.map((c) => c.name)), ...IO_URING_RING_CALLS.map((c) => c.name), ...ENOSYS_CALLS.map((c) => c.name), ...ARG_RULES.map((r) => r.name)];
+  return [
+    ...DENY_GROUPS.flatMap((g) => g.calls.map((c) => c.name)),
+    ...IO_URING_RING_CALLS.map((c) => c.name),
+    ...ENOSYS_CALLS.map((c) => c.name),
+    ...ARG_RULES.map((r) => r.name),
+  ];
 }

@@ -22,7 +22,16 @@ const call = (arch: Arch, name: string, ...args: (number | bigint)[]): SeccompIn
 const judge = (arch: Arch, input: SeccompInput, options?: Parameters<typeof compileFilter>[2]) =>
   verdict(options ? compileFilter(arch, PID, options).instructions : programs.get(arch)!, input);
 
-const THREAD_FLAGS = C.CLONE_VM | C.CLONE_FS | C.CLONE_FILES | C.CLONE_SIGHAND | C.CLONE_THREAD | C.CLONE_SYSVSEM | C.CLONE_SETTLS | C.CLONE_PARENT_SETTID | C.CLONE_CHILD_CLEARTID;
+const THREAD_FLAGS =
+  C.CLONE_VM |
+  C.CLONE_FS |
+  C.CLONE_FILES |
+  C.CLONE_SIGHAND |
+  C.CLONE_THREAD |
+  C.CLONE_SYSVSEM |
+  C.CLONE_SETTLS |
+  C.CLONE_PARENT_SETTID |
+  C.CLONE_CHILD_CLEARTID;
 const SIGCHLD = 17;
 
 // [description, name, args, expected]
@@ -138,7 +147,17 @@ for (const arch of ARCHES) {
   });
 
   test(`${arch}: every number ≥ 0x40000000 (x32) is denied`, (t) => {
-    for (const n of [X32_SYSCALL_BIT, X32_SYSCALL_BIT | 0, X32_SYSCALL_BIT | 39, X32_SYSCALL_BIT | 59, X32_SYSCALL_BIT | 520, X32_SYSCALL_BIT | 545, 0x7fffffff, 0xffffffff, 0x80000000]) {
+    for (const n of [
+      X32_SYSCALL_BIT,
+      X32_SYSCALL_BIT | 0,
+      X32_SYSCALL_BIT | 39,
+      X32_SYSCALL_BIT | 59,
+      X32_SYSCALL_BIT | 520,
+      X32_SYSCALL_BIT | 545,
+      0x7fffffff,
+      0xffffffff,
+      0x80000000,
+    ]) {
       t.deepEqual(judge(arch, { nr: n, arch: AUDIT_ARCH[arch] }), EPERM, `nr 0x${n.toString(16)}`);
     }
   });
@@ -175,7 +194,9 @@ for (const arch of ARCHES) {
   });
 
   test(`${arch}: every call not named by the policy is allowed, with any arguments`, (t) => {
-    const named = new Set([...DENY_GROUPS.flatMap((g) => g.calls), ...ENOSYS_CALLS, ...IO_URING_RING_CALLS].map((c) => c.name).concat(ARG_RULES.map((r) => r.name)));
+    const named = new Set(
+      [...DENY_GROUPS.flatMap((g) => g.calls), ...ENOSYS_CALLS, ...IO_URING_RING_CALLS].map((c) => c.name).concat(ARG_RULES.map((r) => r.name)),
+    );
     let checked = 0;
     for (const [name, numbers] of Object.entries(SYSCALLS)) {
       const n = numbers[arch];

@@ -74,7 +74,8 @@ maybe('under strata-no-io-uring libuv makes no ring, and the layer then denies i
   t.is(o.selfTest, 'passed');
   for (const r of o.results) t.true(r.ok, `${r.what}: got ${r.result}, expected ${r.expect}`);
   t.true(o.results.some((r) => r.what.startsWith('io_uring_enter') && r.result === -1));
-  for (const thread of o.threads) t.deepEqual([thread.mode, thread.filters, thread.noNewPrivs], [2, 2, 1], `thread ${thread.tid} (the helper's filter + the layer's)`);
+  for (const thread of o.threads)
+    t.deepEqual([thread.mode, thread.filters, thread.noNewPrivs], [2, 2, 1], `thread ${thread.tid} (the helper's filter + the layer's)`);
   t.is(o.workerThread, 'started');
 });
 

@@ -46,7 +46,7 @@ maybe('the addon: rawSyscall reaches the kernel; this process has no filter; bad
   t.is(addon.rawSyscall(syscallNumber('getpid', arch)!), process.pid);
   t.is(addon.rawSyscall(syscallNumber('close', arch)!, -1), -9); // EBADF
   t.is(addon.rawSyscall(syscallNumber('read', arch)!, -1, 0n, 0), -9);
-  t.is(addon.mode(), 0, 'no filter in ava\'s own process');
+  t.is(addon.mode(), 0, "no filter in ava's own process");
   t.is(addon.noNewPrivs(), 0);
   t.throws(() => addon.install('nope' as never), { instanceOf: TypeError, message: /must be a Buffer/ });
   t.throws(() => addon.install(Buffer.alloc(0)), { instanceOf: RangeError });

@@ -31,9 +31,21 @@ test('the table matches an independent parse of the TSV, row by row', (t) => {
 
 test('well-known numbers (sanity against the kernel headers)', (t) => {
   const known: [string, number | null, number | null][] = [
-    ['read', 0, 63], ['write', 1, 64], ['clone', 56, 220], ['fork', 57, null], ['execve', 59, 221], ['kill', 62, 129],
-    ['ptrace', 101, 117], ['socket', 41, 198], ['ioctl', 16, 29], ['clone3', 435, 435], ['io_uring_setup', 425, 425],
-    ['bpf', 321, 280], ['tgkill', 234, 131], ['getpid', 39, 172], ['seccomp', 317, 277],
+    ['read', 0, 63],
+    ['write', 1, 64],
+    ['clone', 56, 220],
+    ['fork', 57, null],
+    ['execve', 59, 221],
+    ['kill', 62, 129],
+    ['ptrace', 101, 117],
+    ['socket', 41, 198],
+    ['ioctl', 16, 29],
+    ['clone3', 435, 435],
+    ['io_uring_setup', 425, 425],
+    ['bpf', 321, 280],
+    ['tgkill', 234, 131],
+    ['getpid', 39, 172],
+    ['seccomp', 317, 277],
   ];
   for (const [name, x86, arm] of known) t.deepEqual(SYSCALLS[name], { x86_64: x86, aarch64: arm }, name);
 });
@@ -70,7 +82,22 @@ test('no name appears twice in the policy, and every denied call has a one-line 
 
 test('the DESIGN §3 additions are all in the deny list', (t) => {
   const denied = new Set(DENY_GROUPS.flatMap((g) => g.calls.map((c) => c.name)));
-  for (const name of ['fchmodat2', 'setxattrat', 'getxattrat', 'listxattrat', 'removexattrat', 'open_tree', 'move_mount', 'fsopen', 'fsconfig', 'fsmount', 'fspick', 'mount_setattr', 'pidfd_getfd', 'process_madvise']) {
+  for (const name of [
+    'fchmodat2',
+    'setxattrat',
+    'getxattrat',
+    'listxattrat',
+    'removexattrat',
+    'open_tree',
+    'move_mount',
+    'fsopen',
+    'fsconfig',
+    'fsmount',
+    'fspick',
+    'mount_setattr',
+    'pidfd_getfd',
+    'process_madvise',
+  ]) {
     t.true(denied.has(name), name);
   }
 });

@@ -78,27 +78,27 @@ const URL_PATTERN_FIXES = [
     replace: 'function le(e,t,r){return z(t)===e&&(e=""),r||e===""?e:strataCanonicalPort(e,t)}',
   },
   {
-    why: 'an input pathname is canonicalised by the URL parser\'s path state (strataCanonicalPathname): a ? or # in it is encoded, not the end of the path',
+    why: "an input pathname is canonicalised by the URL parser's path state (strataCanonicalPathname): a ? or # in it is encoded, not the end of the path",
     find: 'function ce(e,t,r){if(r||e==="")return e;if(t&&!re.includes(t))return new URL(`${t}:${e}`).pathname;let n=e[0]=="/";return e=new URL(n?e:"/-"+e,"https://example.com").pathname,n||(e=e.substring(2,e.length)),e}',
     replace: 'function ce(e,t,r){return r||e===""?e:strataCanonicalPathname(e,t)}',
   },
   {
-    why: 'a pathname pattern likewise: a \\ in it stays a character, as on the standard\'s dummy URL (not special)',
+    why: "a pathname pattern likewise: a \\ in it stays a character, as on the standard's dummy URL (not special)",
     find: 'function de(e){if(e==="")return e;let t=new URL("https://example.com");return t.pathname=e[0]!=="/"?"/-"+e:e,e[0]!=="/"?t.pathname.substring(2,t.pathname.length):t.pathname}',
     replace: 'function de(e){return strataCanonicalPathname(e)}',
   },
   {
-    why: 'an opaque pathname pattern is canonicalised by the URL parser\'s opaque path state',
+    why: "an opaque pathname pattern is canonicalised by the URL parser's opaque path state",
     find: 'function pe(e){return e===""?e:new URL(`data:${e}`).pathname}',
     replace: 'function pe(e){return strataCanonicalOpaquePathname(e)}',
   },
   {
-    why: 'a protocol starts with an ASCII letter (the URL parser\'s scheme state)',
+    why: "a protocol starts with an ASCII letter (the URL parser's scheme state)",
     find: 'function w(e){if(e==="")return e;if(/^[-+.A-Za-z0-9]*$/.test(e))return e.toLowerCase();throw new TypeError(`Invalid protocol \'${e}\'.`)}',
     replace: 'function w(e){return strataCanonicalProtocol(e)}',
   },
   {
-    why: 'a search is canonicalised once, by the URL parser\'s query state: the setter it used dropped a second leading ?',
+    why: "a search is canonicalised once, by the URL parser's query state: the setter it used dropped a second leading ?",
     find: 'function ge(e){if(e==="")return e;let t=new URL("https://example.com");return t.search=e,t.search.substring(1,t.search.length)}',
     replace: 'function ge(e){return strataCanonicalSearch(e)}',
   },
@@ -108,7 +108,7 @@ const URL_PATTERN_FIXES = [
     replace: 'return strataCanonicalSearch(e)}',
   },
   {
-    why: 'a hash is canonicalised once, by the URL parser\'s fragment state: the setter it used dropped a second leading #',
+    why: "a hash is canonicalised once, by the URL parser's fragment state: the setter it used dropped a second leading #",
     find: 'function me(e){if(e==="")return e;let t=new URL("https://example.com");return t.hash=e,t.hash.substring(1,t.hash.length)}',
     replace: 'function me(e){return strataCanonicalHash(e)}',
   },
@@ -144,7 +144,8 @@ const urlPatternToStandard = {
       // Imported by this module alone: injected into every module, it would import whatwg-url from
       // inside whatwg-url's own modules (a cycle that leaves its exports empty).
       const canonical = JSON.stringify(new URL('scripts/bundle/url-pattern-canonical.js', root).pathname);
-      const names = 'strataCanonicalPort, strataCanonicalHostname, strataCanonicalPathname, strataCanonicalOpaquePathname, strataCanonicalProtocol, strataCanonicalSearch, strataCanonicalHash';
+      const names =
+        'strataCanonicalPort, strataCanonicalHostname, strataCanonicalPathname, strataCanonicalOpaquePathname, strataCanonicalProtocol, strataCanonicalSearch, strataCanonicalHash';
       return { contents: `import { ${names} } from ${canonical};\n${text}`, loader: 'js' };
     });
   },
@@ -226,20 +227,30 @@ const url = await bundle({
   inject: ['scripts/bundle/url-globals.js'],
   plugins: [noLegacyEncodings, jsonAsString, urlPatternToStandard],
 });
-writeBundleModule('url-bundle.ts', 'URL_BUNDLE', [
-  'Script text declaring `var strataUrlBundle = { URL, URLSearchParams, URLPattern }`, with',
-  'free references to `TextEncoder` and `TextDecoder` (the installer binds them). @internal',
-], url);
+writeBundleModule(
+  'url-bundle.ts',
+  'URL_BUNDLE',
+  [
+    'Script text declaring `var strataUrlBundle = { URL, URLSearchParams, URLPattern }`, with',
+    'free references to `TextEncoder` and `TextDecoder` (the installer binds them). @internal',
+  ],
+  url,
+);
 
 const crypto = await bundle({
   what: 'crypto bundle',
   entry: 'scripts/bundle/crypto-entry.js',
   globalName: 'strataCryptoBundle',
 });
-writeBundleModule('crypto-bundle.ts', 'CRYPTO_BUNDLE', [
-  'Script text declaring `var strataCryptoBundle = { hmac, sha1, sha256, sha384, sha512 }`: the hash',
-  'functions of @noble/hashes, each taking and returning a Uint8Array, and `hmac(hash, key, message)`. @internal',
-], crypto);
+writeBundleModule(
+  'crypto-bundle.ts',
+  'CRYPTO_BUNDLE',
+  [
+    'Script text declaring `var strataCryptoBundle = { hmac, sha1, sha256, sha384, sha512 }`: the hash',
+    'functions of @noble/hashes, each taking and returning a Uint8Array, and `hmac(hash, key, message)`. @internal',
+  ],
+  crypto,
+);
 
 const streams = await bundle({
   what: 'streams bundle',
@@ -248,22 +259,32 @@ const streams = await bundle({
   // ReadableStream.name is 'ReadableStream', not what the minifier renamed the class to.
   keepNames: true,
 });
-writeBundleModule('streams-bundle.ts', 'STREAMS_BUNDLE', [
-  'Script text declaring `var strataStreamsBundle = { ReadableStream, WritableStream, TransformStream, ... }`:',
-  'the classes of web-streams-polyfill\'s ponyfill, with free references to the built-ins and to',
-  '`globalThis`, `queueMicrotask`, `AbortController` and `structuredClone` (installStreams binds them). @internal',
-], streams);
+writeBundleModule(
+  'streams-bundle.ts',
+  'STREAMS_BUNDLE',
+  [
+    'Script text declaring `var strataStreamsBundle = { ReadableStream, WritableStream, TransformStream, ... }`:',
+    "the classes of web-streams-polyfill's ponyfill, with free references to the built-ins and to",
+    '`globalThis`, `queueMicrotask`, `AbortController` and `structuredClone` (installStreams binds them). @internal',
+  ],
+  streams,
+);
 
 const compression = await bundle({
   what: 'compression bundle',
   entry: 'scripts/bundle/compression-entry.js',
   globalName: 'strataCompressionBundle',
 });
-writeBundleModule('compression-bundle.ts', 'COMPRESSION_BUNDLE', [
-  'Script text declaring `var strataCompressionBundle = { Deflate, Gzip, Zlib, Inflate }`: fflate\'s',
-  'synchronous streaming classes, with free references to the built-ins it uses (installCompression',
-  'binds them, and binds `Date` to undefined). @internal',
-], compression);
+writeBundleModule(
+  'compression-bundle.ts',
+  'COMPRESSION_BUNDLE',
+  [
+    "Script text declaring `var strataCompressionBundle = { Deflate, Gzip, Zlib, Inflate }`: fflate's",
+    'synchronous streaming classes, with free references to the built-ins it uses (installCompression',
+    'binds them, and binds `Date` to undefined). @internal',
+  ],
+  compression,
+);
 
 // navigator.userAgent names the version; generated so the bootstrap needs no package.json at run time.
 const { version } = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));

@@ -32,11 +32,7 @@ async function script(s: Sandbox, path: string): Promise<void> {
 }
 
 /** Compiles an ES module graph; `alias` maps bare specifiers to files or modules. */
-async function moduleGraph(
-  s: Sandbox,
-  entry: string,
-  alias: Record<string, string | ivm.Module>,
-): Promise<ivm.Module> {
+async function moduleGraph(s: Sandbox, entry: string, alias: Record<string, string | ivm.Module>): Promise<ivm.Module> {
   const byPath = new Map<string, ivm.Module>();
   const pathOf = new Map<ivm.Module, string>();
   const target = (spec: string, from: string): string | ivm.Module => alias[spec] ?? new URL(spec, `file://${from}`).pathname;
@@ -78,9 +74,7 @@ const checks: Record<string, (s: Sandbox) => Promise<unknown>> = {
     await script(s, join(packageDir('vega'), 'build/vega.min.js'));
     await script(s, join(packageDir('vega-lite'), 'build/vega-lite.min.js'));
     // vega-interpreter is an ES module importing vega-util, which vega re-exports.
-    const util = await s.isolate.compileModule(
-      'export const { ascending, isString, DisallowedObjectProperties } = globalThis.vega;',
-    );
+    const util = await s.isolate.compileModule('export const { ascending, isString, DisallowedObjectProperties } = globalThis.vega;');
     await util.instantiate(s.context, () => {
       throw new Error('vega-util shim has no imports');
     });

@@ -64,11 +64,7 @@ export const PERFORMANCE_TICK_MS = 1 / 128;
  *
  * @internal
  */
-export const URL_GLOBALS = [
-  'URL',
-  'URLSearchParams',
-  'URLPattern',
-] as const;
+export const URL_GLOBALS = ['URL', 'URLSearchParams', 'URLPattern'] as const;
 
 /**
  * The web streams classes: the other group of {@link LAZY_GLOBALS}. The
@@ -154,10 +150,7 @@ export const POLYFILLED_GLOBALS = [
  * code; then they are writable, configurable, non-enumerable data properties
  * like the others.
  */
-export const LAZY_GLOBALS = [
-  ...URL_GLOBALS,
-  ...STREAM_GLOBALS,
-] as const;
+export const LAZY_GLOBALS = [...URL_GLOBALS, ...STREAM_GLOBALS] as const;
 
 /**
  * Globals `WEB_POLYFILLS` never defines. A `window` or `document` pushes

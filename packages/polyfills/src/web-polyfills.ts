@@ -70,7 +70,20 @@ function compact(source: string): string {
 }
 
 // The global built-ins the crypto bundle names (see installCrypto, which passes them in).
-const CRYPTO_INTRINSICS = ['Object', 'Array', 'Number', 'Math', 'BigInt', 'ArrayBuffer', 'DataView', 'Uint8Array', 'Uint32Array', 'Error', 'TypeError', 'RangeError'];
+const CRYPTO_INTRINSICS = [
+  'Object',
+  'Array',
+  'Number',
+  'Math',
+  'BigInt',
+  'ArrayBuffer',
+  'DataView',
+  'Uint8Array',
+  'Uint32Array',
+  'Error',
+  'TypeError',
+  'RangeError',
+];
 
 // The host hooks' names, handed to the installers in `internal` (they are compiled alone and import nothing).
 const HOST_GLOBALS = { eventLoop: EVENT_LOOP_GLOBAL, entropy: ENTROPY_GLOBAL, fetch: FETCH_GLOBAL, fetchCancel: FETCH_CANCEL_GLOBAL };

@@ -13,7 +13,11 @@ test('btoa and atob round-trip every byte', (t) => {
   t.is(s.value(`btoa('a')`), 'YQ==');
   t.is(s.value(`btoa('ab')`), 'YWI=');
   t.is(s.value(`atob('aGVsbG8=')`), 'hello');
-  t.true(s.value(`(() => { let all = ''; for (let i = 0; i < 256; i++) all += String.fromCharCode(i); return atob(btoa(all)) === all && btoa(all) === ${JSON.stringify(Buffer.from(Array.from({ length: 256 }, (_, i) => i)).toString('base64'))}; })()`));
+  t.true(
+    s.value(
+      `(() => { let all = ''; for (let i = 0; i < 256; i++) all += String.fromCharCode(i); return atob(btoa(all)) === all && btoa(all) === ${JSON.stringify(Buffer.from(Array.from({ length: 256 }, (_, i) => i)).toString('base64'))}; })()`,
+    ),
+  );
   // Large inputs cross the internal chunking.
   t.true(s.value(`(() => { const big = 'xyz\\u00ff'.repeat(50000); return atob(btoa(big)) === big; })()`));
 });
@@ -34,10 +38,7 @@ test('invalid input throws InvalidCharacterError DOMException', (t) => {
       input,
     );
   }
-  t.deepEqual(
-    s.value(`(() => { try { btoa('€'); } catch (e) { return [e instanceof DOMException, e.name]; } })()`),
-    [true, 'InvalidCharacterError'],
-  );
+  t.deepEqual(s.value(`(() => { try { btoa('€'); } catch (e) { return [e instanceof DOMException, e.name]; } })()`), [true, 'InvalidCharacterError']);
   t.throws(() => s.value(`btoa()`), { message: /1 argument required/ });
   t.throws(() => s.value(`atob()`), { message: /1 argument required/ });
 });

@@ -106,14 +106,7 @@ test('FileReader fires its events in order, asynchronously, on the task queue', 
     log.push(busy);
   })`);
   t.deepEqual(r.value, {
-    log: [
-      'sync:1:null:2',
-      'InvalidStateError',
-      'loadstart:1:0/3:true:true',
-      'progress:1:3/3:true:true',
-      'load:2:3/3:true:true',
-      'loadend:2:3/3:true:true',
-    ],
+    log: ['sync:1:null:2', 'InvalidStateError', 'loadstart:1:0/3:true:true', 'progress:1:3/3:true:true', 'load:2:3/3:true:true', 'loadend:2:3/3:true:true'],
     result: 'abc',
   });
 });
@@ -138,7 +131,10 @@ test('FileReader.abort() cancels the read and fires abort then loadend', async (
 test('FileReader validates its input and has the web constants', (t) => {
   t.throws(() => s.value(`new FileReader().readAsText('nope')`), { message: /not of type 'Blob'/ });
   t.throws(() => s.value(`new FileReader().readAsText()`), { message: /1 argument required/ });
-  t.deepEqual(s.value(`[FileReader.EMPTY, FileReader.LOADING, FileReader.DONE, new FileReader().readyState, new FileReader().DONE, new FileReader() instanceof EventTarget]`), [
-    0, 1, 2, 0, 2, true,
-  ]);
+  t.deepEqual(
+    s.value(
+      `[FileReader.EMPTY, FileReader.LOADING, FileReader.DONE, new FileReader().readyState, new FileReader().DONE, new FileReader() instanceof EventTarget]`,
+    ),
+    [0, 1, 2, 0, 2, true],
+  );
 });

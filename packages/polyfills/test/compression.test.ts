@@ -227,7 +227,9 @@ test('what came before the end is output before the error about trailing data', 
 });
 
 const CASES: StreamCase[] = [
-  ['formats are the three of the standard, case-sensitive; anything else is a TypeError', `
+  [
+    'formats are the three of the standard, case-sensitive; anything else is a TypeError',
+    `
     const out = [];
     for (const Stream of [CompressionStream, DecompressionStream]) {
       out.push(['gzip', 'deflate', 'deflate-raw'].map((f) => thrown(() => new Stream(f))));
@@ -235,8 +237,20 @@ const CASES: StreamCase[] = [
       out.push(thrown(() => new Stream()), thrown(() => Stream('gzip')));
     }
     return out;`,
-    [['none', 'none', 'none'], Array(5).fill('TypeError'), 'TypeError', 'TypeError', ['none', 'none', 'none'], Array(5).fill('TypeError'), 'TypeError', 'TypeError']],
-  ['chunks must be BufferSources: any view or ArrayBuffer, nothing else', `
+    [
+      ['none', 'none', 'none'],
+      Array(5).fill('TypeError'),
+      'TypeError',
+      'TypeError',
+      ['none', 'none', 'none'],
+      Array(5).fill('TypeError'),
+      'TypeError',
+      'TypeError',
+    ],
+  ],
+  [
+    'chunks must be BufferSources: any view or ArrayBuffer, nothing else',
+    `
     const results = [];
     for (const chunk of ['text', 42, null, undefined, [1, 2], { byteLength: 1 }]) {
       for (const Stream of [CompressionStream, DecompressionStream]) {
@@ -252,8 +266,11 @@ const CASES: StreamCase[] = [
     w.close();
     const round = await collect(cs.readable.pipeThrough(new DecompressionStream('gzip')));
     return [results.every((r) => r === 'TypeError'), results.length, arr(concatBytes(round))];`,
-    [true, 24, [1, 2, 3, 4, 5, 6, 7, 8, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6, 7, 8]]],
-  ['a round trip in the guest, in every format', `
+    [true, 24, [1, 2, 3, 4, 5, 6, 7, 8, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6, 7, 8]],
+  ],
+  [
+    'a round trip in the guest, in every format',
+    `
     const text = 'Compression Streams '.repeat(500) + '\\u{1F600}';
     const out = [];
     for (const format of ['gzip', 'deflate', 'deflate-raw']) {
@@ -261,14 +278,20 @@ const CASES: StreamCase[] = [
       out.push((await collect(rs)).join('') === text);
     }
     return out;`,
-    [true, true, true]],
-  ['the output is deterministic: a gzip header has no time, XFL and OS as zlib writes them', `
+    [true, true, true],
+  ],
+  [
+    'the output is deterministic: a gzip header has no time, XFL and OS as zlib writes them',
+    `
     const gz = async () => concatBytes(await collect(new Blob(['same input']).stream().pipeThrough(new CompressionStream('gzip'))));
     const a = await gz();
     const b = await gz();
     return [arr(a).join() === arr(b).join(), arr(a.subarray(0, 10))];`,
-    [true, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]]],
-  ['WebIDL looks: class strings, members, brand checks; a readable/writable pair, not a TransformStream', `
+    [true, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]],
+  ],
+  [
+    'WebIDL looks: class strings, members, brand checks; a readable/writable pair, not a TransformStream',
+    `
     const c = new CompressionStream('gzip');
     const d = new DecompressionStream('gzip');
     const getter = (C, k) => Object.getOwnPropertyDescriptor(C.prototype, k).get;
@@ -278,8 +301,24 @@ const CASES: StreamCase[] = [
       Object.keys(CompressionStream.prototype).sort(), Object.keys(DecompressionStream.prototype).sort(),
       thrown(() => getter(CompressionStream, 'readable').call({})), thrown(() => getter(DecompressionStream, 'writable').call(c)),
       thrown(() => structuredClone(c))];`,
-    ['[object CompressionStream]', '[object DecompressionStream]', 'CompressionStream', 'DecompressionStream', true, true, true, true, true, false,
-      ['readable', 'writable'], ['readable', 'writable'], 'TypeError', 'TypeError', 'DataCloneError']],
+    [
+      '[object CompressionStream]',
+      '[object DecompressionStream]',
+      'CompressionStream',
+      'DecompressionStream',
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      ['readable', 'writable'],
+      ['readable', 'writable'],
+      'TypeError',
+      'TypeError',
+      'DataCloneError',
+    ],
+  ],
 ];
 
 for (const [mode, options] of MODES) {
@@ -307,7 +346,11 @@ test('the compression streams are plain globals; constructing one loads the bund
   const s = await streamSandbox();
   try {
     const shape = `JSON.stringify(['CompressionStream', 'DecompressionStream', 'TransformStream'].map((k) => { const d = Object.getOwnPropertyDescriptor(globalThis, k); return ['value' in d, d.writable, d.enumerable, d.configurable]; }))`;
-    t.deepEqual(JSON.parse(s.value(shape)), [[true, true, false, true], [true, true, false, true], [false, null, false, true]]);
+    t.deepEqual(JSON.parse(s.value(shape)), [
+      [true, true, false, true],
+      [true, true, false, true],
+      [false, null, false, true],
+    ]);
     s.value(`new DecompressionStream('deflate-raw'); 0`);
     t.deepEqual(JSON.parse(s.value(shape))[2], [true, true, false, true]);
   } finally {

@@ -15,7 +15,6 @@ const ENTROPY = `{
   globalThis.${ENTROPY_GLOBAL} = (n) => { entropyCalls.push(n); const a = new Uint8Array(n); for (let i = 0; i < n; i++) a[i] = next++ & 255; return a; };
 }`;
 
-
 async function sandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const s = await createSandbox(options);
   s.value(HELPERS);
@@ -28,10 +27,10 @@ const withEntropy = (t: { teardown(fn: () => void): void }, before = '') =>
 test('getRandomValues copies the host entropy in, and the hook is gone from the global', async (t) => {
   const s = await withEntropy(t);
   t.deepEqual(s.value(`[typeof ${ENTROPY_GLOBAL}, '${ENTROPY_GLOBAL}' in globalThis]`), ['undefined', false]);
-  t.deepEqual(
-    s.value(`(() => { const a = new Uint8Array(4); const r = crypto.getRandomValues(a); return [r === a, Array.from(a)]; })()`),
-    [true, [0, 1, 2, 3]],
-  );
+  t.deepEqual(s.value(`(() => { const a = new Uint8Array(4); const r = crypto.getRandomValues(a); return [r === a, Array.from(a)]; })()`), [
+    true,
+    [0, 1, 2, 3],
+  ]);
   // A view in the middle of a buffer: only its bytes change; wider element types get whole bytes.
   t.deepEqual(
     s.value(`(() => { const b = new Uint8Array(8); crypto.getRandomValues(new Uint16Array(b.buffer, 2, 2)); return Array.from(b); })()`),
@@ -43,7 +42,17 @@ test('getRandomValues copies the host entropy in, and the hook is gone from the 
 
 test('getRandomValues takes every integer typed array and refuses the rest', async (t) => {
   const s = await withEntropy(t);
-  for (const type of ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array']) {
+  for (const type of [
+    'Int8Array',
+    'Uint8Array',
+    'Uint8ClampedArray',
+    'Int16Array',
+    'Uint16Array',
+    'Int32Array',
+    'Uint32Array',
+    'BigInt64Array',
+    'BigUint64Array',
+  ]) {
     t.is(s.value(`thrown(() => crypto.getRandomValues(new ${type}(2)))`), 'none', type);
   }
   for (const value of ['new Float32Array(2)', 'new Float64Array(2)', 'new DataView(new ArrayBuffer(2))']) {
@@ -100,17 +109,38 @@ test('crypto, Crypto and SubtleCrypto look like the web interfaces', async (t) =
       thrown(() => new Crypto()), thrown(() => new SubtleCrypto()), typeof CryptoKey,
       Object.keys(Object.getPrototypeOf(crypto.subtle)),
     ]`),
-    ['[object Crypto]', true, true, '[object SubtleCrypto]', true, true, 'TypeError', 'TypeError', 'function', ['importKey', 'exportKey', 'generateKey', 'sign', 'verify', 'digest']],
+    [
+      '[object Crypto]',
+      true,
+      true,
+      '[object SubtleCrypto]',
+      true,
+      true,
+      'TypeError',
+      'TypeError',
+      'function',
+      ['importKey', 'exportKey', 'generateKey', 'sign', 'verify', 'digest'],
+    ],
   );
   // Own writable properties, so a later layer (the frozen clock) can put seeded versions in their place.
   t.deepEqual(
-    s.value(`['getRandomValues', 'randomUUID'].map((k) => { const d = Object.getOwnPropertyDescriptor(crypto, k); return [k, typeof d.value, d.writable, d.configurable]; })`),
-    [['getRandomValues', 'function', true, true], ['randomUUID', 'function', true, true]],
+    s.value(
+      `['getRandomValues', 'randomUUID'].map((k) => { const d = Object.getOwnPropertyDescriptor(crypto, k); return [k, typeof d.value, d.writable, d.configurable]; })`,
+    ),
+    [
+      ['getRandomValues', 'function', true, true],
+      ['randomUUID', 'function', true, true],
+    ],
   );
   t.is(s.value(`(() => { crypto.randomUUID = () => 'seeded'; return crypto.randomUUID(); })()`), 'seeded');
 });
 
-const ALGORITHMS = [['SHA-1', 'sha1'], ['SHA-256', 'sha256'], ['SHA-384', 'sha384'], ['SHA-512', 'sha512']] as const;
+const ALGORITHMS = [
+  ['SHA-1', 'sha1'],
+  ['SHA-256', 'sha256'],
+  ['SHA-384', 'sha384'],
+  ['SHA-512', 'sha512'],
+] as const;
 const nodeDigest = (algorithm: string, data: Uint8Array) => createHash(algorithm).update(data).digest('hex');
 
 async function digest(s: Sandbox, expression: string): Promise<string> {
@@ -127,7 +157,10 @@ for (const [mode, { before = '' }] of MODES) {
       t.is(await digest(s, `crypto.subtle.digest({ name: '${name.toLowerCase()}' }, new ArrayBuffer(0))`), nodeDigest(node, new Uint8Array(0)), `${name} ''`);
     }
     // Published values, as a check on the check.
-    t.is(await digest(s, `crypto.subtle.digest('SHA-256', new Uint8Array([0x61, 0x62, 0x63]))`), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    t.is(
+      await digest(s, `crypto.subtle.digest('SHA-256', new Uint8Array([0x61, 0x62, 0x63]))`),
+      'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+    );
     t.is(await digest(s, `crypto.subtle.digest('sha-1', new ArrayBuffer(0))`), 'da39a3ee5e6b4b0d3255bfef95601890afd80709');
     t.is(s.value(`typeof crypto.randomUUID()`), 'string');
   });
@@ -136,13 +169,16 @@ for (const [mode, { before = '' }] of MODES) {
 test('digest: 1 MB for SHA-256, views, and a copy taken at the call', async (t) => {
   const s = await withEntropy(t);
   const big = new Uint8Array(1 << 20).map((_, i) => (i * 31 + 7) & 255);
-  t.is(
-    await digest(s, `crypto.subtle.digest('SHA-256', new Uint8Array(1 << 20).map((_, i) => (i * 31 + 7) & 255))`),
-    nodeDigest('sha256', big),
-  );
+  t.is(await digest(s, `crypto.subtle.digest('SHA-256', new Uint8Array(1 << 20).map((_, i) => (i * 31 + 7) & 255))`), nodeDigest('sha256', big));
   const abc = Buffer.from('xabcx');
-  t.is(await digest(s, `crypto.subtle.digest('SHA-512', new DataView(new TextEncoder().encode('xabcx').buffer, 1, 3))`), nodeDigest('sha512', abc.subarray(1, 4)));
-  t.is(await digest(s, `crypto.subtle.digest('SHA-384', new Uint16Array(new TextEncoder().encode('xabcx').buffer, 0, 2))`), nodeDigest('sha384', abc.subarray(0, 4)));
+  t.is(
+    await digest(s, `crypto.subtle.digest('SHA-512', new DataView(new TextEncoder().encode('xabcx').buffer, 1, 3))`),
+    nodeDigest('sha512', abc.subarray(1, 4)),
+  );
+  t.is(
+    await digest(s, `crypto.subtle.digest('SHA-384', new Uint16Array(new TextEncoder().encode('xabcx').buffer, 0, 2))`),
+    nodeDigest('sha384', abc.subarray(0, 4)),
+  );
   t.is(
     await digest(s, `(() => { const d = new TextEncoder().encode('abc'); const p = crypto.subtle.digest('SHA-1', d); d.fill(0); return p; })()`),
     nodeDigest('sha1', Buffer.from('abc')),
@@ -232,7 +268,8 @@ test('HMAC keys refuse what WebCrypto refuses', async (t) => {
     const outcome = await s.run(`(${expression}).then(() => 'fulfilled', (e) => e instanceof DOMException ? e.name : e.constructor.name)`);
     return outcome.value;
   };
-  const key = (usages: string, extractable = false) => `crypto.subtle.importKey('raw', new Uint8Array([1, 2, 3]), { name: 'HMAC', hash: 'SHA-256' }, ${extractable}, ${usages})`;
+  const key = (usages: string, extractable = false) =>
+    `crypto.subtle.importKey('raw', new Uint8Array([1, 2, 3]), { name: 'HMAC', hash: 'SHA-256' }, ${extractable}, ${usages})`;
   t.is(await rejection(`${key("['sign']")}.then((k) => crypto.subtle.verify('HMAC', k, new Uint8Array(32), new Uint8Array(1)))`), 'InvalidAccessError');
   t.is(await rejection(`${key("['verify']")}.then((k) => crypto.subtle.sign('HMAC', k, new Uint8Array(1)))`), 'InvalidAccessError');
   t.is(await rejection(`${key("['sign']")}.then((k) => crypto.subtle.exportKey('raw', k))`), 'InvalidAccessError');

@@ -56,9 +56,7 @@ test('fatal TextDecoder throws exactly when Node does', (t) => {
 test('TextEncoder and encodeInto agree with Node on random strings with lone surrogates', (t) => {
   const next = random(99);
   const pool = ['a', 'é', '€', '😀', '\ud800', '\udc00', '\udbff', '\udfff', '\u0000', '\uffff', 'z'];
-  const strings = Array.from({ length: 300 }, () =>
-    Array.from({ length: Math.floor(next() * 10) }, () => pool[Math.floor(next() * pool.length)]).join(''),
-  );
+  const strings = Array.from({ length: 300 }, () => Array.from({ length: Math.floor(next() * 10) }, () => pool[Math.floor(next() * pool.length)]).join(''));
   const sizes = strings.map(() => Math.floor(next() * 12));
   const expected = strings.map((str, i) => {
     const dest = new Uint8Array(sizes[i]!);
@@ -91,5 +89,8 @@ test('atob and btoa agree with Node on random input', (t) => {
   })`);
   t.deepEqual(actual, expected);
   const binaries = inputs.map((x) => x.replace(/-/g, '\u00ff'));
-  t.deepEqual(s.value(`${JSON.stringify(binaries)}.map(btoa)`), binaries.map((x) => btoa(x)));
+  t.deepEqual(
+    s.value(`${JSON.stringify(binaries)}.map(btoa)`),
+    binaries.map((x) => btoa(x)),
+  );
 });

@@ -41,44 +41,98 @@ globalThis.decUntilError = async (chunks, options) => {
 const bytes = (...b: number[][]) => b.map((x) => `new Uint8Array(${JSON.stringify(x)})`).join(', ');
 
 const ENCODER: StreamCase[] = [
-  ['encodes each chunk as UTF-8, converting to a string; an empty chunk gives nothing', `
+  [
+    'encodes each chunk as UTF-8, converting to a string; an empty chunk gives nothing',
+    `
     const es = new TextEncoderStream();
     const w = es.writable.getWriter();
     w.write('a€'); w.write(''); w.write(42); w.close();
     const chunks = await collect(es.readable);
     return [chunks.map(arr), chunks.map((c) => Object.prototype.toString.call(c)), es.encoding];`,
-    [[[97, 226, 130, 172], [52, 50]], ['[object Uint8Array]', '[object Uint8Array]'], 'utf-8']],
-  ['a surrogate pair split across chunks is encoded whole', `
+    [
+      [
+        [97, 226, 130, 172],
+        [52, 50],
+      ],
+      ['[object Uint8Array]', '[object Uint8Array]'],
+      'utf-8',
+    ],
+  ],
+  [
+    'a surrogate pair split across chunks is encoded whole',
+    `
     return [await enc(['\\uD83D', '\\uDE00']), await enc(['a\\uD83D', '\\uDE00b']), await enc(['\\uD83D', '', '\\uDE00'])];`,
-    [[[0xf0, 0x9f, 0x98, 0x80]], [[97], [0xf0, 0x9f, 0x98, 0x80, 98]], [[0xf0, 0x9f, 0x98, 0x80]]]],
-  ['lone surrogates become U+FFFD, a lead left at the end is flushed as one', `
+    [[[0xf0, 0x9f, 0x98, 0x80]], [[97], [0xf0, 0x9f, 0x98, 0x80, 98]], [[0xf0, 0x9f, 0x98, 0x80]]],
+  ],
+  [
+    'lone surrogates become U+FFFD, a lead left at the end is flushed as one',
+    `
     return [await enc(['\\uD83D']), await enc(['\\uD83D', 'x']), await enc(['\\uDE00']), await enc(['\\uD83D\\uD83D', '\\uDE00']), await enc(['x\\uDE00\\uD83D'])];`,
-    [[[0xef, 0xbf, 0xbd]], [[0xef, 0xbf, 0xbd, 0x78]], [[0xef, 0xbf, 0xbd]], [[0xef, 0xbf, 0xbd], [0xf0, 0x9f, 0x98, 0x80]], [[0x78, 0xef, 0xbf, 0xbd], [0xef, 0xbf, 0xbd]]]],
-  ['a chunk that is not convertible to a string errors the stream', `
+    [
+      [[0xef, 0xbf, 0xbd]],
+      [[0xef, 0xbf, 0xbd, 0x78]],
+      [[0xef, 0xbf, 0xbd]],
+      [
+        [0xef, 0xbf, 0xbd],
+        [0xf0, 0x9f, 0x98, 0x80],
+      ],
+      [
+        [0x78, 0xef, 0xbf, 0xbd],
+        [0xef, 0xbf, 0xbd],
+      ],
+    ],
+  ],
+  [
+    'a chunk that is not convertible to a string errors the stream',
+    `
     const es = new TextEncoderStream();
     const read = rejected(es.readable.getReader().read());
     return [await rejected(es.writable.getWriter().write(Symbol('s'))), await read];`,
-    ['TypeError', 'TypeError']],
+    ['TypeError', 'TypeError'],
+  ],
 ];
 
 const DECODER: StreamCase[] = [
-  ['multi-byte sequences split across chunks come out whole', `
+  [
+    'multi-byte sequences split across chunks come out whole',
+    `
     return [await dec([${bytes([0xe2], [0x82, 0xac])}]), await dec([${bytes([0xf0], [0x9f], [0x98], [0x80, 0x21])}]),
       await dec([${bytes([0x61, 0xe2, 0x82])}])];`,
-    [['€'], ['\u{1F600}!'], ['a', '\ufffd']]],
-  ['the BOM is dropped once, even split, unless ignoreBOM', `
+    [['€'], ['\u{1F600}!'], ['a', '\ufffd']],
+  ],
+  [
+    'the BOM is dropped once, even split, unless ignoreBOM',
+    `
     return [await dec([${bytes([0xef, 0xbb, 0xbf, 0x68, 0x69])}]), await dec([${bytes([0xef, 0xbb], [0xbf, 0x68], [0xef, 0xbb, 0xbf])}]),
       await dec([${bytes([0xef, 0xbb, 0xbf, 0x68])}], 'utf-8', { ignoreBOM: true })];`,
-    [['hi'], ['h', '\ufeff'], ['\ufeffh']]],
-  ['other encodings, and every kind of BufferSource', `
+    [['hi'], ['h', '\ufeff'], ['\ufeffh']],
+  ],
+  [
+    'other encodings, and every kind of BufferSource',
+    `
     return [await dec([${bytes([0x68, 0x00, 0x69], [0x00])}], 'utf-16le'), await dec([${bytes([0x00, 0x68, 0xd8, 0x3d], [0xde, 0x00])}], 'utf-16be'),
       await dec([new Uint8Array([0x80]).buffer, new DataView(new Uint8Array([0x41, 0xe9]).buffer, 1), new Uint16Array([0x4142])], 'latin1')];`,
-    [['h', 'i'], ['h', '\u{1F600}'], ['€', 'é', 'BA']]],
-  ['fatal: invalid or truncated input errors the stream with a TypeError', `
+    [
+      ['h', 'i'],
+      ['h', '\u{1F600}'],
+      ['€', 'é', 'BA'],
+    ],
+  ],
+  [
+    'fatal: invalid or truncated input errors the stream with a TypeError',
+    `
     return [await decUntilError([${bytes([0x61], [0xff])}], { fatal: true }), await decUntilError([${bytes([0x61, 0xe2, 0x82])}], { fatal: true }),
       await decUntilError([${bytes([0xe2], [0x82, 0xac])}], { fatal: true }), await decUntilError([${bytes([0x61], [0xff])}])];`,
-    [[['a'], 'TypeError'], [['a'], 'TypeError'], [['€'], 'closed'], [['a', '\ufffd'], 'closed']]],
-  ['chunks must be BufferSources', `
+    [
+      [['a'], 'TypeError'],
+      [['a'], 'TypeError'],
+      [['€'], 'closed'],
+      [['a', '\ufffd'], 'closed'],
+    ],
+  ],
+  [
+    'chunks must be BufferSources',
+    `
     const results = [];
     for (const chunk of ['text', 42, null, undefined, [1, 2]]) {
       const ds = new TextDecoderStream();
@@ -86,17 +140,23 @@ const DECODER: StreamCase[] = [
       results.push(await rejected(ds.writable.getWriter().write(chunk)), await read);
     }
     return results;`,
-    Array(10).fill('TypeError')],
-  ['encoding, fatal and ignoreBOM reflect the options; bad labels and options throw', `
+    Array(10).fill('TypeError'),
+  ],
+  [
+    'encoding, fatal and ignoreBOM reflect the options; bad labels and options throw',
+    `
     const d = new TextDecoderStream('  UTF8 ', { fatal: 1, ignoreBOM: 'yes' });
     const d2 = new TextDecoderStream('utf-16');
     return [d.encoding, d.fatal, d.ignoreBOM, d2.encoding, d2.fatal, d2.ignoreBOM, new TextDecoderStream().encoding,
       thrown(() => new TextDecoderStream('nope')), thrown(() => new TextDecoderStream('utf-8', 5))];`,
-    ['utf-8', true, true, 'utf-16le', false, false, 'utf-8', 'RangeError', 'TypeError']],
+    ['utf-8', true, true, 'utf-16le', false, false, 'utf-8', 'RangeError', 'TypeError'],
+  ],
 ];
 
 const CLASSES: StreamCase[] = [
-  ['WebIDL looks: class strings, members, brand checks; a readable/writable pair, not a TransformStream', `
+  [
+    'WebIDL looks: class strings, members, brand checks; a readable/writable pair, not a TransformStream',
+    `
     const e = new TextEncoderStream();
     const d = new TextDecoderStream();
     const getter = (C, k) => Object.getOwnPropertyDescriptor(C.prototype, k).get;
@@ -106,13 +166,33 @@ const CLASSES: StreamCase[] = [
       Object.keys(TextEncoderStream.prototype).sort(), Object.keys(TextDecoderStream.prototype).sort(),
       thrown(() => getter(TextEncoderStream, 'readable').call({})), thrown(() => getter(TextDecoderStream, 'encoding').call(e)),
       thrown(() => TextEncoderStream()), thrown(() => structuredClone(e)), thrown(() => structuredClone(d))];`,
-    ['[object TextEncoderStream]', '[object TextDecoderStream]', 'TextEncoderStream', 'TextDecoderStream', true, true, true, true, true, false,
-      ['encoding', 'readable', 'writable'], ['encoding', 'fatal', 'ignoreBOM', 'readable', 'writable'], 'TypeError', 'TypeError', 'TypeError',
-      'DataCloneError', 'DataCloneError']],
-  ['text through an encoder and a decoder comes back the same', `
+    [
+      '[object TextEncoderStream]',
+      '[object TextDecoderStream]',
+      'TextEncoderStream',
+      'TextDecoderStream',
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      ['encoding', 'readable', 'writable'],
+      ['encoding', 'fatal', 'ignoreBOM', 'readable', 'writable'],
+      'TypeError',
+      'TypeError',
+      'TypeError',
+      'DataCloneError',
+      'DataCloneError',
+    ],
+  ],
+  [
+    'text through an encoder and a decoder comes back the same',
+    `
     const out = ReadableStream.from(['h\\u00e9', '\\uD83D', '\\uDE00!', '']).pipeThrough(new TextEncoderStream()).pipeThrough(new TextDecoderStream());
     return (await collect(out)).join('');`,
-    'hé\u{1F600}!'],
+    'hé\u{1F600}!',
+  ],
 ];
 
 const SUITES: Record<string, StreamCase[]> = { TextEncoderStream: ENCODER, TextDecoderStream: DECODER, classes: CLASSES };
@@ -135,7 +215,11 @@ test('the encoder streams are plain globals; constructing one loads the streams 
   const s = await streamSandbox();
   try {
     const shape = `JSON.stringify(['TextEncoderStream', 'TextDecoderStream', 'ReadableStream'].map((k) => { const d = Object.getOwnPropertyDescriptor(globalThis, k); return ['value' in d, d.writable, d.enumerable, d.configurable]; }))`;
-    t.deepEqual(JSON.parse(s.value(shape)), [[true, true, false, true], [true, true, false, true], [false, null, false, true]]);
+    t.deepEqual(JSON.parse(s.value(shape)), [
+      [true, true, false, true],
+      [true, true, false, true],
+      [false, null, false, true],
+    ]);
     s.value(`new TextDecoderStream(); 0`);
     t.deepEqual(JSON.parse(s.value(shape))[2], [true, true, false, true]);
   } finally {

@@ -66,9 +66,14 @@ test('invalid UTF-8 becomes U+FFFD per maximal subpart', (t) => {
 test('fatal decoding throws a TypeError', (t) => {
   t.is(s.value(`new TextDecoder('utf-8', { fatal: true }).fatal`), true);
   t.is(s.value(`new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array([0x61]))`), 'a');
-  const e = s.value<string>(`(() => { try { new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array([0x61, 0xff])); } catch (e) { return e.constructor.name + ': ' + e.message; } })()`);
+  const e = s.value<string>(
+    `(() => { try { new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array([0x61, 0xff])); } catch (e) { return e.constructor.name + ': ' + e.message; } })()`,
+  );
   t.regex(e, /^TypeError: .*not valid for encoding utf-8/);
-  t.regex(s.value(`(() => { try { new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array([0xe2, 0x82])); } catch (e) { return e.name; } })()`), /TypeError/);
+  t.regex(
+    s.value(`(() => { try { new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array([0xe2, 0x82])); } catch (e) { return e.name; } })()`),
+    /TypeError/,
+  );
 });
 
 test('a leading BOM is removed unless ignoreBOM', (t) => {
@@ -108,10 +113,11 @@ test('labels: UTF-16LE/BE and windows-1252 are decoded, unknown labels throw Ran
 });
 
 test('classes look like the web ones', (t) => {
-  t.deepEqual(
-    s.value(`[Object.prototype.toString.call(new TextEncoder()), Object.keys(TextDecoder.prototype).sort().join(), TextEncoder.name]`),
-    ['[object TextEncoder]', 'decode,encoding,fatal,ignoreBOM', 'TextEncoder'],
-  );
+  t.deepEqual(s.value(`[Object.prototype.toString.call(new TextEncoder()), Object.keys(TextDecoder.prototype).sort().join(), TextEncoder.name]`), [
+    '[object TextEncoder]',
+    'decode,encoding,fatal,ignoreBOM',
+    'TextEncoder',
+  ]);
 });
 
 test('the bytes of a BufferSource are read by the built-ins of bootstrap time, whatever the guest replaced', async (t) => {

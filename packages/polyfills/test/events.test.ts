@@ -21,7 +21,12 @@ test('listeners run in order with the event, this and phase', (t) => {
       log.push([result, e.eventPhase, e.currentTarget, e.target === target, e.isTrusted]);
       return log;
     })()`),
-    [['capture', 2], ['a', true, true, true, 2, 'ping'], ['obj', true], [true, 0, null, true, false]],
+    [
+      ['capture', 2],
+      ['a', true, true, true, 2, 'ping'],
+      ['obj', true],
+      [true, 0, null, true, false],
+    ],
   );
 });
 
@@ -121,7 +126,10 @@ test('a throwing listener is reported and the others still run', (t) => {
     })()`),
     [true, ['after']],
   );
-  const reports = s.logs().slice(before).map((l) => l.text);
+  const reports = s
+    .logs()
+    .slice(before)
+    .map((l) => l.text);
   t.is(reports[0], 'Uncaught Error: listener failed');
   t.regex(reports[1]!, /^Uncaught TypeError: .*handleEvent/);
 });
@@ -201,8 +209,34 @@ test('ErrorEvent carries its init dictionary, converted as WebIDL does', (t) => 
         c.lineno, c.colno, c.message, c.filename === 'a\\uFFFDb', c.error, n.lineno, n.colno,
         ['message', 'filename', 'lineno', 'colno', 'error'].every((k) => Object.keys(ErrorEvent.prototype).includes(k))];
     })()`),
-    ['error', 'm', 'f.js', 3, 4, 1, true, false, false, true, true, '[object ErrorEvent]',
-      '', '', 0, 0, true, false, 4294967295, 5, 'str', true, null, 0, 7, true],
+    [
+      'error',
+      'm',
+      'f.js',
+      3,
+      4,
+      1,
+      true,
+      false,
+      false,
+      true,
+      true,
+      '[object ErrorEvent]',
+      '',
+      '',
+      0,
+      0,
+      true,
+      false,
+      4294967295,
+      5,
+      'str',
+      true,
+      null,
+      0,
+      7,
+      true,
+    ],
   );
 });
 
@@ -221,8 +255,15 @@ test('ErrorEvent reads its members in WebIDL order, and checks its arguments and
         thrown(() => new ErrorEvent('x', { message: Symbol() })), thrown(() => new ErrorEvent('x', { lineno: 1n })),
         thrown(() => getter.call(new Event('error'))), thrown(() => ErrorEvent('x'))];
     })()`),
-    [['bubbles', 'cancelable', 'composed', 'colno', 'error', 'filename', 'lineno', 'message'],
-      'TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError'],
+    [
+      ['bubbles', 'cancelable', 'composed', 'colno', 'error', 'filename', 'lineno', 'message'],
+      'TypeError',
+      'TypeError',
+      'TypeError',
+      'TypeError',
+      'TypeError',
+      'TypeError',
+    ],
   );
 });
 
@@ -261,10 +302,24 @@ for (const [mode, options] of MODES) {
             thrown(() => structuredClone(globalThis))];
         })()`),
         [
-          [['x', true, true, true, false], ['y', true, true, true, false], ['y', true, true, true, false]],
-          true, false, true, true, false,
-          [['function', true, false, true], ['function', true, false, true], ['function', true, false, true]],
-          'TypeError', 'TypeError', 'DataCloneError',
+          [
+            ['x', true, true, true, false],
+            ['y', true, true, true, false],
+            ['y', true, true, true, false],
+          ],
+          true,
+          false,
+          true,
+          true,
+          false,
+          [
+            ['function', true, false, true],
+            ['function', true, false, true],
+            ['function', true, false, true],
+          ],
+          'TypeError',
+          'TypeError',
+          'DataCloneError',
         ],
       );
     } finally {

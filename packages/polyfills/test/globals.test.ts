@@ -44,9 +44,7 @@ test('defines exactly the documented globals, web-style', async (t) => {
 test('never defines window, document, location, process, require, fetch...', async (t) => {
   const s = await createSandbox({ noConsole: true });
   try {
-    const types = s.value<Record<string, string>>(
-      `Object.fromEntries(${JSON.stringify(NEVER_DEFINED_GLOBALS)}.map((k) => [k, typeof globalThis[k]]))`,
-    );
+    const types = s.value<Record<string, string>>(`Object.fromEntries(${JSON.stringify(NEVER_DEFINED_GLOBALS)}.map((k) => [k, typeof globalThis[k]]))`);
     for (const name of NEVER_DEFINED_GLOBALS) t.is(types[name], 'undefined', name);
     t.false(s.value(`'process' in globalThis || 'window' in globalThis || 'document' in globalThis`));
     // Nor does a polyfill reach for them when used.
@@ -75,7 +73,9 @@ test('loads where eval and the Function constructor are disabled', async (t) => 
       globalThis.Function = no;`,
   });
   try {
-    const r = await s.run(`new Promise((resolve) => setTimeout(() => resolve(atob(btoa('ok')) + structuredClone([1])[0] + new URL('http://münchen.de').host), 1))`);
+    const r = await s.run(
+      `new Promise((resolve) => setTimeout(() => resolve(atob(btoa('ok')) + structuredClone([1])[0] + new URL('http://münchen.de').host), 1))`,
+    );
     t.is(r.value, 'ok1xn--mnchen-3ya.de');
   } finally {
     s.dispose();
@@ -172,8 +172,26 @@ test('DOMException has names, codes, constants and a stack', async (t) => {
           DOMException.DATA_CLONE_ERR, DOMException.prototype.ABORT_ERR, new DOMException('x', 'NotAName').code,
           Object.prototype.toString.call(e), String(e), e.stack.split('\\n')[0], illegal];
       })()`),
-      ['InvalidCharacterError', 'bad', 5, true, true, 'Error', '', 0, 'AbortError', 20, 42, 25, 20, 0,
-        '[object DOMException]', 'InvalidCharacterError: bad', 'InvalidCharacterError: bad', 'TypeError'],
+      [
+        'InvalidCharacterError',
+        'bad',
+        5,
+        true,
+        true,
+        'Error',
+        '',
+        0,
+        'AbortError',
+        20,
+        42,
+        25,
+        20,
+        0,
+        '[object DOMException]',
+        'InvalidCharacterError: bad',
+        'InvalidCharacterError: bad',
+        'TypeError',
+      ],
     );
   } finally {
     s.dispose();

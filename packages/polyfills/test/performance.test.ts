@@ -52,10 +52,12 @@ test('performance.now() follows virtual time and never goes back', async (t) => 
 test('performance leaks no real time', async (t) => {
   const s = await createSandbox();
   try {
-    t.deepEqual(
-      s.value(`[performance.timeOrigin, JSON.stringify(performance), Object.prototype.toString.call(performance), typeof Performance]`),
-      [0, '{"timeOrigin":0}', '[object Performance]', 'undefined'],
-    );
+    t.deepEqual(s.value(`[performance.timeOrigin, JSON.stringify(performance), Object.prototype.toString.call(performance), typeof Performance]`), [
+      0,
+      '{"timeOrigin":0}',
+      '[object Performance]',
+      'undefined',
+    ]);
     // Two contexts started at different real times see the same clock.
     const other = await createSandbox();
     try {

@@ -9,7 +9,11 @@ import { MODES, type Sandbox, withSandbox } from './helpers/isolate.js';
 // WorkerGlobalScope is), with HTML's special onerror handler. Each test gets
 // its own sandbox: global listeners would otherwise leak between tests.
 
-const errors = (s: Sandbox): string[] => s.logs().filter((l) => l.level === 'error').map((l) => l.text);
+const errors = (s: Sandbox): string[] =>
+  s
+    .logs()
+    .filter((l) => l.level === 'error')
+    .map((l) => l.text);
 
 for (const [mode, options] of MODES) {
   test(`reportError dispatches an ErrorEvent at the global, then reports to the console${mode}`, async (t) => {
@@ -46,7 +50,10 @@ for (const [mode, options] of MODES) {
           reportError(new Error('loud'));
           return log;
         })()`),
-        [['quiet', true], ['loud', false]],
+        [
+          ['quiet', true],
+          ['loud', false],
+        ],
       );
       t.deepEqual(errors(s), ['Uncaught Error: loud']);
     });
@@ -142,8 +149,7 @@ for (const [mode, options] of MODES) {
           return [typeof d.get, typeof d.set, d.enumerable, d.configurable, initial, same, log, cleared,
             notCanceled, arg === plain, args, frResult];
         })()`),
-        ['function', 'function', false, true, null, true, ['before', 'second', 'after', 'before', 'after', 'before', 'after'], null,
-          false, true, 1, true],
+        ['function', 'function', false, true, null, true, ['before', 'second', 'after', 'before', 'after', 'before', 'after'], null, false, true, 1, true],
       );
       t.deepEqual(errors(s), ['Uncaught y']);
     });

@@ -176,7 +176,9 @@ test('Blob clones; functions, symbols and platform objects throw DataCloneError'
     "new ErrorEvent('error')",
   ]) {
     t.deepEqual(
-      s.value(`(() => { try { structuredClone(${input}); return 'cloned'; } catch (e) { return [e instanceof DOMException, e.name, e.code, /could not be cloned/.test(e.message)]; } })()`),
+      s.value(
+        `(() => { try { structuredClone(${input}); return 'cloned'; } catch (e) { return [e instanceof DOMException, e.name, e.code, /could not be cloned/.test(e.message)]; } })()`,
+      ),
       [true, 'DataCloneError', 25, true],
       input,
     );
@@ -193,8 +195,7 @@ test('transfer detaches ArrayBuffers and the clone keeps their bytes', (t) => {
     })()`),
     [true, 0, [1, 2, 3], true, [2, 3]],
   );
-  const error = (code: string): unknown =>
-    s.value(`(() => { try { ${code}; return 'ok'; } catch (e) { return e.name; } })()`);
+  const error = (code: string): unknown => s.value(`(() => { try { ${code}; return 'ok'; } catch (e) { return e.name; } })()`);
   t.is(error(`const b = new ArrayBuffer(1); structuredClone(b, { transfer: [b, b] })`), 'DataCloneError');
   t.is(error(`structuredClone(1, { transfer: [{}] })`), 'DataCloneError');
   t.is(error(`const b = new ArrayBuffer(1); b.transfer(); structuredClone(1, { transfer: [b] })`), 'DataCloneError');
@@ -209,20 +210,38 @@ test('transfer detaches ArrayBuffers and the clone keeps their bytes', (t) => {
 // Built on both sides of the isolate boundary from the same source text.
 function sample(): unknown {
   const o: Record<string, unknown> = {
-    n: 1, s: 'x', arr: [1, [2, { deep: true }]], date: new Date(0), re: /x/g,
-    map: new Map([[1, 'a']]), set: new Set([1]), nil: null, u: undefined, big: 1n, neg: -0,
+    n: 1,
+    s: 'x',
+    arr: [1, [2, { deep: true }]],
+    date: new Date(0),
+    re: /x/g,
+    map: new Map([[1, 'a']]),
+    set: new Set([1]),
+    nil: null,
+    u: undefined,
+    big: 1n,
+    neg: -0,
   };
   o.again = o.arr;
   return o;
 }
 function describe(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) =>
-    x instanceof Map ? ['Map', ...x] : x instanceof Set ? ['Set', ...x] : x instanceof RegExp ? ['RegExp', String(x)]
-      : x === undefined ? '<undefined>' : typeof x === 'bigint' ? `${x}n` : x,
+    x instanceof Map
+      ? ['Map', ...x]
+      : x instanceof Set
+        ? ['Set', ...x]
+        : x instanceof RegExp
+          ? ['RegExp', String(x)]
+          : x === undefined
+            ? '<undefined>'
+            : typeof x === 'bigint'
+              ? `${x}n`
+              : x,
   );
 }
 
-test('structuredClone agrees with V8\'s own (Node\'s) on the same value', (t) => {
+test("structuredClone agrees with V8's own (Node's) on the same value", (t) => {
   const inIsolate = s.value(`(${describe.toString()})(structuredClone((${sample.toString()})()))`);
   t.is(inIsolate, describe(structuredClone(sample())));
 });
@@ -240,7 +259,9 @@ test('a tag alone decides nothing: impostors clone as plain objects', (t) => {
   );
   // Objects that only inherit from a platform prototype are not platform objects: their getters throw for them.
   t.deepEqual(
-    s.value(`[URL, URLSearchParams, URLPattern].map((C) => { const o = Object.create(C.prototype); o.v = 1; try { return structuredClone(o).v; } catch (e) { return e.name; } })`),
+    s.value(
+      `[URL, URLSearchParams, URLPattern].map((C) => { const o = Object.create(C.prototype); o.v = 1; try { return structuredClone(o).v; } catch (e) { return e.name; } })`,
+    ),
     [1, 1, 1],
   );
   t.is(s.value(`(() => { try { structuredClone([].values()); } catch (e) { return e.name; } })()`), 'DataCloneError');

@@ -64,7 +64,12 @@ test('nested timers are scheduled from the time their parent fired', async (t) =
       }, 10);
       setTimeout(() => log.push(['sibling', loop.now()]), 25);
     })`);
-    t.deepEqual(r.value, [['outer', 10], ['sibling', 25], ['inner', 30], ['innermost', 35]]);
+    t.deepEqual(r.value, [
+      ['outer', 10],
+      ['sibling', 25],
+      ['inner', 30],
+      ['innermost', 35],
+    ]);
   });
 });
 
@@ -210,7 +215,10 @@ test('an exception in a callback is reported and does not stop the loop', async 
       const id = setInterval(() => { n++; if (n === 2) throw new Error('again'); if (n === 3) { clearInterval(id); resolve(n); } }, 1);
     })`);
     t.is(r.value, 3);
-    const errors = s.logs().filter((l) => l.level === 'error').map((l) => l.text);
+    const errors = s
+      .logs()
+      .filter((l) => l.level === 'error')
+      .map((l) => l.text);
     t.deepEqual(errors, ['Uncaught RangeError: boom', 'Uncaught Error: again']);
   });
 });
@@ -244,7 +252,10 @@ test('queueMicrotask runs before timers, in order, and reports exceptions', asyn
       queueMicrotask(() => log.push(3));
     })`);
     t.deepEqual(r.value, [1, 2, 3]);
-    t.deepEqual(s.logs().map((l) => l.text), ['Uncaught Error: micro']);
+    t.deepEqual(
+      s.logs().map((l) => l.text),
+      ['Uncaught Error: micro'],
+    );
     t.throws(() => s.value('queueMicrotask("x")'), { message: /not of type 'Function'/ });
   });
 });

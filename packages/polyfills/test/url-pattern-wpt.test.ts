@@ -61,7 +61,8 @@ function mismatches(entry: Entry, outcome: Record<string, unknown>): string[] {
     if (components[c] !== expected) found.push(`pattern.${c} is ${JSON.stringify(components[c])}, expected ${JSON.stringify(expected)}`);
   }
   if (entry.expected_match === 'error') {
-    if (outcome['test'] !== 'TypeError' || outcome['exec'] !== 'TypeError') found.push(`test()/exec() gave ${JSON.stringify([outcome['test'], outcome['exec']])}, expected TypeError`);
+    if (outcome['test'] !== 'TypeError' || outcome['exec'] !== 'TypeError')
+      found.push(`test()/exec() gave ${JSON.stringify([outcome['test'], outcome['exec']])}, expected TypeError`);
     return found;
   }
   if (outcome['test'] !== !!entry.expected_match) found.push(`test() is ${JSON.stringify(outcome['test'])}`);

@@ -20,7 +20,9 @@ async function lifetime(i) {
     const out = await rt.evalModule('import m, { twice } from "lib"; export const v = twice(m.get(1));');
     if (out.v !== 4) throw new Error(`module result ${JSON.stringify(out)}`);
     // GC pressure: lots of short-lived objects and buffers.
-    const sum = await rt.eval('let s = 0; for (let k = 0; k < 2000; k++) { const o = { a: new Array(100).fill(k), b: new Uint8Array(1024) }; s += o.a.length + o.b.length; } s');
+    const sum = await rt.eval(
+      'let s = 0; for (let k = 0; k < 2000; k++) { const o = { a: new Array(100).fill(k), b: new Uint8Array(1024) }; s += o.a.length + o.b.length; } s',
+    );
     if (sum !== 2000 * 1124) throw new Error(`sum ${sum}`);
     const r = await rt.eval('(async () => { let n = 0; for (let k = 0; k < 20; k++) n += (await tool(k)).list.length + sync(k); return n })()');
     if (r !== 20 * 50 + 210) throw new Error(`host calls ${r}`);

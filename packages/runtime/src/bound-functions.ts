@@ -30,12 +30,7 @@ class Plain {
  *   `maxDepth`, or more than `maxNodes` nodes of plain objects (counted like
  *   {@link MAX_VALUE_NODES}, a shared object at every place it appears).
  */
-export function splitFunctions(
-  value: unknown,
-  label: string,
-  maxDepth: number,
-  maxNodes: number = MAX_VALUE_NODES,
-): { data: unknown; sites: FunctionSite[] } {
+export function splitFunctions(value: unknown, label: string, maxDepth: number, maxNodes: number = MAX_VALUE_NODES): { data: unknown; sites: FunctionSite[] } {
   // Pass 1: read every distinct plain object once, refusing cycles and what breaks a limit.
   const scanned = new PlainReader(label, maxDepth, maxNodes).read(value);
 

@@ -56,7 +56,10 @@ export class ConsoleCapture {
     let add = line;
     if (bytes > room) {
       // Keep what fits, cut at a character boundary, then the marker.
-      const fitted = Buffer.from(line).subarray(0, Math.max(0, room)).toString('utf8').replace(/\uFFFD$/, '');
+      const fitted = Buffer.from(line)
+        .subarray(0, Math.max(0, room))
+        .toString('utf8')
+        .replace(/\uFFFD$/, '');
       add = `${fitted}${fitted.endsWith('\n') || fitted === '' ? '' : '\n'}${TRUNCATED_MARKER}`;
       this.#cut[stream] = true;
     }

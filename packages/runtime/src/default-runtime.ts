@@ -5,7 +5,14 @@ import { resolveIsolatedOptions, type IsolatedRuntimeOptions } from './isolated/
 import type { ModuleLoader, ModuleResolver } from './module-registry.js';
 import { resolveRuntimeOptions, type RuntimeOptions } from './options.js';
 import { Runtime } from './runtime.js';
-import { assertHostFunction, type EvalModuleOptions, type EvalOptions, type ExecutionResult, type HostFunction, type StrataRuntime } from './runtime-contract.js';
+import {
+  assertHostFunction,
+  type EvalModuleOptions,
+  type EvalOptions,
+  type ExecutionResult,
+  type HostFunction,
+  type StrataRuntime,
+} from './runtime-contract.js';
 
 /** Options of {@link configureDefaultRuntime}: `isolated: true` and the options of `IsolatedRuntime.start`, or the options of `Runtime.start`. */
 export type DefaultRuntimeOptions = ({ isolated: true } & IsolatedRuntimeOptions) | ({ isolated?: false } & RuntimeOptions);
@@ -70,16 +77,19 @@ async function runtimeOf(current: Slot): Promise<StrataRuntime> {
 function remember(step: (rt: StrataRuntime) => void): void {
   const current = slot();
   current.setup.push(step);
-  void current.runtime?.then((rt) => {
-    // A runtime still being created replays every step itself once it exists.
-    if (!rt.closed && current.setup.includes(step)) {
-      try {
-        step(rt);
-      } catch {
-        // The same step runs again, and reports, when the next runtime is created.
+  void current.runtime?.then(
+    (rt) => {
+      // A runtime still being created replays every step itself once it exists.
+      if (!rt.closed && current.setup.includes(step)) {
+        try {
+          step(rt);
+        } catch {
+          // The same step runs again, and reports, when the next runtime is created.
+        }
       }
-    }
-  }, () => undefined);
+    },
+    () => undefined,
+  );
 }
 
 /** `eval` on this async context's default runtime. */

@@ -30,7 +30,11 @@ export function toErrorPayload(error: unknown): ErrorPayload {
   if (types.isProxy(error)) return { class: 'StrataError', name: 'StrataError', message: 'a Proxy was thrown' };
   if (error instanceof JsError) {
     const message = error.message.startsWith(`${error.guestName}: `) ? error.message.slice(error.guestName.length + 2) : error.message;
-    const payload: ErrorPayload = { class: 'JsError', name: capText(error.guestName, ERROR_TEXT_LIMITS.name), message: capText(message, ERROR_TEXT_LIMITS.message) };
+    const payload: ErrorPayload = {
+      class: 'JsError',
+      name: capText(error.guestName, ERROR_TEXT_LIMITS.name),
+      message: capText(message, ERROR_TEXT_LIMITS.message),
+    };
     if (error.guestStack !== undefined) payload.stack = capText(error.guestStack, ERROR_TEXT_LIMITS.stack);
     return payload;
   }

@@ -145,17 +145,7 @@ export class PromiseNeverSettled extends StrataError {
  * What ended a worker: a limit Strata enforces (named after its option), a signal, the
  * protocol, or the worker itself.
  */
-export type CrashReason =
-  | 'maxMemory'
-  | 'maxHostCalls'
-  | 'threads'
-  | 'cpu'
-  | 'signal'
-  | 'exit'
-  | 'protocol'
-  | 'writeStallTimeout'
-  | 'start'
-  | 'worker';
+export type CrashReason = 'maxMemory' | 'maxHostCalls' | 'threads' | 'cpu' | 'signal' | 'exit' | 'protocol' | 'writeStallTimeout' | 'start' | 'worker';
 
 /**
  * The worker process died or was killed (a V8 abort, out of memory, a limit, a protocol
@@ -245,17 +235,7 @@ export class LayerConfigError extends StrataError {
 }
 
 /** Which rule of the egress policy refused a request, as `EgressRefused.rule`. */
-export type EgressRule =
-  | 'request'
-  | 'url'
-  | 'scheme'
-  | 'userinfo'
-  | 'path'
-  | 'allow'
-  | 'method'
-  | 'header'
-  | 'body'
-  | 'address';
+export type EgressRule = 'request' | 'url' | 'scheme' | 'userinfo' | 'path' | 'allow' | 'method' | 'header' | 'body' | 'address';
 
 /**
  * The egress policy refused a request (or a redirect it led to) before anything was sent to

@@ -37,7 +37,9 @@ export function loadGuestDeadline(): void {
   const addon = loadDeadlineAddon() as DeadlineAddon;
   // An addon built from an older checkout has no heap limit: the runtime would run without one.
   if (typeof addon.limitHeap !== 'function' || typeof addon.heapExceeded !== 'function') {
-    throw new StrataError(`${deadlineAddonPath()} was built from an older @strata/runtime and cannot enforce maxHeapSize; rebuild it (npm rebuild @strata/runtime)`);
+    throw new StrataError(
+      `${deadlineAddonPath()} was built from an older @strata/runtime and cannot enforce maxHeapSize; rebuild it (npm rebuild @strata/runtime)`,
+    );
   }
   loaded = { addon, module: new (loadEngine().NativeModule)(deadlineAddonPath()) };
 }

@@ -86,9 +86,7 @@ const KNOWN_KEYS = new Set(Object.keys(DEFAULT_RUNTIME_OPTIONS));
 const MIN_HEAP = 8 * MiB;
 
 function positive(name: string, value: unknown, { allowInfinity = false, min = 1 } = {}): number {
-  const ok =
-    typeof value === 'number' &&
-    ((allowInfinity && value === Infinity) || (Number.isSafeInteger(value) && value >= min));
+  const ok = typeof value === 'number' && ((allowInfinity && value === Infinity) || (Number.isSafeInteger(value) && value >= min));
   if (!ok) {
     const range = allowInfinity ? `an integer >= ${min}, or Infinity` : `an integer >= ${min}`;
     throw new InvalidOption(`${name} must be ${range} (got ${describe(value)})`);

@@ -592,7 +592,7 @@ export class Runtime implements StrataRuntime {
       if (outcome === undefined || this.#isolate.isDisposed || isEngineFailure(taskEnd.error)) throw taskEnd.error;
       this.#reportUnhandledRejection(taskEnd.error);
     }
-    if (outcome === undefined) throw new StrataError('the guest did not run the host\'s step');
+    if (outcome === undefined) throw new StrataError("the guest did not run the host's step");
     if (!outcome.ok) throw outcome.error;
     return outcome.value;
   }
@@ -644,9 +644,7 @@ export class Runtime implements StrataRuntime {
       copied = completion.copySync();
     } catch (copyError) {
       const id = this.#nextId++;
-      const isPromise = this.#enter(budget, () =>
-        this.#internals.watch.applySync(undefined, [completion.derefInto(), id]),
-      true) as boolean;
+      const isPromise = this.#enter(budget, () => this.#internals.watch.applySync(undefined, [completion.derefInto(), id]), true) as boolean;
       if (!isPromise) throw new ValueNotTransferable(this.#whyNotCopied(completion, '$', copyError, budget));
       return this.#awaitPromise(id, budget);
     }
@@ -707,9 +705,7 @@ export class Runtime implements StrataRuntime {
    * running guest code. The copy's own words remain for what the walk cannot place.
    */
   #whyNotCopied(reference: IsolatedVm.Reference, root: string, copyError: unknown, budget: GuestBudget): string {
-    const problem = this.#enter(budget, () =>
-      this.#internals.checkValue.applySync(undefined, [reference.derefInto(), root]),
-    ) as string | undefined;
+    const problem = this.#enter(budget, () => this.#internals.checkValue.applySync(undefined, [reference.derefInto(), root])) as string | undefined;
     return problem === undefined ? `the value cannot cross: ${copyFailure(copyError)}` : `${problem}; it cannot cross to the host`;
   }
 
@@ -719,9 +715,7 @@ export class Runtime implements StrataRuntime {
    */
   #checked(reference: IsolatedVm.Reference, value: unknown, budget: GuestBudget): unknown {
     if (value !== null && typeof value === 'object') {
-      const problem = this.#enter(budget, () =>
-        this.#internals.checkValue.applySync(undefined, [reference.derefInto(), '$']),
-      ) as string | undefined;
+      const problem = this.#enter(budget, () => this.#internals.checkValue.applySync(undefined, [reference.derefInto(), '$'])) as string | undefined;
       if (problem !== undefined) throw new ValueNotTransferable(`${problem}; it cannot cross to the host`);
     }
     const max = this.#options.maxResultBytes;
@@ -733,9 +727,11 @@ export class Runtime implements StrataRuntime {
   }
 
   #guestError(thrown: IsolatedVm.Reference, budget: GuestBudget): JsError {
-    const [name, message, stack] = this.#enter(budget, () =>
-      this.#internals.describeError.applySync(undefined, [thrown.derefInto()], { result: { copy: true } }),
-    true) as [string, string, string | undefined];
+    const [name, message, stack] = this.#enter(
+      budget,
+      () => this.#internals.describeError.applySync(undefined, [thrown.derefInto()], { result: { copy: true } }),
+      true,
+    ) as [string, string, string | undefined];
     return new JsError(name, message, stack);
   }
 
@@ -797,7 +793,10 @@ export class Runtime implements StrataRuntime {
       for (const [, id] of functions) this.#functions.get(id)!.revoked = true;
       throw new InvalidOption(`${method}(${JSON.stringify(name)}): ${problem}; bind it under another name`);
     }
-    this.#globals.set(name, functions.map(([, id]) => id));
+    this.#globals.set(
+      name,
+      functions.map(([, id]) => id),
+    );
   }
 
   /** Called by the guest (synchronously) for every host function call. */
@@ -913,7 +912,8 @@ export class Runtime implements StrataRuntime {
     const expired = new Promise<never>((_, reject) => {
       if (timeout !== Infinity) {
         timer = setTimeout(
-          () => reject(new RuntimeTimeout(`the module graph did not link within the timeout (${timeout} ms): a module resolver or loader did not answer in time`)),
+          () =>
+            reject(new RuntimeTimeout(`the module graph did not link within the timeout (${timeout} ms): a module resolver or loader did not answer in time`)),
           timeout,
         );
       }

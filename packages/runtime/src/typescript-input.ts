@@ -194,9 +194,14 @@ function tooDeep(filename: string, line: number): JsError {
 function refusal(outcome: BoundedOutcome<string>, code: string, filename: string, method: string): Error {
   switch (outcome.status) {
     case 'unavailable':
-      return new ThreadUnavailable(`${method}: language 'typescript': the type stripper's worker thread could not be started (${outcome.message}); nothing ran`);
+      return new ThreadUnavailable(
+        `${method}: language 'typescript': the type stripper's worker thread could not be started (${outcome.message}); nothing ran`,
+      );
     case 'timeout':
-      return syntaxError(`stripping the types took longer than ${STRIP_TIMEOUT_MS} ms (STRIP_TIMEOUT_MS) and was stopped: simplify or split the TypeScript, or pass JavaScript`, filename);
+      return syntaxError(
+        `stripping the types took longer than ${STRIP_TIMEOUT_MS} ms (STRIP_TIMEOUT_MS) and was stopped: simplify or split the TypeScript, or pass JavaScript`,
+        filename,
+      );
     case 'crashed':
       return syntaxError(`the type stripper could not take this TypeScript (its thread died: ${outcome.message}): simplify it, or pass JavaScript`, filename);
     case 'ok':
@@ -210,7 +215,10 @@ function refusal(outcome: BoundedOutcome<string>, code: string, filename: string
   }
   if (errorCode !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX' && errorCode !== 'ERR_INVALID_TYPESCRIPT_SYNTAX') {
     // A trap (deep nesting of a shape the pre-check does not count, a very long operator chain).
-    return syntaxError(`the type stripper could not take this TypeScript (${message.split('\n', 1)[0]}), most likely because it is nested too deeply or chains too many operators: simplify it, or pass JavaScript`, filename);
+    return syntaxError(
+      `the type stripper could not take this TypeScript (${message.split('\n', 1)[0]}), most likely because it is nested too deeply or chains too many operators: simplify it, or pass JavaScript`,
+      filename,
+    );
   }
   const text = errorCode === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX' ? needsTransform(message) : message;
   const place = placeOf(outcome.error, code);

@@ -43,7 +43,10 @@ test('requests are answered in order by one warm worker', async (t) => {
   const worker = new BoundedWorker<string, number>({ script: await script('order', SERVING), startTimeout: 60_000 });
   try {
     const outcomes = await Promise.all(['a', 'b', 'c'].map((request) => worker.run(request, 30_000)));
-    t.deepEqual(outcomes, [1, 1, 1].map((value) => ({ status: 'ok', value })));
+    t.deepEqual(
+      outcomes,
+      [1, 1, 1].map((value) => ({ status: 'ok', value })),
+    );
   } finally {
     await worker.close();
   }

@@ -96,7 +96,10 @@ test('run: a program that throws prints "errorType: message" and the guest frame
 test('run: --memory below what a worker needs says so, names the smallest value that works here, and that value works', async (t) => {
   const ran = await strata(['run', fixture('hello.js'), '--memory', '10M']);
   t.is(ran.code, 2, ran.stderr);
-  const named = /^strata: --memory 10M \(10485760 bytes\) is below what a worker needs to start here: an idle worker uses \d+ MiB\. Use --memory (\d+)M or more/m.exec(ran.stderr);
+  const named =
+    /^strata: --memory 10M \(10485760 bytes\) is below what a worker needs to start here: an idle worker uses \d+ MiB\. Use --memory (\d+)M or more/m.exec(
+      ran.stderr,
+    );
   t.truthy(named, ran.stderr);
   const enough = await strata(['run', fixture('hello.js'), '--memory', `${named![1]}M`]);
   t.is(enough.code, 0, enough.stderr);
@@ -125,7 +128,15 @@ test('run --json: one JSON object on stdout, console collected into it, nothing 
   t.is(ran.stdout.trimEnd().split('\n').length, 1, 'one line');
   const out = JSON.parse(ran.stdout) as RunJsonOutput;
   for (const field of RUN_JSON_FIELDS) t.true(field in out, `has ${field}`);
-  t.like(out, { status: 'ok', result: { answer: 42, bytes: 2 }, error: null, errorType: null, stdout: 'hello from the guest\n', stderr: 'a warning from the guest\n', truncated: false });
+  t.like(out, {
+    status: 'ok',
+    result: { answer: 42, bytes: 2 },
+    error: null,
+    errorType: null,
+    stdout: 'hello from the guest\n',
+    stderr: 'a warning from the guest\n',
+    truncated: false,
+  });
   t.is(typeof out.sandbox, 'string');
   t.true(Array.isArray(out.sandboxExtras));
   t.is(out.report?.sandbox, out.sandbox ?? undefined);
@@ -145,7 +156,12 @@ test('run --json: values JSON cannot express are tagged, and decode back exactly
     infinite: { $number: '-Infinity' },
     when: { $date: '2024-01-02T03:04:05.000Z' },
     bytes: { $bytes: 'AAH+/w==' },
-    map: { $map: [['a', { $bigint: '1' }], [2, [{ $undefined: true }]]] },
+    map: {
+      $map: [
+        ['a', { $bigint: '1' }],
+        [2, [{ $undefined: true }]],
+      ],
+    },
     set: { $set: ['x', 1] },
     looksLikeATag: { $object: { $bigint: 'not a bigint' } },
     nested: [null, true, 'text', 1.5],
@@ -154,7 +170,13 @@ test('run --json: values JSON cannot express are tagged, and decode back exactly
   const decoded = fromTaggedJson(out.result) as Record<string, unknown>;
   t.is(decoded['big'], 12345678901234567890n);
   t.true(Object.is(decoded['negativeZero'], -0));
-  t.deepEqual(decoded['map'], new Map<unknown, unknown>([['a', 1n], [2, [undefined]]]));
+  t.deepEqual(
+    decoded['map'],
+    new Map<unknown, unknown>([
+      ['a', 1n],
+      [2, [undefined]],
+    ]),
+  );
   t.deepEqual(decoded['bytes'], new Uint8Array([0, 1, 254, 255]));
   t.deepEqual({ ...(decoded['looksLikeATag'] as object) }, { $bigint: 'not a bigint' });
 });
@@ -303,7 +325,10 @@ const RUN_DEFAULTS = { command: 'run', file: 'p.js', sandbox: 'auto', timeout: u
 const valid: [string[], CliArgs][] = [
   [['run', 'p.js'], RUN_DEFAULTS as CliArgs],
   [['run', '--json', 'p.js', '--timeout', '300', '--sandbox', 'require'], { ...RUN_DEFAULTS, json: true, timeout: 300, sandbox: 'require' } as CliArgs],
-  [['run', 'p.js', '--memory', '512M', '--strict-eval', '--no-polyfills'], { ...RUN_DEFAULTS, memory: 512 * 1024 ** 2, strictEval: true, polyfills: false } as CliArgs],
+  [
+    ['run', 'p.js', '--memory', '512M', '--strict-eval', '--no-polyfills'],
+    { ...RUN_DEFAULTS, memory: 512 * 1024 ** 2, strictEval: true, polyfills: false } as CliArgs,
+  ],
   [['run', 'p.js', '--polyfills'], RUN_DEFAULTS as CliArgs],
   [['run', '--', '-dash.js'], { ...RUN_DEFAULTS, file: '-dash.js' } as CliArgs],
   [['doctor'], { command: 'doctor', json: false }],
@@ -357,10 +382,31 @@ test('arguments: byte sizes', (t) => {
 
 test('tagged JSON: every value that crosses the boundary round-trips', (t) => {
   const values: unknown[] = [
-    undefined, null, true, 0, -0, 1.5, NaN, Infinity, -Infinity, 10n ** 30n, -5n, '', 'text',
-    new Date(0), new Date(NaN), new Uint8Array([1, 2, 3]), new Uint8Array(0),
-    new Map<unknown, unknown>([[1n, new Set([undefined])], ['k', { a: [1, undefined] }]]),
-    [undefined, [new Date(1)]], { $only: 1 }, { $a: 1, $b: 2 }, { $object: { x: 1 } },
+    undefined,
+    null,
+    true,
+    0,
+    -0,
+    1.5,
+    NaN,
+    Infinity,
+    -Infinity,
+    10n ** 30n,
+    -5n,
+    '',
+    'text',
+    new Date(0),
+    new Date(NaN),
+    new Uint8Array([1, 2, 3]),
+    new Uint8Array(0),
+    new Map<unknown, unknown>([
+      [1n, new Set([undefined])],
+      ['k', { a: [1, undefined] }],
+    ]),
+    [undefined, [new Date(1)]],
+    { $only: 1 },
+    { $a: 1, $b: 2 },
+    { $object: { x: 1 } },
   ];
   for (const value of values) {
     const json = JSON.parse(JSON.stringify(toTaggedJson(value))) as unknown;
@@ -414,7 +460,11 @@ test('result format: undefined prints nothing, a string as it is, anything else 
 });
 
 test('guest frames: the guest part of a stack, without the host frames past the isolate boundary', (t) => {
-  const error = new JsError('TypeError', 'boom', 'TypeError: boom\n    at f (p.js:1:22)\n    at p.js:2:1\n    at (<isolated-vm boundary>)\n    at file:///host/runtime.js:1:1');
+  const error = new JsError(
+    'TypeError',
+    'boom',
+    'TypeError: boom\n    at f (p.js:1:22)\n    at p.js:2:1\n    at (<isolated-vm boundary>)\n    at file:///host/runtime.js:1:1',
+  );
   t.deepEqual(guestFrames(error), ['at f (p.js:1:22)', 'at p.js:2:1']);
   t.deepEqual(guestFrames(new Error('host')), []);
 });
@@ -442,7 +492,12 @@ function layer(name: string, overrides: Partial<LayerReport> = {}): LayerReport 
 }
 
 function facts(sandbox: string, layers: LayerReport[], overrides: Partial<DoctorFacts> = {}): DoctorFacts {
-  const report: SandboxReport = { sandbox, sandboxExtras: [], layers: layers as never, base: { jitless: true, strictEval: false, flags: ['--jitless'], privilegesDropped: false, workerNode: '/opt/node/bin/node' } };
+  const report: SandboxReport = {
+    sandbox,
+    sandboxExtras: [],
+    layers: layers as never,
+    base: { jitless: true, strictEval: false, flags: ['--jitless'], privilegesDropped: false, workerNode: '/opt/node/bin/node' },
+  };
   return {
     strata: '0.1.0',
     node: { version: 'v24.0.0', platform: 'linux', arch: 'x64' },
@@ -497,7 +552,10 @@ test('doctor verdict: no worker is unavailable, with how to build the helpers', 
 });
 
 test('doctor table: one row per layer under the column headers; an empty list says so', (t) => {
-  const partial = layer('landlock', { enforcement: 'partial', capability: { available: true, provides: ['fs-read-deny', 'fs-write-deny'], missing: ['net-deny'] } });
+  const partial = layer('landlock', {
+    enforcement: 'partial',
+    capability: { available: true, provides: ['fs-read-deny', 'fs-write-deny'], missing: ['net-deny'] },
+  });
   const text = formatDoctorReport(assess(facts('none', [partial])));
   const lines = text.split('\n');
   const header = lines.findIndex((line) => line.startsWith('name'));
@@ -526,7 +584,12 @@ test('doctor verdict: a default layer that is not available makes the machine de
     worker: { pid: 1, startMs: 1 },
     sandbox: 'landlock+seccomp',
     sandboxExtras: [],
-    report: { sandbox: 'landlock+seccomp', sandboxExtras: [], layers: [layer('landlock'), layer('seccomp')], base: { jitless: true, strictEval: false, flags: [], privilegesDropped: true, workerNode: '/opt/node/bin/node' } },
+    report: {
+      sandbox: 'landlock+seccomp',
+      sandboxExtras: [],
+      layers: [layer('landlock'), layer('seccomp')],
+      base: { jitless: true, strictEval: false, flags: [], privilegesDropped: true, workerNode: '/opt/node/bin/node' },
+    },
     error: null,
   };
   t.is(assess(facts).status, 'ok');

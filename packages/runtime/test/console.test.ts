@@ -6,7 +6,9 @@ test('onConsole receives every console call with its level and stream', async (t
   const rt = await runtimeFor(t);
   const entries: ConsoleEntry[] = [];
   const stop = rt.onConsole((entry) => entries.push(entry));
-  await rt.eval('console.log("a", 1, { b: [2] }); console.info("i"); console.warn("w"); console.error(new TypeError("e")); console.debug(2n); console.assert(false, "x"); console.count(); console.count()');
+  await rt.eval(
+    'console.log("a", 1, { b: [2] }); console.info("i"); console.warn("w"); console.error(new TypeError("e")); console.debug(2n); console.assert(false, "x"); console.count(); console.count()',
+  );
   stop();
   await rt.eval('console.log("after unsubscribe")');
   t.deepEqual(
@@ -38,7 +40,9 @@ test('captureConsole collects output until stopped', async (t) => {
 test('console formatting survives cycles, Maps, Sets and hostile objects', async (t) => {
   const rt = await runtimeFor(t);
   const capture = rt.captureConsole();
-  await rt.eval('const o = { n: 1 }; o.self = o; console.log(o, new Map([[1, 2]]), new Set(["s"]), Symbol("q"), function named() {}, { get g() { throw new Error("boom") } })');
+  await rt.eval(
+    'const o = { n: 1 }; o.self = o; console.log(o, new Map([[1, 2]]), new Set(["s"]), Symbol("q"), function named() {}, { get g() { throw new Error("boom") } })',
+  );
   capture.stop();
   t.is(capture.stdout, '{ n: 1, self: [Circular] } Map(1) { 1 => 2 } Set(1) { "s" } Symbol(q) [Function: named] { g: [Getter/Setter] }\n');
 });

@@ -17,7 +17,6 @@ test.serial('each async context has its own default runtime', async (t) => {
   t.deepEqual(results, [1, 2, 3]);
 });
 
-
 test.serial('module-level helpers run on an in-process Runtime by default', async (t) => {
   strata.bindFunction('double', (x: number) => x * 2);
   t.is(await strata.eval('double(21)'), 42);

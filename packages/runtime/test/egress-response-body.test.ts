@@ -7,7 +7,16 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { EgressFailed, type EgressFailure } from '../src/errors.js';
-import { MIN_BODY_SECRET_CHARS, performRequest, REDACTED_HEADER, resolveEgressPolicy, scrubBody, type EgressPolicy, type EgressRequest, type EgressResponse } from '../src/egress/index.js';
+import {
+  MIN_BODY_SECRET_CHARS,
+  performRequest,
+  REDACTED_HEADER,
+  resolveEgressPolicy,
+  scrubBody,
+  type EgressPolicy,
+  type EgressRequest,
+  type EgressResponse,
+} from '../src/egress/index.js';
 import { SCRUB_YIELD_EVERY } from '../src/egress/response-body.js';
 
 const SECRET = 'sk-live-BODY-4be1d07a';
@@ -46,7 +55,10 @@ function policyFor(origin: string, extra: Partial<EgressPolicy> = {}) {
 /** The value and everything it carries has no trace of the credential. */
 function assertNoSecret(t: ExecutionContext, value: unknown, what: string): void {
   t.false(inspect(value, { depth: 10, showHidden: true }).includes(SECRET), `${what}: the credential leaked`);
-  t.false(JSON.stringify(value, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : v)).includes(SECRET), `${what}: the credential leaked`);
+  t.false(
+    JSON.stringify(value, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : v)).includes(SECRET),
+    `${what}: the credential leaked`,
+  );
   if (value instanceof Error) t.false(`${value.message}\n${value.stack}\n${String(value.cause)}`.includes(SECRET), `${what}: the credential leaked`);
 }
 
@@ -109,32 +121,72 @@ test('onResponse sees the response in the parent and what it returns is what the
   assertNoSecret(t, response, 'the response');
 });
 
-test("an onResponse that throws, rejects, returns garbage or never settles fails the request with EgressFailed, never showing the credential", async (t) => {
+test('an onResponse that throws, rejects, returns garbage or never settles fails the request with EgressFailed, never showing the credential', async (t) => {
   const server = await echoServer(t);
   const hooks: [string, EgressPolicy['onResponse'], RegExp, EgressFailure][] = [
-    ['throws', () => { throw new Error(`refusing ${SECRET}`); }, /onResponse hook threw \(Error; its message is not shown/, 'onResponse'],
-    ['rejects', async () => { throw new TypeError(`refusing ${SECRET}`); }, /onResponse hook threw \(TypeError/, 'onResponse'],
+    [
+      'throws',
+      () => {
+        throw new Error(`refusing ${SECRET}`);
+      },
+      /onResponse hook threw \(Error; its message is not shown/,
+      'onResponse',
+    ],
+    [
+      'rejects',
+      async () => {
+        throw new TypeError(`refusing ${SECRET}`);
+      },
+      /onResponse hook threw \(TypeError/,
+      'onResponse',
+    ],
     ['returns nothing', (() => undefined) as unknown as EgressPolicy['onResponse'], /onResponse hook returned no response object/, 'onResponse'],
-    ['returns a string body', ((r: EgressResponse) => ({ ...r, body: SECRET })) as unknown as EgressPolicy['onResponse'], /onResponse hook returned a body that is not a Uint8Array/, 'onResponse'],
-    ['returns a status out of range', ((r: EgressResponse) => ({ ...r, status: 1 })) as unknown as EgressPolicy['onResponse'], /a status that is not an integer from 200 to 599/, 'onResponse'],
-    ['returns a body over maxResponseBytes', ((r: EgressResponse) => ({ ...r, body: new Uint8Array(10 * 1024 * 1024 + 1) })), /a body larger than the egress policy's maxResponseBytes/, 'onResponse'],
+    [
+      'returns a string body',
+      ((r: EgressResponse) => ({ ...r, body: SECRET })) as unknown as EgressPolicy['onResponse'],
+      /onResponse hook returned a body that is not a Uint8Array/,
+      'onResponse',
+    ],
+    [
+      'returns a status out of range',
+      ((r: EgressResponse) => ({ ...r, status: 1 })) as unknown as EgressPolicy['onResponse'],
+      /a status that is not an integer from 200 to 599/,
+      'onResponse',
+    ],
+    [
+      'returns a body over maxResponseBytes',
+      (r: EgressResponse) => ({ ...r, body: new Uint8Array(10 * 1024 * 1024 + 1) }),
+      /a body larger than the egress policy's maxResponseBytes/,
+      'onResponse',
+    ],
     ['never settles', () => new Promise<EgressResponse>(() => {}), /timeoutMs/, 'timeoutMs'],
   ];
   // Only the hook that never settles meets the deadline; the others have one no loaded machine reaches.
   for (const [name, onResponse, message, reason] of hooks) {
-    const error = await t.throwsAsync(performRequest(policyFor(server.origin, { onResponse, timeoutMs: reason === 'timeoutMs' ? 1_000 : 60_000 }), get(`${server.origin}/echo`)), { instanceOf: EgressFailed, message }, name);
+    const error = await t.throwsAsync(
+      performRequest(policyFor(server.origin, { onResponse, timeoutMs: reason === 'timeoutMs' ? 1_000 : 60_000 }), get(`${server.origin}/echo`)),
+      { instanceOf: EgressFailed, message },
+      name,
+    );
     t.is((error as EgressFailed).reason, reason, name);
     t.is((error as EgressFailed).code, 'ERR_STRATA_EGRESS_FAILED');
     assertNoSecret(t, error, name);
   }
 });
 
-test('a body made of nothing but the credential is scrubbed whole, and the parent\'s event loop keeps turning meanwhile', async (t) => {
+test("a body made of nothing but the credential is scrubbed whole, and the parent's event loop keeps turning meanwhile", async (t) => {
   const origin = 'http://127.0.0.1:1';
   const policy = policyFor(origin);
   const occurrences = SCRUB_YIELD_EVERY * 4 + 7;
   const body = new Uint8Array(Buffer.from(`${SECRET}|`.repeat(occurrences)));
-  const response: EgressResponse = { status: 200, statusText: 'OK', url: `${origin}/x`, redirected: false, headers: [['content-length', String(body.byteLength)]], body };
+  const response: EgressResponse = {
+    status: 200,
+    statusText: 'OK',
+    url: `${origin}/x`,
+    redirected: false,
+    headers: [['content-length', String(body.byteLength)]],
+    body,
+  };
   // A ticker on the event loop: it can only count while the scrub lets the loop run.
   let turns = 0;
   let ticking = true;
@@ -146,6 +198,9 @@ test('a body made of nothing but the credential is scrubbed whole, and the paren
   const scrubbed = await scrubBody(policy, new URL(origin), response);
   ticking = false;
   t.is(Buffer.from(scrubbed.body).toString(), '[redacted]|'.repeat(occurrences));
-  t.deepEqual(scrubbed.headers, [['content-length', String(scrubbed.body.byteLength)], [REDACTED_HEADER, 'credential']]);
+  t.deepEqual(scrubbed.headers, [
+    ['content-length', String(scrubbed.body.byteLength)],
+    [REDACTED_HEADER, 'credential'],
+  ]);
   t.true(turns >= 4, `the event loop turned ${turns} times during the scrub`);
 });

@@ -99,7 +99,10 @@ function assertNoSecret(t: ExecutionContext, value: unknown): void {
 // ---------------------------------------------------------------- the policy
 
 test('a policy gets its defaults and is frozen; inspecting it never shows a credential', (t) => {
-  const policy = resolveEgressPolicy({ allow: ['https://api.example.com/v1/*'], headers: { 'https://api.example.com': { Authorization: `Bearer ${SECRET}` } } });
+  const policy = resolveEgressPolicy({
+    allow: ['https://api.example.com/v1/*'],
+    headers: { 'https://api.example.com': { Authorization: `Bearer ${SECRET}` } },
+  });
   t.deepEqual(policy.methods, ['GET', 'HEAD']);
   t.is(policy.maxResponseBytes, 10 * 1024 * 1024);
   t.is(policy.maxRequestBytes, 1024 * 1024);
@@ -125,16 +128,40 @@ const invalidPolicies: [string, unknown, RegExp][] = [
   ['ftp', { allow: ['ftp://a.example/'] }, /allow\[0\].*only http: and https:/],
   ['userinfo', { allow: ['https://u:p@a.example/'] }, /allow\[0\].*user name or password/],
   ['0.0.0.0', { allow: ['http://0.0.0.0:80/'] }, /allow\[0\].*never reachable/],
-  ['an onResponse that is not a function', { allow: ['https://a.example/'], onResponse: 'scrub' }, /onResponse must be a function \(response, \{ request, url, signal \}\) => response/],
-  ['a redactCredentialsInBody that is not a boolean', { allow: ['https://a.example/'], redactCredentialsInBody: 'yes' }, /redactCredentialsInBody must be true or false/],
+  [
+    'an onResponse that is not a function',
+    { allow: ['https://a.example/'], onResponse: 'scrub' },
+    /onResponse must be a function \(response, \{ request, url, signal \}\) => response/,
+  ],
+  [
+    'a redactCredentialsInBody that is not a boolean',
+    { allow: ['https://a.example/'], redactCredentialsInBody: 'yes' },
+    /redactCredentialsInBody must be true or false/,
+  ],
   ['a typo', { allow: ['https://a.example/'], timeout: 5 }, /unknown field "timeout"/],
   ['CONNECT', { allow: ['https://a.example/'], methods: ['CONNECT'] }, /methods\[0\]: CONNECT is never allowed/],
   ['a bad method', { allow: ['https://a.example/'], methods: ['GE T'] }, /methods\[0\] must be an HTTP method/],
-  ['headers for an origin not allowed', { allow: ['https://a.example/'], headers: { 'https://b.example': { 'x-key': 'k' } } }, /headers\["https:\/\/b.example"\]: no pattern in allow/],
+  [
+    'headers for an origin not allowed',
+    { allow: ['https://a.example/'], headers: { 'https://b.example': { 'x-key': 'k' } } },
+    /headers\["https:\/\/b.example"\]: no pattern in allow/,
+  ],
   ['headers keyed by a URL with a path', { allow: ['https://a.example/'], headers: { 'https://a.example/v1': { 'x-key': 'k' } } }, /origin only/],
-  ['a forbidden policy header', { allow: ['https://a.example/'], headers: { 'https://a.example': { Host: 'b.example' } } }, /headers\["https:\/\/a.example"\].Host: the parent sets Host/],
-  ['a credential with a newline', { allow: ['https://a.example/'], headers: { 'https://a.example': { 'x-key': `${SECRET}\r\nx: y` } } }, /x-key: the value must be a string without CR, LF or NUL \(value not shown\)/],
-  ['privateNetworkHosts not in allow', { allow: ['https://a.example/'], privateNetworkHosts: ['db.internal'] }, /privateNetworkHosts\[0\].*no pattern in allow names this host/],
+  [
+    'a forbidden policy header',
+    { allow: ['https://a.example/'], headers: { 'https://a.example': { Host: 'b.example' } } },
+    /headers\["https:\/\/a.example"\].Host: the parent sets Host/,
+  ],
+  [
+    'a credential with a newline',
+    { allow: ['https://a.example/'], headers: { 'https://a.example': { 'x-key': `${SECRET}\r\nx: y` } } },
+    /x-key: the value must be a string without CR, LF or NUL \(value not shown\)/,
+  ],
+  [
+    'privateNetworkHosts not in allow',
+    { allow: ['https://a.example/'], privateNetworkHosts: ['db.internal'] },
+    /privateNetworkHosts\[0\].*no pattern in allow names this host/,
+  ],
   ['privateNetworkHosts with a port', { allow: ['https://a.example/'], privateNetworkHosts: ['a.example:8080'] }, /privateNetworkHosts\[0\].*host name only/],
   ['a zero timeout', { allow: ['https://a.example/'], timeoutMs: 0 }, /timeoutMs must be an integer >= 1.*cannot be turned off/],
   ['a null cap', { allow: ['https://a.example/'], maxResponseBytes: null }, /maxResponseBytes must be/],
@@ -178,7 +205,13 @@ const mustAllow: [string, EgressRequest][] = [
   ['dot segments that stay under the prefix', get('https://api.example.com/v1/a/../b')],
   ['a fragment (never sent)', get('https://api.example.com/v1/x#frag')],
   ['a lower-case method', { url: 'https://api.example.com/v1/x', method: 'post', headers: [], body: new Uint8Array(4) }],
-  ['a guest cookie and authorization', get('https://api.example.com/v1/x', [['Cookie', 'a=b'], ['Authorization', 'Bearer guest']])],
+  [
+    'a guest cookie and authorization',
+    get('https://api.example.com/v1/x', [
+      ['Cookie', 'a=b'],
+      ['Authorization', 'Bearer guest'],
+    ]),
+  ],
   ['a numeric IPv4 form of an allowed literal', get('http://0x7f.0.0.1:8080/x')],
 ];
 for (const [name, request] of mustAllow) {
@@ -218,7 +251,12 @@ const mustDeny: [string, EgressRequest, EgressRule, RegExp?][] = [
   ['a header value with CRLF', get('https://api.example.com/v1/x', [['x-a', 'b\r\nHost: evil']]), 'header'],
   ['a bad header name', get('https://api.example.com/v1/x', [['x a', 'b']]), 'header'],
   ['a GET with a body', { url: 'https://api.example.com/v1/x', method: 'GET', headers: [], body: new Uint8Array(1) }, 'body'],
-  ['a body over maxRequestBytes', { url: 'https://api.example.com/v1/x', method: 'POST', headers: [], body: new Uint8Array(17) }, 'body', /17 bytes.*maxRequestBytes \(16\)/],
+  [
+    'a body over maxRequestBytes',
+    { url: 'https://api.example.com/v1/x', method: 'POST', headers: [], body: new Uint8Array(17) },
+    'body',
+    /17 bytes.*maxRequestBytes \(16\)/,
+  ],
   ['headers that are not pairs', { url: 'https://api.example.com/v1/x', method: 'GET', headers: [['a']] } as unknown as EgressRequest, 'request'],
   ['a body that is not bytes', { url: 'https://api.example.com/v1/x', method: 'POST', headers: [], body: 'x' } as unknown as EgressRequest, 'request'],
 ];
@@ -283,7 +321,13 @@ test('checkAddresses: a name resolving to a private address is refused unless pr
   }
   t.true(checkAddresses(listed, db, loopback).ok);
   t.true(checkAddresses(plain, new URL('http://127.0.0.1/'), loopback).ok, 'a literal IP in the pattern names the address');
-  t.false(checkAddresses(plain, new URL('https://api.example.com/'), [{ address: '8.8.8.8', family: 4 }, { address: '::ffff:169.254.169.254', family: 6 }]).ok, 'every address must pass');
+  t.false(
+    checkAddresses(plain, new URL('https://api.example.com/'), [
+      { address: '8.8.8.8', family: 4 },
+      { address: '::ffff:169.254.169.254', family: 6 },
+    ]).ok,
+    'every address must pass',
+  );
   t.true(checkAddresses(plain, new URL('https://api.example.com/'), [{ address: '8.8.8.8', family: 4 }]).ok);
   t.false(checkAddresses(listed, db, [{ address: '0.0.0.0', family: 4 }]).ok, 'never-reachable ranges stay refused when listed');
 });
@@ -298,15 +342,34 @@ test('an allowed request carries the credential to the server; the response neve
     res.end('hello');
   });
   const policy = resolveEgressPolicy({ allow: [`${server.origin}/v1/*`], headers: { [server.origin]: { 'X-Api-Key': SECRET } } });
-  const response = await performRequest(policy, get(`${server.origin}/v1/items?id=3`, [['x-guest', 'g'], ['X-Multi', 'a'], ['x-multi', 'b'], ['__proto__', 'p']]));
+  const response = await performRequest(
+    policy,
+    get(`${server.origin}/v1/items?id=3`, [
+      ['x-guest', 'g'],
+      ['X-Multi', 'a'],
+      ['x-multi', 'b'],
+      ['__proto__', 'p'],
+    ]),
+  );
   t.is(response.status, 200);
   t.is(response.statusText, 'OK');
   t.is(text(response.body), 'hello');
   t.is(response.url, `${server.origin}/v1/items?id=3`);
   t.false(response.redirected);
-  t.deepEqual(response.headers.find(([n]) => n === 'x-plain'), ['x-plain', 'kept']);
-  t.is(response.headers.find(([n]) => n === 'set-cookie'), undefined, 'set-cookie is dropped where the parent adds credentials');
-  t.is(response.headers.find(([n]) => n === 'x-echo'), undefined, 'a header echoing the credential is dropped');
+  t.deepEqual(
+    response.headers.find(([n]) => n === 'x-plain'),
+    ['x-plain', 'kept'],
+  );
+  t.is(
+    response.headers.find(([n]) => n === 'set-cookie'),
+    undefined,
+    'set-cookie is dropped where the parent adds credentials',
+  );
+  t.is(
+    response.headers.find(([n]) => n === 'x-echo'),
+    undefined,
+    'a header echoing the credential is dropped',
+  );
   assertNoSecret(t, response);
   t.is(server.requests.length, 1);
   const seen = server.requests[0]!;
@@ -322,7 +385,12 @@ test('an allowed request carries the credential to the server; the response neve
 test('a POST body reaches the server when the policy allows POST', async (t) => {
   const server = await startServer(t, (_req, res, body) => res.end(`got ${body}`));
   const policy = resolveEgressPolicy({ allow: [`${server.origin}/*`], methods: ['POST'] });
-  const response = await performRequest(policy, { url: `${server.origin}/x`, method: 'post', headers: [['content-type', 'text/plain']], body: new TextEncoder().encode('abc') });
+  const response = await performRequest(policy, {
+    url: `${server.origin}/x`,
+    method: 'post',
+    headers: [['content-type', 'text/plain']],
+    body: new TextEncoder().encode('abc'),
+  });
   t.is(text(response.body), 'got abc');
   t.is(server.requests[0]?.method, 'POST');
   t.is(server.requests[0]?.headers['content-length'], '3');
@@ -331,7 +399,12 @@ test('a POST body reaches the server when the policy allows POST', async (t) => 
 test('refused requests never reach the server: another path, another origin, .. traversal, a method, a forbidden header, a large body', async (t) => {
   const server = await startServer(t, (_req, res) => res.end('no'));
   const other = await startServer(t, (_req, res) => res.end('no'));
-  const policy = resolveEgressPolicy({ allow: [`${server.origin}/v1/*`], methods: ['GET', 'POST'], maxRequestBytes: 8, headers: { [server.origin]: { authorization: SECRET } } });
+  const policy = resolveEgressPolicy({
+    allow: [`${server.origin}/v1/*`],
+    methods: ['GET', 'POST'],
+    maxRequestBytes: 8,
+    headers: { [server.origin]: { authorization: SECRET } },
+  });
   const cases: [EgressRequest, EgressRule][] = [
     [get(`${server.origin}/admin`), 'allow'],
     [get(`${other.origin}/v1/x`), 'allow'],
@@ -376,7 +449,10 @@ test('redirect: manual returns the 3xx as it is, without following', async (t) =
   const policy = resolveEgressPolicy({ allow: [`${server.origin}/*`] });
   const response = await performRequest(policy, get(`${server.origin}/`, [], { redirect: 'manual' }));
   t.is(response.status, 307);
-  t.deepEqual(response.headers.find(([n]) => n === 'location'), ['location', `${outside.origin}/`]);
+  t.deepEqual(
+    response.headers.find(([n]) => n === 'location'),
+    ['location', `${outside.origin}/`],
+  );
   t.is(outside.requests.length, 0);
 });
 
@@ -392,19 +468,31 @@ test('redirects within the list are followed; credentials go only to their own o
     methods: ['GET', 'POST'],
     headers: { [first.origin]: { 'x-api-key': SECRET } },
   });
-  const response = await performRequest(policy, { url: `${first.origin}/v1/start`, method: 'POST', headers: [['authorization', 'Bearer guest'], ['content-type', 'text/plain'], ['x-trace', '1']], body: new Uint8Array([1, 2]) });
+  const response = await performRequest(policy, {
+    url: `${first.origin}/v1/start`,
+    method: 'POST',
+    headers: [
+      ['authorization', 'Bearer guest'],
+      ['content-type', 'text/plain'],
+      ['x-trace', '1'],
+    ],
+    body: new Uint8Array([1, 2]),
+  });
   t.is(text(response.body), 'end');
   t.true(response.redirected);
   t.is(response.url, `${second.origin}/v1/end`);
-  t.deepEqual(first.requests.map((r) => [r.method, r.url, r.headers['x-api-key']]), [
-    ['POST', '/v1/start', SECRET],
-    ['GET', '/v1/next', SECRET],
-  ]);
+  t.deepEqual(
+    first.requests.map((r) => [r.method, r.url, r.headers['x-api-key']]),
+    [
+      ['POST', '/v1/start', SECRET],
+      ['GET', '/v1/next', SECRET],
+    ],
+  );
   t.is(first.requests[1]?.headers['content-type'], undefined, '303 turned the POST into a GET without its body headers');
   t.is(first.requests[1]?.headers['authorization'], 'Bearer guest', 'same origin keeps the guest authorization');
   const last = second.requests[0]!;
   t.is(second.requests.length, 1);
-  t.is(last.headers['x-api-key'], undefined, 'the first origin\'s credential never reaches the second');
+  t.is(last.headers['x-api-key'], undefined, "the first origin's credential never reaches the second");
   t.is(last.headers['authorization'], undefined, 'guest authorization is dropped across origins');
   t.is(last.headers['x-trace'], '1');
   assertNoSecret(t, last.headers);
@@ -461,7 +549,11 @@ test('timeoutMs cuts a server that never answers, and one that stalls in the bod
     res.writeHead(200);
     res.write('part');
   });
-  const policy = resolveEgressPolicy({ allow: [`${silent.origin}/*`, `${stalling.origin}/*`], timeoutMs: 300, headers: { [silent.origin]: { 'x-api-key': SECRET } } });
+  const policy = resolveEgressPolicy({
+    allow: [`${silent.origin}/*`, `${stalling.origin}/*`],
+    timeoutMs: 300,
+    headers: { [silent.origin]: { 'x-api-key': SECRET } },
+  });
   for (const origin of [silent.origin, stalling.origin]) {
     const started = Date.now();
     const error = await t.throwsAsync(performRequest(policy, get(`${origin}/slow`)), { instanceOf: EgressFailed });
@@ -487,12 +579,16 @@ test("the caller's AbortSignal aborts the request", async (t) => {
 test('localhost resolves to loopback: refused when only allow names it, allowed with privateNetworkHosts', async (t) => {
   const server = await startServer(t, (_req, res) => res.end('local'));
   const pattern = `http://localhost:${server.port}/*`;
-  const refused = await t.throwsAsync(performRequest(resolveEgressPolicy({ allow: [pattern] }), get(`http://localhost:${server.port}/`)), { instanceOf: EgressRefused });
+  const refused = await t.throwsAsync(performRequest(resolveEgressPolicy({ allow: [pattern] }), get(`http://localhost:${server.port}/`)), {
+    instanceOf: EgressRefused,
+  });
   t.is(refused?.rule, 'address');
   t.regex(refused?.message ?? '', /localhost resolves to (127\.0\.0\.1|::1), a loopback .*privateNetworkHosts/);
   t.is(server.requests.length, 0);
   const ipv4Only: HostLookup = async () => [{ address: '127.0.0.1', family: 4 }];
-  const allowed = await performRequest(resolveEgressPolicy({ allow: [pattern], privateNetworkHosts: ['localhost'] }), get(`http://localhost:${server.port}/`), { lookup: ipv4Only });
+  const allowed = await performRequest(resolveEgressPolicy({ allow: [pattern], privateNetworkHosts: ['localhost'] }), get(`http://localhost:${server.port}/`), {
+    lookup: ipv4Only,
+  });
   t.is(text(allowed.body), 'local');
   t.is(server.requests[0]?.headers.host, `localhost:${server.port}`);
 });
@@ -507,10 +603,15 @@ test('the host is resolved once and the connection pinned to that answer (no DNS
   t.is(text(response.body), 'pinned');
   t.is(lookups, 1);
   const publicName = resolveEgressPolicy({ allow: [`http://service.test:${server.port}/*`] });
-  const refused = await t.throwsAsync(performRequest(publicName, get(`http://service.test:${server.port}/x`), { lookup: async () => [{ address: '::ffff:127.0.0.1', family: 6 }] }), { instanceOf: EgressRefused });
+  const refused = await t.throwsAsync(
+    performRequest(publicName, get(`http://service.test:${server.port}/x`), { lookup: async () => [{ address: '::ffff:127.0.0.1', family: 6 }] }),
+    { instanceOf: EgressRefused },
+  );
   t.is(refused?.rule, 'address');
   const failed = await t.throwsAsync(
-    performRequest(publicName, get(`http://service.test:${server.port}/x`), { lookup: async () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' })) }),
+    performRequest(publicName, get(`http://service.test:${server.port}/x`), {
+      lookup: async () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' })),
+    }),
     { instanceOf: EgressFailed },
   );
   t.is(failed?.reason, 'dns');
@@ -553,8 +654,29 @@ test('https: the pinned address is dialled with the host name as TLS server name
   const dir = mkdtempSync(join(tmpdir(), 'strata-egress-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=api.test', '-addext', 'subjectAltName=DNS:api.test',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=api.test',
+        '-addext',
+        'subjectAltName=DNS:api.test',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
   } catch {
     t.pass('openssl is not available: skipped');
     return;
@@ -570,7 +692,11 @@ test('https: the pinned address is dialled with the host name as TLS server name
   await listen(server);
   t.teardown(() => close(server));
   const port = (server.address() as AddressInfo).port;
-  const policy = resolveEgressPolicy({ allow: [`https://api.test:${port}/*`], privateNetworkHosts: ['api.test'], headers: { [`https://api.test:${port}`]: { 'x-api-key': SECRET } } });
+  const policy = resolveEgressPolicy({
+    allow: [`https://api.test:${port}/*`],
+    privateNetworkHosts: ['api.test'],
+    headers: { [`https://api.test:${port}`]: { 'x-api-key': SECRET } },
+  });
   const lookup: HostLookup = async () => [{ address: '127.0.0.1', family: 4 }];
   const response = await performRequest(policy, get(`https://api.test:${port}/v1`), { lookup, ca: cert });
   t.is(text(response.body), 'secure');

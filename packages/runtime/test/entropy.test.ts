@@ -51,13 +51,16 @@ test('guest code never sees __strataEntropy, whether or not a bootstrap took it'
 });
 
 test('a bootstrap sees __strataEntropy as a function before it runs', async (t) => {
-  const rt = await runtimeFor(t, { bootstrap: ["globalThis.seen = typeof __strataEntropy;"] });
+  const rt = await runtimeFor(t, { bootstrap: ['globalThis.seen = typeof __strataEntropy;'] });
   t.is(await rt.eval('seen'), 'function');
 });
 
 test('a length that is not an integer from 0 to 65536 is a RangeError in the guest', async (t) => {
   const rt = await runtimeFor(t, { bootstrap: [TAKES_ENTROPY] });
-  t.deepEqual(await rt.eval(badLengthErrors), BAD_LENGTHS.map(() => 'RangeError'));
+  t.deepEqual(
+    await rt.eval(badLengthErrors),
+    BAD_LENGTHS.map(() => 'RangeError'),
+  );
   const error = await t.throwsAsync(rt.eval('drawBytes(65537)'), { instanceOf: JsError });
   t.is(error?.guestName, 'RangeError');
   t.regex(error?.message ?? '', /integer from 0 to 65536/);
@@ -77,7 +80,10 @@ test("the same in a worker under sandbox: 'require' (getrandom, no /dev/urandom)
   t.is(drawn.length, 4096);
   t.true(notAllZero(drawn.bytes));
   t.is(await first.eval('typeof __strataEntropy'), 'undefined');
-  t.deepEqual(await first.eval(badLengthErrors), BAD_LENGTHS.map(() => 'RangeError'));
+  t.deepEqual(
+    await first.eval(badLengthErrors),
+    BAD_LENGTHS.map(() => 'RangeError'),
+  );
 
   await using untaken = await IsolatedRuntime.start({ sandbox: 'require' });
   t.is(await untaken.eval('typeof __strataEntropy'), 'undefined');

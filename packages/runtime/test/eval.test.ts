@@ -65,10 +65,7 @@ test('commands run one at a time, in order', async (t) => {
   const rt = await runtimeFor(t);
   rt.bindFunction('wait', () => new Promise((resolve) => setTimeout(resolve, 20)));
   const order: number[] = [];
-  await Promise.all([
-    rt.eval('wait().then(() => 1)').then((v) => order.push(v as number)),
-    rt.eval('2').then((v) => order.push(v as number)),
-  ]);
+  await Promise.all([rt.eval('wait().then(() => 1)').then((v) => order.push(v as number)), rt.eval('2').then((v) => order.push(v as number))]);
   t.deepEqual(order, [1, 2]);
 });
 

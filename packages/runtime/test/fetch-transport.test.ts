@@ -115,7 +115,9 @@ for (const engine of ['Runtime', 'IsolatedRuntime'] as const) {
     // The server echoed it in the body: that is the server's doing and the guest's data. What the
     // host controls (headers, errors, the request the guest holds) never carries it.
     t.false(JSON.stringify(response['headers']).includes(SECRET));
-    const refused = (await rt.eval(`rawFetch({ url: '${server.origin}/x', method: 'GET', headers: [['authorization', 'mine']], redirect: 'follow' })${ERROR}`)) as { message: string };
+    const refused = (await rt.eval(
+      `rawFetch({ url: '${server.origin}/x', method: 'GET', headers: [['authorization', 'mine']], redirect: 'follow' })${ERROR}`,
+    )) as { message: string };
     t.regex(refused.message, /authorization/i);
     t.false(refused.message.includes(SECRET));
   });
@@ -127,7 +129,16 @@ for (const engine of ['Runtime', 'IsolatedRuntime'] as const) {
       return { status: 200, statusText: '', url: 'http://x/', redirected: false, headers: [], body: new Uint8Array() };
     };
     const rt = await start(t, handler);
-    for (const bad of [`undefined`, `'http://x/'`, `{ url: 1, method: 'GET', headers: [] }`, `{ url: 'http://x/', method: 'GET', headers: [['a']] }`, `{ url: 'http://x/', method: 'GET', headers: {} }`, `{ url: 'http://x/', method: 'GET', headers: [], body: 'text' }`, `{ url: 'http://x/', method: 'GET', headers: [], redirect: 'error' }`, `{ url: 'http://x/', method: '', headers: [] }`]) {
+    for (const bad of [
+      `undefined`,
+      `'http://x/'`,
+      `{ url: 1, method: 'GET', headers: [] }`,
+      `{ url: 'http://x/', method: 'GET', headers: [['a']] }`,
+      `{ url: 'http://x/', method: 'GET', headers: {} }`,
+      `{ url: 'http://x/', method: 'GET', headers: [], body: 'text' }`,
+      `{ url: 'http://x/', method: 'GET', headers: [], redirect: 'error' }`,
+      `{ url: 'http://x/', method: '', headers: [] }`,
+    ]) {
       const error = (await rt.eval(`rawFetch(${bad})${ERROR}`)) as { name: string; message: string } | string;
       t.like(error, { name: 'TypeError' }, bad);
       t.regex((error as { message: string }).message, /the request is malformed/, bad);
@@ -149,7 +160,9 @@ for (const engine of ['Runtime', 'IsolatedRuntime'] as const) {
       return { status: 200, statusText: 'OK', url: request.url, redirected: false, headers: [], body: new Uint8Array([1]) };
     };
     const rt = await start(t, handler);
-    const done = rt.eval(`Promise.all(Array.from({ length: 20 }, (_, i) => rawFetch({ url: 'http://x/' + i, method: 'GET', headers: [] }))).then((all) => all.length)`);
+    const done = rt.eval(
+      `Promise.all(Array.from({ length: 20 }, (_, i) => rawFetch({ url: 'http://x/' + i, method: 'GET', headers: [] }))).then((all) => all.length)`,
+    );
     for (let i = 0; i < 1000 && running < MAX_CONCURRENT_REQUESTS; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     t.is(running, MAX_CONCURRENT_REQUESTS, 'the first ones are in flight');
     // Time for any request past the limit to arrive, if one could.
@@ -162,7 +175,8 @@ for (const engine of ['Runtime', 'IsolatedRuntime'] as const) {
   test(`${engine}: the guest's abort reaches the handler, so a cancelled request frees its place at once`, async (t) => {
     const signals: AbortSignal[] = [];
     const handler: EgressHandler = (request, { signal }) => {
-      if (request.url.endsWith('/ok')) return Promise.resolve({ status: 200, statusText: 'OK', url: request.url, redirected: false, headers: [], body: new Uint8Array() });
+      if (request.url.endsWith('/ok'))
+        return Promise.resolve({ status: 200, statusText: 'OK', url: request.url, redirected: false, headers: [], body: new Uint8Array() });
       signals.push(signal);
       // A request that never answers by itself: only an abort ends it.
       return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('stopped'))));
@@ -194,15 +208,20 @@ for (const engine of ['Runtime', 'IsolatedRuntime'] as const) {
 
   test(`${engine}: a request the guest aborts at once is never sent`, async (t) => {
     let calls = 0;
-    const rt = await start(t, async (request) => {
-      calls++;
-      return { status: 200, statusText: 'OK', url: request.url, redirected: false, headers: [], body: new Uint8Array() };
-    }, [WEB_POLYFILLS]);
-    const out = await rt.eval(`(async () => { const c = new AbortController(); const p = fetch('http://x/', { signal: c.signal }); c.abort(); return p.then(() => 'fetched', (e) => e.name); })()`);
+    const rt = await start(
+      t,
+      async (request) => {
+        calls++;
+        return { status: 200, statusText: 'OK', url: request.url, redirected: false, headers: [], body: new Uint8Array() };
+      },
+      [WEB_POLYFILLS],
+    );
+    const out = await rt.eval(
+      `(async () => { const c = new AbortController(); const p = fetch('http://x/', { signal: c.signal }); c.abort(); return p.then(() => 'fetched', (e) => e.name); })()`,
+    );
     t.is(out, 'AbortError');
     t.is(calls, 0);
   });
-
 }
 
 // ---------------------------------------------------------------- your own handler
@@ -215,7 +234,9 @@ test('a handler gets the request as checked data and answers the guest; a Buffer
       return { status: 201, statusText: 'Created', url: request.url, redirected: false, headers: [['x-a', '1']], body: Buffer.from('made') };
     },
   });
-  const response = (await rt.eval(`rawFetch({ url: 'https://api.test/v1/x', method: 'POST', headers: [['content-type', 'text/plain']], body: new Uint8Array([104, 105]) })${SUMMARY}`)) as Record<string, unknown>;
+  const response = (await rt.eval(
+    `rawFetch({ url: 'https://api.test/v1/x', method: 'POST', headers: [['content-type', 'text/plain']], body: new Uint8Array([104, 105]) })${SUMMARY}`,
+  )) as Record<string, unknown>;
   t.like(response, { status: 201, body: 'made', bodyIsBytes: true });
   t.is(received.length, 1);
   t.is(received[0]!.method, 'POST');
@@ -256,7 +277,11 @@ test("a handler's own error is redacted unless redactHostErrors is false; an abo
   const open = await isolatedFor(t, { egress: failing, redactHostErrors: false });
   t.deepEqual(await open.eval(`${GET('http://x/')}${ERROR}`), { name: 'TypeError', message: `fetch failed: upstream said ${SECRET}` });
   const { EgressFailed } = await import('../src/index.js');
-  const aborting = await isolatedFor(t, { egress: async () => { throw new EgressFailed('aborted by the caller', 'aborted'); } });
+  const aborting = await isolatedFor(t, {
+    egress: async () => {
+      throw new EgressFailed('aborted by the caller', 'aborted');
+    },
+  });
   t.like(await aborting.eval(`${GET('http://x/')}${ERROR}`), { name: 'AbortError' });
 });
 
@@ -297,7 +322,11 @@ test('a pool sets egress per checkout: each runtime answers with its own', async
 test('egressHandler and the egress option refuse what is not a policy, naming the field', async (t) => {
   t.throws(() => egressHandler({ allow: [] }), { message: /egress policy: allow must be a non-empty array/ });
   t.throws(() => egressHandler({ allow: ['https://a.test/*'] }, { cache: true } as never), { message: /unknown field "cache"/ });
-  t.throws(() => egressHandler({ allow: ['https://a.test/*'], maxResponseBytes: 64 * 1024 * 1024 }), { message: /maxResponseBytes must be an integer from 1 to 33554432/ });
+  t.throws(() => egressHandler({ allow: ['https://a.test/*'], maxResponseBytes: 64 * 1024 * 1024 }), {
+    message: /maxResponseBytes must be an integer from 1 to 33554432/,
+  });
   await t.throwsAsync(Runtime.start({ egress: 'https://a.test/*' as never }), { message: /egress must be a policy/ });
-  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'off', egress: { allow: ['https://a.test/*'], timeout: 5 } as never }), { message: /unknown field "timeout"/ });
+  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'off', egress: { allow: ['https://a.test/*'], timeout: 5 } as never }), {
+    message: /unknown field "timeout"/,
+  });
 });

@@ -73,27 +73,41 @@ async function sandboxed(t: ExecutionContext, options: IsolatedRuntimeOptions): 
 }
 
 // What the guest's attempt ended as, as data.
-const attempt = (body: string) => `(async () => { try { ${body} } catch (e) { return { thrown: e.name, message: e.message, isTypeError: e instanceof TypeError }; } })()`;
+const attempt = (body: string) =>
+  `(async () => { try { ${body} } catch (e) { return { thrown: e.name, message: e.message, isTypeError: e instanceof TypeError }; } })()`;
 
 test('an allowed GET: the guest gets a Response with status, headers and a JSON body; the worker itself has no network', async (t) => {
   const server = await api(t);
   const rt = await sandboxed(t, { egress: { allow: [`${server.origin}/v1/*`] } });
   if (onLinux) t.is(rt.sandbox, 'landlock+seccomp');
-  const got = await rt.eval(attempt(`
+  const got = await rt.eval(
+    attempt(`
     const r = await fetch('${server.origin}/v1/items/7?full=1', { headers: { Accept: 'application/json' } });
     return { ok: r.ok, status: r.status, type: r.type, url: r.url, id: r.headers.get('X-Request-Id'), item: await r.json(), used: r.bodyUsed, isResponse: r instanceof Response };
-  `));
-  t.deepEqual(got, { ok: true, status: 200, type: 'basic', url: `${server.origin}/v1/items/7?full=1`, id: 'r-1', item: { id: '7?full=1', price: 3.5 }, used: true, isResponse: true });
+  `),
+  );
+  t.deepEqual(got, {
+    ok: true,
+    status: 200,
+    type: 'basic',
+    url: `${server.origin}/v1/items/7?full=1`,
+    id: 'r-1',
+    item: { id: '7?full=1', price: 3.5 },
+    used: true,
+    isResponse: true,
+  });
   t.is(server.hits.length, 1);
 });
 
 test('a POST with a JSON body, when the policy allows POST: the server gets the body and its content type', async (t) => {
   const server = await api(t);
   const rt = await sandboxed(t, { egress: { allow: [`${server.origin}/v1/*`], methods: ['GET', 'POST'] } });
-  const got = await rt.eval(attempt(`
+  const got = await rt.eval(
+    attempt(`
     const r = await fetch(new Request('${server.origin}/v1/echo', { method: 'post', body: JSON.stringify({ n: 1 }), headers: { 'content-type': 'application/json' } }));
     return r.json();
-  `));
+  `),
+  );
   t.deepEqual(got, { method: 'POST', contentType: 'application/json', body: '{"n":1}' });
 });
 
@@ -122,7 +136,9 @@ test('a redirect out of the list is refused and its target never reached', async
   t.is(server.hits.length, 1);
   t.is(outside.hits.length, 0);
   // With redirect: 'manual' the guest sees the 3xx itself, and still nothing goes to the target.
-  const manual = await rt.eval(attempt(`const r = await fetch('${server.origin}/v1/away', { redirect: 'manual' }); return [r.status, r.headers.get('location')];`));
+  const manual = await rt.eval(
+    attempt(`const r = await fetch('${server.origin}/v1/away', { redirect: 'manual' }); return [r.status, r.headers.get('location')];`),
+  );
   t.deepEqual(manual, [302, `${outside.origin}/v1/items/1`]);
   t.is(outside.hits.length, 0);
 });
@@ -145,13 +161,15 @@ test('a slow server is cut at timeoutMs, and the guest can abort a request itsel
   t.like(got, { thrown: 'TypeError' });
   t.regex(got['message'] as string, /timeoutMs \(300 ms\)/);
   t.true(Date.now() - started < 10_000, 'the request ended at its deadline, not at the test timeout');
-  const aborted = await rt.eval(attempt(`
+  const aborted = await rt.eval(
+    attempt(`
     const controller = new AbortController();
     const pending = fetch('${server.origin}/v1/slow', { signal: controller.signal });
     controller.abort();
     await pending;
     return 'fetched';
-  `));
+  `),
+  );
   t.like(aborted, { thrown: 'AbortError' });
 });
 
@@ -161,15 +179,20 @@ test("the policy's credential reaches the server and never the guest: not in its
   const rt = await sandboxed(t, {
     egress: { allow: [`${server.origin}/v1/*`, `${outside.origin}/v1/*`], headers: { [server.origin]: { authorization: `Bearer ${SECRET}` } } },
   });
-  const got = (await rt.eval(attempt(`
+  const got = (await rt.eval(
+    attempt(`
     const request = new Request('${server.origin}/v1/echo');
     const r = await fetch(request);
     return { requestHeaders: [...request.headers], responseHeaders: [...r.headers], body: await r.text() };
-  `))) as Record<string, unknown>;
+  `),
+  )) as Record<string, unknown>;
   t.is(server.hits[0]!.authorization, `Bearer ${SECRET}`);
   t.false(JSON.stringify(got).includes(SECRET), 'the server echoed it in a header: the parent removed it');
   // The guest may not set the policy's header itself, and the refusal does not show the value.
-  const own = (await rt.eval(attempt(`await fetch('${server.origin}/v1/echo', { headers: { authorization: 'Bearer mine' } }); return 'fetched';`))) as Record<string, unknown>;
+  const own = (await rt.eval(attempt(`await fetch('${server.origin}/v1/echo', { headers: { authorization: 'Bearer mine' } }); return 'fetched';`))) as Record<
+    string,
+    unknown
+  >;
   t.like(own, { thrown: 'TypeError' });
   t.false(JSON.stringify(own).includes(SECRET));
   // Redirected to another allowed origin, the credential does not follow.
@@ -177,7 +200,7 @@ test("the policy's credential reaches the server and never the guest: not in its
   t.is(outside.hits.at(-1)!.authorization, undefined);
 });
 
-test('a server that echoes the credential in its body: the guest reads [redacted], or what the policy\'s onResponse made of it', async (t) => {
+test("a server that echoes the credential in its body: the guest reads [redacted], or what the policy's onResponse made of it", async (t) => {
   const server = await api(t);
   const headers = { [server.origin]: { authorization: `Bearer ${SECRET}` } };
   const read = `const r = await fetch('${server.origin}/v1/echo-auth'); return { body: await r.json(), redacted: r.headers.get('x-strata-redacted') };`;
@@ -188,11 +211,22 @@ test('a server that echoes the credential in its body: the guest reads [redacted
     egress: {
       allow: [`${server.origin}/v1/*`],
       headers,
-      onResponse: (response) => ({ ...response, body: new TextEncoder().encode(JSON.stringify({ seen: JSON.parse(new TextDecoder().decode(response.body)).authorization !== 'none' })) }),
+      onResponse: (response) => ({
+        ...response,
+        body: new TextEncoder().encode(JSON.stringify({ seen: JSON.parse(new TextDecoder().decode(response.body)).authorization !== 'none' })),
+      }),
     },
   });
   t.deepEqual(await hooked.eval(attempt(read)), { body: { seen: true }, redacted: null });
-  const failing = await sandboxed(t, { egress: { allow: [`${server.origin}/v1/*`], headers, onResponse: () => { throw new Error(`no: ${SECRET}`); } } });
+  const failing = await sandboxed(t, {
+    egress: {
+      allow: [`${server.origin}/v1/*`],
+      headers,
+      onResponse: () => {
+        throw new Error(`no: ${SECRET}`);
+      },
+    },
+  });
   const failed = (await failing.eval(attempt(read))) as Record<string, unknown>;
   t.like(failed, { thrown: 'TypeError' });
   t.regex(failed['message'] as string, /fetch failed: .*onResponse hook threw \(Error/);

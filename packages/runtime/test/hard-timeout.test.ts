@@ -34,7 +34,10 @@ test.serial("SIGXCPU, the kernel's CPU cap, while guest code runs: RuntimeTimeou
   t.true(error instanceof RuntimeTimeout, String(error));
   t.is((error as RuntimeTimeout).limit, 'cpu');
   t.is((error as RuntimeTimeout).code, 'ERR_STRATA_TIMEOUT');
-  t.regex(error!.message, /CPU time cap \(\d+ s of CPU per command: twice requestTimeout, rounded up\); the worker was killed and the runtime is closed: start a new runtime/);
+  t.regex(
+    error!.message,
+    /CPU time cap \(\d+ s of CPU per command: twice requestTimeout, rounded up\); the worker was killed and the runtime is closed: start a new runtime/,
+  );
   t.true(rt.closed);
   await t.throwsAsync(rt.eval('1'), { instanceOf: RuntimeTimeout });
 });

@@ -98,8 +98,8 @@ const HOSTILE: Record<string, () => unknown> = {
   }),
   'a function': () => () => 1,
   'a symbol': () => Symbol('s'),
-  'undefined': () => undefined,
-  'null': () => null,
+  undefined: () => undefined,
+  null: () => null,
 };
 
 for (const [name, make] of Object.entries(HOSTILE)) {

@@ -15,7 +15,9 @@ test('arguments and results cross as copies of every transferable kind', async (
     seen.push(...args);
     return args;
   });
-  const out = await rt.eval('echo(1, "s", 2n, null, undefined, true, [1, [2]], { a: { b: 1 } }, new Map([[1, "x"]]), new Set([1]), new Date(5), new Uint8Array([1, 2]))');
+  const out = await rt.eval(
+    'echo(1, "s", 2n, null, undefined, true, [1, [2]], { a: { b: 1 } }, new Map([[1, "x"]]), new Set([1]), new Date(5), new Uint8Array([1, 2]))',
+  );
   const expected = [1, 's', 2n, null, undefined, true, [1, [2]], { a: { b: 1 } }, new Map([[1, 'x']]), new Set([1]), new Date(5), new Uint8Array([1, 2])];
   t.deepEqual(seen, expected);
   t.deepEqual(out, expected);
@@ -112,7 +114,10 @@ for (const [engine, start] of BOTH_RUNTIMES) {
   test(`${engine}: a bad binding is refused in the contract's words, before anything crosses`, async (t) => {
     const rt = await start({});
     t.teardown(() => rt.close());
-    t.throws(() => rt.bindFunction('not a name', () => 1), { instanceOf: InvalidOption, message: 'bindFunction: name must be a JavaScript identifier (got "not a name")' });
+    t.throws(() => rt.bindFunction('not a name', () => 1), {
+      instanceOf: InvalidOption,
+      message: 'bindFunction: name must be a JavaScript identifier (got "not a name")',
+    });
     t.throws(() => rt.bindObject('café', {}), { instanceOf: InvalidOption, message: 'bindObject: name must be a JavaScript identifier (got "café")' });
     t.throws(() => rt.bindFunction('f', 42 as never), { instanceOf: InvalidOption, message: 'bindFunction("f"): fn must be a function' });
     t.throws(() => rt.bindObject('o', [] as never), { instanceOf: InvalidOption, message: 'bindObject("o"): object must be a plain object' });

@@ -118,7 +118,9 @@ test('maxInflightHostCalls: extra calls get an error and never reach the functio
   });
   // The guest says when it has made all ten calls; a console line is not a host call.
   rt.onConsole((entry) => entry.text === 'all called' && openGate());
-  const out = (await rt.eval('const calls = Array.from({ length: 10 }, () => slow()); console.log("all called"); Promise.allSettled(calls).then((r) => r.map((x) => x.status))')) as string[];
+  const out = (await rt.eval(
+    'const calls = Array.from({ length: 10 }, () => slow()); console.log("all called"); Promise.allSettled(calls).then((r) => r.map((x) => x.status))',
+  )) as string[];
   t.is(out.filter((s) => s === 'fulfilled').length, 3);
   t.is(out.filter((s) => s === 'rejected').length, 7);
   t.is(reached, 3);

@@ -51,7 +51,10 @@ test('values of every kind cross both ways', async (t) => {
   await using rt = await IsolatedRuntime.start();
   rt.bindFunction('echo', (...args: unknown[]) => args);
   const value = [1, 's', 2n, null, undefined, true, [1, [2]], { a: { b: 1 } }, new Map([[1, 'x']]), new Set([1]), new Date(5), new Uint8Array([1, 2])];
-  t.deepEqual(await rt.eval('echo(1, "s", 2n, null, undefined, true, [1, [2]], { a: { b: 1 } }, new Map([[1, "x"]]), new Set([1]), new Date(5), new Uint8Array([1, 2]))'), value);
+  t.deepEqual(
+    await rt.eval('echo(1, "s", 2n, null, undefined, true, [1, [2]], { a: { b: 1 } }, new Map([[1, "x"]]), new Set([1]), new Date(5), new Uint8Array([1, 2]))'),
+    value,
+  );
   await t.throwsAsync(rt.eval('class A {}; new A()'), { instanceOf: ValueNotTransferable });
 });
 
@@ -144,11 +147,14 @@ test('a host function cannot call back into its own runtime', async (t) => {
 
 test("sandbox: 'require' with the defaults starts on this Linux, every default layer fully in force and self-tested", async (t) => {
   await using rt = await IsolatedRuntime.start({ sandbox: 'require' });
-  t.deepEqual(rt.report.layers.map((l) => [l.name, l.enforcement, l.selfTest]), [
-    ['emptyroot', 'full', 'passed'],
-    ['landlock', 'full', 'passed'],
-    ['seccomp', 'full', 'passed'],
-  ]);
+  t.deepEqual(
+    rt.report.layers.map((l) => [l.name, l.enforcement, l.selfTest]),
+    [
+      ['emptyroot', 'full', 'passed'],
+      ['landlock', 'full', 'passed'],
+      ['seccomp', 'full', 'passed'],
+    ],
+  );
   t.is(rt.sandbox, 'landlock+seccomp');
   t.deepEqual(rt.sandboxExtras, ['emptyroot']);
   t.true(rt.report.verified?.noCapabilities);
@@ -250,10 +256,16 @@ test('started as root, a worker entry others cannot read is refused before anyth
 
 test('a worker that stops before it says hello (SIGSTOP in its launch chain) is killed at startTimeout; the start fails, nothing hangs', async (t) => {
   // A launch link that stops itself: the worker never reaches Node.
-  const stopper = { module: new URL('./fixtures/layers/configurable-layer.js', import.meta.url).href, options: { name: 'stopper', launch: { program: '/bin/sh', args: ['-c', 'kill -STOP $$'] } } };
+  const stopper = {
+    module: new URL('./fixtures/layers/configurable-layer.js', import.meta.url).href,
+    options: { name: 'stopper', launch: { program: '/bin/sh', args: ['-c', 'kill -STOP $$'] } },
+  };
   const started = Date.now();
   // Alone: behind the default layers' links (the empty root, Landlock) /bin/sh could not run at all.
-  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', replaceDefaultLayers: true, layers: [stopper], startTimeout: 1_000, prewarm: false }), { instanceOf: StrataError });
+  const error = await t.throwsAsync(
+    IsolatedRuntime.start({ sandbox: 'auto', replaceDefaultLayers: true, layers: [stopper], startTimeout: 1_000, prewarm: false }),
+    { instanceOf: StrataError },
+  );
   t.is(error?.code, 'ERR_STRATA_WORKER_CRASHED');
   t.regex(error?.message ?? '', /did not start within 1000 ms/);
   t.true(Date.now() - started < 20_000);

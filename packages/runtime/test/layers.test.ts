@@ -20,7 +20,10 @@ test('a third-party layer outside node_modules works beside the default layers: 
   const example = ((await import(EXAMPLE_PACKAGE)) as { default: (o?: object) => LayerDescriptor }).default;
   // `layers` adds to the defaults: no need to spread defaultLayers()
   await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [example({ marker: 'beside' })] });
-  t.deepEqual(rt.report.layers.map((l) => l.name), ['emptyroot', 'landlock', 'seccomp', 'example']);
+  t.deepEqual(
+    rt.report.layers.map((l) => l.name),
+    ['emptyroot', 'landlock', 'seccomp', 'example'],
+  );
   t.is(await rt.eval('exampleLayerMarker'), 'beside');
   t.deepEqual(rt.sandboxExtras, ['emptyroot']);
   t.is(rt.sandbox, 'landlock+seccomp');
@@ -48,7 +51,7 @@ test('a third-party layer from a package outside packages/ works end to end', as
   t.deepEqual(JSON.parse(JSON.stringify(rt.report)), rt.report);
 });
 
-test("require: a probe gap refuses the start before any layer is applied, naming every gap", async (t) => {
+test('require: a probe gap refuses the start before any layer is applied, naming every gap', async (t) => {
   const error = await t.throwsAsync(
     IsolatedRuntime.start({
       sandbox: 'require',
@@ -65,7 +68,11 @@ test("require: a probe gap refuses the start before any layer is applied, naming
 
 test('auto: the same gaps start with a process warning naming each missing layer', async (t) => {
   const { value: rt, warnings: seen } = await warningsDuring(() =>
-    IsolatedRuntime.start({ sandbox: 'auto', replaceDefaultLayers: true, layers: [layer({ name: 'whole' }), layer({ name: 'half', probe: 'partial' }), layer({ name: 'gone', probe: 'none' })] }),
+    IsolatedRuntime.start({
+      sandbox: 'auto',
+      replaceDefaultLayers: true,
+      layers: [layer({ name: 'whole' }), layer({ name: 'half', probe: 'partial' }), layer({ name: 'gone', probe: 'none' })],
+    }),
   );
   await using _ = rt;
   t.deepEqual(
@@ -77,21 +84,32 @@ test('auto: the same gaps start with a process warning naming each missing layer
     ],
   );
   const warnings = seen.map((w) => w.message);
-  t.true(warnings.some((w) => /half is only partly in force: half-other-thing/.test(w)), warnings.join('\n'));
-  t.true(warnings.some((w) => /gone is not in force: gone-other-thing/.test(w)), warnings.join('\n'));
+  t.true(
+    warnings.some((w) => /half is only partly in force: half-other-thing/.test(w)),
+    warnings.join('\n'),
+  );
+  t.true(
+    warnings.some((w) => /gone is not in force: gone-other-thing/.test(w)),
+    warnings.join('\n'),
+  );
   t.deepEqual(await rt.eval('appliedLayers'), ['whole', 'half']);
 });
 
 test('a per-layer requirement overrides the sandbox mode', async (t) => {
-  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', layers: [layer({ name: 'strict', probe: 'partial' }, 'require')] }), { instanceOf: SandboxUnavailable });
+  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', layers: [layer({ name: 'strict', probe: 'partial' }, 'require')] }), {
+    instanceOf: SandboxUnavailable,
+  });
   await using rt = await IsolatedRuntime.start({ sandbox: 'require', layers: [layer({ name: 'lenient', probe: 'none' }, 'off'), layer({ name: 'fine' })] });
-  t.deepEqual(rt.report.layers.map((l) => [l.name, l.requirement, l.enforcement]), [
-    ['emptyroot', 'require', 'full'],
-    ['landlock', 'require', 'full'],
-    ['seccomp', 'require', 'full'],
-    ['lenient', 'off', 'none'],
-    ['fine', 'require', 'full'],
-  ]);
+  t.deepEqual(
+    rt.report.layers.map((l) => [l.name, l.requirement, l.enforcement]),
+    [
+      ['emptyroot', 'require', 'full'],
+      ['landlock', 'require', 'full'],
+      ['seccomp', 'require', 'full'],
+      ['lenient', 'off', 'none'],
+      ['fine', 'require', 'full'],
+    ],
+  );
 });
 
 for (const sandbox of ['require', 'auto'] as const) {
@@ -111,7 +129,10 @@ test('layers run in the user order within pre / normal / post', async (t) => {
     replaceDefaultLayers: true,
     layers: [layer({ name: 'late', order: 'post' }), layer({ name: 'one' }), layer({ name: 'early', order: 'pre' }), layer({ name: 'two' })],
   });
-  t.deepEqual(rt.report.layers.map((l) => l.name), ['early', 'one', 'two', 'late']);
+  t.deepEqual(
+    rt.report.layers.map((l) => l.name),
+    ['early', 'one', 'two', 'late'],
+  );
   t.deepEqual(await rt.eval('appliedLayers'), ['early', 'one', 'two', 'late']);
 });
 
@@ -143,16 +164,28 @@ for (const [label, layers, phases] of phaseTable) {
 }
 
 test("every worker hook sees its layer's capability as the parent probed it", async (t) => {
-  await using rt = await IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, replaceDefaultLayers: true, layers: [layer({ name: 'half', probe: 'partial' })] });
+  await using rt = await IsolatedRuntime.start({
+    sandbox: 'auto',
+    prewarm: false,
+    replaceDefaultLayers: true,
+    layers: [layer({ name: 'half', probe: 'partial' })],
+  });
   const [entry] = rt.report.layers;
   t.deepEqual(entry!.capability.provides, ['half-thing']);
   for (const key of ['applyCapability', 'sealCapability', 'selfTestCapability']) t.deepEqual(entry!.detail[key], ['half-thing'], key);
 });
 
 test('a throwing seal stops the start before any selfTest, and the error crosses the wire with its hook', async (t) => {
-  const error = await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', replaceDefaultLayers: true, layers: [layer({ name: 'first' }), layer({ name: 'breaks', throwIn: 'seal' }), layer({ name: 'after', throwIn: 'selfTest' })] }), {
-    instanceOf: LayerFailed,
-  });
+  const error = await t.throwsAsync(
+    IsolatedRuntime.start({
+      sandbox: 'auto',
+      replaceDefaultLayers: true,
+      layers: [layer({ name: 'first' }), layer({ name: 'breaks', throwIn: 'seal' }), layer({ name: 'after', throwIn: 'selfTest' })],
+    }),
+    {
+      instanceOf: LayerFailed,
+    },
+  );
   // `after` would throw in selfTest: the seal's failure came first
   t.deepEqual([error?.layer, error?.hook], ['breaks', 'seal']);
   t.is(error?.message, 'layer breaks: seal failed: breaks throws in seal as asked');
@@ -160,25 +193,43 @@ test('a throwing seal stops the start before any selfTest, and the error crosses
 });
 
 test('misconfigured layers are LayerConfigError or InvalidOption, before the guest runs', async (t) => {
-  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'twin' }), layer({ name: 'twin' })] }), { instanceOf: LayerConfigError, message: /twin: two layers have this name/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'twin' }), layer({ name: 'twin' })] }), {
+    instanceOf: LayerConfigError,
+    message: /twin: two layers have this name/,
+  });
   await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: 'node:path' }] }), { instanceOf: LayerConfigError, message: /default export/ });
-  await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: 'file:///nonexistent/layer.js' }] }), { instanceOf: LayerConfigError, message: /cannot import/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: 'file:///nonexistent/layer.js' }] }), {
+    instanceOf: LayerConfigError,
+    message: /cannot import/,
+  });
   await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'Bad Name' })] }), { instanceOf: LayerConfigError, message: /lower-case/ });
-  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'bad-seal', badSeal: true })] }), { instanceOf: LayerConfigError, message: /bad-seal: its seal hook must be a function when present/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'bad-seal', badSeal: true })] }), {
+    instanceOf: LayerConfigError,
+    message: /bad-seal: its seal hook must be a function when present/,
+  });
   await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: CONFIGURABLE, requirement: 'maybe' as never }] }), { instanceOf: InvalidOption });
-  await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: CONFIGURABLE, options: { when: new Date(0), fn: () => 1 } as never }] }), { instanceOf: InvalidOption, message: /plain data/ });
-  await t.throwsAsync(IsolatedRuntime.start({ replaceDefaultLayers: 'yes' as never, layers: [] }), { instanceOf: InvalidOption, message: /replaceDefaultLayers must be true or false/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: CONFIGURABLE, options: { when: new Date(0), fn: () => 1 } as never }] }), {
+    instanceOf: InvalidOption,
+    message: /plain data/,
+  });
+  await t.throwsAsync(IsolatedRuntime.start({ replaceDefaultLayers: 'yes' as never, layers: [] }), {
+    instanceOf: InvalidOption,
+    message: /replaceDefaultLayers must be true or false/,
+  });
   await t.throwsAsync(IsolatedRuntime.start({ replaceDefaultLayers: true }), { instanceOf: InvalidOption, message: /give layers too/ });
 });
 
 test("sandbox: 'off' skips every layer that does not insist", async (t) => {
   await using rt = await IsolatedRuntime.start({ sandbox: 'off', layers: [layer({ name: 'skipped' })] });
-  t.deepEqual(rt.report.layers.map((l) => [l.name, l.requirement, l.enforcement, l.selfTest]), [
-    ['emptyroot', 'off', 'none', 'skipped'],
-    ['landlock', 'off', 'none', 'skipped'],
-    ['seccomp', 'off', 'none', 'skipped'],
-    ['skipped', 'off', 'none', 'skipped'],
-  ]);
+  t.deepEqual(
+    rt.report.layers.map((l) => [l.name, l.requirement, l.enforcement, l.selfTest]),
+    [
+      ['emptyroot', 'off', 'none', 'skipped'],
+      ['landlock', 'off', 'none', 'skipped'],
+      ['seccomp', 'off', 'none', 'skipped'],
+      ['skipped', 'off', 'none', 'skipped'],
+    ],
+  );
   t.is(rt.sandbox, 'none');
   t.is(await rt.eval('typeof appliedLayers'), 'undefined');
 });
@@ -186,7 +237,11 @@ test("sandbox: 'off' skips every layer that does not insist", async (t) => {
 test('a layer can add a link to the launch chain: it runs before Node, as the worker', async (t) => {
   // nice(1) as the link: observable from outside as the worker's niceness. Alone: behind the
   // empty root's link, /usr/bin/nice would not exist.
-  await using rt = await IsolatedRuntime.start({ prewarm: false, replaceDefaultLayers: true, layers: [layer({ name: 'niced', launch: { program: '/usr/bin/nice', args: ['-n', '7'] } })] });
+  await using rt = await IsolatedRuntime.start({
+    prewarm: false,
+    replaceDefaultLayers: true,
+    layers: [layer({ name: 'niced', launch: { program: '/usr/bin/nice', args: ['-n', '7'] } })],
+  });
   const { readFileSync } = await import('node:fs');
   const stat = readFileSync(`/proc/${rt.pid}/stat`, 'latin1');
   const niceness = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
@@ -211,11 +266,19 @@ test('a layer module is built once per start in the parent (the plan carries it)
     t.is(workerBuilds(rt), 1, 'in a worker of its own');
   }
   // Refused by the plan after its probe: still built once.
-  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', layers: [layer({ name: 'counted', buildsKey: key, probe: 'partial' })] }), { instanceOf: SandboxUnavailable });
+  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'require', layers: [layer({ name: 'counted', buildsKey: key, probe: 'partial' })] }), {
+    instanceOf: SandboxUnavailable,
+  });
   t.is(parentBuilds(), 3);
 });
 
 test('a launch hook that throws, or returns a bad step, is LayerFailed before any worker starts', async (t) => {
-  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'bad-launch', throwInLaunch: true })] }), { instanceOf: LayerFailed, message: /bad-launch: launch failed/ });
-  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'relative', launch: { program: 'nice' } })] }), { instanceOf: LayerFailed, message: /absolute path/ });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'bad-launch', throwInLaunch: true })] }), {
+    instanceOf: LayerFailed,
+    message: /bad-launch: launch failed/,
+  });
+  await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'relative', launch: { program: 'nice' } })] }), {
+    instanceOf: LayerFailed,
+    message: /absolute path/,
+  });
 });

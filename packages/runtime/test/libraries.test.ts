@@ -86,7 +86,11 @@ test('the libraries are the versions the lockfile pins', (t) => {
     packages: Record<string, { version?: string; devDependencies?: Record<string, string> }>;
   };
   const names = Object.keys(PINNED);
-  t.deepEqual(Object.fromEntries(names.map((name) => [name, lock.packages['packages/runtime']?.devDependencies?.[name]])), PINNED, 'package.json pins them exactly');
+  t.deepEqual(
+    Object.fromEntries(names.map((name) => [name, lock.packages['packages/runtime']?.devDependencies?.[name]])),
+    PINNED,
+    'package.json pins them exactly',
+  );
   t.deepEqual(Object.fromEntries(names.map((name) => [name, lock.packages[`node_modules/${name}`]?.version])), PINNED, 'the lockfile resolves them');
   t.deepEqual(Object.fromEntries(names.map((name) => [name, packageVersion(name)])), PINNED, 'they are what is installed');
 });
@@ -121,7 +125,9 @@ test('vega + vega-lite: the compiled spec, the data and view.toSVG() with vega-i
       // vega-interpreter is an ES module importing three names from vega-util, which vega re-exports.
       rt.addModule('vega-util', 'export const { ascending, isString, DisallowedObjectProperties } = globalThis.vega;');
       rt.addModule('vega-interpreter', packageFile('vega-interpreter', 'build/vega-interpreter.js'));
-      const { out } = await rt.evalModule(`import * as interpreter from 'vega-interpreter'; export const out = await ${call(vegaCase, 'vega', 'vegaLite', 'interpreter')};`);
+      const { out } = await rt.evalModule(
+        `import * as interpreter from 'vega-interpreter'; export const out = await ${call(vegaCase, 'vega', 'vegaLite', 'interpreter')};`,
+      );
       return out;
     },
     { strictEval: true },
@@ -140,11 +146,16 @@ test('dagre: the layout of a small graph', async (t) => {
 test('pptxgenjs: a one-slide presentation has the same entries and the same XML', async (t) => {
   const { default: PptxGenJS } = await import('pptxgenjs');
   const expected = unzip(Buffer.from((await pptxCase(PptxGenJS)) as string, 'base64'));
-  const actual = unzip(Buffer.from((await inSandbox(t, [packageFile('pptxgenjs', 'dist/pptxgen.bundle.js')], (rt) => rt.eval(call(pptxCase, 'PptxGenJS')))) as string, 'base64'));
+  const actual = unzip(
+    Buffer.from((await inSandbox(t, [packageFile('pptxgenjs', 'dist/pptxgen.bundle.js')], (rt) => rt.eval(call(pptxCase, 'PptxGenJS')))) as string, 'base64'),
+  );
   // docProps/core.xml records when the file was made: the guest's frozen clock, this process's now.
   const stamp = /(<dcterms:(?:created|modified)[^>]*>)([^<]*)(<)/g;
   const core = actual.get('docProps/core.xml')?.toString('utf8') ?? '';
-  t.deepEqual([...core.matchAll(stamp)].map((m) => m[2]), ['2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z']);
+  t.deepEqual(
+    [...core.matchAll(stamp)].map((m) => m[2]),
+    ['2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z'],
+  );
   const text = (entries: Map<string, Buffer>) => [...entries].map(([name, data]) => [name, data.toString('utf8').replace(stamp, '$1…$3')]);
   t.deepEqual(text(actual), text(expected));
   t.true(expected.has('ppt/slides/slide1.xml') && expected.get('ppt/slides/slide1.xml')!.includes('Hello from the sandbox'));
@@ -219,7 +230,9 @@ test('uuid (its ES modules, unchanged): v4 and v7 from crypto.getRandomValues, s
 test('nanoid (its browser ES module): ids from crypto.getRandomValues, of the default alphabet and size', async (t) => {
   const ids = await inSandbox(t, [], async (rt) => {
     servePackage(rt, 'nanoid', 'index.browser.js');
-    const { out } = await rt.evalModule(`import { nanoid, customAlphabet } from 'nanoid'; export const out = [nanoid(), nanoid(), customAlphabet('abc', 8)()];`);
+    const { out } = await rt.evalModule(
+      `import { nanoid, customAlphabet } from 'nanoid'; export const out = [nanoid(), nanoid(), customAlphabet('abc', 8)()];`,
+    );
     return out as [string, string, string];
   });
   t.regex(ids[0], /^[A-Za-z0-9_-]{21}$/);
@@ -228,9 +241,18 @@ test('nanoid (its browser ES module): ids from crypto.getRandomValues, of the de
 });
 
 test('crypto-js: AES with a passphrase (a random salt from crypto.getRandomValues) encrypts in the sandbox, and Node decrypts it', async (t) => {
-  const CryptoJS = require('crypto-js') as { AES: { decrypt(c: string, p: string): { toString(e: unknown): string } }; enc: { Utf8: unknown }; SHA256(s: string): { toString(): string } };
-  const [ciphertext, hash, random] = await inSandbox(t, [packageFile('crypto-js', 'crypto-js.js')], async (rt) =>
-    (await rt.eval('[CryptoJS.AES.encrypt("attack at dawn", "passphrase").toString(), CryptoJS.SHA256("abc").toString(), CryptoJS.lib.WordArray.random(16).sigBytes]')) as [string, string, number],
+  const CryptoJS = require('crypto-js') as {
+    AES: { decrypt(c: string, p: string): { toString(e: unknown): string } };
+    enc: { Utf8: unknown };
+    SHA256(s: string): { toString(): string };
+  };
+  const [ciphertext, hash, random] = await inSandbox(
+    t,
+    [packageFile('crypto-js', 'crypto-js.js')],
+    async (rt) =>
+      (await rt.eval(
+        '[CryptoJS.AES.encrypt("attack at dawn", "passphrase").toString(), CryptoJS.SHA256("abc").toString(), CryptoJS.lib.WordArray.random(16).sigBytes]',
+      )) as [string, string, number],
   );
   t.is(CryptoJS.AES.decrypt(ciphertext, 'passphrase').toString(CryptoJS.enc.Utf8), 'attack at dawn');
   t.is(hash, CryptoJS.SHA256('abc').toString());
@@ -238,8 +260,11 @@ test('crypto-js: AES with a passphrase (a random salt from crypto.getRandomValue
 });
 
 test("JSZip's own browser build (jszip.min.js): a zip made in the sandbox is the archive Node reads, and the sandbox reads it back", async (t) => {
-  const [zip, back] = await inSandbox(t, [packageFile('jszip', 'dist/jszip.min.js')], async (rt) =>
-    (await rt.eval(`(async () => {
+  const [zip, back] = await inSandbox(
+    t,
+    [packageFile('jszip', 'dist/jszip.min.js')],
+    async (rt) =>
+      (await rt.eval(`(async () => {
       const zip = new JSZip();
       zip.file('hello.txt', 'Hello, world');
       zip.folder('data').file('n.json', JSON.stringify({ n: 42 }));
@@ -258,10 +283,20 @@ test('lodash loaded by the guest under strictEval: it finds the global through s
   const out = await inSandbox(
     t,
     [],
-    async (rt) => rt.eval(`${packageFile('lodash', 'lodash.js')}\n;[_.chunk([1, 2, 3, 4, 5], 2), _.sortBy([3, 1, 2]), _.groupBy(['one', 'two', 'three'], 'length'), (() => { try { _.template('x'); return 'compiled'; } catch (e) { return e.name; } })()]`),
+    async (rt) =>
+      rt.eval(
+        `${packageFile('lodash', 'lodash.js')}\n;[_.chunk([1, 2, 3, 4, 5], 2), _.sortBy([3, 1, 2]), _.groupBy(['one', 'two', 'three'], 'length'), (() => { try { _.template('x'); return 'compiled'; } catch (e) { return e.name; } })()]`,
+      ),
     { strictEval: true },
   );
-  const lodash = require('lodash') as { chunk: (a: unknown[], n: number) => unknown; sortBy: (a: unknown[]) => unknown; groupBy: (a: unknown[], k: string) => unknown };
-  t.deepEqual(out, [lodash.chunk([1, 2, 3, 4, 5], 2), lodash.sortBy([3, 1, 2]), lodash.groupBy(['one', 'two', 'three'], 'length'), 'EvalError'], 'only _.template, which compiles code, is refused');
+  const lodash = require('lodash') as {
+    chunk: (a: unknown[], n: number) => unknown;
+    sortBy: (a: unknown[]) => unknown;
+    groupBy: (a: unknown[], k: string) => unknown;
+  };
+  t.deepEqual(
+    out,
+    [lodash.chunk([1, 2, 3, 4, 5], 2), lodash.sortBy([3, 1, 2]), lodash.groupBy(['one', 'two', 'three'], 'length'), 'EvalError'],
+    'only _.template, which compiles code, is refused',
+  );
 });
-

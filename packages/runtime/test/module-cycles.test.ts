@@ -57,7 +57,10 @@ for (const [kind, start] of BOTH_RUNTIMES) {
     // p waits for q, q runs first and reads p's binding in its temporal dead zone.
     rt.addModule('p', "import 'q'; export const p = 1;");
     rt.addModule('q', "import { p } from 'p'; export const q = p + 1;");
-    await t.throwsAsync(rt.evalModule("import { p } from 'p'; export const out = p;"), { instanceOf: JsError, message: /ReferenceError|before initialization/ });
+    await t.throwsAsync(rt.evalModule("import { p } from 'p'; export const out = p;"), {
+      instanceOf: JsError,
+      message: /ReferenceError|before initialization/,
+    });
     t.is(await rt.eval('1 + 1'), 2);
   });
 

@@ -43,7 +43,10 @@ test('neither: a clear error naming both paths and how to build from source', (t
   const error = t.throws(() => requireNativeArtifact(root, 'strata_seccomp.node', '@strata/layer-seccomp'));
   t.true(error?.message.includes(prebuild));
   t.true(error?.message.includes(`${source} is missing`));
-  t.regex(error?.message ?? '', /run `npm ci` \(or `npm rebuild @strata\/layer-seccomp`\) to build it from source; building needs python3, make and a C compiler/);
+  t.regex(
+    error?.message ?? '',
+    /run `npm ci` \(or `npm rebuild @strata\/layer-seccomp`\) to build it from source; building needs python3, make and a C compiler/,
+  );
 });
 
 test('the key is <platform>-<arch> (with -musl only under musl); an explicit key is honoured', (t) => {

@@ -302,7 +302,12 @@ const refusals: [string, string[], number, RegExp][] = [
   ['no arguments', [], 120, /usage: missing '--' before the program/],
   ['nothing after --', ['--'], 120, /usage: missing the program after '--'/],
   ['a relative program', ['--', 'node'], 120, /usage: the program must be an absolute path, got 'node'/],
-  ['a program that does not exist', ['--', '/nonexistent/strata-program'], 126, /^strata-exec: exec \/nonexistent\/strata-program: No such file or directory — /],
+  [
+    'a program that does not exist',
+    ['--', '/nonexistent/strata-program'],
+    126,
+    /^strata-exec: exec \/nonexistent\/strata-program: No such file or directory — /,
+  ],
   ['a program that is not executable', ['--', '/proc/self/status'], 126, /^strata-exec: exec \/proc\/self\/status: Permission denied — /],
 ];
 for (const [label, args, status, message] of refusals) {
@@ -332,11 +337,32 @@ const straceProblem = ((): string | undefined => {
 })();
 
 const injected: [string, string[], string[], number, RegExp, boolean][] = [
-  ['close_range() and the /proc fallback fail', ['close_range:error=ENOSYS', 'getdents64:error=EIO'], [], 122, /^strata-exec: close fds: Input\/output error — /, false],
+  [
+    'close_range() and the /proc fallback fail',
+    ['close_range:error=ENOSYS', 'getdents64:error=EIO'],
+    [],
+    122,
+    /^strata-exec: close fds: Input\/output error — /,
+    false,
+  ],
   ['setresuid() fails', ['setresuid:error=EPERM'], ['--drop-privileges'], 123, /^strata-exec: setresuid: Operation not permitted — /, true],
-  ['root can be regained after the drop', ['setuid:retval=0'], ['--drop-privileges'], 123, /^strata-exec: drop privileges: root can be regained after dropping to 65534 — /, true],
+  [
+    'root can be regained after the drop',
+    ['setuid:retval=0'],
+    ['--drop-privileges'],
+    123,
+    /^strata-exec: drop privileges: root can be regained after dropping to 65534 — /,
+    true,
+  ],
   ['prctl() fails', ['prctl:error=EINVAL'], [], 124, /^strata-exec: PR_SET_NO_NEW_PRIVS: Invalid argument — /, false],
-  ['the parent exited before PR_SET_PDEATHSIG', ['getppid:retval=1:when=2'], [], 125, /^strata-exec: parent: the process that started strata-exec has exited — /, false],
+  [
+    'the parent exited before PR_SET_PDEATHSIG',
+    ['getppid:retval=1:when=2'],
+    [],
+    125,
+    /^strata-exec: parent: the process that started strata-exec has exited — /,
+    false,
+  ],
 ];
 /** What a fault-injection test needs: strace that can trace, and root for the privilege drops. */
 const needs = (rootOnly: boolean) =>
@@ -364,5 +390,8 @@ platformTest(test, needs(false))('without close_range() the /proc/self/fd fallba
   const exit = await run('strace', ['-o', '/dev/null', '-e', 'inject=close_range:error=ENOSYS', helper, '--', node, '-e', PROBE], stdio);
   t.is(exit.status, 0, exit.stderr);
   const state = JSON.parse(exit.stdout) as Probe;
-  t.deepEqual(Object.entries(state.fds).filter(([, target]) => target === marker), []);
+  t.deepEqual(
+    Object.entries(state.fds).filter(([, target]) => target === marker),
+    [],
+  );
 });

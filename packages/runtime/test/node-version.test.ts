@@ -25,7 +25,11 @@ test('engineNodeProblem: the engine needs 24; on 22 it points at IsolatedRuntime
   for (const old of ['v22.23.5', 'v23.9.9', 'v20.20.2', 'nonsense']) {
     const problem = engineNodeProblem(old) ?? '';
     t.regex(problem, /the in-process Runtime needs Node\.js 24 or later/, old);
-    t.regex(problem, /use IsolatedRuntime or SandboxPool, whose worker runs on a Node 24 \(the workerNode option, or node-\w+-\w+@24 installed beside @strata\/runtime\)/, old);
+    t.regex(
+      problem,
+      /use IsolatedRuntime or SandboxPool, whose worker runs on a Node 24 \(the workerNode option, or node-\w+-\w+@24 installed beside @strata\/runtime\)/,
+      old,
+    );
   }
   t.throws(() => assertEngineNode('v22.23.5'), { instanceOf: UnsupportedNode, code: 'ERR_STRATA_NODE_VERSION' });
 });
@@ -43,10 +47,14 @@ const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
   `importing @strata/runtime on an older Node fails with ERR_STRATA_NODE_VERSION${OLDER_NODE === undefined ? ' (skipped: no Node older than 22 on this machine)' : ''}`,
   (t) => {
     for (const entry of ['@strata/runtime', '@strata/runtime/testing', '@strata/runtime/layers']) {
-      const run = spawnSync(OLDER_NODE!, ['--input-type=module', '-e', `import(${JSON.stringify(entry)}).then(() => console.log('loaded'), (e) => console.log(e.code + ': ' + e.message))`], {
-        cwd: PACKAGE_ROOT,
-        encoding: 'utf8',
-      });
+      const run = spawnSync(
+        OLDER_NODE!,
+        ['--input-type=module', '-e', `import(${JSON.stringify(entry)}).then(() => console.log('loaded'), (e) => console.log(e.code + ': ' + e.message))`],
+        {
+          cwd: PACKAGE_ROOT,
+          encoding: 'utf8',
+        },
+      );
       t.regex(run.stdout, /^ERR_STRATA_NODE_VERSION: @strata\/runtime needs Node\.js 22 or later \(24 for the in-process Runtime\); this is v\d+/, entry);
       t.notRegex(run.stdout + run.stderr, /No native build was found/, entry);
     }

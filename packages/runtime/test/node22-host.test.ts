@@ -14,7 +14,11 @@ const HOST = fileURLToPath(new URL(`../../../../hosts/node22/node_modules/node-$
 const NODE22 = existsSync(HOST) ? HOST : undefined;
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
 const skipped =
-  NODE22 === undefined ? `no Node 22 in hosts/node22 (\`npm ci --prefix hosts/node22\`; npm test installs it, on linux-x64 and linux-arm64)` : !linux ? `the sandbox cases need Linux` : undefined;
+  NODE22 === undefined
+    ? `no Node 22 in hosts/node22 (\`npm ci --prefix hosts/node22\`; npm test installs it, on linux-x64 and linux-arm64)`
+    : !linux
+      ? `the sandbox cases need Linux`
+      : undefined;
 const maybe = platformTest(test.serial, { feature: NODE22 === undefined ? 'node22-host' : 'linux', available: skipped === undefined, reason: skipped ?? '' });
 
 /** Runs `body` (an ES module's text) in Node 22 from this package, and returns the JSON it printed last. */
@@ -68,7 +72,11 @@ maybe("Node 22 parent: IsolatedRuntime with sandbox 'require' runs its worker on
   `);
   t.is(out.sandbox, 'landlock+seccomp', stderr || JSON.stringify(out));
   t.deepEqual(out.extras, ['emptyroot']);
-  t.deepEqual(out.layers, [['emptyroot', 'full'], ['landlock', 'full'], ['seccomp', 'full']]);
+  t.deepEqual(out.layers, [
+    ['emptyroot', 'full'],
+    ['landlock', 'full'],
+    ['seccomp', 'full'],
+  ]);
   t.deepEqual(out.result.slice(0, 2), [42, 'undefined']);
   t.regex(out.result[2], /^v22\./, 'the host function ran in the Node 22 parent');
   t.is(out.read, 'undefined');

@@ -56,12 +56,15 @@ test('plan: mixed requirements proceed in order, with one warning per degraded l
   ]);
   t.is(plan.decision, 'proceed');
   if (plan.decision !== 'proceed') return;
-  t.deepEqual(plan.layers.map((l) => [l.name, l.enforcement, l.apply]), [
-    ['a', 'full', true],
-    ['b', 'partial', true],
-    ['c', 'none', false],
-    ['d', 'none', false],
-  ]);
+  t.deepEqual(
+    plan.layers.map((l) => [l.name, l.enforcement, l.apply]),
+    [
+      ['a', 'full', true],
+      ['b', 'partial', true],
+      ['c', 'none', false],
+      ['d', 'none', false],
+    ],
+  );
   t.deepEqual(plan.warnings, ['b is only partly in force: b', 'c is not in force: a, b']);
 });
 

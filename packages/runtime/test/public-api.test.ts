@@ -74,12 +74,31 @@ test('the layer-author API is in @strata/runtime/layers, and the test helpers in
   const layers = await import('@strata/runtime/layers');
   for (const name of ['defaultLayers', 'PLATFORM_LAYERS', 'planLayers', 'LayerFailed', 'LayerConfigError', 'LAYER_OPTIONS']) t.true(name in layers, name);
   // The pieces a worker's read set is computed from are Strata's own layers' business, in their own entry.
-  const internals = ['normalizeWorkerFiles', 'nodeInstallDir', 'nodeModulesWithRuntime', 'opensslConfig', 'parseLoadedObjects', 'parseMaps', 'sharedLibraries', 'strataPackages', 'SYSTEM_WORKER_FILES'];
+  const internals = [
+    'normalizeWorkerFiles',
+    'nodeInstallDir',
+    'nodeModulesWithRuntime',
+    'opensslConfig',
+    'parseLoadedObjects',
+    'parseMaps',
+    'sharedLibraries',
+    'strataPackages',
+    'SYSTEM_WORKER_FILES',
+  ];
   for (const name of internals) t.false(name in layers, `${name} is in @strata/runtime/layers`);
   const workerFiles = await import('@strata/runtime/worker-files');
   for (const name of internals) t.true(name in workerFiles, name);
   const testing = await import('@strata/runtime/testing');
-  t.deepEqual(Object.keys(testing).sort(), ['PLATFORM_ENV', 'checkGuestStillWorks', 'checkLayerConformance', 'declaredFeatures', 'isDeclared', 'platformTest', 'platformVerdict', 'testLayer']);
+  t.deepEqual(Object.keys(testing).sort(), [
+    'PLATFORM_ENV',
+    'checkGuestStillWorks',
+    'checkLayerConformance',
+    'declaredFeatures',
+    'isDeclared',
+    'platformTest',
+    'platformVerdict',
+    'testLayer',
+  ]);
 });
 
 test('every layer package builds its descriptor with a named factory, and none has a default export', async (t) => {
@@ -95,7 +114,10 @@ test('every layer package builds its descriptor with a named factory, and none h
 
 test('the one spelling of the sandbox modes is the layer requirements', async (t) => {
   const { IsolatedRuntime, InvalidOption } = await import('@strata/runtime');
-  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'none' as never }), { instanceOf: InvalidOption, message: /sandbox must be 'require', 'auto' or 'off'/ });
+  await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'none' as never }), {
+    instanceOf: InvalidOption,
+    message: /sandbox must be 'require', 'auto' or 'off'/,
+  });
   await t.throwsAsync(IsolatedRuntime.start({ layers: [{ module: '@strata/layer-clock/layer', requirement: 'none' as never }] }), {
     instanceOf: InvalidOption,
     message: /requirement must be 'require', 'auto' or 'off'/,
@@ -104,7 +126,16 @@ test('the one spelling of the sandbox modes is the layer requirements', async (t
 
 test('the package exports no deep paths beyond its entries', (t) => {
   const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, unknown> };
-  t.deepEqual(Object.keys(manifest.exports).sort(), ['.', './bounded-worker', './layers', './native', './native-build', './package.json', './testing', './worker-files']);
+  t.deepEqual(Object.keys(manifest.exports).sort(), [
+    '.',
+    './bounded-worker',
+    './layers',
+    './native',
+    './native-build',
+    './package.json',
+    './testing',
+    './worker-files',
+  ]);
 });
 
 test('the bounded worker thread is in @strata/runtime/bounded-worker: its parent side and its worker side', async (t) => {

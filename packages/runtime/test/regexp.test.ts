@@ -36,19 +36,35 @@ const covered: [name: string, code: string, expected: unknown][] = [
   ['nested quantifiers (a+)+$', `show(/(a+)+$/.exec('a'.repeat(32) + '!a'))`, { match: ['a', 'a'], index: 33 }],
   ['nested stars (a*)*b', `show(/(a*)*b/.exec('a'.repeat(32)))`, null],
   ['overlapping alternation (a|aa)+$', `show(/(a|aa)+$/.exec('a'.repeat(60) + '!a'))`, { match: ['a', 'a'], index: 61 }],
-  ['classes, dot and lazy quantifiers', `[show(/([a-z]+)+$/.exec('a'.repeat(32) + '!a')), show(/(.+)+!$/.exec('a'.repeat(32))), show(/(a+?)+?$/.exec('a'.repeat(32) + '!a'))]`, [{ match: ['a', 'a'], index: 33 }, null, { match: ['a', 'a'], index: 33 }]],
+  [
+    'classes, dot and lazy quantifiers',
+    `[show(/([a-z]+)+$/.exec('a'.repeat(32) + '!a')), show(/(.+)+!$/.exec('a'.repeat(32))), show(/(a+?)+?$/.exec('a'.repeat(32) + '!a'))]`,
+    [{ match: ['a', 'a'], index: 33 }, null, { match: ['a', 'a'], index: 33 }],
+  ],
   ['flag g (exec sets lastIndex)', `const re = /(a+)+$/g; [show(re.exec('a'.repeat(32) + '!a')), re.lastIndex]`, [{ match: ['a', 'a'], index: 33 }, 34]],
   ['flag m ($ before a line break)', `show(/(a+)+$/m.exec('a'.repeat(32) + '!a\\nb'))`, { match: ['a', 'a'], index: 33 }],
   ['flag s (. matches a line break)', `show(/(a+)+$|a.b/s.exec('a'.repeat(32) + '!a\\nb'))`, { match: ['a\nb', undefined], index: 33 }],
-  ['flag y (sticky)', `const re = /(a+)+$|a+!/y; [show(re.exec('a'.repeat(32) + '!')), re.lastIndex]`, [{ match: ['a'.repeat(32) + '!', undefined], index: 0 }, 33]],
+  [
+    'flag y (sticky)',
+    `const re = /(a+)+$|a+!/y; [show(re.exec('a'.repeat(32) + '!')), re.lastIndex]`,
+    [{ match: ['a'.repeat(32) + '!', undefined], index: 0 }, 33],
+  ],
   ['named groups without a backreference', `const m = /(?<run>a+)+$/.exec('a'.repeat(32) + '!a'); [m.index, m.groups.run]`, [33, 'a']],
   ['captureless lookbehind (?<=…)', `show(/(?<=^|!)(a+)+$/.exec('a'.repeat(32) + '!a'))`, { match: ['a', 'a'], index: 33 }],
   ['captureless negative lookbehind (?<!…)', `show(/(?<!a)(a+)+$/.exec('a'.repeat(32) + '!a'))`, { match: ['a', 'a'], index: 33 }],
   ['word boundary \\b', `show(/\\b(a+)+$/.exec('a'.repeat(32) + '!a'))`, { match: ['a', 'a'], index: 33 }],
   ['non-boundary \\B', `show(/\\B(a+)+$/.exec('a'.repeat(32) + '!aa'))`, { match: ['a', 'a'], index: 34 }],
   ['counted repetition up to 16 (a{1,16})+$', `show(/(a{1,16})+$/.exec('a'.repeat(32) + '!a'))`, { match: ['a', 'a'], index: 33 }],
-  ['nested counted repetitions multiplying to 16 ((a+){1,4}){1,4}$', `show(/((a+){1,4}){1,4}$/.exec('a'.repeat(32) + '!a'))`, { match: ['a', 'a', 'a'], index: 33 }],
-  ['replace, split and matchAll', `const s = 'a'.repeat(32) + '!a'; [s.replace(/(a+)+$/, 'X'), s.split(/(a+)+$/).length, [...s.matchAll(/(a+)+$/g)].length]`, ['a'.repeat(32) + '!X', 3, 1]],
+  [
+    'nested counted repetitions multiplying to 16 ((a+){1,4}){1,4}$',
+    `show(/((a+){1,4}){1,4}$/.exec('a'.repeat(32) + '!a'))`,
+    { match: ['a', 'a', 'a'], index: 33 },
+  ],
+  [
+    'replace, split and matchAll',
+    `const s = 'a'.repeat(32) + '!a'; [s.replace(/(a+)+$/, 'X'), s.split(/(a+)+$/).length, [...s.matchAll(/(a+)+$/g)].length]`,
+    ['a'.repeat(32) + '!X', 3, 1],
+  ],
 ];
 
 for (const [name, code, expected] of covered) {
@@ -118,9 +134,12 @@ test('Runtime (in process): a backreference pattern ends in RuntimeTimeout; the 
 
 const hostHasFallback = process.execArgv.some((flag) => /^--enable[-_]experimental[-_]regexp[-_]engine[-_]on[-_]excessive[-_]backtracks$/.test(flag));
 
-(hostHasFallback ? test.skip : test)('Runtime (in process): no fallback without the flag, so even (a+)+$ ends in RuntimeTimeout; the runtime stays usable', async (t) => {
-  const rt = await runtimeFor(t, { timeout: SHORT });
-  const error = await t.throwsAsync(rt.eval(`/(a+)+$/.exec(${FAILING})`), { instanceOf: RuntimeTimeout });
-  t.is(error?.code, 'ERR_STRATA_TIMEOUT');
-  t.is(await rt.eval('1+1'), 2);
-});
+(hostHasFallback ? test.skip : test)(
+  'Runtime (in process): no fallback without the flag, so even (a+)+$ ends in RuntimeTimeout; the runtime stays usable',
+  async (t) => {
+    const rt = await runtimeFor(t, { timeout: SHORT });
+    const error = await t.throwsAsync(rt.eval(`/(a+)+$/.exec(${FAILING})`), { instanceOf: RuntimeTimeout });
+    t.is(error?.code, 'ERR_STRATA_TIMEOUT');
+    t.is(await rt.eval('1+1'), 2);
+  },
+);

@@ -2,7 +2,16 @@
 // Serial: the tests look at this process's children.
 import test from 'ava';
 import { readFileSync } from 'node:fs';
-import { CrashBudgetExceeded, InvalidOption, RuntimeClosed, RuntimeTimeout, SandboxPool, SandboxUnavailable, WorkerCrashed, type LayerDescriptor } from '../src/index.js';
+import {
+  CrashBudgetExceeded,
+  InvalidOption,
+  RuntimeClosed,
+  RuntimeTimeout,
+  SandboxPool,
+  SandboxUnavailable,
+  WorkerCrashed,
+  type LayerDescriptor,
+} from '../src/index.js';
 import { checkNoLeaks, childPids } from './helpers/leaks.js';
 
 checkNoLeaks(test);
@@ -106,7 +115,7 @@ test.serial('a failed background start is retried with a backoff and shown in st
   t.is(await rt.eval('1 + 1'), 2);
 });
 
-test.serial('waitReady rejects with a background start\'s own error, and after close()', async (t) => {
+test.serial("waitReady rejects with a background start's own error, and after close()", async (t) => {
   globalThis.strataLaunchFailures = { wait: 0 };
   const flaky: LayerDescriptor = { module: CONFIGURABLE, options: { name: 'flaky', launchFailuresKey: 'wait' } };
   const pool = await SandboxPool.start({ size: 2, maxConcurrentStarts: 1, layers: [flaky] });
@@ -139,7 +148,7 @@ test.serial('per-checkout session options bind that session only; worker options
   }
   await using free = await pool.checkout();
   free.bindFunction('ping', () => 1);
-  t.is(await free.eval('ping() + ping() + ping()'), 3, 'the next session has the pool\'s limits');
+  t.is(await free.eval('ping() + ping() + ping()'), 3, "the next session has the pool's limits");
 });
 
 test.serial('crash budget: a tenant whose runs keep crashing is refused, others are not', async (t) => {

@@ -59,7 +59,9 @@ for (const [kind, start] of Object.entries(RUNTIMES)) {
   test(`${kind}: lodash as a bootstrap cannot compile a template under strictEval`, async (t) => {
     await using strict = await start([SELF, LODASH], true);
     t.is(await strict.eval('_.chunk([1, 2, 3, 4], 2).length'), 2, 'lodash loaded and works');
-    const seen = await strict.eval("try { _.template('<%= (function () { return 6 * 7 })() %>')() } catch (e) { e instanceof EvalError ? 'refused' : String(e) }");
+    const seen = await strict.eval(
+      "try { _.template('<%= (function () { return 6 * 7 })() %>')() } catch (e) { e instanceof EvalError ? 'refused' : String(e) }",
+    );
     t.is(seen, 'refused');
     await using open = await start([SELF, LODASH], false);
     t.is(await open.eval("_.template('<%= (function () { return 6 * 7 })() %>')()"), '42', 'the control: lodash compiles it without strictEval');

@@ -48,13 +48,12 @@ test('strictEval: the guest cannot put the constructors back', async (t) => {
 
 test('strictEval: functions still work as values (instanceof, call, bind, toString)', async (t) => {
   const rt = await runtimeFor(t, { strictEval: true });
-  t.deepEqual(await rt.eval('const f = function (a) { return a + 1 }; [f instanceof Function, f.call(null, 1), f.bind(null, 2)(), typeof f.toString(), (async () => 1) instanceof Function]'), [
-    true,
-    2,
-    3,
-    'string',
-    true,
-  ]);
+  t.deepEqual(
+    await rt.eval(
+      'const f = function (a) { return a + 1 }; [f instanceof Function, f.call(null, 1), f.bind(null, 2)(), typeof f.toString(), (async () => 1) instanceof Function]',
+    ),
+    [true, 2, 3, 'string', true],
+  );
 });
 
 test("strictEval: the host's own scripts, bootstrap and modules still run; a bootstrap cannot generate code either", async (t) => {

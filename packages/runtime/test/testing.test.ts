@@ -13,7 +13,9 @@ const example = async (options?: object) => ((await import(EXAMPLE_PACKAGE)) as 
 test('testLayer runs must-deny and must-allow cases in a worker and passes a layer that keeps them', async (t) => {
   const result = await testLayer(await example({ marker: 'm' }), {
     mustAllow: [{ name: 'the marker is there', code: 'exampleLayerMarker === "m"' }],
-    mustDeny: [{ name: 'the marker cannot be redefined', code: 'try { Object.defineProperty(globalThis, "exampleLayerMarker", { value: 1 }); true } catch { false }' }],
+    mustDeny: [
+      { name: 'the marker cannot be redefined', code: 'try { Object.defineProperty(globalThis, "exampleLayerMarker", { value: 1 }); true } catch { false }' },
+    ],
   });
   t.is(result.report.name, 'example');
   t.deepEqual(result.failures, []);
@@ -22,7 +24,10 @@ test('testLayer runs must-deny and must-allow cases in a worker and passes a lay
 test('testLayer reports every case that went the wrong way', async (t) => {
   const error = await t.throwsAsync(
     testLayer(await example(), {
-      mustAllow: [{ name: 'math works', code: '1 + 1 === 2' }, { name: 'a wrong expectation', code: 'false' }],
+      mustAllow: [
+        { name: 'math works', code: '1 + 1 === 2' },
+        { name: 'a wrong expectation', code: 'false' },
+      ],
       mustDeny: [{ name: 'something that is not denied', code: 'true' }],
     }),
   );
@@ -66,9 +71,18 @@ test('checkGuestStillWorks passes a healthy runtime and names what a broken one 
   }
   {
     // A "layer" that takes the console away and breaks big allocations: both are named.
-    await using rt = await IsolatedRuntime.start({ prewarm: false, bootstrap: 'globalThis.console = undefined; Array.prototype.fill = () => { throw new Error("broken") }' });
+    await using rt = await IsolatedRuntime.start({
+      prewarm: false,
+      bootstrap: 'globalThis.console = undefined; Array.prototype.fill = () => { throw new Error("broken") }',
+    });
     const problems = await checkGuestStillWorks(rt);
-    t.true(problems.some((p) => p.startsWith('console capture:')), problems.join('\n'));
-    t.true(problems.some((p) => p.startsWith('a large allocation:')), problems.join('\n'));
+    t.true(
+      problems.some((p) => p.startsWith('console capture:')),
+      problems.join('\n'),
+    );
+    t.true(
+      problems.some((p) => p.startsWith('a large allocation:')),
+      problems.join('\n'),
+    );
   }
 });

@@ -62,23 +62,34 @@ both("an error's line and column are the original ones", async (t, rt) => {
   const error = await t.throwsAsync(rt.eval(code, { language: 'typescript', filename: 'cell.ts' }), { instanceOf: JsError });
   t.is(error?.guestName, 'TypeError');
   t.regex(error?.guestStack ?? '', /cell\.ts:7:9/, 'line 7, the column of .id after the two spaces of indentation');
-  const thrown = await t.throwsAsync(rt.eval('let a: number = 1;\n\n\tthrow new RangeError(`at ${a as number}`)', { language: 'typescript', filename: 'cell.ts' }), {
-    instanceOf: JsError,
-  });
+  const thrown = await t.throwsAsync(
+    rt.eval('let a: number = 1;\n\n\tthrow new RangeError(`at ${a as number}`)', { language: 'typescript', filename: 'cell.ts' }),
+    {
+      instanceOf: JsError,
+    },
+  );
   t.is(thrown?.message, 'RangeError: at 1');
   t.regex(thrown?.guestStack ?? '', /cell\.ts:3:8/);
 });
 
 both('an enum and a namespace are SyntaxErrors that say why and what to write instead', async (t, rt) => {
-  const enumError = await t.throwsAsync(rt.eval('const a: number = 1;\nenum Color { Red, Green }\nColor.Red', { language: 'typescript', filename: 'cell.ts' }), {
-    instanceOf: JsError,
-  });
+  const enumError = await t.throwsAsync(
+    rt.eval('const a: number = 1;\nenum Color { Red, Green }\nColor.Red', { language: 'typescript', filename: 'cell.ts' }),
+    {
+      instanceOf: JsError,
+    },
+  );
   t.is(enumError?.guestName, 'SyntaxError');
-  t.regex(enumError?.message ?? '', /^SyntaxError: a TypeScript enum needs a transform, and Strata strips types and does not transform: use a union of literals instead of an enum/);
+  t.regex(
+    enumError?.message ?? '',
+    /^SyntaxError: a TypeScript enum needs a transform, and Strata strips types and does not transform: use a union of literals instead of an enum/,
+  );
   t.regex(enumError?.message ?? '', /\[cell\.ts:2:1\]$/);
   t.regex(enumError?.guestStack ?? '', /at cell\.ts:2:1/);
 
-  const namespaceError = await t.throwsAsync(rt.eval('let a = 1;\n\nnamespace Shapes {\n  export const unit = 1;\n}', { language: 'typescript' }), { instanceOf: JsError });
+  const namespaceError = await t.throwsAsync(rt.eval('let a = 1;\n\nnamespace Shapes {\n  export const unit = 1;\n}', { language: 'typescript' }), {
+    instanceOf: JsError,
+  });
   t.is(namespaceError?.guestName, 'SyntaxError');
   t.regex(namespaceError?.message ?? '', /a TypeScript namespace with values needs a transform.*use a plain object/);
   t.regex(namespaceError?.message ?? '', /\[<eval>:3(:1)?\]$/);
@@ -151,21 +162,35 @@ test.serial('the module-level eval and execute take language too', async (t) => 
 
 test('a Node.js without module.stripTypeScriptTypes is InvalidOption naming the Node.js version needed', async (t) => {
   const error = t.throws(() => assertLanguage('typescript', 'eval', null), { instanceOf: InvalidOption });
-  t.regex(error?.message ?? '', /^eval: language 'typescript' needs Node\.js 22\.13 \(or 23\.2\) or later, whose module\.stripTypeScriptTypes strips the types; this is v\d+/);
+  t.regex(
+    error?.message ?? '',
+    /^eval: language 'typescript' needs Node\.js 22\.13 \(or 23\.2\) or later, whose module\.stripTypeScriptTypes strips the types; this is v\d+/,
+  );
   t.notThrows(() => assertLanguage('javascript', 'eval', null), 'JavaScript needs no stripper');
   t.is(await toJavaScript('1 + 1', undefined, '<eval>', 'eval', null), '1 + 1');
   // A Node.js built without TypeScript support.
-  const noTypeScript = async () => ({ status: 'error', error: { name: 'Error', message: 'Node.js is not compiled with TypeScript support', code: 'ERR_NO_TYPESCRIPT', stack: '' } }) as const;
-  await t.throwsAsync(toJavaScript('let a: number', 'typescript', '<eval>', 'eval', noTypeScript), { instanceOf: InvalidOption, message: /built without TypeScript support/ });
+  const noTypeScript = async () =>
+    ({ status: 'error', error: { name: 'Error', message: 'Node.js is not compiled with TypeScript support', code: 'ERR_NO_TYPESCRIPT', stack: '' } }) as const;
+  await t.throwsAsync(toJavaScript('let a: number', 'typescript', '<eval>', 'eval', noTypeScript), {
+    instanceOf: InvalidOption,
+    message: /built without TypeScript support/,
+  });
 });
 
 test("the stripper's place and messages: the column only where the frame's line is the source's own", (t) => {
   const framed = (stack: string) => Object.assign(new Error('x'), { stack });
   t.deepEqual(placeOf(framed(':2\nlet a = 1;\nenum E { A }\n^^^^^^^^^^^^\n\nSyntaxError [ERR]: x'), 'let a = 1;\nenum E { A }'), { line: 2, column: 1 });
-  t.deepEqual(placeOf(framed(':1\n    let x = <T>y\n            ^^^^\n\nSyntaxError'), '\tlet x = <T>y'), { line: 1, column: 10 }, 'a tab is four columns in the frame, one in the source');
+  t.deepEqual(
+    placeOf(framed(':1\n    let x = <T>y\n            ^^^^\n\nSyntaxError'), '\tlet x = <T>y'),
+    { line: 1, column: 10 },
+    'a tab is four columns in the frame, one in the source',
+  );
   t.deepEqual(placeOf(framed(':3\n  > namespace N {\n  > }\n\nSyntaxError'), 'a\nb\nnamespace N {\n}'), { line: 3, column: undefined });
   t.is(placeOf(framed('SyntaxError: no frame'), 'x'), undefined);
-  t.regex(needsTransform('Some future construct is not supported in strip-only mode'), /^Some future construct .* \(Strata strips types and does not transform TypeScript\)$/);
+  t.regex(
+    needsTransform('Some future construct is not supported in strip-only mode'),
+    /^Some future construct .* \(Strata strips types and does not transform TypeScript\)$/,
+  );
 });
 
 // --- bounds: no input stalls the host or poisons a later strip --------------------------------
@@ -187,7 +212,7 @@ const HOSTILE = `[
   ['30 000 additions', '1' + '+1'.repeat(30000)],
 ]`;
 
-test('hostile TypeScript is the guest\'s SyntaxError and poisons no later strip: eval, stripTypes (in a fresh child process)', async (t) => {
+test("hostile TypeScript is the guest's SyntaxError and poisons no later strip: eval, stripTypes (in a fresh child process)", async (t) => {
   // A child process of its own: a poisoned stripper cannot hide behind a fresh one.
   const script = `
     import { Runtime, stripTypes } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
@@ -208,7 +233,10 @@ test('hostile TypeScript is the guest\'s SyntaxError and poisons no later strip:
     process.stdout.write(JSON.stringify(out));
     process.exit(0);
   `;
-  const { stdout } = await promisify(execFile)(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], { timeout: 300_000, maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await promisify(execFile)(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], {
+    timeout: 300_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   const results = JSON.parse(stdout) as { what: string; viaEval: Settled; viaStrip: Settled; after: Settled; evalAfter: Settled }[];
   t.is(results.length, 10);
   for (const { what, viaEval, viaStrip, after, evalAfter } of results) {
@@ -253,7 +281,11 @@ test.serial("stripping does not block the host's event loop; 8 MB, past MAX_TYPE
 
 test('nesting past MAX_TYPESCRIPT_NESTING is refused at its line, naming the limit; brackets in strings, comments and template text do not count', async (t) => {
   const nested = (depth: number) => `const x =\n${'['.repeat(depth)}1${']'.repeat(depth)}`;
-  t.is(await strata.stripTypes(`let n: number = 1;\n${nested(MAX_TYPESCRIPT_NESTING - 1)}`), `let n         = 1;\n${nested(MAX_TYPESCRIPT_NESTING - 1)}`, 'at the limit (the file itself is one level) it strips');
+  t.is(
+    await strata.stripTypes(`let n: number = 1;\n${nested(MAX_TYPESCRIPT_NESTING - 1)}`),
+    `let n         = 1;\n${nested(MAX_TYPESCRIPT_NESTING - 1)}`,
+    'at the limit (the file itself is one level) it strips',
+  );
   const refused = await t.throwsAsync(strata.stripTypes(nested(MAX_TYPESCRIPT_NESTING + 1), 'deep.ts'), { instanceOf: JsError });
   t.is(refused?.guestName, 'SyntaxError');
   t.regex(refused?.message ?? '', new RegExp(`more than ${MAX_TYPESCRIPT_NESTING} deep \\(MAX_TYPESCRIPT_NESTING\\).*\\[deep\\.ts:2\\]$`));
@@ -270,7 +302,8 @@ both('a TypeScript eval keeps its turn: commands run in the order they were made
 });
 
 test("the stripper's ExperimentalWarning stays in its thread: the application's stderr has none, and its own warnings still print", (t) => {
-  const program = "import { stripTypes } from '@strata/runtime'; console.log(await stripTypes('const a: number = 1')); process.emitWarning('the app warns', 'ExperimentalWarning');";
+  const program =
+    "import { stripTypes } from '@strata/runtime'; console.log(await stripTypes('const a: number = 1')); process.emitWarning('the app warns', 'ExperimentalWarning');";
   const cwd = fileURLToPath(new URL('../..', import.meta.url));
   const ran = spawnSync(process.execPath, ['--input-type=module', '-e', program], { cwd, encoding: 'utf8', timeout: 60_000 });
   t.is(ran.status, 0, ran.stderr);

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { JsError, } from '../src/index.js';
+import { JsError } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 import { BOTH_RUNTIMES, type AnyRuntime } from './helpers/runtime.js';
 

@@ -188,7 +188,10 @@ const accepted: [input: string, normalised: string][] = [
   ['--min-inlining-frequency=1e-2', '--min-inlining-frequency=1e-2'],
   ['--maglev-filter=*', '--maglev-filter=*'],
   ['--wasm-max-mem-pages=100', '--wasm-max-mem-pages=100'],
-  ['--experimental-regexp-engine-capture-group-opt-max-memory-usage=18446744073709551615', '--experimental-regexp-engine-capture-group-opt-max-memory-usage=18446744073709551615'],
+  [
+    '--experimental-regexp-engine-capture-group-opt-max-memory-usage=18446744073709551615',
+    '--experimental-regexp-engine-capture-group-opt-max-memory-usage=18446744073709551615',
+  ],
   ['--enable-experimental-regexp-engine', '--enable-experimental-regexp-engine'],
   ['--freeze-flags-after-init', '--freeze-flags-after-init'],
   ['--cet-compatible', '--cet-compatible'],
@@ -201,7 +204,11 @@ for (const [input, normalised] of accepted) {
 }
 
 test('validateV8Flags keeps order and duplicates (V8: the last mention wins)', (t) => {
-  t.deepEqual(validateV8Flags(['--stack-trace-limit=5', '--max-lazy', '--stack-trace-limit=6']), ['--stack-trace-limit=5', '--max-lazy', '--stack-trace-limit=6']);
+  t.deepEqual(validateV8Flags(['--stack-trace-limit=5', '--max-lazy', '--stack-trace-limit=6']), [
+    '--stack-trace-limit=5',
+    '--max-lazy',
+    '--stack-trace-limit=6',
+  ]);
   t.deepEqual(validateV8Flags([]), []);
 });
 
@@ -211,7 +218,8 @@ const ON_SHIPPING = /not shipped.*--no-js-shipping, --no-harmony-shipping and --
 const INTERNALS = /V8 internals within the guest's reach.*remove it/;
 const DIAGNOSTICS = /diagnostic output.*debug with the in-process Runtime instead/;
 const TEST_MODE = /a V8 test, debug or fuzzing mode.*remove it/;
-const SEED = /it fixes a seed V8 randomises with, or makes V8 predictable, so that every worker is the same: .*hash flooding.*\(ASLR\); remove it\. For a reproducible Math\.random, use the `clock: \{ seed \}` option/;
+const SEED =
+  /it fixes a seed V8 randomises with, or makes V8 predictable, so that every worker is the same: .*hash flooding.*\(ASLR\); remove it\. For a reproducible Math\.random, use the `clock: \{ seed \}` option/;
 const HEAP = /`maxHeapSize` \(guest heap\) and `maxMemory` \(worker process\) options.*use those options instead/;
 
 const refused: [input: string, message: RegExp, strictEval?: boolean][] = [
@@ -261,7 +269,10 @@ const refused: [input: string, message: RegExp, strictEval?: boolean][] = [
   ['--no-jitless', /governed by the `jitless` option.*pass `jitless: false` instead/],
   ['--nojitless', /governed by the `jitless` option/],
   ['--no_jitless', /governed by the `jitless` option/],
-  ['--disallow-code-generation-from-strings', /strict eval is the `strictEval` option: isolated-vm's contexts ignore this V8 flag.*pass `strictEval: true` instead/],
+  [
+    '--disallow-code-generation-from-strings',
+    /strict eval is the `strictEval` option: isolated-vm's contexts ignore this V8 flag.*pass `strictEval: true` instead/,
+  ],
   ['--no-disallow-code-generation-from-strings', /contradicts strictEval: true; strict eval is the `strictEval` option/, true],
   ['--no-disallow-code-generation-from-strings', /^(?!.*contradicts).*strict eval is the `strictEval` option/],
   ['--no-freeze-flags-after-init', /it would switch off hardening every worker runs with; remove it/],
@@ -514,8 +525,10 @@ test('evidence for refusing --random-seed and --predictable: two workers draw th
   }
   // Control: the default worker draws afresh at every start.
   const [a, b] = await drawTwice(t, []);
-  t.true(a.main[0] !== b.main[0] && a.guest[0] !== b.guest[0] && a.guest[0] !== a.main[0] && sharedAddresses(a, b) <= 2,
-    `default flags: ${JSON.stringify({ a: a.main, b: b.main, shared: sharedAddresses(a, b) })}`);
+  t.true(
+    a.main[0] !== b.main[0] && a.guest[0] !== b.guest[0] && a.guest[0] !== a.main[0] && sharedAddresses(a, b) <= 2,
+    `default flags: ${JSON.stringify({ a: a.main, b: b.main, shared: sharedAddresses(a, b) })}`,
+  );
   t.log(`default: ${sharedAddresses(a, b)} of ${a.maps.length} anonymous mappings shared (the node binary's own)`);
 });
 
@@ -627,7 +640,8 @@ test('jitless: no WebAssembly, in the worker and in an isolate; jitless: false c
     ['typeof WebAssembly', 'expr', 'typeof WebAssembly'],
     ['compile', 'expr', TINY_WASM],
   ];
-  const code = `const main = { 'typeof WebAssembly': typeof WebAssembly }; try { main.compile = ${TINY_WASM} } catch (e) { main.compile = 'threw ' + e.message }
+  const code =
+    `const main = { 'typeof WebAssembly': typeof WebAssembly }; try { main.compile = ${TINY_WASM} } catch (e) { main.compile = 'threw ' + e.message }
     process.stdout.write(JSON.stringify(main) + '\\n');` + inIsolate(probes);
   const [jitless, jit] = await Promise.all([runWorker(DEFAULT_FLAGS, code), runWorker(NOT_JITLESS, code)]);
   t.is(jitless.status, 0, jitless.stderr);
@@ -706,7 +720,10 @@ test('--disable-sigusr1: SIGUSR1 does not open the inspector (control: without i
 test("strictEval's V8 flag binds the worker's own context but not isolated-vm's (why Strata also tames eval)", async (t) => {
   const code =
     `let main; try { main = eval('1 + 1'); } catch (e) { main = e.name; } process.stdout.write(JSON.stringify(main) + '\\n');` +
-    inIsolate([['eval', 'expr', `eval('1 + 1')`], ['Function', 'expr', `new Function('return 2')()`]]);
+    inIsolate([
+      ['eval', 'expr', `eval('1 + 1')`],
+      ['Function', 'expr', `new Function('return 2')()`],
+    ]);
   const run = await runWorker(buildWorkerFlags({ strictEval: true }), code);
   t.is(run.status, 0, run.stderr);
   const [main = '', isolate = ''] = run.stdout.split('\n');
@@ -723,7 +740,11 @@ const FEATURE_PROBES: Readonly<Record<string, Probe>> = {
   'js-explicit-resource-management': ['js-explicit-resource-management', 'expr', `typeof DisposableStack === 'function'`],
   'js-float16array': ['js-float16array', 'expr', `typeof Float16Array === 'function'`],
   'js-regexp-modifiers': ['js-regexp-modifiers', 'expr', `(() => { try { return new RegExp('(?i:a)b').test('Ab'); } catch { return false; } })()`],
-  'js-regexp-duplicate-named-groups': ['js-regexp-duplicate-named-groups', 'expr', `(() => { try { return new RegExp('(?<a>x)|(?<a>y)').test('y'); } catch { return false; } })()`],
+  'js-regexp-duplicate-named-groups': [
+    'js-regexp-duplicate-named-groups',
+    'expr',
+    `(() => { try { return new RegExp('(?<a>x)|(?<a>y)').test('y'); } catch { return false; } })()`,
+  ],
   'harmony-import-attributes': ['harmony-import-attributes', 'module', `import data from 'strata:data' with { type: 'json' };`],
   'js-source-phase-imports': ['js-source-phase-imports', 'module', `import source wasm from 'strata:wasm';`],
 };

@@ -34,6 +34,9 @@ for (const [kind, start] of Object.entries(RUNTIMES)) {
     const shared = [1, 2];
     rt.bindFunction('give', () => ({ first: shared, again: shared }));
     t.deepEqual(await rt.eval('give()'), { first: [1, 2], again: [1, 2] });
-    t.deepEqual(await rt.eval('const d = [[1]]; const e = [d, d]; [e, e]'), [[[[1]], [[1]]], [[[1]], [[1]]]]);
+    t.deepEqual(await rt.eval('const d = [[1]]; const e = [d, d]; [e, e]'), [
+      [[[1]], [[1]]],
+      [[[1]], [[1]]],
+    ]);
   });
 }

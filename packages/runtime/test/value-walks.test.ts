@@ -174,7 +174,12 @@ test('encodedSize stops past the cap on the 2^40 DAG and counts shared parts at 
     ['x', [key, key]],
   ]);
   const withTags = { map, set: new Set([key, map]), again: map };
-  const tree = { map: new Map<unknown, unknown>([[{ k: 1 }, { k: 1 }], ['x', [{ k: 1 }, { k: 1 }]]]) };
+  const tree = {
+    map: new Map<unknown, unknown>([
+      [{ k: 1 }, { k: 1 }],
+      ['x', [{ k: 1 }, { k: 1 }]],
+    ]),
+  };
   t.is(encodedSize(withTags, 1 << 30), encodedSize({ ...tree, set: new Set([{ k: 1 }, tree.map]), again: tree.map }, 1 << 30));
 });
 
@@ -223,7 +228,10 @@ test('splitFunctions copies a shared object once per place and finds its functio
   t.notThrows(() => assertTransferable(data, 'tools', 64));
   const single = splitFunctions(() => 1, 'f', 64);
   t.is(single.data, null);
-  t.deepEqual(single.sites.map((site) => [site.path, site.label]), [[[], 'f']]);
+  t.deepEqual(
+    single.sites.map((site) => [site.path, site.label]),
+    [[[], 'f']],
+  );
 });
 
 test('splitFunctions refuses a cycle as a cycle and counts depth at every place', (t) => {
@@ -233,10 +241,7 @@ test('splitFunctions refuses a cycle as a cycle and counts depth at every place'
   let deep: Record<string, unknown> = { end: () => 1 };
   for (let i = 0; i < 60; i++) deep = { d: deep };
   t.notThrows(() => splitFunctions({ a: deep, b: { c: { d: { e: deep } } } }, 'tools', 64));
-  t.is(
-    refusal(() => splitFunctions({ a: deep, b: { c: { d: { e: { f: deep } } } } }, 'tools', 64)).message,
-    'tools.b.c.d.e.f is nested deeper than 64 levels',
-  );
+  t.is(refusal(() => splitFunctions({ a: deep, b: { c: { d: { e: { f: deep } } } } }, 'tools', 64)).message, 'tools.b.c.d.e.f is nested deeper than 64 levels');
 });
 
 // --- all walks on random DAGs ----------------------------------------------------------------
@@ -254,7 +259,19 @@ function random(seed: number): (n: number) => number {
 
 /** A random value whose containers share parts: each new container picks from the ones before. */
 function randomDag(next: (n: number) => number): unknown {
-  const scalars = () => [next(1000), -next(70000), 2.5, `s${next(100)}`, 'é😀', 2n ** BigInt(next(100)), null, undefined, true, new Date(next(1e9)), new Uint8Array(next(30))];
+  const scalars = () => [
+    next(1000),
+    -next(70000),
+    2.5,
+    `s${next(100)}`,
+    'é😀',
+    2n ** BigInt(next(100)),
+    null,
+    undefined,
+    true,
+    new Date(next(1e9)),
+    new Uint8Array(next(30)),
+  ];
   const pool: unknown[] = scalars();
   const levels = 1 + next(12);
   for (let level = 0; level < levels; level++) {

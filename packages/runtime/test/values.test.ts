@@ -164,12 +164,14 @@ test('host function arguments the copy refuses are refused naming the path', asy
 test('the guest keeps the built-in Proxy: its name, length, revocable and behaviour', async (t) => {
   const rt = await runtimeFor(t);
   t.deepEqual(
-    await rt.eval(`[Proxy.name, Proxy.length, typeof Proxy.revocable, Proxy.prototype === undefined, new Proxy({ a: 1 }, { get: () => 7 }).a, (() => { try { Proxy({}, {}); return 'called' } catch (e) { return e instanceof TypeError } })()]`),
+    await rt.eval(
+      `[Proxy.name, Proxy.length, typeof Proxy.revocable, Proxy.prototype === undefined, new Proxy({ a: 1 }, { get: () => 7 }).a, (() => { try { Proxy({}, {}); return 'called' } catch (e) { return e instanceof TypeError } })()]`,
+    ),
     ['Proxy', 2, 'function', true, 7, true],
   );
 });
 
-test('every WireValue is a Transferable (the type is the read-only view of the wire\'s)', (t) => {
+test("every WireValue is a Transferable (the type is the read-only view of the wire's)", (t) => {
   const wire: WireValue = { list: [1, new Date(0), new Uint8Array(1)], map: new Map([[1n, new Set(['a'])]]) };
   const transferable: Transferable = wire;
   t.notThrows(() => assertTransferable(transferable, '$', 64));

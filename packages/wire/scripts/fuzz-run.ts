@@ -9,17 +9,7 @@
 
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import {
-  FrameReader,
-  ProtocolError,
-  decodeMessage,
-  decodeValue,
-  encodeFrame,
-  encodeValue,
-  resolveLimits,
-  type Limits,
-  type WireValue,
-} from '../src/index.js';
+import { FrameReader, ProtocolError, decodeMessage, decodeValue, encodeFrame, encodeValue, resolveLimits, type Limits, type WireValue } from '../src/index.js';
 import { FrameMutator } from './frame-mutator.js';
 import { Prng } from './prng.js';
 import { ValueGenerator } from './value-generator.js';
@@ -239,9 +229,7 @@ export function runFuzz(options: FuzzOptions): FuzzStats {
       }
     } else {
       // several frames, mutated or not, back to back in one stream
-      const parts = Array.from({ length: 2 + rng.int(4) }, () =>
-        rng.chance(0.5) ? rng.pick(pool) : mutator.mutate(rng.pick(pool), rng.pick(pool)),
-      );
+      const parts = Array.from({ length: 2 + rng.int(4) }, () => (rng.chance(0.5) ? rng.pick(pool) : mutator.mutate(rng.pick(pool), rng.pick(pool))));
       feed(Buffer.concat(parts));
     }
     const took = performance.now() - before;

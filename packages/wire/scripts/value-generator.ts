@@ -21,13 +21,33 @@ import {
 import type { Prng } from './prng.js';
 
 const SPECIAL_NUMBERS = [
-  0, -0, 1, -1, 23, 24, 255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32, -(2 ** 32), -(2 ** 32) - 1,
-  2 ** 53, -(2 ** 53), Number.MAX_SAFE_INTEGER, Number.MAX_VALUE, Number.MIN_VALUE, Number.EPSILON,
-  NaN, Infinity, -Infinity, 0.1, -1.5,
+  0,
+  -0,
+  1,
+  -1,
+  23,
+  24,
+  255,
+  256,
+  65535,
+  65536,
+  2 ** 32 - 1,
+  2 ** 32,
+  -(2 ** 32),
+  -(2 ** 32) - 1,
+  2 ** 53,
+  -(2 ** 53),
+  Number.MAX_SAFE_INTEGER,
+  Number.MAX_VALUE,
+  Number.MIN_VALUE,
+  Number.EPSILON,
+  NaN,
+  Infinity,
+  -Infinity,
+  0.1,
+  -1.5,
 ];
-const SPECIAL_BIGINTS = [
-  0n, 1n, -1n, 2n ** 63n, 2n ** 64n - 1n, 2n ** 64n, -(2n ** 64n), -(2n ** 64n) + 1n, -(2n ** 64n) - 1n, 2n ** 200n,
-];
+const SPECIAL_BIGINTS = [0n, 1n, -1n, 2n ** 63n, 2n ** 64n - 1n, 2n ** 64n, -(2n ** 64n), -(2n ** 64n) + 1n, -(2n ** 64n) - 1n, 2n ** 200n];
 const SPECIAL_STRINGS = ['', '__proto__', 'constructor', 'prototype', 'toString', '\u0000', '\uFEFF', 'é', '😀', 'a\u{10FFFF}b'];
 const SPECIAL_DATES = [0, -1, 1, 8.64e15, -8.64e15, 1_700_000_000_123, 2 ** 32 * 1000 - 1000, NaN];
 

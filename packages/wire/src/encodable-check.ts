@@ -251,10 +251,7 @@ class EncodableVisitor implements WalkVisitor {
   }
 
   private failNodes(): never {
-    this.fail(
-      `more than maxNodes ${this.maxNodes} items (at least ${this.walk.nodes}; ` +
-        'a shared object or array counts once for every place it appears)',
-    );
+    this.fail(`more than maxNodes ${this.maxNodes} items (at least ${this.walk.nodes}; ` + 'a shared object or array counts once for every place it appears)');
   }
 
   private fail(what: string): never {

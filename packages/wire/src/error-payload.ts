@@ -83,11 +83,7 @@ export function capText(text: string, maxChars: number): string {
  * @param extra - optional stack and guest error name, cut likewise.
  * @throws ProtocolError for an unknown class.
  */
-export function errorPayload(
-  cls: ExceptionClass,
-  message: string,
-  extra: { stack?: string | undefined; name?: string | undefined } = {},
-): ErrorPayload {
+export function errorPayload(cls: ExceptionClass, message: string, extra: { stack?: string | undefined; name?: string | undefined } = {}): ErrorPayload {
   if (!isExceptionClass(cls)) throw new ProtocolError(`unknown exception class ${quote(String(cls))}`);
   const payload: ErrorPayload = { class: cls, message: capText(String(message), ERROR_TEXT_LIMITS.message) };
   if (extra.stack !== undefined) payload.stack = capText(String(extra.stack), ERROR_TEXT_LIMITS.stack);
@@ -118,12 +114,7 @@ export function validateErrorPayload(value: unknown, where: string): asserts val
   checkText(value, 'name', where, false);
 }
 
-function checkText(
-  record: Readonly<Record<string, unknown>>,
-  field: keyof typeof ERROR_TEXT_LIMITS,
-  where: string,
-  required: boolean,
-): void {
+function checkText(record: Readonly<Record<string, unknown>>, field: keyof typeof ERROR_TEXT_LIMITS, where: string, required: boolean): void {
   if (!Object.hasOwn(record, field)) {
     if (required) throw new ProtocolError(`${where}.${field} is missing`);
     return;

@@ -102,9 +102,7 @@ export class FrameReader {
       if (this.bodyLength < 0) {
         if (this.headerFill === 0 && end - pos >= FRAME_HEADER_BYTES) {
           // fast path: a whole header inside the chunk
-          this.bodyLength = this.checkLength(
-            ((chunk[pos]! << 24) >>> 0) + ((chunk[pos + 1]! << 16) | (chunk[pos + 2]! << 8) | chunk[pos + 3]!),
-          );
+          this.bodyLength = this.checkLength(((chunk[pos]! << 24) >>> 0) + ((chunk[pos + 1]! << 16) | (chunk[pos + 2]! << 8) | chunk[pos + 3]!));
           pos += FRAME_HEADER_BYTES;
         } else {
           const take = Math.min(FRAME_HEADER_BYTES - this.headerFill, end - pos);

@@ -102,9 +102,7 @@ export function resolveLimits(limits?: Partial<Limits>): Limits {
     const value = limits[name];
     if (value === undefined) continue;
     if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > CEILINGS[name]) {
-      throw new RangeError(
-        `@strata/wire: limits.${name} must be an integer from 1 to ${CEILINGS[name]}, got ${String(value)}`,
-      );
+      throw new RangeError(`@strata/wire: limits.${name} must be an integer from 1 to ${CEILINGS[name]}, got ${String(value)}`);
     }
     out[name] = value;
   }

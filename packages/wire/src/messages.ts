@@ -102,14 +102,11 @@ export type RequiredFields<S> = {
 
 /** The optional fields (kind ending in `?`) of a table entry `S` of {@link MESSAGE_SPECS}, as an object type. */
 export type OptionalFields<S> = {
-  -readonly [F in keyof S as S[F] extends `${string}?` ? F : never]?: S[F] extends `${infer K extends keyof FieldTypes}?`
-    ? FieldTypes[K]
-    : never;
+  -readonly [F in keyof S as S[F] extends `${string}?` ? F : never]?: S[F] extends `${infer K extends keyof FieldTypes}?` ? FieldTypes[K] : never;
 };
 
 /** The message of one type, e.g. `MessageOf<'eval'>` is `{ type: 'eval'; id: number; code: string; options?: WireObject }`. */
-export type MessageOf<T extends MessageType> = { type: T } & RequiredFields<(typeof MESSAGE_SPECS)[T]> &
-  OptionalFields<(typeof MESSAGE_SPECS)[T]>;
+export type MessageOf<T extends MessageType> = { type: T } & RequiredFields<(typeof MESSAGE_SPECS)[T]> & OptionalFields<(typeof MESSAGE_SPECS)[T]>;
 
 /** Any protocol message: a union discriminated by `type`. */
 export type Message = { [T in MessageType]: MessageOf<T> }[MessageType];

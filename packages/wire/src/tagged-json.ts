@@ -52,7 +52,11 @@ export function toTaggedJson(value: unknown): JsonValue {
   if (Array.isArray(value)) return value.map(toTaggedJson);
   if (value instanceof Uint8Array) return tag('$bytes', Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64'));
   if (value instanceof Date) return tag('$date', Number.isNaN(value.getTime()) ? null : value.toISOString());
-  if (value instanceof Map) return tag('$map', [...value].map(([k, v]) => [toTaggedJson(k), toTaggedJson(v)]));
+  if (value instanceof Map)
+    return tag(
+      '$map',
+      [...value].map(([k, v]) => [toTaggedJson(k), toTaggedJson(v)]),
+    );
   if (value instanceof Set) return tag('$set', [...value].map(toTaggedJson));
   const proto: unknown = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) throw new TypeError('only plain objects can be written as JSON');
@@ -93,7 +97,8 @@ export function fromTaggedJson(json: unknown): unknown {
 /** An ordinary object again, each key defined as an own property (a `"__proto__"` key stays a key, never a prototype). */
 function decodeEntries(object: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, child] of Object.entries(object)) Object.defineProperty(out, key, { value: fromTaggedJson(child), enumerable: true, writable: true, configurable: true });
+  for (const [key, child] of Object.entries(object))
+    Object.defineProperty(out, key, { value: fromTaggedJson(child), enumerable: true, writable: true, configurable: true });
   return out;
 }
 

@@ -46,8 +46,14 @@ function asciiString(src: Uint8Array, start: number, length: number): string | u
   let out = '';
   let i = start;
   for (; end - i >= 8; i += 8) {
-    const a = src[i]!, b = src[i + 1]!, c = src[i + 2]!, d = src[i + 3]!;
-    const e = src[i + 4]!, f = src[i + 5]!, g = src[i + 6]!, h = src[i + 7]!;
+    const a = src[i]!,
+      b = src[i + 1]!,
+      c = src[i + 2]!,
+      d = src[i + 3]!;
+    const e = src[i + 4]!,
+      f = src[i + 5]!,
+      g = src[i + 6]!,
+      h = src[i + 7]!;
     if ((a | b | c | d | e | f | g | h) >= 0x80) return undefined;
     out += fromCharCode(a, b, c, d, e, f, g, h);
   }
@@ -100,10 +106,7 @@ class ValueBuilder {
 
   constructor(bytes: Uint8Array) {
     // a plain Uint8Array view, so slice() copies even when the caller passed a Buffer
-    this.src =
-      Object.getPrototypeOf(bytes) === Uint8Array.prototype
-        ? bytes
-        : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.src = Object.getPrototypeOf(bytes) === Uint8Array.prototype ? bytes : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
   build(): WireValue {

@@ -58,13 +58,7 @@ export function encodeValue(value: unknown, limits?: Partial<Limits>, root = '$'
  *
  * @internal
  */
-export function encodeChecked(
-  value: unknown,
-  limits: Limits,
-  root: string,
-  offset: number,
-  validate?: (value: unknown) => void,
-): Uint8Array {
+export function encodeChecked(value: unknown, limits: Limits, root: string, offset: number, validate?: (value: unknown) => void): Uint8Array {
   const info = checkEncodable(value, limits, root);
   validate?.(value);
   let scratch: Uint8Array;

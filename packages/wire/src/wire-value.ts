@@ -21,12 +21,7 @@
 export type WireScalar = null | undefined | boolean | number | bigint | string | Uint8Array | Date;
 
 /** Any value that {@link encodeValue} accepts and {@link decodeValue} can produce. */
-export type WireValue =
-  | WireScalar
-  | WireValue[]
-  | WireObject
-  | Map<WireValue, WireValue>
-  | Set<WireValue>;
+export type WireValue = WireScalar | WireValue[] | WireObject | Map<WireValue, WireValue> | Set<WireValue>;
 
 /**
  * A plain object of wire values. On encode its prototype must be `Object.prototype` or

@@ -167,7 +167,14 @@ test('refuses what breaks a limit, naming the limit', (t) => {
   t.throws(() => encodeValue(2n ** 100n, { maxBigIntBytes: 12 }), { message: /bigint of 13 bytes exceeds maxBigIntBytes 12/ });
   t.notThrows(() => encodeValue(2n ** 95n, { maxBigIntBytes: 12 }));
   t.throws(() => encodeValue('x'.repeat(100), { maxFrameBytes: 50 }), { message: /exceeds maxFrameBytes 50/ });
-  t.throws(() => encodeValue(Array.from({ length: 20 }, () => 1.5), { maxFrameBytes: 50 }), { message: /bytes exceeds maxFrameBytes 50/ });
+  t.throws(
+    () =>
+      encodeValue(
+        Array.from({ length: 20 }, () => 1.5),
+        { maxFrameBytes: 50 },
+      ),
+    { message: /bytes exceeds maxFrameBytes 50/ },
+  );
 });
 
 test('a refused deep value names its full path', (t) => {

@@ -93,8 +93,14 @@ test('after an error the reader stays failed', (t) => {
   const reader = new FrameReader();
   const error = t.throws(() => reader.push(hex('00 00 00 00')), { instanceOf: ProtocolError });
   t.is(reader.error, error);
-  t.is(t.throws(() => reader.push(STREAM)), error);
-  t.is(t.throws(() => reader.end()), error);
+  t.is(
+    t.throws(() => reader.push(STREAM)),
+    error,
+  );
+  t.is(
+    t.throws(() => reader.end()),
+    error,
+  );
 });
 
 test('readMessages fails the reader on a body that does not decode', (t) => {
@@ -102,7 +108,10 @@ test('readMessages fails the reader on a body that does not decode', (t) => {
   const bad = frameOf(encodeValue({ type: 'nope' }));
   const error = t.throws(() => reader.readMessages(concat(encodeFrame(MESSAGES[0]!), bad)), { instanceOf: ProtocolError });
   t.regex(error?.message ?? '', /unknown message type/);
-  t.is(t.throws(() => reader.readMessages(STREAM)), error);
+  t.is(
+    t.throws(() => reader.readMessages(STREAM)),
+    error,
+  );
 });
 
 test('refuses a chunk that is not bytes', (t) => {

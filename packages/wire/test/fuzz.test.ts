@@ -2,8 +2,10 @@ import test from 'ava';
 import { runFuzz, type FuzzStats } from '../scripts/fuzz-run.js';
 
 function report(stats: FuzzStats): string {
-  return `seed ${stats.seed}: ${stats.frames} frames in ${Math.round(stats.elapsedMs)} ms, ${JSON.stringify(stats.outcomes)}, ` +
-    `heap +${(stats.maxHeapGrowthBytes / 1048576).toFixed(1)} MiB, slowest ${stats.slowestFrameMs.toFixed(1)} ms`;
+  return (
+    `seed ${stats.seed}: ${stats.frames} frames in ${Math.round(stats.elapsedMs)} ms, ${JSON.stringify(stats.outcomes)}, ` +
+    `heap +${(stats.maxHeapGrowthBytes / 1048576).toFixed(1)} MiB, slowest ${stats.slowestFrameMs.toFixed(1)} ms`
+  );
 }
 
 function check(t: import('ava').ExecutionContext, stats: FuzzStats): void {

@@ -117,21 +117,23 @@ export function installClock(g: any, config: ClockConfig, random: ClockRandom): 
       const originalGetFormat = formatDesc.get;
       // The original getter returns the same bound function on every read; so does this one.
       const wrappers = new WeakMapCtor<object, Function>();
-      const getFormat = (ObjectGetOwnPropertyDescriptor(
-        {
-          get format() {
-            // Throws the original TypeError for a receiver that is no DateTimeFormat.
-            const bound: any = ReflectApply(originalGetFormat, this, []);
-            let wrapper = ReflectApply(WeakMapGet, wrappers, [bound]);
-            if (wrapper === undefined) {
-              wrapper = native((date?: unknown) => bound(date === undefined ? at : date), bound.name, bound.length);
-              ReflectApply(WeakMapSet, wrappers, [bound, wrapper]);
-            }
-            return wrapper;
+      const getFormat = (
+        ObjectGetOwnPropertyDescriptor(
+          {
+            get format() {
+              // Throws the original TypeError for a receiver that is no DateTimeFormat.
+              const bound: any = ReflectApply(originalGetFormat, this, []);
+              let wrapper = ReflectApply(WeakMapGet, wrappers, [bound]);
+              if (wrapper === undefined) {
+                wrapper = native((date?: unknown) => bound(date === undefined ? at : date), bound.name, bound.length);
+                ReflectApply(WeakMapSet, wrappers, [bound, wrapper]);
+              }
+              return wrapper;
+            },
           },
-        },
-        'format',
-      ) as any).get;
+          'format',
+        ) as any
+      ).get;
       replaceGetter(proto, 'format', getFormat);
     }
     const originalFormatToParts = proto.formatToParts;
@@ -147,7 +149,11 @@ export function installClock(g: any, config: ClockConfig, random: ClockRandom): 
 
   // --- Math.random -------------------------------------------------------------------------
   const nextDouble = random.doublesFrom(random.createSfc32(config.seed));
-  replaceValue(g.Math, 'random', native(() => nextDouble(), 'random', 0));
+  replaceValue(
+    g.Math,
+    'random',
+    native(() => nextDouble(), 'random', 0),
+  );
 
   // --- crypto.getRandomValues and crypto.randomUUID (where a bootstrap such as WEB_POLYFILLS made them) ---
   // A second sfc32 stream: Math.random's sequence does not depend on whether crypto exists.
@@ -171,8 +177,15 @@ export function installClock(g: any, config: ClockConfig, random: ClockRandom): 
     const RangeErrorCtor = RangeError;
     const integerArrays: Record<string, true> = {
       __proto__: null,
-      Int8Array: true, Uint8Array: true, Uint8ClampedArray: true, Int16Array: true, Uint16Array: true,
-      Int32Array: true, Uint32Array: true, BigInt64Array: true, BigUint64Array: true,
+      Int8Array: true,
+      Uint8Array: true,
+      Uint8ClampedArray: true,
+      Int16Array: true,
+      Uint16Array: true,
+      Int32Array: true,
+      Uint32Array: true,
+      BigInt64Array: true,
+      BigUint64Array: true,
     } as any;
     const isDataView = (value: unknown): boolean => {
       try {
@@ -280,15 +293,17 @@ export function installClock(g: any, config: ClockConfig, random: ClockRandom): 
       if (desc === undefined) continue;
       if (typeof desc.get === 'function') {
         const originalGet = desc.get;
-        const getTimeOrigin = (ObjectGetOwnPropertyDescriptor(
-          {
-            get timeOrigin() {
-              ReflectApply(originalGet, this, []); // keeps the original's receiver check
-              return at;
+        const getTimeOrigin = (
+          ObjectGetOwnPropertyDescriptor(
+            {
+              get timeOrigin() {
+                ReflectApply(originalGet, this, []); // keeps the original's receiver check
+                return at;
+              },
             },
-          },
-          'timeOrigin',
-        ) as any).get;
+            'timeOrigin',
+          ) as any
+        ).get;
         replaceGetter(holder, 'timeOrigin', getTimeOrigin);
       } else {
         replaceValue(holder, 'timeOrigin', at);

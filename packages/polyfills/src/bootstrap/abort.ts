@@ -119,9 +119,7 @@ export function installAbort(_g: GlobalObject, internal: Internal): void {
       // WebIDL [EnforceRange] unsigned long long.
       const ms = Math.trunc(+(milliseconds as number));
       if (!Number.isFinite(ms) || ms < 0 || ms > Number.MAX_SAFE_INTEGER) {
-        throw new TypeError(
-          "Failed to execute 'timeout' on 'AbortSignal': Value is outside the 'unsigned long long' value range.",
-        );
+        throw new TypeError("Failed to execute 'timeout' on 'AbortSignal': Value is outside the 'unsigned long long' value range.");
       }
       const signal = AbortSignal.#create();
       internal.setInternalTimer(() => {

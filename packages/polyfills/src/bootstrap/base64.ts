@@ -65,10 +65,7 @@ export function installBase64(_g: GlobalObject, internal: Internal): void {
       throw new TypeError("Failed to execute 'atob': 1 argument required, but only 0 present.");
     }
     const fail = (): never => {
-      throw new internal.DOMException(
-        "Failed to execute 'atob': The string to be decoded is not correctly encoded.",
-        'InvalidCharacterError',
-      );
+      throw new internal.DOMException("Failed to execute 'atob': The string to be decoded is not correctly encoded.", 'InvalidCharacterError');
     };
     // HTML forgiving-base64 decode.
     let s = `${data as string}`.replace(/[\t\n\f\r ]+/g, '');

@@ -55,8 +55,16 @@ export function installCompression(g: GlobalObject, internal: Internal): void {
   // bootstrap time, as without one the probe throws, which costs about 0.8 ms. `Date` (a gzip
   // header's time, never asked for: mtime is 0) is left undefined.
   const intrinsics = freeze({
-    __proto__: null, globalThis: freeze({ __proto__: null }),
-    Object, Math, Error, Uint8Array, Uint16Array, Int32Array, TextDecoder: g.TextDecoder, Date: undefined,
+    __proto__: null,
+    globalThis: freeze({ __proto__: null }),
+    Object,
+    Math,
+    Error,
+    Uint8Array,
+    Uint16Array,
+    Int32Array,
+    TextDecoder: g.TextDecoder,
+    Date: undefined,
   });
   type Fflate = ReturnType<Internal['runCompressionBundle']>;
   let fflate: Fflate | undefined;
@@ -235,12 +243,9 @@ export function installCompression(g: GlobalObject, internal: Internal): void {
       const lib = library();
       let controller: Controller | undefined;
       // No modification time in a gzip header (mtime 0), as browsers write it.
-      const compressor = new (name === 'gzip' ? lib.Gzip : name === 'deflate' ? lib.Zlib : lib.Deflate)(
-        { mtime: 0 },
-        (data: Uint8Array) => {
-          if (data.length > 0) controller!.enqueue(data);
-        },
-      ) as { push(chunk: Uint8Array, final: boolean): void };
+      const compressor = new (name === 'gzip' ? lib.Gzip : name === 'deflate' ? lib.Zlib : lib.Deflate)({ mtime: 0 }, (data: Uint8Array) => {
+        if (data.length > 0) controller!.enqueue(data);
+      }) as { push(chunk: Uint8Array, final: boolean): void };
       this.#transform = new TransformStream({
         transform(chunk: unknown, c: Controller) {
           const bytes = chunkBytes(chunk, 'CompressionStream');

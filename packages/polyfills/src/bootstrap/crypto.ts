@@ -26,8 +26,15 @@ export function installCrypto(g: GlobalObject, internal: Internal): void {
   // Captured before any guest code can replace it.
   const lengthOf = getOwnPropertyDescriptor(getPrototypeOf(U8.prototype) as object, 'length')!.get! as (this: unknown) => number;
   const integerArrays = [
-    'Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array',
-    'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array',
+    'Int8Array',
+    'Uint8Array',
+    'Uint8ClampedArray',
+    'Int16Array',
+    'Uint16Array',
+    'Int32Array',
+    'Uint32Array',
+    'BigInt64Array',
+    'BigUint64Array',
   ];
 
   const ENTROPY = internal.hostGlobals.entropy;
@@ -78,12 +85,28 @@ export function installCrypto(g: GlobalObject, internal: Internal): void {
 
   type Hash = (bytes: Uint8Array) => Uint8Array;
   const names: Record<string, 'sha1' | 'sha256' | 'sha384' | 'sha512'> = freeze({
-    __proto__: null, 'sha-1': 'sha1', 'sha-256': 'sha256', 'sha-384': 'sha384', 'sha-512': 'sha512',
+    __proto__: null,
+    'sha-1': 'sha1',
+    'sha-256': 'sha256',
+    'sha-384': 'sha384',
+    'sha-512': 'sha512',
   }) as never;
   // The bundle runs on the first digest, against the built-ins of bootstrap time.
   const intrinsics = freeze({
-    __proto__: null, globalThis: freeze({ __proto__: null }),
-    Object, Array, Number, Math, BigInt, ArrayBuffer, DataView, Uint8Array, Uint32Array, Error, TypeError, RangeError,
+    __proto__: null,
+    globalThis: freeze({ __proto__: null }),
+    Object,
+    Array,
+    Number,
+    Math,
+    BigInt,
+    ArrayBuffer,
+    DataView,
+    Uint8Array,
+    Uint32Array,
+    Error,
+    TypeError,
+    RangeError,
   });
   let hashes: Record<string, (...args: any[]) => Uint8Array> | undefined;
   const hashFor = (name: string): Hash | undefined => {
@@ -97,13 +120,20 @@ export function installCrypto(g: GlobalObject, internal: Internal): void {
   const token = {};
   const lower = (text: string): string => text.replace(/[A-Z]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 32));
   // The hash's name as WebCrypto writes it, from any case of it; undefined when unknown.
-  const HASH_NAMES: Record<string, string> = freeze({ __proto__: null, 'sha-1': 'SHA-1', 'sha-256': 'SHA-256', 'sha-384': 'SHA-384', 'sha-512': 'SHA-512' }) as never;
+  const HASH_NAMES: Record<string, string> = freeze({
+    __proto__: null,
+    'sha-1': 'SHA-1',
+    'sha-256': 'SHA-256',
+    'sha-384': 'SHA-384',
+    'sha-512': 'SHA-512',
+  }) as never;
   const BLOCK_BITS: Record<string, number> = freeze({ __proto__: null, 'SHA-1': 512, 'SHA-256': 512, 'SHA-384': 1024, 'SHA-512': 1024 }) as never;
   const USAGES = ['sign', 'verify'];
   const atob = g.atob as (text: string) => string;
   const nameOf = (algorithm: unknown, what: string): string => {
     const name = algorithm !== null && typeof algorithm === 'object' ? (algorithm as { name?: unknown }).name : algorithm;
-    if (typeof name !== 'string') throw new TypeError(`Failed to execute '${what}' on 'SubtleCrypto': the algorithm must be a string or an object with a name.`);
+    if (typeof name !== 'string')
+      throw new TypeError(`Failed to execute '${what}' on 'SubtleCrypto': the algorithm must be a string or an object with a name.`);
     return name;
   };
   // An HMAC algorithm's hash, as WebCrypto names it (`hash: 'SHA-256'` or `{ name: 'SHA-256' }`).
@@ -218,7 +248,8 @@ export function installCrypto(g: GlobalObject, internal: Internal): void {
         bytes = new U8(given);
       } else if (format === 'jwk') {
         const jwk = keyData as { kty?: unknown; k?: unknown } | null;
-        if (jwk === null || typeof jwk !== 'object' || jwk.kty !== 'oct' || typeof jwk.k !== 'string') throw new DOMException('an HMAC JWK has kty "oct" and a k', 'DataError');
+        if (jwk === null || typeof jwk !== 'object' || jwk.kty !== 'oct' || typeof jwk.k !== 'string')
+          throw new DOMException('an HMAC JWK has kty "oct" and a k', 'DataError');
         bytes = fromBase64url(jwk.k);
       } else {
         throw new DOMException(`importKey: the format ${String(format)} is not supported for HMAC (raw, jwk)`, 'NotSupportedError');
@@ -242,7 +273,8 @@ export function installCrypto(g: GlobalObject, internal: Internal): void {
       const usages = checkUsages(keyUsages);
       const given = (algorithm as { length?: unknown }).length;
       const bits = given === undefined ? BLOCK_BITS[hash]! : Number(given);
-      if (!Number.isInteger(bits) || bits <= 0 || bits % 8 !== 0 || bits > 65536 * 8) throw new DOMException('generateKey: length must be a positive multiple of 8 bits', 'OperationError');
+      if (!Number.isInteger(bits) || bits <= 0 || bits % 8 !== 0 || bits > 65536 * 8)
+        throw new DOMException('generateKey: length must be a positive multiple of 8 bits', 'OperationError');
       // Through crypto.getRandomValues as it is now: the frozen clock's seeded one under that layer.
       const bytes = new U8(bits / 8);
       apply((crypto as unknown as { getRandomValues: (a: Uint8Array) => Uint8Array }).getRandomValues, crypto, [bytes]);
@@ -303,7 +335,10 @@ export function installCrypto(g: GlobalObject, internal: Internal): void {
   }
   internal.webidl(Crypto, 'Crypto');
   const crypto = new Crypto(token);
-  for (const [name, fn] of [['getRandomValues', getRandomValues], ['randomUUID', randomUUID]] as const) {
+  for (const [name, fn] of [
+    ['getRandomValues', getRandomValues],
+    ['randomUUID', randomUUID],
+  ] as const) {
     defineProperty(crypto, name, { value: fn, writable: true, enumerable: true, configurable: true });
   }
 

@@ -12,20 +12,55 @@ import type { GlobalObject, Internal } from './internal.js';
 export function installDomException(g: GlobalObject, internal: Internal): void {
   // The legacy constants, in code order (WebIDL "DOMException names" table).
   const constants = [
-    'INDEX_SIZE_ERR', 'DOMSTRING_SIZE_ERR', 'HIERARCHY_REQUEST_ERR', 'WRONG_DOCUMENT_ERR',
-    'INVALID_CHARACTER_ERR', 'NO_DATA_ALLOWED_ERR', 'NO_MODIFICATION_ALLOWED_ERR', 'NOT_FOUND_ERR',
-    'NOT_SUPPORTED_ERR', 'INUSE_ATTRIBUTE_ERR', 'INVALID_STATE_ERR', 'SYNTAX_ERR',
-    'INVALID_MODIFICATION_ERR', 'NAMESPACE_ERR', 'INVALID_ACCESS_ERR', 'VALIDATION_ERR',
-    'TYPE_MISMATCH_ERR', 'SECURITY_ERR', 'NETWORK_ERR', 'ABORT_ERR', 'URL_MISMATCH_ERR',
-    'QUOTA_EXCEEDED_ERR', 'TIMEOUT_ERR', 'INVALID_NODE_TYPE_ERR', 'DATA_CLONE_ERR',
+    'INDEX_SIZE_ERR',
+    'DOMSTRING_SIZE_ERR',
+    'HIERARCHY_REQUEST_ERR',
+    'WRONG_DOCUMENT_ERR',
+    'INVALID_CHARACTER_ERR',
+    'NO_DATA_ALLOWED_ERR',
+    'NO_MODIFICATION_ALLOWED_ERR',
+    'NOT_FOUND_ERR',
+    'NOT_SUPPORTED_ERR',
+    'INUSE_ATTRIBUTE_ERR',
+    'INVALID_STATE_ERR',
+    'SYNTAX_ERR',
+    'INVALID_MODIFICATION_ERR',
+    'NAMESPACE_ERR',
+    'INVALID_ACCESS_ERR',
+    'VALIDATION_ERR',
+    'TYPE_MISMATCH_ERR',
+    'SECURITY_ERR',
+    'NETWORK_ERR',
+    'ABORT_ERR',
+    'URL_MISMATCH_ERR',
+    'QUOTA_EXCEEDED_ERR',
+    'TIMEOUT_ERR',
+    'INVALID_NODE_TYPE_ERR',
+    'DATA_CLONE_ERR',
   ];
   // Names that have a legacy code; every other name has code 0.
   const codes: Record<string, number> = {
-    IndexSizeError: 1, HierarchyRequestError: 3, WrongDocumentError: 4, InvalidCharacterError: 5,
-    NoModificationAllowedError: 7, NotFoundError: 8, NotSupportedError: 9, InvalidStateError: 11,
-    SyntaxError: 12, InvalidModificationError: 13, NamespaceError: 14, InvalidAccessError: 15,
-    TypeMismatchError: 17, SecurityError: 18, NetworkError: 19, AbortError: 20, URLMismatchError: 21,
-    QuotaExceededError: 22, TimeoutError: 23, InvalidNodeTypeError: 24, DataCloneError: 25,
+    IndexSizeError: 1,
+    HierarchyRequestError: 3,
+    WrongDocumentError: 4,
+    InvalidCharacterError: 5,
+    NoModificationAllowedError: 7,
+    NotFoundError: 8,
+    NotSupportedError: 9,
+    InvalidStateError: 11,
+    SyntaxError: 12,
+    InvalidModificationError: 13,
+    NamespaceError: 14,
+    InvalidAccessError: 15,
+    TypeMismatchError: 17,
+    SecurityError: 18,
+    NetworkError: 19,
+    AbortError: 20,
+    URLMismatchError: 21,
+    QuotaExceededError: 22,
+    TimeoutError: 23,
+    InvalidNodeTypeError: 24,
+    DataCloneError: 25,
   };
 
   // Extending Error gives instances a stack and `instanceof Error`, as in browsers.
@@ -61,8 +96,7 @@ export function installDomException(g: GlobalObject, internal: Internal): void {
     }
 
     static {
-      internal.isDOMException = (value) =>
-        value !== null && typeof value === 'object' && #name in value;
+      internal.isDOMException = (value) => value !== null && typeof value === 'object' && #name in value;
     }
   }
 

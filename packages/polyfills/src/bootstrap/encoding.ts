@@ -20,8 +20,22 @@ export function installEncoding(_g: GlobalObject, internal: Internal): void {
     'utf-16le': ['csunicode', 'iso-10646-ucs-2', 'ucs-2', 'unicode', 'unicodefeff', 'utf-16', 'utf-16le'],
     'utf-16be': ['unicodefffe', 'utf-16be'],
     'windows-1252': [
-      'ansi_x3.4-1968', 'ascii', 'cp1252', 'cp819', 'csisolatin1', 'ibm819', 'iso-8859-1', 'iso-ir-100',
-      'iso8859-1', 'iso88591', 'iso_8859-1', 'iso_8859-1:1987', 'l1', 'latin1', 'us-ascii', 'windows-1252',
+      'ansi_x3.4-1968',
+      'ascii',
+      'cp1252',
+      'cp819',
+      'csisolatin1',
+      'ibm819',
+      'iso-8859-1',
+      'iso-ir-100',
+      'iso8859-1',
+      'iso88591',
+      'iso_8859-1',
+      'iso_8859-1:1987',
+      'l1',
+      'latin1',
+      'us-ascii',
+      'windows-1252',
       'x-cp1252',
     ],
   };
@@ -30,14 +44,12 @@ export function installEncoding(_g: GlobalObject, internal: Internal): void {
 
   // windows-1252 bytes 0x80-0x9F; every other byte maps to itself.
   const cp1252 = [
-    0x20ac, 0x81, 0x201a, 0x192, 0x201e, 0x2026, 0x2020, 0x2021, 0x2c6, 0x2030, 0x160, 0x2039, 0x152, 0x8d,
-    0x17d, 0x8f, 0x90, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x2dc, 0x2122, 0x161, 0x203a,
-    0x153, 0x9d, 0x17e, 0x178,
+    0x20ac, 0x81, 0x201a, 0x192, 0x201e, 0x2026, 0x2020, 0x2021, 0x2c6, 0x2030, 0x160, 0x2039, 0x152, 0x8d, 0x17d, 0x8f, 0x90, 0x2018, 0x2019, 0x201c, 0x201d,
+    0x2022, 0x2013, 0x2014, 0x2dc, 0x2122, 0x161, 0x203a, 0x153, 0x9d, 0x17e, 0x178,
   ];
 
   // "get an encoding": strip ASCII whitespace, lowercase, look up.
-  const encodingFor = (label: string): string | undefined =>
-    encodings.get(label.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '').toLowerCase());
+  const encodingFor = (label: string): string | undefined => encodings.get(label.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '').toLowerCase());
 
   /** Collects UTF-16 code units and turns them into a string in chunks. */
   class Sink {
@@ -181,19 +193,13 @@ export function installEncoding(_g: GlobalObject, internal: Internal): void {
   };
 
   const newDecoder = (encoding: string): Decoder =>
-    encoding === 'utf-8'
-      ? utf8Decoder()
-      : encoding === 'windows-1252'
-        ? singleByteDecoder
-        : utf16Decoder(encoding === 'utf-16be');
+    encoding === 'utf-8' ? utf8Decoder() : encoding === 'windows-1252' ? singleByteDecoder : utf16Decoder(encoding === 'utf-16be');
 
   // BufferSource, [AllowShared]: any ArrayBuffer, SharedArrayBuffer or view.
   const toBytes = (input: unknown, what: string): Uint8Array => {
     const bytes = internal.bufferSourceBytes(input, true);
     if (bytes !== undefined) return bytes;
-    throw new TypeError(
-      `Failed to execute '${what}': The provided value is not of type '(ArrayBuffer or ArrayBufferView)'.`,
-    );
+    throw new TypeError(`Failed to execute '${what}': The provided value is not of type '(ArrayBuffer or ArrayBufferView)'.`);
   };
 
   // UTF-8 encode; lone surrogates become U+FFFD, as USVString conversion does.
@@ -253,9 +259,7 @@ export function installEncoding(_g: GlobalObject, internal: Internal): void {
 
     encodeInto(source: unknown, destination: unknown): { read: number; written: number } {
       if (arguments.length < 2) {
-        throw new TypeError(
-          `Failed to execute 'encodeInto' on 'TextEncoder': 2 arguments required, but only ${arguments.length} present.`,
-        );
+        throw new TypeError(`Failed to execute 'encodeInto' on 'TextEncoder': 2 arguments required, but only ${arguments.length} present.`);
       }
       const s = `${source as string}`;
       if (!(destination instanceof Uint8Array)) {
@@ -310,9 +314,7 @@ export function installEncoding(_g: GlobalObject, internal: Internal): void {
       const labelString = `${label as string}`;
       const encoding = encodingFor(labelString);
       if (encoding === undefined) {
-        throw new RangeError(
-          `Failed to construct 'TextDecoder': The encoding label provided ('${labelString}') is invalid.`,
-        );
+        throw new RangeError(`Failed to construct 'TextDecoder': The encoding label provided ('${labelString}') is invalid.`);
       }
       if (options !== undefined && options !== null && typeof options !== 'object') {
         throw new TypeError("Failed to construct 'TextDecoder': The provided value is not of type 'TextDecoderOptions'.");

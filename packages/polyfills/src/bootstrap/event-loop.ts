@@ -134,15 +134,25 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
 
   function newTimer(): Timer {
     return {
-      cancelled: false, due: 0, seq: 0, queued: false, run: null,
-      id: 0, callback: null, args: [], timeout: 0, repeat: false, nesting: 0, runs: 0,
+      cancelled: false,
+      due: 0,
+      seq: 0,
+      queued: false,
+      run: null,
+      id: 0,
+      callback: null,
+      args: [],
+      timeout: 0,
+      repeat: false,
+      nesting: 0,
+      runs: 0,
     };
   }
 
   // WebIDL `long`: ToNumber, then modulo 2^32 into int32 (NaN and ±Infinity
   // become 0). HTML then treats negative timeouts as 0.
   const toTimeout = (value: unknown): number => {
-    const n = (+(value as number)) | 0;
+    const n = +(value as number) | 0;
     return n < 0 ? 0 : n;
   };
 
@@ -179,7 +189,7 @@ export function installEventLoop(g: GlobalObject, internal: Internal): void {
   }
 
   function clearTimer(id: unknown): void {
-    const key = (+(id as number)) | 0;
+    const key = +(id as number) | 0;
     const t = activeGet(key);
     if (t === undefined) return;
     activeDelete(key);

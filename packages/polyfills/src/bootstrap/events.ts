@@ -119,16 +119,36 @@ export function installEvents(g: GlobalObject, internal: Internal): void {
       };
     }
 
-    get type(): string { return stateOf(this).type; }
-    get target(): object | null { return stateOf(this).target; }
-    get srcElement(): object | null { return stateOf(this).target; }
-    get currentTarget(): object | null { return stateOf(this).currentTarget; }
-    get eventPhase(): number { return stateOf(this).phase; }
-    get bubbles(): boolean { return stateOf(this).bubbles; }
-    get cancelable(): boolean { return stateOf(this).cancelable; }
-    get composed(): boolean { return stateOf(this).composed; }
-    get defaultPrevented(): boolean { return stateOf(this).canceled; }
-    get timeStamp(): number { return stateOf(this).timeStamp; }
+    get type(): string {
+      return stateOf(this).type;
+    }
+    get target(): object | null {
+      return stateOf(this).target;
+    }
+    get srcElement(): object | null {
+      return stateOf(this).target;
+    }
+    get currentTarget(): object | null {
+      return stateOf(this).currentTarget;
+    }
+    get eventPhase(): number {
+      return stateOf(this).phase;
+    }
+    get bubbles(): boolean {
+      return stateOf(this).bubbles;
+    }
+    get cancelable(): boolean {
+      return stateOf(this).cancelable;
+    }
+    get composed(): boolean {
+      return stateOf(this).composed;
+    }
+    get defaultPrevented(): boolean {
+      return stateOf(this).canceled;
+    }
+    get timeStamp(): number {
+      return stateOf(this).timeStamp;
+    }
 
     composedPath(): object[] {
       const s = stateOf(this);
@@ -246,14 +266,29 @@ export function installEvents(g: GlobalObject, internal: Internal): void {
       };
     }
 
-    get message(): string { return errorFieldsOf(this).message; }
-    get filename(): string { return errorFieldsOf(this).filename; }
-    get lineno(): number { return errorFieldsOf(this).lineno; }
-    get colno(): number { return errorFieldsOf(this).colno; }
-    get error(): unknown { return errorFieldsOf(this).error; }
+    get message(): string {
+      return errorFieldsOf(this).message;
+    }
+    get filename(): string {
+      return errorFieldsOf(this).filename;
+    }
+    get lineno(): number {
+      return errorFieldsOf(this).lineno;
+    }
+    get colno(): number {
+      return errorFieldsOf(this).colno;
+    }
+    get error(): unknown {
+      return errorFieldsOf(this).error;
+    }
   }
 
-  const constants: Array<[string, number]> = [['NONE', 0], ['CAPTURING_PHASE', 1], ['AT_TARGET', 2], ['BUBBLING_PHASE', 3]];
+  const constants: Array<[string, number]> = [
+    ['NONE', 0],
+    ['CAPTURING_PHASE', 1],
+    ['AT_TARGET', 2],
+    ['BUBBLING_PHASE', 3],
+  ];
   for (const [key, value] of constants) {
     const desc = { value, writable: false, enumerable: true, configurable: false };
     Object.defineProperty(Event, key, desc);
@@ -342,8 +377,7 @@ export function installEvents(g: GlobalObject, internal: Internal): void {
     #listeners = new Map<string, Listener[]>();
 
     static {
-      isEventTarget = (value): value is object =>
-        value === g || (value !== null && typeof value === 'object' && #listeners in value);
+      isEventTarget = (value): value is object => value === g || (value !== null && typeof value === 'object' && #listeners in value);
       listenersOf = (target) => {
         if (target === g) return globalListeners;
         if (!isEventTarget(target)) throw new TypeError('Illegal invocation');
@@ -385,9 +419,7 @@ export function installEvents(g: GlobalObject, internal: Internal): void {
       required("execute 'removeEventListener' on 'EventTarget'", 2, arguments.length);
       const target = targetOf(this);
       const list = listenersOf(target).get(`${type as string}`);
-      const capture = options !== null && typeof options === 'object'
-        ? !!(options as Record<string, unknown>).capture
-        : !!options;
+      const capture = options !== null && typeof options === 'object' ? !!(options as Record<string, unknown>).capture : !!options;
       if (list === undefined) return;
       for (const l of list) {
         if (l.callback === callback && l.capture === capture) {
@@ -405,10 +437,7 @@ export function installEvents(g: GlobalObject, internal: Internal): void {
         throw new TypeError("Failed to execute 'dispatchEvent' on 'EventTarget': parameter 1 is not of type 'Event'.");
       }
       if (stateOf(event).dispatching) {
-        throw new internal.DOMException(
-          "Failed to execute 'dispatchEvent' on 'EventTarget': The event is already being dispatched.",
-          'InvalidStateError',
-        );
+        throw new internal.DOMException("Failed to execute 'dispatchEvent' on 'EventTarget': The event is already being dispatched.", 'InvalidStateError');
       }
       return dispatch(target, event, false);
     }

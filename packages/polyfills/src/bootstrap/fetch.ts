@@ -309,11 +309,38 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
     mode: ['RequestMode', ['navigate', 'same-origin', 'no-cors', 'cors']],
     priority: ['RequestPriority', ['high', 'low', 'auto']],
     redirect: ['RequestRedirect', ['follow', 'error', 'manual']],
-    referrerPolicy: ['ReferrerPolicy', ['', 'no-referrer', 'no-referrer-when-downgrade', 'same-origin', 'origin',
-      'strict-origin', 'origin-when-cross-origin', 'strict-origin-when-cross-origin', 'unsafe-url']],
+    referrerPolicy: [
+      'ReferrerPolicy',
+      [
+        '',
+        'no-referrer',
+        'no-referrer-when-downgrade',
+        'same-origin',
+        'origin',
+        'strict-origin',
+        'origin-when-cross-origin',
+        'strict-origin-when-cross-origin',
+        'unsafe-url',
+      ],
+    ],
   };
-  const INIT_KEYS = ['body', 'cache', 'credentials', 'duplex', 'headers', 'integrity', 'keepalive', 'method', 'mode',
-    'priority', 'redirect', 'referrer', 'referrerPolicy', 'signal', 'window'];
+  const INIT_KEYS = [
+    'body',
+    'cache',
+    'credentials',
+    'duplex',
+    'headers',
+    'integrity',
+    'keepalive',
+    'method',
+    'mode',
+    'priority',
+    'redirect',
+    'referrer',
+    'referrerPolicy',
+    'signal',
+    'window',
+  ];
   const dictionary = (init: unknown, what: string, members: string[]): Record<string, unknown> => {
     const out: Record<string, unknown> = {};
     if (init === undefined || init === null) return out;
@@ -361,8 +388,20 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
           throw new TypeError(`${what}: the URL '${url.href}' includes credentials (give them in a header instead).`);
         }
         s = {
-          method: 'GET', url: url.href, headers: null!, body: null, signal: null!, mode: 'cors', credentials: 'same-origin',
-          cache: 'default', redirect: 'follow', referrer: 'about:client', referrerPolicy: '', integrity: '', keepalive: false, priority: 'auto',
+          method: 'GET',
+          url: url.href,
+          headers: null!,
+          body: null,
+          signal: null!,
+          mode: 'cors',
+          credentials: 'same-origin',
+          cache: 'default',
+          redirect: 'follow',
+          referrer: 'about:client',
+          referrerPolicy: '',
+          integrity: '',
+          keepalive: false,
+          priority: 'auto',
         };
       } else {
         s = { ...from, body: null };
@@ -399,10 +438,7 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
       if (s.mode === 'no-cors' && !['GET', 'HEAD', 'POST'].includes(s.method)) {
         throw new TypeError(`${what}: '${s.method}' is unsupported in no-cors mode.`);
       }
-      s.headers = internal.createHeaders(
-        o.headers !== undefined ? o.headers : from === undefined ? undefined : internal.headerList(from.headers),
-        'request',
-      );
+      s.headers = internal.createHeaders(o.headers !== undefined ? o.headers : from === undefined ? undefined : internal.headerList(from.headers), 'request');
       const inputBody = from === undefined ? null : from.body;
       const hasInitBody = o.body !== undefined && o.body !== null;
       if ((hasInitBody || inputBody !== null) && (s.method === 'GET' || s.method === 'HEAD')) {
@@ -440,22 +476,58 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
       return s;
     }
 
-    get method(): string { return Request.#state(this).method; }
-    get url(): string { return Request.#state(this).url; }
-    get headers(): object { return Request.#state(this).headers; }
-    get destination(): string { Request.#state(this); return ''; }
-    get referrer(): string { return Request.#state(this).referrer; }
-    get referrerPolicy(): string { return Request.#state(this).referrerPolicy; }
-    get mode(): string { return Request.#state(this).mode; }
-    get credentials(): string { return Request.#state(this).credentials; }
-    get cache(): string { return Request.#state(this).cache; }
-    get redirect(): string { return Request.#state(this).redirect; }
-    get integrity(): string { return Request.#state(this).integrity; }
-    get keepalive(): boolean { return Request.#state(this).keepalive; }
-    get isReloadNavigation(): boolean { Request.#state(this); return false; }
-    get isHistoryNavigation(): boolean { Request.#state(this); return false; }
-    get signal(): object { return Request.#state(this).signal; }
-    get duplex(): string { Request.#state(this); return 'half'; }
+    get method(): string {
+      return Request.#state(this).method;
+    }
+    get url(): string {
+      return Request.#state(this).url;
+    }
+    get headers(): object {
+      return Request.#state(this).headers;
+    }
+    get destination(): string {
+      Request.#state(this);
+      return '';
+    }
+    get referrer(): string {
+      return Request.#state(this).referrer;
+    }
+    get referrerPolicy(): string {
+      return Request.#state(this).referrerPolicy;
+    }
+    get mode(): string {
+      return Request.#state(this).mode;
+    }
+    get credentials(): string {
+      return Request.#state(this).credentials;
+    }
+    get cache(): string {
+      return Request.#state(this).cache;
+    }
+    get redirect(): string {
+      return Request.#state(this).redirect;
+    }
+    get integrity(): string {
+      return Request.#state(this).integrity;
+    }
+    get keepalive(): boolean {
+      return Request.#state(this).keepalive;
+    }
+    get isReloadNavigation(): boolean {
+      Request.#state(this);
+      return false;
+    }
+    get isHistoryNavigation(): boolean {
+      Request.#state(this);
+      return false;
+    }
+    get signal(): object {
+      return Request.#state(this).signal;
+    }
+    get duplex(): string {
+      Request.#state(this);
+      return 'half';
+    }
 
     clone(): Request {
       const s = Request.#state(this);
@@ -507,7 +579,14 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
   };
 
   const newResponseState = (): ResponseState => ({
-    type: 'default', status: 200, statusText: '', url: '', redirected: false, headers: null!, body: null, guard: 'response',
+    type: 'default',
+    status: 200,
+    statusText: '',
+    url: '',
+    redirected: false,
+    headers: null!,
+    body: null,
+    guard: 'response',
   });
 
   let adoptResponse: ResponseState | null = null;
@@ -571,17 +650,29 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
       return Response.#adopt(s);
     }
 
-    get type(): string { return Response.#state(this).type; }
+    get type(): string {
+      return Response.#state(this).type;
+    }
     // Without the fragment.
-    get url(): string { return Response.#state(this).url.replace(/#.*/s, ''); }
-    get redirected(): boolean { return Response.#state(this).redirected; }
-    get status(): number { return Response.#state(this).status; }
+    get url(): string {
+      return Response.#state(this).url.replace(/#.*/s, '');
+    }
+    get redirected(): boolean {
+      return Response.#state(this).redirected;
+    }
+    get status(): number {
+      return Response.#state(this).status;
+    }
     get ok(): boolean {
       const { status } = Response.#state(this);
       return status >= 200 && status <= 299;
     }
-    get statusText(): string { return Response.#state(this).statusText; }
-    get headers(): object { return Response.#state(this).headers; }
+    get statusText(): string {
+      return Response.#state(this).statusText;
+    }
+    get headers(): object {
+      return Response.#state(this).headers;
+    }
 
     clone(): Response {
       const s = Response.#state(this);
@@ -644,9 +735,7 @@ export function installFetch(g: GlobalObject, internal: Internal): void {
     } catch {
       message = 'fetch failed';
     }
-    return name === 'AbortError'
-      ? new DOMException((message as string) || 'The operation was aborted.', 'AbortError')
-      : new TypeError(message as string);
+    return name === 'AbortError' ? new DOMException((message as string) || 'The operation was aborted.', 'AbortError') : new TypeError(message as string);
   };
 
   function fetch(input: unknown, init: unknown = undefined): Promise<unknown> {

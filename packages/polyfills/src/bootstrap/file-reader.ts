@@ -157,7 +157,11 @@ export function installFileReader(_g: GlobalObject, internal: Internal): void {
     }
   }
 
-  for (const [key, value] of [['EMPTY', EMPTY], ['LOADING', LOADING], ['DONE', DONE]] as const) {
+  for (const [key, value] of [
+    ['EMPTY', EMPTY],
+    ['LOADING', LOADING],
+    ['DONE', DONE],
+  ] as const) {
     const desc = { value, writable: false, enumerable: true, configurable: false };
     Object.defineProperty(FileReader, key, desc);
     Object.defineProperty(FileReader.prototype, key, desc);

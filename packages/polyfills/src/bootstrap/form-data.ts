@@ -241,7 +241,10 @@ export function installFormData(g: GlobalObject, internal: Internal): void {
       while (!input.startsWith('\r\n', position)) {
         const colon = input.slice(position).search(/[\n\r:]/);
         if (colon < 0 || input[position + colon] !== ':') return null;
-        const header = input.slice(position, position + colon).replace(/^[\t ]+|[\t ]+$/g, '').toLowerCase();
+        const header = input
+          .slice(position, position + colon)
+          .replace(/^[\t ]+|[\t ]+$/g, '')
+          .toLowerCase();
         if (!/^[!#$%&'*+\-.^_\x60|~0-9a-z]+$/.test(header)) return null;
         position += colon + 1;
         while (input[position] === ' ' || input[position] === '\t') position++;

@@ -17,15 +17,17 @@ export function installGlobals(g: GlobalObject, internal: Internal): void {
   // from the global object after the bootstrap, or before it.
   const byteLengthGetter = (ctor: unknown): (() => number) | undefined =>
     typeof ctor === 'function' ? getOwnPropertyDescriptor(ctor.prototype, 'byteLength')?.get : undefined;
-  const brand = (getter: ((this: unknown) => unknown) | undefined) => (value: unknown): boolean => {
-    if (getter === undefined || value === null || typeof value !== 'object') return false;
-    try {
-      apply(getter, value, []);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const brand =
+    (getter: ((this: unknown) => unknown) | undefined) =>
+    (value: unknown): boolean => {
+      if (getter === undefined || value === null || typeof value !== 'object') return false;
+      try {
+        apply(getter, value, []);
+        return true;
+      } catch {
+        return false;
+      }
+    };
   internal.brandCheck = brand;
   const isArrayBuffer = brand(byteLengthGetter(g.ArrayBuffer)) as Internal['isArrayBuffer'];
   const isSharedArrayBuffer = brand(byteLengthGetter(g.SharedArrayBuffer)) as Internal['isSharedArrayBuffer'];

@@ -137,7 +137,9 @@ export function installHeaders(_g: GlobalObject, internal: Internal): void {
     }
 
     getSetCookie(): string[] {
-      return Headers.#check(this).#list.filter((e) => e[0] === 'set-cookie').map((e) => e[1]);
+      return Headers.#check(this)
+        .#list.filter((e) => e[0] === 'set-cookie')
+        .map((e) => e[1]);
     }
 
     has(name: unknown): boolean {

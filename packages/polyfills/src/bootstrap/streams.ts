@@ -45,8 +45,20 @@ export function installStreams(g: GlobalObject, internal: Internal): void {
     queueMicrotask: g.queueMicrotask,
     structuredClone: g.structuredClone,
     AbortController: g.AbortController,
-    Object, Promise, Symbol, Number, Math, String, Function: functionStandIn,
-    Error, TypeError, RangeError, ArrayBuffer, DataView, Uint8Array, isFinite,
+    Object,
+    Promise,
+    Symbol,
+    Number,
+    Math,
+    String,
+    Function: functionStandIn,
+    Error,
+    TypeError,
+    RangeError,
+    ArrayBuffer,
+    DataView,
+    Uint8Array,
+    isFinite,
   });
 
   let classes: Classes | undefined;
@@ -86,11 +98,7 @@ export function installStreams(g: GlobalObject, internal: Internal): void {
       let position = 0;
       return new ReadableStream({
         type: 'bytes',
-        pull(controller: {
-          byobRequest: { view: object; respond(n: number): void } | null;
-          enqueue(chunk: Uint8Array): void;
-          close(): void;
-        }) {
+        pull(controller: { byobRequest: { view: object; respond(n: number): void } | null; enqueue(chunk: Uint8Array): void; close(): void }) {
           if (position < size) {
             const request = controller.byobRequest;
             if (request !== null && request !== undefined) {

@@ -27,20 +27,32 @@ export function installStructuredClone(_g: GlobalObject, internal: Internal): vo
   const getter = (proto: object, key: PropertyKey): (() => unknown) => getOwnPropertyDescriptor(proto, key)!.get!;
   const mapEntries = Map.prototype.entries;
   const setValues = Set.prototype.values;
-  const isError =
-    (Error as { isError?: (v: unknown) => boolean }).isError ??
-    ((v: unknown) => apply(objectToString, v, []) === '[object Error]');
+  const isError = (Error as { isError?: (v: unknown) => boolean }).isError ?? ((v: unknown) => apply(objectToString, v, []) === '[object Error]');
   const errorConstructors: Record<string, ErrorConstructor> = {
-    Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError,
+    Error,
+    EvalError,
+    RangeError,
+    ReferenceError,
+    SyntaxError,
+    TypeError,
+    URIError,
   };
   const typedArrays: Record<string, new (buffer: ArrayBuffer, byteOffset: number, length: number) => unknown> = {
-    Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array,
-    Float32Array, Float64Array, BigInt64Array, BigUint64Array,
+    Int8Array,
+    Uint8Array,
+    Uint8ClampedArray,
+    Int16Array,
+    Uint16Array,
+    Int32Array,
+    Uint32Array,
+    Float32Array,
+    Float64Array,
+    BigInt64Array,
+    BigUint64Array,
   };
   // Captured now: a host may remove these globals after the bootstrap.
   const weakRefDeref = typeof WeakRef === 'function' ? WeakRef.prototype.deref : undefined;
-  const registryUnregister =
-    typeof FinalizationRegistry === 'function' ? FinalizationRegistry.prototype.unregister : undefined;
+  const registryUnregister = typeof FinalizationRegistry === 'function' ? FinalizationRegistry.prototype.unregister : undefined;
   const float16 = (globalThis as { Float16Array?: (typeof typedArrays)[string] }).Float16Array;
   if (float16) typedArrays.Float16Array = float16;
 
@@ -74,9 +86,7 @@ export function installStructuredClone(_g: GlobalObject, internal: Internal): vo
 
   const copyBuffer = (buffer: ArrayBuffer): ArrayBuffer => {
     if (buffer.detached) throw dataCloneError('An ArrayBuffer is detached and could not be cloned.');
-    const copy = buffer.resizable
-      ? new ArrayBuffer(buffer.byteLength, { maxByteLength: buffer.maxByteLength })
-      : new ArrayBuffer(buffer.byteLength);
+    const copy = buffer.resizable ? new ArrayBuffer(buffer.byteLength, { maxByteLength: buffer.maxByteLength }) : new ArrayBuffer(buffer.byteLength);
     new Uint8Array(copy).set(new Uint8Array(buffer));
     return copy;
   };
@@ -273,7 +283,9 @@ export function installStructuredClone(_g: GlobalObject, internal: Internal): vo
     const transfer: ArrayBuffer[] = [];
     if (transferOption !== undefined) {
       if (transferOption === null || typeof transferOption !== 'object' || typeof (transferOption as Iterable<unknown>)[Symbol.iterator] !== 'function') {
-        throw new TypeError("Failed to execute 'structuredClone': Failed to read the 'transfer' property from 'StructuredSerializeOptions': The provided value cannot be converted to a sequence.");
+        throw new TypeError(
+          "Failed to execute 'structuredClone': Failed to read the 'transfer' property from 'StructuredSerializeOptions': The provided value cannot be converted to a sequence.",
+        );
       }
       for (const item of transferOption as Iterable<unknown>) {
         if (item === null || (typeof item !== 'object' && typeof item !== 'function')) {

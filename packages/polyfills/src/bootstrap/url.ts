@@ -33,8 +33,12 @@ export function installUrl(g: GlobalObject, internal: Internal): void {
   // webidl-conversions reads SharedArrayBuffer.prototype's getters when it loads;
   // a host may have removed SharedArrayBuffer (the Runtime does, after the bootstrap).
   class NoSharedArrayBuffer {
-    get byteLength(): number { throw new TypeError('not a SharedArrayBuffer'); }
-    get growable(): boolean { throw new TypeError('not a SharedArrayBuffer'); }
+    get byteLength(): number {
+      throw new TypeError('not a SharedArrayBuffer');
+    }
+    get growable(): boolean {
+      throw new TypeError('not a SharedArrayBuffer');
+    }
   }
   const shared = typeof g.SharedArrayBuffer === 'function' ? g.SharedArrayBuffer : NoSharedArrayBuffer;
   const encoder = g.TextEncoder;

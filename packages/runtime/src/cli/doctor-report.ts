@@ -62,9 +62,16 @@ export function assess(facts: DoctorFacts): DoctorReport {
     if (layer.selfTest === 'failed') problems.push(`${layer.name} failed its self-test`);
   }
   const absent = facts.missingDefaultLayers ?? [];
-  if (absent.length > 0) problems.push(`the default layer${absent.length === 1 ? '' : 's'} ${absent.join(', ')} ${absent.length === 1 ? 'is' : 'are'} not installed (install ${absent.map((a) => `@strata/layer-${a}`).join(', ')})`);
+  if (absent.length > 0)
+    problems.push(
+      `the default layer${absent.length === 1 ? '' : 's'} ${absent.join(', ')} ${absent.length === 1 ? 'is' : 'are'} not installed (install ${absent.map((a) => `@strata/layer-${a}`).join(', ')})`,
+    );
   if (facts.sandbox === 'none' || facts.sandbox === null) {
-    problems.unshift(layers.length === 0 ? 'no OS sandbox layer is in force (sandbox off): this release of Strata has none for this platform' : 'no OS sandbox is in force (sandbox off)');
+    problems.unshift(
+      layers.length === 0
+        ? 'no OS sandbox layer is in force (sandbox off): this release of Strata has none for this platform'
+        : 'no OS sandbox is in force (sandbox off)',
+    );
   }
   if (problems.length === 0) {
     const extras = (facts.sandboxExtras ?? []).length > 0 ? ` + ${facts.sandboxExtras!.join(', ')}` : '';

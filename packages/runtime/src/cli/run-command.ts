@@ -132,7 +132,9 @@ function printOutcome(io: CliIo, outcome: RunOutcome): void {
   const lines = [`${outcome.errorType}: ${outcome.error}`, ...outcome.stack.map((frame) => `    ${frame}`)];
   io.stderr.write(`${forStream(io.stderr, lines.join('\n'))}\n`);
   if (outcome.errorType === 'SyntaxError' && /await is only valid/.test(outcome.error ?? '')) {
-    io.stderr.write('strata: FILE runs as a script, where top-level await is not available: wrap the program in (async () => { ... })(); its promise is awaited\n');
+    io.stderr.write(
+      'strata: FILE runs as a script, where top-level await is not available: wrap the program in (async () => { ... })(); its promise is awaited\n',
+    );
   }
 }
 
@@ -184,9 +186,7 @@ function refuse(args: RunArgs, io: CliIo, status: ExitStatusCode, errorType: str
   // A misuse of the tool reads as the tool speaking; a refusal keeps the error's name, which scripts match.
   io.stderr.write(status === ExitStatus.usage ? `strata: ${message}\n` : `${errorType}: ${message}\n`);
   if (status === ExitStatus.sandboxUnavailable) {
-    io.stderr.write(
-      "strata: 'strata doctor' shows what this machine provides; '--sandbox auto' runs with what it can provide and warns about the rest\n",
-    );
+    io.stderr.write("strata: 'strata doctor' shows what this machine provides; '--sandbox auto' runs with what it can provide and warns about the rest\n");
   } else if (status === ExitStatus.strataFailed) {
     io.stderr.write("strata: no worker could be started; 'strata doctor' checks this machine\n");
   } else if (errorType === 'InvalidOption') {

@@ -18,7 +18,10 @@ export async function startRuntime(options: IsolatedRuntimeOptions, deadlineMs =
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      void starting.then((late) => late.close(), () => undefined);
+      void starting.then(
+        (late) => late.close(),
+        () => undefined,
+      );
       reject(new WorkerCrashed(`the worker did not start within ${deadlineMs} ms`, 'start'));
     }, deadlineMs);
   });

@@ -40,7 +40,7 @@ export function addressScope(address: string): { scope: AddressScope; range: str
 function ipv4Scope(n: number): { scope: AddressScope; range: string } {
   for (const [first, prefix, scope, range] of IPV4_RANGES) {
     const mask = prefix === 0 ? 0 : (0xffff_ffff << (32 - prefix)) >>> 0;
-    if (((n & mask) >>> 0) === first) return { scope, range };
+    if ((n & mask) >>> 0 === first) return { scope, range };
   }
   return { scope: 'public', range: 'public' };
 }

@@ -52,12 +52,14 @@ export function checkRequest(policy: ResolvedEgressPolicy, request: EgressReques
     return refuse('url', `${JSON.stringify(cut(request.url))} is not an absolute URL`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return refuse('scheme', `only http: and https: URLs can be fetched (got ${url.protocol})`);
-  if (url.username !== '' || url.password !== '') return refuse('userinfo', 'a URL with a user name or password is refused: the host adds credentials through the egress policy');
+  if (url.username !== '' || url.password !== '')
+    return refuse('userinfo', 'a URL with a user name or password is refused: the host adds credentials through the egress policy');
   url.hash = '';
   url.hostname = canonicalHost(url);
   const where = describeUrl(url);
   // A server that decodes %2F or %5C after routing could see a path outside the allowed prefix.
-  if (/%(2f|5c)/i.test(url.pathname)) return refuse('path', `${where}: an encoded '/' or '\\' in the path is refused (it could leave the allowed path on the server)`);
+  if (/%(2f|5c)/i.test(url.pathname))
+    return refuse('path', `${where}: an encoded '/' or '\\' in the path is refused (it could leave the allowed path on the server)`);
   if (!policy.allow.some((pattern) => matchesPattern(pattern, url))) {
     return refuse('allow', `${where} is not in the egress allow-list; to permit it, add a matching pattern to the policy's allow`);
   }
@@ -72,7 +74,10 @@ export function checkRequest(policy: ResolvedEgressPolicy, request: EgressReques
   if (request.body !== undefined) {
     if (method === 'GET' || method === 'HEAD') return refuse('body', `a ${method} request cannot have a body`);
     if (request.body.byteLength > policy.maxRequestBytes) {
-      return refuse('body', `the request body (${request.body.byteLength} bytes) is larger than the egress policy's maxRequestBytes (${policy.maxRequestBytes})`);
+      return refuse(
+        'body',
+        `the request body (${request.body.byteLength} bytes) is larger than the egress policy's maxRequestBytes (${policy.maxRequestBytes})`,
+      );
     }
   }
   return { ok: true, url, method };
@@ -94,7 +99,10 @@ export function checkAddresses(policy: ResolvedEgressPolicy, url: URL, addresses
     if (scope === undefined) return refuse('address', `${host} resolved to ${JSON.stringify(cut(address))}, which is not an IP address`);
     if (scope.scope === 'never') return refuse('address', `${host} resolves to ${address}, a ${scope.range} address, which is never reachable`);
     if (scope.scope === 'private' && !literal && !policy.privateNetworkHosts.includes(host)) {
-      return refuse('address', `${host} resolves to ${address}, a ${scope.range} address; list ${host} in the egress policy's privateNetworkHosts if it is meant to be on the private network`);
+      return refuse(
+        'address',
+        `${host} resolves to ${address}, a ${scope.range} address; list ${host} in the egress policy's privateNetworkHosts if it is meant to be on the private network`,
+      );
     }
   }
   return { ok: true };
@@ -124,7 +132,8 @@ function shapeProblem(request: EgressRequest): string | undefined {
   if (typeof request.method !== 'string') return 'method must be a string';
   if (!Array.isArray(request.headers)) return 'headers must be an array of [name, value] pairs';
   for (const pair of request.headers) {
-    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string') return 'headers must be an array of [name, value] string pairs';
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string')
+      return 'headers must be an array of [name, value] string pairs';
   }
   if (request.body !== undefined && !(request.body instanceof Uint8Array)) return 'body must be a Uint8Array';
   if (request.redirect !== undefined && request.redirect !== 'follow' && request.redirect !== 'manual') return "redirect must be 'follow' or 'manual'";

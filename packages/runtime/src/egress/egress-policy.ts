@@ -98,7 +98,18 @@ export interface ResolvedEgressPolicy {
 }
 
 const MiB = 1024 * 1024;
-const KNOWN_FIELDS = ['allow', 'methods', 'headers', 'privateNetworkHosts', 'maxResponseBytes', 'maxRequestBytes', 'timeoutMs', 'maxRedirects', 'redactCredentialsInBody', 'onResponse'];
+const KNOWN_FIELDS = [
+  'allow',
+  'methods',
+  'headers',
+  'privateNetworkHosts',
+  'maxResponseBytes',
+  'maxRequestBytes',
+  'timeoutMs',
+  'maxRedirects',
+  'redactCredentialsInBody',
+  'onResponse',
+];
 /** Methods that are never allowed: a tunnel, or a request echoed back (with any credentials). */
 export const NEVER_METHODS: readonly string[] = Object.freeze(['CONNECT', 'TRACE', 'TRACK']);
 /** The largest `maxResponseBytes`: a response crosses from the parent to the worker in one frame (64 MiB). */
@@ -186,7 +197,8 @@ function resolveMethods(methods: unknown): readonly string[] {
   const resolved = methods.map((method: unknown, i) => {
     if (typeof method !== 'string' || !TOKEN.test(method)) throw invalid(`methods[${i}] must be an HTTP method name (got ${String(method)})`);
     const upper = method.toUpperCase();
-    if (NEVER_METHODS.includes(upper)) throw invalid(`methods[${i}]: ${upper} is never allowed (${NEVER_METHODS.join(', ')} are refused whatever the policy says)`);
+    if (NEVER_METHODS.includes(upper))
+      throw invalid(`methods[${i}]: ${upper} is never allowed (${NEVER_METHODS.join(', ')} are refused whatever the policy says)`);
     return upper;
   });
   return Object.freeze([...new Set(resolved)]);
@@ -210,7 +222,8 @@ function resolveHeaders(headers: unknown, allow: readonly AllowPattern[]): Map<s
       throw invalid(`${where}: the key must be an origin only (scheme, host and optional port), such as 'https://api.example.com'`);
     }
     const key = originKey(url);
-    if (!allow.some((p) => `${p.protocol}//${p.host}:${p.port}` === key)) throw invalid(`${where}: no pattern in allow reaches this origin; add one, or remove these headers`);
+    if (!allow.some((p) => `${p.protocol}//${p.host}:${p.port}` === key))
+      throw invalid(`${where}: no pattern in allow reaches this origin; add one, or remove these headers`);
     if (byOrigin.has(key)) throw invalid(`${where}: this origin is given twice (keys are compared after normalisation)`);
     if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) throw invalid(`${where} must be an object of header names to values`);
     const pairs: (readonly [string, string])[] = [];
@@ -243,10 +256,13 @@ function resolvePrivateHosts(hosts: unknown, allow: readonly AllowPattern[]): re
       } catch {
         throw invalid(`${where} (${JSON.stringify(host)}) is not a host name`);
       }
-      if (url.port !== '' || url.pathname !== '/' || url.username !== '' || host.includes('/')) throw invalid(`${where} (${JSON.stringify(host)}): give the host name only, without scheme, port or path`);
+      if (url.port !== '' || url.pathname !== '/' || url.username !== '' || host.includes('/'))
+        throw invalid(`${where} (${JSON.stringify(host)}): give the host name only, without scheme, port or path`);
       const canonical = canonicalHost(url);
-      if (isIP(canonical.replace(/^\[|\]$/g, '')) !== 0) throw invalid(`${where} (${JSON.stringify(host)}): an IP address in allow is already explicit; list host names here`);
-      if (!allow.some((p) => p.host === canonical)) throw invalid(`${where} (${JSON.stringify(host)}): no pattern in allow names this host; add one, or remove it`);
+      if (isIP(canonical.replace(/^\[|\]$/g, '')) !== 0)
+        throw invalid(`${where} (${JSON.stringify(host)}): an IP address in allow is already explicit; list host names here`);
+      if (!allow.some((p) => p.host === canonical))
+        throw invalid(`${where} (${JSON.stringify(host)}): no pattern in allow names this host; add one, or remove it`);
       return canonical;
     }),
   );

@@ -178,7 +178,8 @@ function toRequest(sent: unknown): EgressRequest {
   if (typeof method !== 'string' || method.length === 0 || method.length > 64) throw malformed('method must be a short string');
   if (!Array.isArray(headers) || headers.length > MAX_HEADERS) throw malformed(`headers must be an array of at most ${MAX_HEADERS} [name, value] pairs`);
   const pairs = headers.map((pair: unknown) => {
-    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string') throw malformed('each header must be a [name, value] pair of strings');
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string')
+      throw malformed('each header must be a [name, value] pair of strings');
     return Object.freeze([pair[0], pair[1]] as const);
   });
   if (body !== undefined && !(body instanceof Uint8Array)) throw malformed('body must be a Uint8Array when given');
@@ -206,14 +207,23 @@ function toGuestError(error: unknown, redact: boolean): GuestFacingError {
 function toResponse(response: unknown, requestUrl: string): EgressResponse {
   const bad = (what: string) => new GuestFacingError('TypeError', `fetch failed: the host's egress handler returned ${what}`);
   if (response === null || typeof response !== 'object') throw bad('no response object');
-  const { status, statusText = '', url = requestUrl, redirected = false, headers = [], body = new Uint8Array(0) } = response as Partial<Record<keyof EgressResponse, unknown>>;
+  const {
+    status,
+    statusText = '',
+    url = requestUrl,
+    redirected = false,
+    headers = [],
+    body = new Uint8Array(0),
+  } = response as Partial<Record<keyof EgressResponse, unknown>>;
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) throw bad('a status that is not an integer from 200 to 599');
-  if (typeof statusText !== 'string' || statusText.length > 1024 || /[\r\n\0]/.test(statusText)) throw bad('a statusText that is not a short string without CR, LF or NUL');
+  if (typeof statusText !== 'string' || statusText.length > 1024 || /[\r\n\0]/.test(statusText))
+    throw bad('a statusText that is not a short string without CR, LF or NUL');
   if (typeof url !== 'string' || url.length > MAX_URL_CHARS) throw bad('a url that is not a string');
   if (typeof redirected !== 'boolean') throw bad('a redirected that is not a boolean');
   if (!Array.isArray(headers) || headers.length > MAX_HEADERS) throw bad(`headers that are not an array of at most ${MAX_HEADERS} [name, value] pairs`);
   const pairs: [string, string][] = headers.map((pair: unknown) => {
-    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string') throw bad('a header that is not a [name, value] pair of strings');
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string')
+      throw bad('a header that is not a [name, value] pair of strings');
     return [pair[0], pair[1]];
   });
   if (!(body instanceof Uint8Array)) throw bad('a body that is not a Uint8Array');

@@ -7,20 +7,22 @@
  */
 
 /** Header names only the parent sets, with the reason given when a guest (or the policy) tries. */
-const PARENT_HEADERS: ReadonlyMap<string, string> = new Map(Object.entries({
-  host: 'the parent sets Host from the URL',
-  'content-length': 'the parent sets Content-Length from the body',
-  'transfer-encoding': 'the parent frames the body',
-  connection: 'a hop-by-hop header: the parent manages the connection',
-  'keep-alive': 'a hop-by-hop header: the parent manages the connection',
-  'proxy-connection': 'a hop-by-hop header: the parent manages the connection',
-  upgrade: 'a hop-by-hop header: protocol upgrades are not supported',
-  te: 'a hop-by-hop header: the parent manages the connection',
-  trailer: 'a hop-by-hop header: the parent frames the body',
-  expect: 'the parent sends the body at once',
-  'http2-settings': 'a hop-by-hop header: the parent manages the connection',
-  'accept-encoding': 'the parent asks for identity encoding, so size limits count the bytes the guest gets',
-}));
+const PARENT_HEADERS: ReadonlyMap<string, string> = new Map(
+  Object.entries({
+    host: 'the parent sets Host from the URL',
+    'content-length': 'the parent sets Content-Length from the body',
+    'transfer-encoding': 'the parent frames the body',
+    connection: 'a hop-by-hop header: the parent manages the connection',
+    'keep-alive': 'a hop-by-hop header: the parent manages the connection',
+    'proxy-connection': 'a hop-by-hop header: the parent manages the connection',
+    upgrade: 'a hop-by-hop header: protocol upgrades are not supported',
+    te: 'a hop-by-hop header: the parent manages the connection',
+    trailer: 'a hop-by-hop header: the parent frames the body',
+    expect: 'the parent sends the body at once',
+    'http2-settings': 'a hop-by-hop header: the parent manages the connection',
+    'accept-encoding': 'the parent asks for identity encoding, so size limits count the bytes the guest gets',
+  }),
+);
 
 /** Why `name` (lower case) may not be set by the guest or the policy; `undefined` when it may. */
 export function forbiddenHeaderReason(name: string): string | undefined {

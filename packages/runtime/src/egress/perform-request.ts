@@ -69,7 +69,13 @@ interface Progress {
   where: string;
 }
 
-async function followRedirects(policy: ResolvedEgressPolicy, first: EgressRequest, options: PerformRequestOptions, signal: AbortSignal, progress: Progress): Promise<{ response: EgressResponse; url: URL }> {
+async function followRedirects(
+  policy: ResolvedEgressPolicy,
+  first: EgressRequest,
+  options: PerformRequestOptions,
+  signal: AbortSignal,
+  progress: Progress,
+): Promise<{ response: EgressResponse; url: URL }> {
   let request = first;
   for (let redirects = 0; ; redirects++) {
     const decision = checkRequest(policy, request);
@@ -167,7 +173,11 @@ function outgoingHeaders(policy: ResolvedEgressPolicy, url: URL, request: Egress
 /** A `lookup` that answers with the addresses already checked, whatever it is asked: the connection cannot be re-resolved. */
 function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
   return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (options.all === true) callback(null, addresses.map(({ address, family }) => ({ address, family })));
+    if (options.all === true)
+      callback(
+        null,
+        addresses.map(({ address, family }) => ({ address, family })),
+      );
     else callback(null, addresses[0]!.address, addresses[0]!.family);
   }) as LookupFunction;
 }
@@ -231,8 +241,10 @@ function startDeadline(timeoutMs: number, caller: AbortSignal | undefined): Dead
 function explainFailure(policy: ResolvedEgressPolicy, error: unknown, deadline: Deadline, where: string): Error {
   const prefix = where === '' ? '' : `${where}: `;
   if (error instanceof EgressRefused) return new EgressRefused(redact(policy, error.message), error.rule);
-  if (error instanceof EgressFailed) return new EgressFailed(redact(policy, error.message.startsWith(prefix) ? error.message : `${prefix}${error.message}`), error.reason);
-  if (deadline.timedOut()) return new EgressFailed(redact(policy, `${prefix}no complete response within the egress policy's timeoutMs (${policy.timeoutMs} ms)`), 'timeoutMs');
+  if (error instanceof EgressFailed)
+    return new EgressFailed(redact(policy, error.message.startsWith(prefix) ? error.message : `${prefix}${error.message}`), error.reason);
+  if (deadline.timedOut())
+    return new EgressFailed(redact(policy, `${prefix}no complete response within the egress policy's timeoutMs (${policy.timeoutMs} ms)`), 'timeoutMs');
   if (deadline.callerAborted()) return new EgressFailed(redact(policy, `${prefix}aborted by the caller`), 'aborted');
   // Node's own error is not kept as the cause: some carry the raw bytes the server sent.
   const detail = redact(policy, `${errorCode(error)}: ${error instanceof Error ? error.message : String(error)}`);

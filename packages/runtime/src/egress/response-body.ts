@@ -47,7 +47,13 @@ const MAX_HEADERS = 1_000;
 const MAX_URL_CHARS = 64 * 1024;
 
 /** `response` after the policy's hook and body scrub, for `url` (the final URL) of `request`. */
-export async function finishResponse(policy: ResolvedEgressPolicy, request: EgressRequest, url: URL, response: EgressResponse, signal: AbortSignal): Promise<EgressResponse> {
+export async function finishResponse(
+  policy: ResolvedEgressPolicy,
+  request: EgressRequest,
+  url: URL,
+  response: EgressResponse,
+  signal: AbortSignal,
+): Promise<EgressResponse> {
   let result = response;
   if (policy.onResponse !== undefined) result = checkHookResult(policy, url, await runHook(policy.onResponse, result, { request, url, signal }, signal));
   return policy.redactCredentialsInBody ? scrubBody(policy, url, result, signal) : result;
@@ -76,16 +82,19 @@ async function runHook(hook: EgressResponseHook, response: EgressResponse, conte
 
 /** The hook's answer, checked as a handler's is, and its headers cleaned again. */
 function checkHookResult(policy: ResolvedEgressPolicy, url: URL, value: unknown): EgressResponse {
-  const bad = (what: string) => new EgressFailed(`the egress policy's onResponse hook returned ${what}; return the response it was given, or one like it`, 'onResponse');
+  const bad = (what: string) =>
+    new EgressFailed(`the egress policy's onResponse hook returned ${what}; return the response it was given, or one like it`, 'onResponse');
   if (value === null || typeof value !== 'object') throw bad('no response object');
   const { status, statusText, url: finalUrl, redirected, headers, body } = value as Partial<Record<keyof EgressResponse, unknown>>;
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) throw bad('a status that is not an integer from 200 to 599');
-  if (typeof statusText !== 'string' || statusText.length > 1024 || /[\r\n\0]/.test(statusText)) throw bad('a statusText that is not a short string without CR, LF or NUL');
+  if (typeof statusText !== 'string' || statusText.length > 1024 || /[\r\n\0]/.test(statusText))
+    throw bad('a statusText that is not a short string without CR, LF or NUL');
   if (typeof finalUrl !== 'string' || finalUrl.length > MAX_URL_CHARS) throw bad('a url that is not a string');
   if (typeof redirected !== 'boolean') throw bad('a redirected that is not a boolean');
   if (!Array.isArray(headers) || headers.length > MAX_HEADERS) throw bad(`headers that are not an array of at most ${MAX_HEADERS} [name, value] pairs`);
   const pairs = headers.map((pair: unknown): [string, string] => {
-    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string') throw bad('a header that is not a [name, value] pair of strings');
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string')
+      throw bad('a header that is not a [name, value] pair of strings');
     return [pair[0].toLowerCase(), pair[1]];
   });
   if (!(body instanceof Uint8Array)) throw bad('a body that is not a Uint8Array');

@@ -37,14 +37,7 @@ export interface PreludeConfig {
 }
 
 // The parameter types are `any`: this function runs in another realm and is checked by tests.
-export function guestPrelude(
-  hostDispatch: any,
-  hostConsole: any,
-  hostSettled: any,
-  hostBufferBytes: any,
-  hostStep: any,
-  config: PreludeConfig,
-): any {
+export function guestPrelude(hostDispatch: any, hostConsole: any, hostSettled: any, hostBufferBytes: any, hostStep: any, config: PreludeConfig): any {
   'use strict';
   const g: any = globalThis;
 
@@ -70,7 +63,7 @@ export function guestPrelude(
   const SetPrototype = Set.prototype;
   const DatePrototype = Date.prototype;
   const Uint8ArrayPrototype = Uint8Array.prototype;
-    const PromisePrototypeThen = Promise.prototype.then;
+  const PromisePrototypeThen = Promise.prototype.then;
   const SafeMap: any = Map;
   const SafeWeakMap: any = WeakMap;
   const SafePromise: any = Promise;
@@ -577,7 +570,12 @@ export function guestPrelude(
     if (resizableRegistry !== undefined && previous === 0) call(RegistryRegister, resizableRegistry, buffer, bytes);
   }
 
-  function wrapConstructor(name: string, Original: any, sizeOf: (args: any[]) => number | undefined, after: (result: any, args: any[], precharged: boolean) => void): void {
+  function wrapConstructor(
+    name: string,
+    Original: any,
+    sizeOf: (args: any[]) => number | undefined,
+    after: (result: any, args: any[], precharged: boolean) => void,
+  ): void {
     const wrapped: any = new Proxy(Original, {
       construct(target: any, args: any[], newTarget: any): any {
         const bytes = sizeOf(args);
@@ -616,34 +614,43 @@ export function guestPrelude(
       if (isResizableOptions(args)) trackResizable(buffer, bytes);
     },
   );
-  wrapMethod(ArrayBufferPrototype, 'resize', (original) =>
-    function (this: any, newLength: any) {
-      const before = call(ArrayBufferByteLength, this);
-      if (typeof newLength === 'number' && newLength > before) charge(newLength - before);
-      const result = call(original, this, newLength);
-      const grown = call(ArrayBufferByteLength, this) - before;
-      if (grown > 0) trackResizable(this, grown);
-      return result;
-    },
+  wrapMethod(
+    ArrayBufferPrototype,
+    'resize',
+    (original) =>
+      function (this: any, newLength: any) {
+        const before = call(ArrayBufferByteLength, this);
+        if (typeof newLength === 'number' && newLength > before) charge(newLength - before);
+        const result = call(original, this, newLength);
+        const grown = call(ArrayBufferByteLength, this) - before;
+        if (grown > 0) trackResizable(this, grown);
+        return result;
+      },
   );
   for (const method of ['transfer', 'transferToFixedLength']) {
-    wrapMethod(ArrayBufferPrototype, method, (original) =>
-      function (this: any, ...args: any[]) {
-        // Charged before the copy is made; the old buffer's bytes are freed with it.
-        const before = call(ArrayBufferByteLength, this);
-        const after = typeof args[0] === 'number' ? args[0] : before;
-        if (after > before) charge(after - before);
-        return ReflectApply(original, this, args);
-      },
+    wrapMethod(
+      ArrayBufferPrototype,
+      method,
+      (original) =>
+        function (this: any, ...args: any[]) {
+          // Charged before the copy is made; the old buffer's bytes are freed with it.
+          const before = call(ArrayBufferByteLength, this);
+          const after = typeof args[0] === 'number' ? args[0] : before;
+          if (after > before) charge(after - before);
+          return ReflectApply(original, this, args);
+        },
     );
   }
   for (const method of ['slice']) {
-    wrapMethod(ArrayBufferPrototype, method, (original) =>
-      function (this: any, ...args: any[]) {
-        const result = ReflectApply(original, this, args);
-        charge(call(ArrayBufferByteLength, result));
-        return result;
-      },
+    wrapMethod(
+      ArrayBufferPrototype,
+      method,
+      (original) =>
+        function (this: any, ...args: any[]) {
+          const result = ReflectApply(original, this, args);
+          charge(call(ArrayBufferByteLength, result));
+          return result;
+        },
     );
   }
   if (typeof g.SharedArrayBuffer === 'function') {
@@ -658,15 +665,18 @@ export function guestPrelude(
         if (isResizableOptions(args)) trackResizable(buffer, bytes);
       },
     );
-    wrapMethod(g.SharedArrayBuffer.prototype, 'grow', (original) =>
-      function (this: any, newLength: any) {
-        const before = call(SharedByteLength, this);
-        if (typeof newLength === 'number' && newLength > before) charge(newLength - before);
-        const result = call(original, this, newLength);
-        const grown = call(SharedByteLength, this) - before;
-        if (grown > 0) trackResizable(this, grown);
-        return result;
-      },
+    wrapMethod(
+      g.SharedArrayBuffer.prototype,
+      'grow',
+      (original) =>
+        function (this: any, newLength: any) {
+          const before = call(SharedByteLength, this);
+          if (typeof newLength === 'number' && newLength > before) charge(newLength - before);
+          const result = call(original, this, newLength);
+          const grown = call(SharedByteLength, this) - before;
+          if (grown > 0) trackResizable(this, grown);
+          return result;
+        },
     );
   }
   // A view on an existing buffer allocates nothing. Brand checks: the byteLength getters throw
@@ -686,8 +696,18 @@ export function guestPrelude(
     typeof value === 'object' &&
     (hasBrand(ArrayBufferByteLength, value) || (SharedByteLengthGetter !== undefined && hasBrand(SharedByteLengthGetter, value)));
   const typedArrayNames = [
-    'Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array',
-    'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array', 'Float16Array',
+    'Int8Array',
+    'Uint8Array',
+    'Uint8ClampedArray',
+    'Int16Array',
+    'Uint16Array',
+    'Int32Array',
+    'Uint32Array',
+    'Float32Array',
+    'Float64Array',
+    'BigInt64Array',
+    'BigUint64Array',
+    'Float16Array',
   ];
   for (const name of typedArrayNames) {
     const Original = g[name];
@@ -767,7 +787,8 @@ export function guestPrelude(
   function declaresSharedMemory(bytes: any): boolean {
     const end = bytes.length;
     let at = 8;
-    const unreadable = () => new WasmOriginals.CompileError(`WebAssembly.Module: the module's imports or memories could not be checked for shared memory (${SHARED_REFUSED})`);
+    const unreadable = () =>
+      new WasmOriginals.CompileError(`WebAssembly.Module: the module's imports or memories could not be checked for shared memory (${SHARED_REFUSED})`);
     const byte = (): number => {
       if (at >= end) throw unreadable();
       return bytes[at++];
@@ -802,7 +823,18 @@ export function guestPrelude(
       if (type === 0x63 || type === 0x64) leb();
     };
     // Not a WebAssembly binary this reader knows: the original compiler refuses it.
-    if (end < 8 || bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d || bytes[4] !== 1 || bytes[5] !== 0 || bytes[6] !== 0 || bytes[7] !== 0) return false;
+    if (
+      end < 8 ||
+      bytes[0] !== 0 ||
+      bytes[1] !== 0x61 ||
+      bytes[2] !== 0x73 ||
+      bytes[3] !== 0x6d ||
+      bytes[4] !== 1 ||
+      bytes[5] !== 0 ||
+      bytes[6] !== 0 ||
+      bytes[7] !== 0
+    )
+      return false;
     while (at < end) {
       const id = byte();
       const size = leb();
@@ -918,35 +950,45 @@ export function guestPrelude(
     const compile = WasmOriginals.compile;
     const instantiate = WasmOriginals.instantiate;
     if (typeof compile === 'function') {
-      replaceFunction('compile', function compile_(this: any, bytes: any, options: any): any {
-        let checked: any;
-        try {
-          checked = checkedModuleBytes(bytes, 'WebAssembly.compile');
-        } catch (error) {
-          return call(PromiseReject, SafePromise, error);
-        }
-        return arguments.length > 1 ? call(compile, Wasm, checked, options) : call(compile, Wasm, checked);
-      }, 1);
-    }
-    if (typeof instantiate === 'function') {
-      replaceFunction('instantiate', function instantiate_(this: any, source: any, imports: any, options: any): any {
-        let checked: any = source;
-        if (!isCompiledModule(source)) {
+      replaceFunction(
+        'compile',
+        function compile_(this: any, bytes: any, options: any): any {
+          let checked: any;
           try {
-            checked = checkedModuleBytes(source, 'WebAssembly.instantiate');
+            checked = checkedModuleBytes(bytes, 'WebAssembly.compile');
           } catch (error) {
             return call(PromiseReject, SafePromise, error);
           }
-        }
-        return arguments.length > 2 ? call(instantiate, Wasm, checked, imports, options) : call(instantiate, Wasm, checked, imports);
-      }, 1);
+          return arguments.length > 1 ? call(compile, Wasm, checked, options) : call(compile, Wasm, checked);
+        },
+        1,
+      );
+    }
+    if (typeof instantiate === 'function') {
+      replaceFunction(
+        'instantiate',
+        function instantiate_(this: any, source: any, imports: any, options: any): any {
+          let checked: any = source;
+          if (!isCompiledModule(source)) {
+            try {
+              checked = checkedModuleBytes(source, 'WebAssembly.instantiate');
+            } catch (error) {
+              return call(PromiseReject, SafePromise, error);
+            }
+          }
+          return arguments.length > 2 ? call(instantiate, Wasm, checked, imports, options) : call(instantiate, Wasm, checked, imports);
+        },
+        1,
+      );
     }
     // Streaming compiles bytes the check never sees: they go through the checked path instead.
     const viaBytes = (compileBytes: any) =>
       function (this: any, source: any, imports: any): any {
         const response = call(PromiseResolve, SafePromise, source);
-        return call(PromisePrototypeThen, call(PromisePrototypeThen, response, (r: any) => r.arrayBuffer()), (bytes: any) =>
-          call(compileBytes, Wasm, bytes, imports),
+        return call(
+          PromisePrototypeThen,
+          call(PromisePrototypeThen, response, (r: any) => r.arrayBuffer()),
+          (bytes: any) => call(compileBytes, Wasm, bytes, imports),
         );
       };
     if (typeof WasmOriginals.compileStreaming === 'function') replaceFunction('compileStreaming', viaBytes(ownValue(Wasm, 'compile')), 1);
@@ -983,9 +1025,18 @@ export function guestPrelude(
       return tamed;
     };
     const tamedFunction = tame(Function.prototype, 'Function');
-    tame(ObjectGetPrototypeOf(async function () {}), 'AsyncFunction');
-    tame(ObjectGetPrototypeOf(function* () {}), 'GeneratorFunction');
-    tame(ObjectGetPrototypeOf(async function* () {}), 'AsyncGeneratorFunction');
+    tame(
+      ObjectGetPrototypeOf(async function () {}),
+      'AsyncFunction',
+    );
+    tame(
+      ObjectGetPrototypeOf(function* () {}),
+      'GeneratorFunction',
+    );
+    tame(
+      ObjectGetPrototypeOf(async function* () {}),
+      'AsyncGeneratorFunction',
+    );
     const tamedEval = function (this: any) {
       return refuse();
     };

@@ -219,7 +219,6 @@ export function resolveIsolatedOptions(options: IsolatedRuntimeOptions = {}): Re
   });
 }
 
-
 /** `omitDefaultLayers`, checked: names of default layers (of any platform). */
 function resolveOmitted(omit: readonly string[] | undefined): readonly string[] {
   if (omit === undefined) return Object.freeze([]);
@@ -227,7 +226,9 @@ function resolveOmitted(omit: readonly string[] | undefined): readonly string[] 
   if (!Array.isArray(omit)) throw new InvalidOption(`omitDefaultLayers must be an array of default layer names (${known})`);
   for (const name of omit) {
     if (typeof name !== 'string' || !DEFAULT_LAYER_NAMES.includes(name)) {
-      throw new InvalidOption(`omitDefaultLayers names default layers (${known}); ${JSON.stringify(name) ?? String(name)} is not one (a layer you add yourself is left out by not adding it)`);
+      throw new InvalidOption(
+        `omitDefaultLayers names default layers (${known}); ${JSON.stringify(name) ?? String(name)} is not one (a layer you add yourself is left out by not adding it)`,
+      );
     }
   }
   return Object.freeze([...new Set(omit)]);
@@ -249,7 +250,8 @@ function resolveLayers(options: IsolatedRuntimeOptions): LayerDescriptor[] {
   if (!Array.isArray(given)) throw new InvalidOption('layers must be an array of layer descriptors ({ module, options?, requirement? })');
   const layers = given.map((descriptor, i) => {
     const where = `layers[${i}]`;
-    if (descriptor === null || typeof descriptor !== 'object') throw new InvalidOption(`${where} must be a layer descriptor ({ module, options?, requirement? })`);
+    if (descriptor === null || typeof descriptor !== 'object')
+      throw new InvalidOption(`${where} must be a layer descriptor ({ module, options?, requirement? })`);
     const { module, options: layerOptions, requirement, ...extra } = descriptor;
     if (Object.keys(extra).length > 0) throw new InvalidOption(`${where} has unknown fields: ${Object.keys(extra).join(', ')}`);
     if (typeof module !== 'string' || module === '') throw new InvalidOption(`${where}.module must be a module specifier`);
@@ -280,7 +282,8 @@ function clockLayer(clock: FrozenClock): Readonly<{ module: string; options: Rea
   const clockOptions: Record<string, unknown> = {};
   if (clock.at !== undefined) {
     const at = clock.at instanceof Date ? clock.at.getTime() : typeof clock.at === 'string' ? Date.parse(clock.at) : clock.at;
-    if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidOption(`clock.at must be a Date, an epoch in milliseconds or a date string (got ${String(clock.at)})`);
+    if (typeof at !== 'number' || !Number.isFinite(at))
+      throw new InvalidOption(`clock.at must be a Date, an epoch in milliseconds or a date string (got ${String(clock.at)})`);
     clockOptions['at'] = at;
   }
   if (clock.seed !== undefined) {

@@ -176,7 +176,13 @@ export class IsolatedRuntime implements StrataRuntime {
     const startedAsRoot = process.geteuid?.() === 0;
     if (startedAsRoot) assertReachableByNobody(plan.workerNode, plan.entry);
     const worker = await takeWorker(plan, resolved.prewarm, resolved.startTimeout);
-    const base: SandboxReport['base'] = { jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, flags: plan.nodeArgs, privilegesDropped: startedAsRoot, workerNode };
+    const base: SandboxReport['base'] = {
+      jitless: resolved.jitless,
+      strictEval: resolved.runtime.strictEval,
+      flags: plan.nodeArgs,
+      privilegesDropped: startedAsRoot,
+      workerNode,
+    };
     // Nothing is in force until the pipeline has finished the report (nobody sees it before).
     const runtime = new IsolatedRuntime(resolved, worker, { sandbox: 'none', sandboxExtras: [], layers: [], base });
     try {
@@ -363,14 +369,19 @@ export class IsolatedRuntime implements StrataRuntime {
       this.#functions.set(unique, { fn, async: types.isAsyncFunction(fn), revoked: false, returnedPromise: false });
       return [path, unique];
     });
-    this.#globals.set(name, labelled.map(([, label]) => label));
+    this.#globals.set(
+      name,
+      labelled.map(([, label]) => label),
+    );
     // A bind the worker refuses (guest code made the global non-configurable) must not pass
     // silently: the runtime closes, and every later call reports why.
-    void this.#command({ type: 'command', id: 0, name: 'bind', params: { name, value: data as never, functions: labelled as never } }).catch((error: unknown) => {
-      if (this.#closed) return;
-      const why = error instanceof Error ? error.message : String(error);
-      this.#shutDown(new StrataError(`binding ${JSON.stringify(name)} failed in the worker (${why}); the runtime is closed`));
-    });
+    void this.#command({ type: 'command', id: 0, name: 'bind', params: { name, value: data as never, functions: labelled as never } }).catch(
+      (error: unknown) => {
+        if (this.#closed) return;
+        const why = error instanceof Error ? error.message : String(error);
+        this.#shutDown(new StrataError(`binding ${JSON.stringify(name)} failed in the worker (${why}); the runtime is closed`));
+      },
+    );
   }
 
   /**
@@ -470,14 +481,23 @@ export class IsolatedRuntime implements StrataRuntime {
     if (current.deadline !== undefined && current.guestMs > current.deadline) {
       const isRequestTimeout = current.deadline === o.requestTimeout;
       const what = isRequestTimeout ? `requestTimeout (${o.requestTimeout} ms)` : `its start deadline (${current.deadline} ms)`;
-      return this.#kill(new RuntimeTimeout(`the command ran past ${what}; the worker was killed and the runtime is closed`, isRequestTimeout ? 'requestTimeout' : 'startTimeout'));
+      return this.#kill(
+        new RuntimeTimeout(
+          `the command ran past ${what}; the worker was killed and the runtime is closed`,
+          isRequestTimeout ? 'requestTimeout' : 'startTimeout',
+        ),
+      );
     }
     if (o.maxHostWait !== undefined && current.hostWaitMs > o.maxHostWait) {
-      return this.#kill(new RuntimeTimeout(`the command waited on host functions past maxHostWait (${o.maxHostWait} ms); the worker was killed`, 'maxHostWait'));
+      return this.#kill(
+        new RuntimeTimeout(`the command waited on host functions past maxHostWait (${o.maxHostWait} ms); the worker was killed`, 'maxHostWait'),
+      );
     }
     if (sample !== undefined) {
       if (o.maxMemory !== undefined && sample.rssBytes > o.maxMemory) {
-        return this.#kill(new WorkerCrashed(`the worker's resident memory (${sample.rssBytes} bytes) passed maxMemory (${o.maxMemory} bytes); it was killed`, 'maxMemory'));
+        return this.#kill(
+          new WorkerCrashed(`the worker's resident memory (${sample.rssBytes} bytes) passed maxMemory (${o.maxMemory} bytes); it was killed`, 'maxMemory'),
+        );
       }
       if (sample.threads > MAX_WORKER_THREADS) {
         return this.#kill(new WorkerCrashed(`the worker started ${sample.threads} threads, more than ${MAX_WORKER_THREADS}; it was killed`, 'threads'));
@@ -492,7 +512,9 @@ export class IsolatedRuntime implements StrataRuntime {
     }
     const stalledSince = this.#worker.writeStalledSince();
     if (o.writeStallTimeout !== undefined && stalledSince !== undefined && now - stalledSince > o.writeStallTimeout) {
-      return this.#kill(new WorkerCrashed(`the worker stopped reading its pipe for over writeStallTimeout (${o.writeStallTimeout} ms); it was killed`, 'writeStallTimeout'));
+      return this.#kill(
+        new WorkerCrashed(`the worker stopped reading its pipe for over writeStallTimeout (${o.writeStallTimeout} ms); it was killed`, 'writeStallTimeout'),
+      );
     }
   }
 
@@ -561,9 +583,12 @@ export class IsolatedRuntime implements StrataRuntime {
     current.hostCalls++;
     const o = this.#options;
     if (o.maxHostCalls !== undefined && current.hostCalls > o.maxHostCalls) {
-      return this.#kill(new WorkerCrashed(`the guest made more than maxHostCalls (${o.maxHostCalls}) host calls in one command; the worker was killed`, 'maxHostCalls'));
+      return this.#kill(
+        new WorkerCrashed(`the guest made more than maxHostCalls (${o.maxHostCalls}) host calls in one command; the worker was killed`, 'maxHostCalls'),
+      );
     }
-    const fail = (name: string, text: string) => this.#worker.reply({ type: 'callResult', id: message.id, outcome: { ok: false, error: { class: 'StrataError', name, message: text } } });
+    const fail = (name: string, text: string) =>
+      this.#worker.reply({ type: 'callResult', id: message.id, outcome: { ok: false, error: { class: 'StrataError', name, message: text } } });
     if (bound.revoked) return fail('Error', `host function ${message.name.replace(/#\d+$/, '')} was revoked`);
     // Only calls that may run concurrently are limited: functions declared async, and those seen
     // returning a promise before. (The first promise from a plain function is counted, not refused.)
@@ -663,7 +688,8 @@ export class IsolatedRuntime implements StrataRuntime {
     const expired = new Promise<never>((_, reject) => {
       const left = Math.max(0, timeout - (performance.now() - this.#linking!.since));
       timer = setTimeout(
-        () => reject(new RuntimeTimeout(`the module graph did not link within the timeout (${timeout} ms): a module resolver or loader did not answer in time`)),
+        () =>
+          reject(new RuntimeTimeout(`the module graph did not link within the timeout (${timeout} ms): a module resolver or loader did not answer in time`)),
         left,
       );
     });
@@ -688,11 +714,16 @@ export class IsolatedRuntime implements StrataRuntime {
       this.#worker.reply({ type: 'callResult', id: message.id, outcome });
     } catch (error) {
       const reason = error instanceof ProtocolError ? error.message : describeHostError(error, false).message;
-      const refusal = { class: 'ModuleNotFound' as const, message: `module ${JSON.stringify(message.specifier.slice(0, 200))} cannot cross to the worker: ${reason}`.slice(0, 4096) };
+      const refusal = {
+        class: 'ModuleNotFound' as const,
+        message: `module ${JSON.stringify(message.specifier.slice(0, 200))} cannot cross to the worker: ${reason}`.slice(0, 4096),
+      };
       try {
         this.#worker.reply({ type: 'callResult', id: message.id, outcome: { ok: false, error: refusal } });
       } catch (second) {
-        this.#kill(new WorkerCrashed(`the answer to a module request could not be sent: ${describeHostError(second, false).message}`, 'protocol', { cause: second }));
+        this.#kill(
+          new WorkerCrashed(`the answer to a module request could not be sent: ${describeHostError(second, false).message}`, 'protocol', { cause: second }),
+        );
       }
     }
   }

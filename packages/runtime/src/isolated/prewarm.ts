@@ -24,7 +24,10 @@ export async function takeWorker(plan: LaunchPlan, prewarm: boolean, helloTimeou
 function startSpare(plan: LaunchPlan, key: string, helloTimeoutMs: number): void {
   if (spare !== undefined) {
     if (spare.key === key) return;
-    void spare.worker.then((w) => w.kill(new WorkerCrashed('the spare worker was replaced', 'exit')), () => undefined);
+    void spare.worker.then(
+      (w) => w.kill(new WorkerCrashed('the spare worker was replaced', 'exit')),
+      () => undefined,
+    );
   }
   const worker = WorkerProcess.start(plan, helloTimeoutMs);
   worker.catch(() => {

@@ -29,7 +29,11 @@ export type CheckoutOptions = Pick<
 };
 
 // The checkout keys above and the session options the pool accepts are one list.
-const sameKeys: [keyof CheckoutOptions] extends [(typeof SESSION_OPTIONS)[number] | 'tenant'] ? ((typeof SESSION_OPTIONS)[number] extends keyof CheckoutOptions ? true : never) : never = true;
+const sameKeys: [keyof CheckoutOptions] extends [(typeof SESSION_OPTIONS)[number] | 'tenant']
+  ? (typeof SESSION_OPTIONS)[number] extends keyof CheckoutOptions
+    ? true
+    : never
+  : never = true;
 void sameKeys;
 
 /** A pool's counters. */
@@ -70,7 +74,8 @@ const isCrash = (reason: StrataError) => !(reason instanceof RuntimeClosed);
 
 function count(name: string, value: unknown, fallback: number, min: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) throw new InvalidOption(`${name} must be an integer ≥ ${min} (got ${String(value)})`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min)
+    throw new InvalidOption(`${name} must be an integer ≥ ${min} (got ${String(value)})`);
   return value;
 }
 
@@ -81,7 +86,10 @@ function checkBudget(value: unknown): CrashBudgetOptions | undefined {
   if (typeof value !== 'object' || Object.keys(value).some((k) => k !== 'crashes' && k !== 'windowMs')) {
     throw new InvalidOption('crashBudget must be { crashes, windowMs }, or null to turn it off');
   }
-  return Object.freeze({ crashes: count('crashBudget.crashes', budget.crashes, DEFAULT_CRASH_BUDGET.crashes, 1), windowMs: count('crashBudget.windowMs', budget.windowMs, DEFAULT_CRASH_BUDGET.windowMs, 1) });
+  return Object.freeze({
+    crashes: count('crashBudget.crashes', budget.crashes, DEFAULT_CRASH_BUDGET.crashes, 1),
+    windowMs: count('crashBudget.windowMs', budget.windowMs, DEFAULT_CRASH_BUDGET.windowMs, 1),
+  });
 }
 
 /**
@@ -127,7 +135,13 @@ export class SandboxPool implements AsyncDisposable {
   #refused = 0;
   #lastError: string | undefined;
 
-  private constructor(workerOptions: IsolatedRuntimeOptions, resolved: ResolvedIsolatedOptions, size: number, maxConcurrentStarts: number, budget: CrashBudgetOptions | undefined) {
+  private constructor(
+    workerOptions: IsolatedRuntimeOptions,
+    resolved: ResolvedIsolatedOptions,
+    size: number,
+    maxConcurrentStarts: number,
+    budget: CrashBudgetOptions | undefined,
+  ) {
     this.#workerOptions = workerOptions;
     this.#resolved = resolved;
     this.#size = size;
@@ -239,7 +253,12 @@ export class SandboxPool implements AsyncDisposable {
       };
       const timer = setTimeout(() => {
         this.#waiters.delete(waiter);
-        reject(new RuntimeTimeout(`the pool was not full within ${timeoutMs} ms (ready ${this.#ready.length} of ${this.#size}; last error: ${this.#lastError ?? 'none'})`, 'startTimeout'));
+        reject(
+          new RuntimeTimeout(
+            `the pool was not full within ${timeoutMs} ms (ready ${this.#ready.length} of ${this.#size}; last error: ${this.#lastError ?? 'none'})`,
+            'startTimeout',
+          ),
+        );
       }, timeoutMs);
       this.#waiters.add(waiter);
     });
@@ -269,7 +288,9 @@ export class SandboxPool implements AsyncDisposable {
     if (tenant !== undefined && (typeof tenant !== 'string' || tenant === '')) throw new InvalidOption('tenant must be a non-empty string');
     for (const key of Object.keys(rest)) {
       if (!sessionKeys.includes(key)) {
-        throw new InvalidOption(`${key} cannot be set per checkout: the worker receives it when it starts. Set it on the pool (one pool per such configuration); per checkout: ${SESSION_OPTIONS.join(', ')}, tenant`);
+        throw new InvalidOption(
+          `${key} cannot be set per checkout: the worker receives it when it starts. Set it on the pool (one pool per such configuration); per checkout: ${SESSION_OPTIONS.join(', ')}, tenant`,
+        );
       }
     }
     if (Object.keys(rest).length === 0) return { tenant, session: undefined };
@@ -277,7 +298,9 @@ export class SandboxPool implements AsyncDisposable {
     // The worker's CPU limits were set from the pool's requestTimeout when it started.
     const poolLimit = this.#resolved.requestTimeout;
     if (poolLimit !== undefined && (merged.requestTimeout === undefined || merged.requestTimeout > poolLimit)) {
-      throw new InvalidOption(`requestTimeout per checkout may only be lowered (the pool's is ${poolLimit} ms: the worker's CPU limit was set from it); set a larger one on the pool`);
+      throw new InvalidOption(
+        `requestTimeout per checkout may only be lowered (the pool's is ${poolLimit} ms: the worker's CPU limit was set from it); set a larger one on the pool`,
+      );
     }
     // Only the parent-enforced fields change; everything the worker was started with stays.
     const session: ResolvedIsolatedOptions = {
@@ -333,7 +356,12 @@ export class SandboxPool implements AsyncDisposable {
 
   /** Starts runtimes in the background until the pool would be full, `maxConcurrentStarts` at a time. */
   #fill(): void {
-    while (!this.#closed && this.#retryTimer === undefined && this.#ready.length + this.#starting.size < this.#size && this.#starting.size < this.#maxConcurrentStarts) {
+    while (
+      !this.#closed &&
+      this.#retryTimer === undefined &&
+      this.#ready.length + this.#starting.size < this.#size &&
+      this.#starting.size < this.#maxConcurrentStarts
+    ) {
       const started: Promise<void> = SandboxPool.#startWarm(this.#workerOptions).then(
         async (rt) => {
           this.#starting.delete(started);

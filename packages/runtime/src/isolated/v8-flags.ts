@@ -99,34 +99,50 @@ const FIXES_RANDOMNESS =
  */
 export const V8_FLAG_POLICY: readonly V8FlagRule[] = Object.freeze([
   // Strata's own switches: each is set in one place, so nothing can contradict it.
-  rule('--[no-]jitless',
-    'the JIT is governed by the `jitless` option (default true): pass `jitless: false` instead'),
-  rule('--[no-]disallow-code-generation-from-strings',
-    "strict eval is the `strictEval` option: isolated-vm's contexts ignore this V8 flag, so Strata puts it last on the command line and also tames eval in JavaScript; pass `strictEval: true` instead"),
-  rule('--no-{freeze-flags-after-init,enable-experimental-regexp-engine-on-excessive-backtracks}',
-    'it would switch off hardening every worker runs with; remove it'),
-  rule('--regexp-backtracks-before-fallback',
-    `Strata pins the linear-time regexp fallback at ${REGEXP_BACKTRACKS_BEFORE_FALLBACK} backtracks; remove it`),
+  rule('--[no-]jitless', 'the JIT is governed by the `jitless` option (default true): pass `jitless: false` instead'),
+  rule(
+    '--[no-]disallow-code-generation-from-strings',
+    "strict eval is the `strictEval` option: isolated-vm's contexts ignore this V8 flag, so Strata puts it last on the command line and also tames eval in JavaScript; pass `strictEval: true` instead",
+  ),
+  rule(
+    '--no-{freeze-flags-after-init,enable-experimental-regexp-engine-on-excessive-backtracks}',
+    'it would switch off hardening every worker runs with; remove it',
+  ),
+  rule('--regexp-backtracks-before-fallback', `Strata pins the linear-time regexp fallback at ${REGEXP_BACKTRACKS_BEFORE_FALLBACK} backtracks; remove it`),
 
   // Limits that belong to Strata's options.
-  rule('--{max-old-space-size,max-semi-space-size,min-semi-space-size,max-heap-size,initial-heap-size,initial-old-space-size,max-shared-heap-size,initial-shared-heap-size}',
-    "heap sizes are the `maxHeapSize` (guest heap) and `maxMemory` (worker process) options: these flags size the worker's own heap and can silently lower the guest's (--max-heap-size=16 makes a 128 MiB isolate die at 16 MiB); use those options instead"),
-  rule('--stack-size',
-    "V8 trusts it: raised past the real stack, deep recursion crashes the worker with SIGSEGV instead of throwing RangeError (in the worker's own code, and in guest code isolated-vm runs on the worker's main thread, as its synchronous calls do); remove it"),
+  rule(
+    '--{max-old-space-size,max-semi-space-size,min-semi-space-size,max-heap-size,initial-heap-size,initial-old-space-size,max-shared-heap-size,initial-shared-heap-size}',
+    "heap sizes are the `maxHeapSize` (guest heap) and `maxMemory` (worker process) options: these flags size the worker's own heap and can silently lower the guest's (--max-heap-size=16 makes a 128 MiB isolate die at 16 MiB); use those options instead",
+  ),
+  rule(
+    '--stack-size',
+    "V8 trusts it: raised past the real stack, deep recursion crashes the worker with SIGSEGV instead of throwing RangeError (in the worker's own code, and in guest code isolated-vm runs on the worker's main thread, as its synchronous calls do); remove it",
+  ),
 
   // Code V8 does not ship.
-  rule('--{harmony,harmony-*,js-*,future,*-future,turbolev,turbolev-*,json-stringify-fast-path,regexp-possessive-quantifier}',
-    'it turns on V8 code that is not shipped (in-progress or staged language features, or a compiler tier): not hardened for untrusted code, and some features add globals Strata does not tame (ShadowRealm brings fresh intrinsics and its own evaluate). Shipped features are on already; to switch features off, --no-js-shipping, --no-harmony-shipping and --no-js-<feature> / --no-harmony-<feature> are accepted'),
-  rule('--{wasm-staging,experimental-wasm-*,wasm-jitless*}',
-    'it turns on unshipped WebAssembly features, or the Wasm interpreter that would bring WebAssembly back under jitless (WebAssembly memory is outside every Strata limit); remove it'),
+  rule(
+    '--{harmony,harmony-*,js-*,future,*-future,turbolev,turbolev-*,json-stringify-fast-path,regexp-possessive-quantifier}',
+    'it turns on V8 code that is not shipped (in-progress or staged language features, or a compiler tier): not hardened for untrusted code, and some features add globals Strata does not tame (ShadowRealm brings fresh intrinsics and its own evaluate). Shipped features are on already; to switch features off, --no-js-shipping, --no-harmony-shipping and --no-js-<feature> / --no-harmony-<feature> are accepted',
+  ),
+  rule(
+    '--{wasm-staging,experimental-wasm-*,wasm-jitless*}',
+    'it turns on unshipped WebAssembly features, or the Wasm interpreter that would bring WebAssembly back under jitless (WebAssembly memory is outside every Strata limit); remove it',
+  ),
 
   // V8 internals within the guest's reach; memory-safety checks off.
-  rule('--[no-]{expose-*,allow-natives-*,allow-unsafe-function-constructor}',
-    "it puts V8 internals within the guest's reach (gc(), %-natives, the memory corruption API, ...); remove it"),
-  rule('--no-{fixed-array-bounds-checks,turbo-typer-hardening,wasm-bounds-checks,wasm-stack-checks,memory-protection-keys}',
-    'it switches off a safety check V8 ships on (bounds checks, typer hardening, protection keys for code memory); remove it'),
-  rule('--{disable-write-barriers,mock-arraybuffer-allocator*,multi-mapped-mock-allocator,v8-os-page-size,shared-heap,shared-string-table}',
-    'it makes memory unsafe or shares it between isolates; remove it'),
+  rule(
+    '--[no-]{expose-*,allow-natives-*,allow-unsafe-function-constructor}',
+    "it puts V8 internals within the guest's reach (gc(), %-natives, the memory corruption API, ...); remove it",
+  ),
+  rule(
+    '--no-{fixed-array-bounds-checks,turbo-typer-hardening,wasm-bounds-checks,wasm-stack-checks,memory-protection-keys}',
+    'it switches off a safety check V8 ships on (bounds checks, typer hardening, protection keys for code memory); remove it',
+  ),
+  rule(
+    '--{disable-write-barriers,mock-arraybuffer-allocator*,multi-mapped-mock-allocator,v8-os-page-size,shared-heap,shared-string-table}',
+    'it makes memory unsafe or shares it between isolates; remove it',
+  ),
 
   // Randomisation: every worker draws its own seeds. Whole name families, so that a seed flag a
   // later V8 adds is refused too: *seed* is --random-seed, --hash-seed, --fuzzer-random-seed and
@@ -136,16 +152,24 @@ export const V8_FLAG_POLICY: readonly V8FlagRule[] = Object.freeze([
   rule('--no-{rehash-snapshot,randomize-*}', FIXES_RANDOMNESS),
 
   // The worker's output channels and files belong to the supervisor.
-  rule('--[no-]{trace*,turboshaft-trace-*,minor-ms-trace-*,stack-trace-on-illegal,*print*,log*,prof,prof-*,ll-prof,perf-*,perfetto-*,gdbjit*,dump-*,redirect-code-traces*,heap-snapshot-on-*,profile-deserialization,profile-heap-snapshot,vtune-*,etw-*,enable-etw-*,interpreted-frames-native-stack,rcs*,runtime-call-stats,*-stats*,*-statistics,map-counters,gc-fake-mmap,gc-verbose,turbo-profiling*,help}',
-    "diagnostic output: V8 writes it to the worker's stdout and stderr, which carry Strata's protocol and error reports, or to files the sandboxed worker cannot write; debug with the in-process Runtime instead"),
+  rule(
+    '--[no-]{trace*,turboshaft-trace-*,minor-ms-trace-*,stack-trace-on-illegal,*print*,log*,prof,prof-*,ll-prof,perf-*,perfetto-*,gdbjit*,dump-*,redirect-code-traces*,heap-snapshot-on-*,profile-deserialization,profile-heap-snapshot,vtune-*,etw-*,enable-etw-*,interpreted-frames-native-stack,rcs*,runtime-call-stats,*-stats*,*-statistics,map-counters,gc-fake-mmap,gc-verbose,turbo-profiling*,help}',
+    "diagnostic output: V8 writes it to the worker's stdout and stderr, which carry Strata's protocol and error reports, or to files the sandboxed worker cannot write; debug with the in-process Runtime instead",
+  ),
 
   // V8's flag machinery, its test, debug and fuzzing modes, and its build tools.
-  rule('--[no-]{experimental,abort-on-contradictory-flags,exit-on-contradictory-flags,allow-overwriting-for-next-flag}',
-    "V8's flag machinery (--exit-on-contradictory-flags would make a worker exit with status 0 on a contradiction); remove it"),
-  rule('--[no-]{*stress*,*always-*,force-*,*testing*,test-*,*assert*,*break-on-entry,local-off-stack-check,strict-termination-checks,*fuzz*,sandbox-*,verify-*,turbo-verify*,*gc-interval,deopt-every-n-times,debug-code,slow-debug-code,enable-slow-asserts,check-handle-count,slow-histograms,manual-evacuation-candidates-selection,randomize-all-allocations,turboshaft-enable-debug-features,csa-trap-on-node,parse-only,abort-on-*}',
-    'a V8 test, debug or fuzzing mode (some abort the process, some skip checks); remove it'),
-  rule('--{embedded-src,embedded-variant,startup-src,startup-blob,target-arch,target-os,target-is-simulator,turbo-profiling-input,turbo-log-builtins-count-input,dump-builtins-hashes-to-file,reorder-builtins,extensible-ro-snapshot}',
-    "a flag of V8's build tools (mksnapshot); remove it"),
+  rule(
+    '--[no-]{experimental,abort-on-contradictory-flags,exit-on-contradictory-flags,allow-overwriting-for-next-flag}',
+    "V8's flag machinery (--exit-on-contradictory-flags would make a worker exit with status 0 on a contradiction); remove it",
+  ),
+  rule(
+    '--[no-]{*stress*,*always-*,force-*,*testing*,test-*,*assert*,*break-on-entry,local-off-stack-check,strict-termination-checks,*fuzz*,sandbox-*,verify-*,turbo-verify*,*gc-interval,deopt-every-n-times,debug-code,slow-debug-code,enable-slow-asserts,check-handle-count,slow-histograms,manual-evacuation-candidates-selection,randomize-all-allocations,turboshaft-enable-debug-features,csa-trap-on-node,parse-only,abort-on-*}',
+    'a V8 test, debug or fuzzing mode (some abort the process, some skip checks); remove it',
+  ),
+  rule(
+    '--{embedded-src,embedded-variant,startup-src,startup-blob,target-arch,target-os,target-is-simulator,turbo-profiling-input,turbo-log-builtins-count-input,dump-builtins-hashes-to-file,reorder-builtins,extensible-ro-snapshot}',
+    "a flag of V8's build tools (mksnapshot); remove it",
+  ),
 ]);
 
 /** Options of {@link buildWorkerFlags}. */
@@ -228,9 +252,7 @@ interface FlagSpec {
   readonly defaultValue: string;
 }
 
-const CATALOG: ReadonlyMap<string, FlagSpec> = new Map(
-  V8_FLAG_CATALOG.map(([name, type, defaultValue]) => [name, { type, defaultValue }] as const),
-);
+const CATALOG: ReadonlyMap<string, FlagSpec> = new Map(V8_FLAG_CATALOG.map(([name, type, defaultValue]) => [name, { type, defaultValue }] as const));
 
 const COMPILED_POLICY = V8_FLAG_POLICY.map((rule) => ({ rule, regex: globToRegExp(rule.pattern) }));
 

@@ -71,7 +71,8 @@ export function verifyWorker(pid: number, layers: readonly LayerReport[], starte
   const inForce = (name: string) => layers.some((l) => l.name === name && l.enforcement !== 'none');
   if (inForce('seccomp') && view.seccomp !== 2) broken.push(`a seccomp layer is in force but the worker's threads show seccomp mode ${view.seccomp}`);
   const shared = EMPTYROOT_NAMESPACES.filter((ns) => !view.ownNamespaces.includes(ns));
-  if (inForce('emptyroot') && shared.length > 0) broken.push(`an emptyroot layer is in force but the worker shares this process's ${shared.join(', ')} namespace(s)`);
+  if (inForce('emptyroot') && shared.length > 0)
+    broken.push(`an emptyroot layer is in force but the worker shares this process's ${shared.join(', ')} namespace(s)`);
   if (broken.length > 0) throw new WorkerCrashed(`the worker's sandbox failed verification from outside: ${broken.join('; ')}`, 'start');
   return view;
 }

@@ -57,9 +57,11 @@ export function cpuCapExceeded(activity: WorkerActivity, what: string, said = ''
 export function classifyWorkerEnd(end: WorkerEnd): StrataError {
   if (end.killedFor !== undefined) return end.killedFor;
   const said = end.stderrTail === '' ? '' : ` (worker stderr: ${end.stderrTail})`;
-  if (end.signal === null && end.code === WATCHDOG_EXIT_CODE) return new WorkerCrashed(`the worker's resident memory passed maxMemory; it stopped itself${said}`, 'maxMemory');
+  if (end.signal === null && end.code === WATCHDOG_EXIT_CODE)
+    return new WorkerCrashed(`the worker's resident memory passed maxMemory; it stopped itself${said}`, 'maxMemory');
   if (end.signal === 'SIGXCPU') {
-    const cap = end.cpuSeconds === undefined ? 'its CPU time cap' : `its CPU time cap (${end.cpuSeconds} s of CPU per command: twice requestTimeout, rounded up)`;
+    const cap =
+      end.cpuSeconds === undefined ? 'its CPU time cap' : `its CPU time cap (${end.cpuSeconds} s of CPU per command: twice requestTimeout, rounded up)`;
     return cpuCapExceeded(end.activity, cap, said);
   }
   if (end.signal !== null) return new WorkerCrashed(`the worker died of ${end.signal}${said}`, 'signal');

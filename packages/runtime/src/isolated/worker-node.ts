@@ -56,7 +56,9 @@ export function resolveWorkerNode(workerNode: string | undefined): string {
     const version = versionOf(workerNode);
     if (version === undefined) throw new InvalidOption(`workerNode ${workerNode} does not run as Node.js (\`${workerNode} --version\` failed)`);
     if (nodeMajor(version) < ENGINE_NODE_MAJOR) {
-      throw new UnsupportedNode(`workerNode ${workerNode} is Node.js ${version}; the worker runs the engine, which needs Node.js ${ENGINE_NODE_MAJOR} or later`);
+      throw new UnsupportedNode(
+        `workerNode ${workerNode} is Node.js ${version}; the worker runs the engine, which needs Node.js ${ENGINE_NODE_MAJOR} or later`,
+      );
     }
     return workerNode;
   }

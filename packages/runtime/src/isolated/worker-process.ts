@@ -199,7 +199,8 @@ export class WorkerProcess {
 
   /** Since when the worker has left written bytes unread, if it has. */
   writeStalledSince(): number | undefined {
-    if (this.#commands.writableLength === 0 && this.#replies.writableLength === 0 && this.#settlements.writableLength === 0) this.#writeStalledSince = undefined;
+    if (this.#commands.writableLength === 0 && this.#replies.writableLength === 0 && this.#settlements.writableLength === 0)
+      this.#writeStalledSince = undefined;
     return this.#writeStalledSince;
   }
 
@@ -233,7 +234,8 @@ export class WorkerProcess {
 
   #unrefAll(): void {
     this.child.unref();
-    for (const stream of [this.child.stdout, this.child.stderr, this.#commands, this.#replies, this.#settlements]) (stream as unknown as { unref?: () => void }).unref?.();
+    for (const stream of [this.child.stdout, this.child.stderr, this.#commands, this.#replies, this.#settlements])
+      (stream as unknown as { unref?: () => void }).unref?.();
   }
 
   #receive(chunk: Buffer): void {

@@ -161,7 +161,12 @@ export function composeLayers(input: CompositionInput): LayerComposition {
         `Or use sandbox: 'auto' to start without ${them} (with a warning naming ${them}), knowing that a V8 escape would then get more of the worker's authority.`,
     };
   }
-  const warnings = reasons.length === 0 ? [] : [`the worker runs without ${missing.length === 0 ? 'an OS sandbox' : `the default layer${missing.length === 1 ? '' : 's'} ${missing.join(', ')}`}: ${reasons.join('; ')}`];
+  const warnings =
+    reasons.length === 0
+      ? []
+      : [
+          `the worker runs without ${missing.length === 0 ? 'an OS sandbox' : `the default layer${missing.length === 1 ? '' : 's'} ${missing.join(', ')}`}: ${reasons.join('; ')}`,
+        ];
   if (turnedOff.length > 0) warnings.push(`the OS sandbox is turned down: ${turnedOff.join('; ')}`);
   return { decision: 'proceed', layers: layers.map((l) => l.descriptor), missing, warnings };
 }

@@ -24,7 +24,9 @@ export const PLATFORM_LAYERS: Readonly<Partial<Record<NodeJS.Platform, readonly 
 });
 
 /** The names of every platform's default layers: what `omitDefaultLayers` accepts. */
-export const DEFAULT_LAYER_NAMES: readonly string[] = Object.freeze([...new Set(Object.values(PLATFORM_LAYERS).flatMap((layers) => (layers ?? []).map((l) => l.name)))]);
+export const DEFAULT_LAYER_NAMES: readonly string[] = Object.freeze([
+  ...new Set(Object.values(PLATFORM_LAYERS).flatMap((layers) => (layers ?? []).map((l) => l.name))),
+]);
 
 /** Whether a layer module can be imported from here (its package is installed). */
 export function installed(module: string): boolean {

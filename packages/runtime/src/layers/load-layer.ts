@@ -51,7 +51,8 @@ export function layerShapeProblems(layer: unknown): string[] {
   if (layer === null || typeof layer !== 'object') return ['the factory did not return an object'];
   const candidate = layer as Partial<Record<keyof Layer, unknown>>;
   const problems: string[] = [];
-  if (typeof candidate.name !== 'string' || !NAME.test(candidate.name)) problems.push(`its name must be lower-case letters, digits and dashes (got ${JSON.stringify(candidate.name)})`);
+  if (typeof candidate.name !== 'string' || !NAME.test(candidate.name))
+    problems.push(`its name must be lower-case letters, digits and dashes (got ${JSON.stringify(candidate.name)})`);
   if (typeof candidate.version !== 'string' || candidate.version === '') problems.push('it has no version');
   for (const hook of ['probe', 'apply', 'selfTest'] as const) {
     if (typeof candidate[hook] !== 'function') problems.push(`its ${hook} hook must be a function`);
@@ -59,7 +60,8 @@ export function layerShapeProblems(layer: unknown): string[] {
   for (const hook of ['launch', 'seal'] as const) {
     if (candidate[hook] !== undefined && typeof candidate[hook] !== 'function') problems.push(`its ${hook} hook must be a function when present`);
   }
-  if (candidate.order !== undefined && candidate.order !== 'pre' && candidate.order !== 'post') problems.push(`order must be 'pre' or 'post' (got ${JSON.stringify(candidate.order)})`);
+  if (candidate.order !== undefined && candidate.order !== 'pre' && candidate.order !== 'post')
+    problems.push(`order must be 'pre' or 'post' (got ${JSON.stringify(candidate.order)})`);
   return problems;
 }
 
@@ -67,6 +69,9 @@ export function layerShapeProblems(layer: unknown): string[] {
 export function validateLayer(layer: unknown, where: string): Layer {
   const [problem] = layerShapeProblems(layer);
   if (problem === undefined) return layer as Layer;
-  const name = layer !== null && typeof layer === 'object' && typeof (layer as Partial<Layer>).name === 'string' && NAME.test((layer as Layer).name) ? (layer as Layer).name : where;
+  const name =
+    layer !== null && typeof layer === 'object' && typeof (layer as Partial<Layer>).name === 'string' && NAME.test((layer as Layer).name)
+      ? (layer as Layer).name
+      : where;
   throw new LayerConfigError(name, problem);
 }

@@ -155,7 +155,14 @@ async function loadComposed(options: PipelineOptions, platform: NodeJS.Platform)
     given.push({ name: layer.name, descriptor });
   }
   const defaults = PLATFORM_LAYERS[platform]?.map((d) => ({ ...d, installed: installed(d.module) }));
-  const composition = composeLayers({ platform, defaults, given, replaceDefaultLayers: options.replaceDefaultLayers, omitDefaultLayers: options.omitDefaultLayers, sandbox: options.sandbox });
+  const composition = composeLayers({
+    platform,
+    defaults,
+    given,
+    replaceDefaultLayers: options.replaceDefaultLayers,
+    omitDefaultLayers: options.omitDefaultLayers,
+    sandbox: options.sandbox,
+  });
   if (composition.decision === 'invalid') throw new LayerConfigError(composition.layer, composition.reason);
   if (composition.decision === 'refuse') throw new SandboxUnavailable(composition.reason);
   for (const warning of composition.warnings) warnOnce(warning);
@@ -173,7 +180,10 @@ async function loadComposed(options: PipelineOptions, platform: NodeJS.Platform)
 /** `pre`, then normal, then `post`, keeping the given order within each (a stable sort). */
 function inLayerOrder(layers: readonly LoadedLayer[]): LoadedLayer[] {
   const rank = ({ layer }: LoadedLayer) => (layer.order === 'pre' ? 0 : layer.order === 'post' ? 2 : 1);
-  return layers.map((l, i) => ({ l, i })).sort((a, b) => rank(a.l) - rank(b.l) || a.i - b.i).map(({ l }) => l);
+  return layers
+    .map((l, i) => ({ l, i }))
+    .sort((a, b) => rank(a.l) - rank(b.l) || a.i - b.i)
+    .map(({ l }) => l);
 }
 
 /** Each layer's capability, in order; a probe runs once per module and options in this process. */
@@ -184,7 +194,9 @@ async function probeAll(layers: readonly LoadedLayer[], host: ProbeHost): Promis
     const key = JSON.stringify([descriptor.module, options]);
     let capability = probeCache.get(key);
     if (capability === undefined) {
-      capability = hook(layer.name, 'probe', () => layer.probe({ platform: host.platform, arch: host.arch, options })).then((c) => checkCapability(layer.name, c));
+      capability = hook(layer.name, 'probe', () => layer.probe({ platform: host.platform, arch: host.arch, options })).then((c) =>
+        checkCapability(layer.name, c),
+      );
       probeCache.set(key, capability);
       capability.catch(() => probeCache.delete(key));
     }
@@ -200,7 +212,9 @@ async function launchChain(layers: readonly LoadedLayer[], steps: readonly Plann
   for (const [i, { layer, descriptor }] of layers.entries()) {
     if (!steps[i]!.apply || layer.launch === undefined) continue;
     const options = Object.freeze({ ...(descriptor.options ?? {}) });
-    const step = await hook(layer.name, 'launch', () => layer.launch!({ platform: host.platform, arch: host.arch, options, layerPaths, workerNode: host.workerNode }));
+    const step = await hook(layer.name, 'launch', () =>
+      layer.launch!({ platform: host.platform, arch: host.arch, options, layerPaths, workerNode: host.workerNode }),
+    );
     if (step === undefined) continue;
     const checked = checkLaunchStep(layer.name, step);
     launch.push(Object.freeze({ program: checked.program, args: checked.args }));
@@ -215,7 +229,12 @@ async function launchChain(layers: readonly LoadedLayer[], steps: readonly Plann
  * claims (`verify`, where the platform allows it; it throws on a broken promise), names the OS
  * sandbox in force and the extras, freezes the report, and only then says what `'auto'` gave up.
  */
-export function finishReport(plan: LayerPlanResult, workerLayers: readonly LayerReport[], base: SandboxReport['base'], verify?: (layers: readonly LayerReport[]) => OutsideView): SandboxReport {
+export function finishReport(
+  plan: LayerPlanResult,
+  workerLayers: readonly LayerReport[],
+  base: SandboxReport['base'],
+  verify?: (layers: readonly LayerReport[]) => OutsideView,
+): SandboxReport {
   const layers = workerLayers.map((l) => {
     const launched = plan.launchReports[l.name];
     return launched === undefined ? l : { ...l, detail: { ...l.detail, launch: launched } };
@@ -341,7 +360,8 @@ function checkLaunchStep(layer: string, value: unknown): LaunchStep {
     throw new LayerFailed(layer, 'launch', "its args must be strings, without '--' (the chain adds it)");
   }
   if (step.report === undefined) return Object.freeze({ program: step.program, args: Object.freeze([...args]) });
-  if (step.report === null || typeof step.report !== 'object' || Array.isArray(step.report)) throw new LayerFailed(layer, 'launch', 'its report must be a plain object');
+  if (step.report === null || typeof step.report !== 'object' || Array.isArray(step.report))
+    throw new LayerFailed(layer, 'launch', 'its report must be a plain object');
   let report: Readonly<Record<string, unknown>>;
   try {
     report = deepFreeze(JSON.parse(JSON.stringify(step.report)) as Record<string, unknown>);

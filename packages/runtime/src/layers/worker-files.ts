@@ -157,7 +157,8 @@ function findOpensslDir(binaryPath: string): string | undefined {
       const filled = carried + read;
       const at = buffer.subarray(0, filled).indexOf(MARKER);
       if (at >= 0) {
-        const rest = filled - at >= 4096 || read < CHUNK ? buffer.subarray(at, filled) : Buffer.concat([buffer.subarray(at, filled), readAt(fd, position + read, 4096)]);
+        const rest =
+          filled - at >= 4096 || read < CHUNK ? buffer.subarray(at, filled) : Buffer.concat([buffer.subarray(at, filled), readAt(fd, position + read, 4096)]);
         return /^OPENSSLDIR: "([^"]*)"/.exec(rest.subarray(0, 4096).toString('latin1'))?.[1];
       }
       position += read;
@@ -220,14 +221,19 @@ export function computeWorkerFiles(input: WorkerFilesInput): WorkerFile[] {
   const entries: WorkerFile[] = [{ path: nodeInstallDir(input.execPath), kind: 'dir', why: "Node's install directory (the binary the worker execs)" }];
   const nodeModules = nodeModulesWithRuntime(packageRoot);
   if (nodeModules !== undefined) {
-    entries.push({ path: realpathOr(nodeModules), kind: 'dir', why: 'the installed dependencies the worker imports (@strata/*, isolated-vm, cbor-x, tsyringe, reflect-metadata)' });
+    entries.push({
+      path: realpathOr(nodeModules),
+      kind: 'dir',
+      why: 'the installed dependencies the worker imports (@strata/*, isolated-vm, cbor-x, tsyringe, reflect-metadata)',
+    });
     for (const pkg of strataPackages(nodeModules)) entries.push({ path: pkg, kind: 'dir', why: 'a @strata package (real path of the workspace link)' });
   }
   entries.push({ path: realpathOr(packageRoot), kind: 'dir', why: 'the package asking (imported by the worker)' });
   for (const library of sharedLibraries(input.execPath)) entries.push({ path: library, kind: 'file', why: 'a shared library or the ELF interpreter of Node' });
   for (const file of SYSTEM_WORKER_FILES) if (existsSync(file.path)) entries.push(file);
   const opensslConf = opensslConfig(input.execPath);
-  if (opensslConf !== undefined) entries.push({ path: opensslConf, kind: 'file', why: "OpenSSL's configuration: Node reads it at start and exits (status 13) when it is unreadable" });
+  if (opensslConf !== undefined)
+    entries.push({ path: opensslConf, kind: 'file', why: "OpenSSL's configuration: Node reads it at start and exits (status 13) when it is unreadable" });
   for (const { path, why } of input.extra ?? []) {
     if (!isAbsolute(path)) throw new TypeError(`worker files: ${JSON.stringify(path)} is not an absolute path`);
     if (!existsSync(path)) throw new Error(`worker files: ${JSON.stringify(path)} (${why}) does not exist`);

@@ -176,11 +176,15 @@ export async function checkGuestStillWorks(rt: IsolatedRuntime): Promise<string[
     return [run.status, run.result, run.stdout];
   }, ['ok', '1,4,9', 'hi\n']);
   await expect('a large allocation', () => rt.eval('new Array(1e6).fill(1).reduce((a, b) => a + b, 0)'), 1e6);
-  await expect('many commands', async () => {
-    let sum = 0;
-    for (let i = 0; i < 50; i++) sum += (await rt.eval(`${i} * 2`)) as number;
-    return sum;
-  }, 2450);
+  await expect(
+    'many commands',
+    async () => {
+      let sum = 0;
+      for (let i = 0; i < 50; i++) sum += (await rt.eval(`${i} * 2`)) as number;
+      return sum;
+    },
+    2450,
+  );
   return problems;
 }
 

@@ -12,7 +12,6 @@ import type { RuntimeOptions } from '../options.js';
 import { kModuleSource, type Runtime } from '../runtime.js';
 import type { ParentChannel } from './parent-channel.js';
 
-
 /** The part of a bound global that is a host function: where it sits and the name the parent knows it by. */
 type FunctionSite = [path: string[], label: string];
 
@@ -109,14 +108,18 @@ export class WorkerSession {
   async #fetchViaParent(request: EgressRequest, context: EgressContext): Promise<EgressResponse> {
     if (context.signal.aborted) throw new GuestFacingError('AbortError', 'fetch aborted before it was sent');
     const id = this.#nextFetchId++;
-    context.signal.addEventListener('abort', () => {
-      if (this.#runtime.closed) return;
-      try {
-        this.#callParent(FETCH_CANCEL_GLOBAL, [id]);
-      } catch {
-        // The parent stops the request at its own deadline anyway.
-      }
-    }, { once: true });
+    context.signal.addEventListener(
+      'abort',
+      () => {
+        if (this.#runtime.closed) return;
+        try {
+          this.#callParent(FETCH_CANCEL_GLOBAL, [id]);
+        } catch {
+          // The parent stops the request at its own deadline anyway.
+        }
+      },
+      { once: true },
+    );
     try {
       return (await this.#callParent(FETCH_GLOBAL, [request, id])) as EgressResponse;
     } catch (error) {
