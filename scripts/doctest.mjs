@@ -32,6 +32,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+// The one reader of STRATA_TEST_PLATFORM (the runtime's test helpers), built before doctest runs.
+import { isDeclared } from '../packages/runtime/dist/src/testing/platform.js';
 
 export const BLOCK_TIMEOUT_MS = 60_000;
 export const MARKERS = new Set(['fragment', 'network', 'no-run', 'node22', 'macos']);
@@ -278,7 +280,7 @@ export async function doctest({
   platform = process.env.STRATA_TEST_PLATFORM ?? '',
   log = console.log,
 } = {}) {
-  const node22Declared = platform.split(/[\s,]+/).includes('node22-host');
+  const node22Declared = isDeclared('node22-host', { STRATA_TEST_PLATFORM: platform });
   const scratch = path.join(root, scratchName);
   rmSync(scratch, { recursive: true, force: true });
   mkdirSync(scratch, { recursive: true });
