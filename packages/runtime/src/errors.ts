@@ -28,6 +28,7 @@ export type StrataErrorCode =
   | 'ERR_STRATA_LAYER_FAILED'
   | 'ERR_STRATA_LAYER_CONFIG'
   | 'ERR_STRATA_CRASH_BUDGET'
+  | 'ERR_STRATA_HOST_FULL'
   | 'ERR_STRATA_EGRESS_REFUSED'
   | 'ERR_STRATA_EGRESS_FAILED';
 
@@ -124,6 +125,13 @@ export class RuntimeClosed extends StrataError {
   }
 }
 
+/** A SandboxHost holds its `maxIsolates` already: close one of its isolates, or open in another host. */
+export class SandboxHostFull extends StrataError {
+  constructor(message: string) {
+    super(message, { code: 'ERR_STRATA_HOST_FULL' });
+  }
+}
+
 /** An option is invalid; the message says which and what is accepted. */
 export class InvalidOption extends StrataError {
   constructor(message: string) {
@@ -145,7 +153,18 @@ export class PromiseNeverSettled extends StrataError {
  * What ended a worker: a limit Strata enforces (named after its option), a signal, the
  * protocol, or the worker itself.
  */
-export type CrashReason = 'maxMemory' | 'maxHostCalls' | 'threads' | 'cpu' | 'signal' | 'exit' | 'protocol' | 'writeStallTimeout' | 'start' | 'worker';
+export type CrashReason =
+  | 'maxMemory'
+  | 'maxHostCalls'
+  | 'threads'
+  | 'cpu'
+  | 'signal'
+  | 'exit'
+  | 'protocol'
+  | 'writeStallTimeout'
+  | 'start'
+  | 'worker'
+  | 'stuck';
 
 /**
  * The worker process died or was killed (a V8 abort, out of memory, a limit, a protocol

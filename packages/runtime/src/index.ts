@@ -14,6 +14,8 @@ export { ENGINE_NODE_MAJOR, MIN_NODE_MAJOR, UnsupportedNode } from './node-versi
 export { Runtime } from './runtime.js';
 export { IsolatedRuntime } from './isolated/isolated-runtime.js';
 export { SandboxPool } from './isolated/sandbox-pool.js';
+export { SandboxHost, ISOLATE_OPTIONS } from './isolated/sandbox-host.js';
+export type { SandboxHostOptions, IsolateOptions } from './isolated/sandbox-host.js';
 export type { SandboxPoolOptions, CheckoutOptions, PoolStats } from './isolated/sandbox-pool.js';
 export type { CrashBudgetOptions } from './isolated/crash-budget.js';
 export type { SandboxReport } from './isolated/isolated-runtime.js';
@@ -60,6 +62,7 @@ export {
   SandboxUnavailable,
   ThreadUnavailable,
   CrashBudgetExceeded,
+  SandboxHostFull,
   EgressRefused,
   EgressFailed,
 } from './errors.js';

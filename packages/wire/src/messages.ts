@@ -12,7 +12,7 @@ import { ProtocolError, quote } from './protocol-error.js';
 import { isWireObject, type WireObject, type WireValue } from './wire-value.js';
 
 /** Version the worker announces in `hello`; bump on any incompatible change to the table. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** Levels of a `console` message. */
 export const CONSOLE_LEVELS = Object.freeze(['log', 'info', 'warn', 'error', 'debug', 'trace'] as const);
@@ -21,7 +21,7 @@ export const CONSOLE_LEVELS = Object.freeze(['log', 'info', 'warn', 'error', 'de
 export type ConsoleLevel = (typeof CONSOLE_LEVELS)[number];
 
 /** Names a `command` message can carry: the parent's requests that are not evaluations. */
-export const COMMAND_NAMES = Object.freeze(['bind', 'revoke', 'addModule', 'dispose'] as const);
+export const COMMAND_NAMES = Object.freeze(['bind', 'revoke', 'addModule', 'dispose', 'open'] as const);
 
 /** One of {@link COMMAND_NAMES}. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
@@ -58,7 +58,10 @@ export type FieldSpec = keyof FieldTypes | `${keyof FieldTypes}?`;
 
 /**
  * Every message type and its fields besides `type`. Direction is noted per line;
- * requests carry an `id` that the matching `result`/`error`/`callResult` echoes.
+ * requests carry an `id` that the matching `result`/`error`/`callResult` echoes. In a worker that
+ * hosts many isolates, `isolate` names the one a request is for or a message comes from (absent:
+ * the worker's only isolate); call ids are the worker's, unique across its isolates, so answers
+ * to calls need none.
  */
 export const MESSAGE_SPECS = deepFreeze({
   /** worker → parent: the worker is up and speaks this protocol version. */
@@ -66,27 +69,27 @@ export const MESSAGE_SPECS = deepFreeze({
   /** parent → worker: runtime options, sent once before anything else. */
   configure: { id: 'uint', options: 'object' },
   /** parent → worker: evaluate a script. */
-  eval: { id: 'uint', code: 'string', options: 'object?' },
+  eval: { id: 'uint', code: 'string', options: 'object?', isolate: 'uint?' },
   /** parent → worker: evaluate an ES module. */
-  evalModule: { id: 'uint', code: 'string', specifier: 'string?', options: 'object?' },
+  evalModule: { id: 'uint', code: 'string', specifier: 'string?', options: 'object?', isolate: 'uint?' },
   /** worker → parent: the guest called a host function (`sync` if the guest blocks on it). */
-  call: { id: 'uint', name: 'string', args: 'array', sync: 'boolean' },
+  call: { id: 'uint', name: 'string', args: 'array', sync: 'boolean', isolate: 'uint?' },
   /** parent → worker: answer to `call` with the same id. */
   callResult: { id: 'uint', outcome: 'outcome' },
   /** parent → worker: the host function of `call` with this id returned a promise; its `callResult` follows on the command stream. */
   callPending: { id: 'uint' },
   /** worker → parent: the guest imports `specifier` from `referrer`; answered by `callResult` with `{ specifier, source }`. */
-  moduleRequest: { id: 'uint', specifier: 'string', referrer: 'string' },
+  moduleRequest: { id: 'uint', specifier: 'string', referrer: 'string', isolate: 'uint?' },
   /** worker → parent: a request finished with a value. */
-  result: { id: 'uint', value: 'value' },
+  result: { id: 'uint', value: 'value', isolate: 'uint?' },
   /** either way: a request failed (with its id), or the sender failed outside any request. */
-  error: { id: 'uint?', error: 'error' },
+  error: { id: 'uint?', error: 'error', isolate: 'uint?' },
   /** worker → parent: guest console output, with the id of the evaluation that printed it. */
-  console: { id: 'uint?', level: 'consoleLevel', text: 'string' },
+  console: { id: 'uint?', level: 'consoleLevel', text: 'string', isolate: 'uint?' },
   /** worker → parent: a security layer's report. */
   report: { report: 'object' },
   /** parent → worker: a named request from {@link COMMAND_NAMES}. */
-  command: { id: 'uint', name: 'commandName', params: 'object' },
+  command: { id: 'uint', name: 'commandName', params: 'object', isolate: 'uint?' },
 } as const satisfies Record<string, Readonly<Record<string, FieldSpec>>>);
 
 /** Every message type name. */

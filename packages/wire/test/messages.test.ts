@@ -38,9 +38,9 @@ test('the message table lists the protocol messages', (t) => {
   }
   t.true(Object.isFrozen(MESSAGE_SPECS));
   t.true(Object.isFrozen(MESSAGE_SPECS.eval));
-  t.is(PROTOCOL_VERSION, 1);
+  t.is(PROTOCOL_VERSION, 2);
   t.deepEqual([...CONSOLE_LEVELS], ['log', 'info', 'warn', 'error', 'debug', 'trace']);
-  t.deepEqual([...COMMAND_NAMES], ['bind', 'revoke', 'addModule', 'dispose']);
+  t.deepEqual([...COMMAND_NAMES], ['bind', 'revoke', 'addModule', 'dispose', 'open']);
 });
 
 test('the TypeScript union follows the table', (t) => {

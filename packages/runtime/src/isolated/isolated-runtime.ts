@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { types } from 'node:util';
 import { ProtocolError } from '@strata/wire';
-import type { Message, MessageOf, WireObject } from '@strata/wire';
+import type { Message, MessageOf } from '@strata/wire';
 import type { ConsoleCapture, ConsoleEntry } from '../console-capture.js';
 import { ConsoleHub } from '../console-hub.js';
 import { splitFunctions } from '../bound-functions.js';
@@ -27,13 +27,11 @@ import { stripIfTypeScript } from '../typescript-input.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
 import type { ResolvedRuntimeOptions } from '../options.js';
 import type { LayerReport } from '../layers/layer.js';
-import { finishReport, planPipeline, type PlannedStep, type SandboxReport } from '../layers/pipeline.js';
+import type { SandboxReport } from '../layers/pipeline.js';
 import { takeWorker } from './prewarm.js';
-import { unreachableByNobody } from './reachable-by-nobody.js';
-import { verifyWorker } from './verify-worker.js';
-import { buildWorkerFlags } from './v8-flags.js';
-import { resolveWorkerNode } from './worker-node.js';
-import { WORKER_ENTRY, sampleProcess, type LaunchPlan, type WorkerProcess } from './worker-process.js';
+import { sampleProcess, type WorkerProcess } from './worker-process.js';
+import type { WorkerPort } from './worker-port.js';
+import { configureOptions, finishLaunch, prepareLaunch } from './worker-launch.js';
 import { cpuCapExceeded, type WorkerActivity } from './worker-end.js';
 import { chargeTick } from './tick-charge.js';
 
@@ -83,6 +81,15 @@ export interface RuntimeInternals {
   setSessionOptions(rt: IsolatedRuntime, options: ResolvedIsolatedOptions): void;
   /** The runtime's resolved options. */
   options(rt: IsolatedRuntime): ResolvedIsolatedOptions;
+  /** A runtime on one isolate of a SandboxHost's worker (the host supervises the process). */
+  attach(options: ResolvedIsolatedOptions, port: WorkerPort, report: SandboxReport, sharing: SharingView): IsolatedRuntime;
+}
+
+/** What a runtime on a shared worker says about the sharing, in its report. */
+export interface SharingView {
+  readonly tenant: string;
+  /** How many other isolates share the worker now. */
+  sharedWith(): number;
 }
 
 export let internals: RuntimeInternals;
@@ -101,7 +108,11 @@ export let internals: RuntimeInternals;
  */
 export class IsolatedRuntime implements StrataRuntime {
   #options: ResolvedIsolatedOptions;
-  readonly #worker: WorkerProcess;
+  readonly #worker: WorkerPort;
+  // The process, when the worker is this runtime's alone; a shared worker's is its host's to supervise.
+  readonly #process: WorkerProcess | undefined;
+  // Set for an isolate of a shared worker: how many others share it, and whose worker it is.
+  readonly #sharing: SharingView | undefined;
   // Set once by start, when the layer pipeline has finished it.
   #report: SandboxReport;
   readonly #modules = new ModuleRegistry();
@@ -132,13 +143,16 @@ export class IsolatedRuntime implements StrataRuntime {
         rt.#options = options;
       },
       options: (rt) => rt.#options,
+      attach: (options, port, report, sharing) => new IsolatedRuntime(options, port, report, undefined, sharing),
     };
   }
 
-  private constructor(options: ResolvedIsolatedOptions, worker: WorkerProcess, report: SandboxReport) {
+  private constructor(options: ResolvedIsolatedOptions, worker: WorkerPort, report: SandboxReport, process: WorkerProcess | undefined, sharing?: SharingView) {
     this.#options = options;
     this.#console = new ConsoleHub(options.runtime.maxOutputBytes);
     this.#worker = worker;
+    this.#process = process;
+    this.#sharing = sharing;
     this.#report = report;
     worker.setMessageHandler((message) => this.#onMessage(message));
     worker.onExit((error) => this.#onWorkerExit(error));
@@ -160,42 +174,19 @@ export class IsolatedRuntime implements StrataRuntime {
    */
   static async start(options: IsolatedRuntimeOptions = {}): Promise<IsolatedRuntime> {
     const resolved = resolveIsolatedOptions(options);
-    // The parent's half of the layer pipeline: the layers with this platform's defaults merged in,
-    // loaded once, ordered, probed (cached) and planned; it refuses before any worker exists.
-    const workerNode = resolveWorkerNode(resolved.workerNode);
-    const layerPlan = await planPipeline(resolved, { platform: process.platform, arch: process.arch, workerNode });
-    const flags = buildWorkerFlags({ jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, v8Flags: resolved.v8Flags });
-    const plan: LaunchPlan = {
-      workerNode,
-      // --expose-gc: the buffer cap collects before it refuses; the prelude hides gc() from the guest.
-      nodeArgs: [...flags.node, '--expose-gc', ...flags.v8],
-      cpuSeconds: resolved.requestTimeout === undefined ? undefined : Math.ceil((2 * resolved.requestTimeout) / 1000),
-      entry: testEntry ?? WORKER_ENTRY,
-      launch: layerPlan.launch,
-    };
-    const startedAsRoot = process.geteuid?.() === 0;
-    if (startedAsRoot) assertReachableByNobody(plan.workerNode, plan.entry);
-    const worker = await takeWorker(plan, resolved.prewarm, resolved.startTimeout);
-    const base: SandboxReport['base'] = {
-      jitless: resolved.jitless,
-      strictEval: resolved.runtime.strictEval,
-      flags: plan.nodeArgs,
-      privilegesDropped: startedAsRoot,
-      workerNode,
-    };
+    const launch = await prepareLaunch(resolved, testEntry);
+    const worker = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout);
     // Nothing is in force until the pipeline has finished the report (nobody sees it before).
-    const runtime = new IsolatedRuntime(resolved, worker, { sandbox: 'none', sandboxExtras: [], layers: [], base });
+    const runtime = new IsolatedRuntime(resolved, worker, { sandbox: 'none', sandboxExtras: [], layers: [], base: launch.base }, worker);
     try {
       // Configuring runs the layer pipeline (probes, self-tests): bounded by a start deadline of
       // its own, not by requestTimeout, which is meant for the guest's commands.
       const startDeadline = Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0);
-      const configured = (await runtime.#request(
-        { type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, plan.cpuSeconds, layerPlan.steps) },
-        startDeadline,
-      )) as { layers?: LayerReport[] };
+      const configured = (await runtime.#request({ type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, launch) }, startDeadline)) as {
+        layers?: LayerReport[];
+      };
       // Only then may guest code run: what the worker claims is checked from outside (in /proc).
-      const verify = process.platform === 'linux' ? (layers: readonly LayerReport[]) => verifyWorker(worker.pid, layers, startedAsRoot) : undefined;
-      runtime.#report = finishReport(layerPlan, configured.layers ?? [], base, verify);
+      runtime.#report = finishLaunch(launch, worker.pid, configured.layers ?? []);
       // The host-call path once, both halves, before the runtime is handed out (a pool fills in
       // the background): the worker runs jitless, so V8 compiles each function on its first
       // call, and the first host call of a fresh worker would otherwise add about 2 ms to a
@@ -225,9 +216,13 @@ export class IsolatedRuntime implements StrataRuntime {
     return this.#report.sandboxExtras;
   }
 
-  /** The whole layer report, frozen and JSON-serialisable. */
+  /**
+   * The whole layer report, frozen and JSON-serialisable. On a SandboxHost's worker it also says
+   * whose worker it is (`tenant`) and how many other isolates share it now (`sharedWith`).
+   */
   get report(): SandboxReport {
-    return this.#report;
+    if (this.#sharing === undefined) return this.#report;
+    return Object.freeze({ ...this.#report, tenant: this.#sharing.tenant, sharedWith: this.#sharing.sharedWith() });
   }
 
   /** {@inheritDoc StrataRuntime.closed} */
@@ -468,6 +463,9 @@ export class IsolatedRuntime implements StrataRuntime {
     const elapsed = now - current.lastTick - current.syncHostMs;
     current.lastTick = now;
     current.syncHostMs = 0;
+    // A shared worker's process (its memory, threads, CPU, pipes, a stuck thread) is its host's
+    // to supervise; what is left here is this isolate's own: its host calls and their wait.
+    if (this.#process === undefined) return this.#superviseIsolate(current, elapsed);
     const sample = sampleProcess(this.#worker.pid);
     const workerCpuMs = sample === undefined || current.lastCpuMs === undefined ? 0 : sample.cpuMs - current.lastCpuMs;
     if (sample !== undefined) current.lastCpuMs = sample.cpuMs;
@@ -507,14 +505,29 @@ export class IsolatedRuntime implements StrataRuntime {
         return this.#kill(cpuCapExceeded(current.activity, `its CPU time cap (${2 * o.requestTimeout} ms of CPU: twice requestTimeout)`));
       }
     }
-    if (this.#worker.reader.isStalled(o.writeStallTimeout ?? 10_000, now)) {
+    if (this.#process.reader.isStalled(o.writeStallTimeout ?? 10_000, now)) {
       return this.#kill(new WorkerCrashed('the worker started a frame and stopped sending it; it was killed', 'protocol'));
     }
-    const stalledSince = this.#worker.writeStalledSince();
+    const stalledSince = this.#process.writeStalledSince();
     if (o.writeStallTimeout !== undefined && stalledSince !== undefined && now - stalledSince > o.writeStallTimeout) {
       return this.#kill(
         new WorkerCrashed(`the worker stopped reading its pipe for over writeStallTimeout (${o.writeStallTimeout} ms); it was killed`, 'writeStallTimeout'),
       );
+    }
+  }
+
+  /** What a limit of this runtime's ends: the worker, or (on a shared worker) the isolate alone. */
+  #endedWhat(): string {
+    return this.#process === undefined ? 'the isolate was disposed (its worker lives on)' : 'the worker was killed';
+  }
+
+  /** The per-isolate part of the supervisor, for an isolate of a shared worker. */
+  #superviseIsolate(current: Command, elapsed: number): void {
+    const charge = chargeTick({ elapsedMs: elapsed, workerCpuMs: 0, hostCallsInFlight: this.#inflightHostCalls });
+    current.hostWaitMs += charge.hostWaitMs;
+    const o = this.#options;
+    if (o.maxHostWait !== undefined && current.hostWaitMs > o.maxHostWait) {
+      this.#kill(new RuntimeTimeout(`the command waited on host functions past maxHostWait (${o.maxHostWait} ms); ${this.#endedWhat()}`, 'maxHostWait'));
     }
   }
 
@@ -523,7 +536,7 @@ export class IsolatedRuntime implements StrataRuntime {
   }
 
   #violation(what: string): void {
-    this.#kill(new WorkerCrashed(`protocol violation: the worker sent ${what}; it was killed`, 'protocol'));
+    this.#worker.kill(new WorkerCrashed(`protocol violation: the worker sent ${what}; it was killed`, 'protocol'), 'worker');
   }
 
   #onWorkerExit(error: StrataError): void {
@@ -584,7 +597,7 @@ export class IsolatedRuntime implements StrataRuntime {
     const o = this.#options;
     if (o.maxHostCalls !== undefined && current.hostCalls > o.maxHostCalls) {
       return this.#kill(
-        new WorkerCrashed(`the guest made more than maxHostCalls (${o.maxHostCalls}) host calls in one command; the worker was killed`, 'maxHostCalls'),
+        new WorkerCrashed(`the guest made more than maxHostCalls (${o.maxHostCalls}) host calls in one command; ${this.#endedWhat()}`, 'maxHostCalls'),
       );
     }
     const fail = (name: string, text: string) =>
@@ -709,7 +722,9 @@ export class IsolatedRuntime implements StrataRuntime {
     } catch (error) {
       outcome = { ok: false, error: toErrorPayload(error) };
     }
-    if (this.#closed) return;
+    // Answered even once closed: a shared worker's thread waits for it (a worker of its own is
+    // being killed then, and the answer goes nowhere).
+    if (this.#closed) outcome = { ok: false, error: toErrorPayload(this.#closeReason ?? new RuntimeClosed('the runtime is closed')) };
     try {
       this.#worker.reply({ type: 'callResult', id: message.id, outcome });
     } catch (error) {
@@ -731,47 +746,17 @@ export class IsolatedRuntime implements StrataRuntime {
 
 // --- helpers -------------------------------------------------------------------------------
 
-/**
- * Started as root, the worker drops to uid 65534 before Node runs: Node and Strata's files must be
- * reachable by others. Said plainly here rather than as a failed exec.
- */
-function assertReachableByNobody(node: string, entry: string): void {
-  const problem = unreachableByNobody(node, 0o001) ?? unreachableByNobody(entry, 0o004);
-  if (problem !== undefined) {
-    throw new WorkerCrashed(
-      `the worker cannot start: started as root, it runs as uid 65534, and ${problem}. ` +
-        'Install Strata (and the Node it runs on) where others can read it (not under /root), or start this process as an ordinary user.',
-      'start',
-    );
-  }
-}
-
 /** Guest code runs in `eval` and `evalModule`; the parent's own commands (configure, bind, revoke) run none. */
 function activityOf(message: Message): WorkerActivity {
   return message.type === 'eval' || message.type === 'evalModule' ? 'guest' : 'host';
 }
 
 let testEntry: string | undefined;
+/** @internal The worker entry tests set, if any. */
+export function workerEntryForTests(): string | undefined {
+  return testEntry;
+}
 /** @internal Tests run a compromised worker entry in place of the real one. */
 export function setWorkerEntryForTests(entry: string | undefined): void {
   testEntry = entry;
-}
-
-/** What the worker's Runtime is configured with: the Runtime options, and its memory watchdog. */
-function configureOptions(o: ResolvedIsolatedOptions, cpuSeconds: number | undefined, steps: readonly PlannedStep[]): WireObject {
-  const r = o.runtime;
-  const options: WireObject = {
-    timeout: r.timeout === Infinity ? 2 ** 31 - 1 : r.timeout,
-    maxHeapSize: r.maxHeapSize,
-    maxBufferBytes: r.maxBufferBytes,
-    bootstrap: [...r.bootstrap],
-    strictEval: r.strictEval,
-    allowGlobals: [...r.allowGlobals],
-    maxOutputBytes: r.maxOutputBytes,
-    maxResultBytes: r.maxResultBytes,
-  };
-  if (o.maxMemory !== undefined) options['maxMemory'] = o.maxMemory;
-  options['layerSteps'] = steps as never;
-  if (cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = cpuSeconds;
-  return options;
 }

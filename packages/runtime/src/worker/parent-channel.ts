@@ -55,6 +55,22 @@ export class ParentChannel {
     }
   }
 
+  /**
+   * From now on, commands arrive as a stream: `onMessage` is called for each, while earlier ones
+   * may still be waiting on host calls. A worker of many isolates reads so, because one isolate's
+   * command that awaits its host must not hold up the others'. The worker ends when the parent
+   * closes the pipe.
+   */
+  streamCommands(onMessage: (message: Message) => void): void {
+    for (const queued of this.#pendingCommands.splice(0)) onMessage(queued);
+    const stream = new Socket({ fd: CHANNEL_FDS.commands, readable: true, writable: false });
+    stream.on('data', (chunk: Buffer) => {
+      for (const message of this.#commands.readMessages(chunk)) onMessage(message);
+    });
+    stream.on('end', () => process.exit(0));
+    stream.on('error', () => process.exit(0));
+  }
+
   /** Calls `onMessage` for each settlement of an async host call; they arrive while a command awaits them. */
   listenForSettlements(onMessage: (message: Message) => void): void {
     const stream = new Socket({ fd: CHANNEL_FDS.settlements, readable: true, writable: false });
@@ -71,9 +87,11 @@ export class ParentChannel {
    * `callPending` when the host function returned a promise (settled later on the command
    * stream under the same id).
    */
-  call(name: string, args: unknown[]): MessageOf<'callResult'> | MessageOf<'callPending'> {
+  call(name: string, args: unknown[], isolate?: number): MessageOf<'callResult'> | MessageOf<'callPending'> {
     const id = this.#nextCallId++;
-    this.send({ type: 'call', id, name, args: args as never, sync: true });
+    const message: MessageOf<'call'> = { type: 'call', id, name, args: args as never, sync: true };
+    if (isolate !== undefined) message.isolate = isolate;
+    this.send(message);
     for (;;) {
       const message = this.#readReply();
       if ((message.type === 'callResult' || message.type === 'callPending') && message.id === id) return message;
@@ -82,12 +100,14 @@ export class ParentChannel {
   }
 
   /** Asks the parent for a module's canonical specifier and source. */
-  requestModule(specifier: string, referrer: string): MessageOf<'callResult'> {
+  requestModule(specifier: string, referrer: string, isolate?: number): MessageOf<'callResult'> {
     const id = this.#nextCallId++;
-    this.send({ type: 'moduleRequest', id, specifier, referrer });
-    const message = this.#readReply();
-    if (message.type !== 'callResult' || message.id !== id) throw new Error(`protocol: expected the answer to module request ${id}`);
-    return message;
+    const request: MessageOf<'moduleRequest'> = { type: 'moduleRequest', id, specifier, referrer };
+    if (isolate !== undefined) request.isolate = isolate;
+    this.send(request);
+    const reply = this.#readReply();
+    if (reply.type !== 'callResult' || reply.id !== id) throw new Error(`protocol: expected the answer to module request ${id}`);
+    return reply;
   }
 
   #readReply(): Message {

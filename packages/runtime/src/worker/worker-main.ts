@@ -1,8 +1,8 @@
 /**
  * The worker process's entry: a minimal loader. It loads everything it will ever need, says
  * hello, waits for its configuration (a prewarmed spare waits here, holding no data), creates
- * the Runtime, then serves the parent's commands one at a time until the parent closes the
- * pipe. Between configuration and the Runtime: the memory watchdog starts (opening the /proc
+ * the Runtime (or, for a worker of many isolates, waits for the parent to open them), then
+ * serves the parent's commands until the parent closes the pipe. Between configuration and the Runtime: the memory watchdog starts (opening the /proc
  * files it keeps), then the layer pipeline applies, seals and self-tests (docs/design.md §3). A layer's
  * seal may deny every file open from then on, so everything the worker uses afterwards is
  * imported here, statically, at start: isolated-vm and its addon (through ../runtime.js), the
@@ -11,11 +11,12 @@
 // The composition root: tsyringe needs the metadata polyfill before anything it resolves.
 import 'reflect-metadata';
 import { PROTOCOL_VERSION, type Message, type MessageOf } from '@strata/wire';
+import { toErrorPayload } from '../error-codec.js';
 import { loadGuestDeadline } from '../guest-deadline.js';
 import { loadWatchdog } from '../native/native-paths.js';
 import { Runtime } from '../runtime.js';
 import { ParentChannel } from './parent-channel.js';
-import { WorkerSession } from './worker-session.js';
+import { WorkerHost } from './worker-host.js';
 
 const watchdog = loadWatchdog();
 // The soft timeout's addon, both halves, while files can still be opened.
@@ -24,38 +25,53 @@ loadGuestDeadline();
 // attach by another process of the same user, /proc/<pid> owned by root.
 watchdog.disableDumping();
 const channel = new ParentChannel();
-let session: WorkerSession | undefined;
+let host: WorkerHost | undefined;
 
-async function configure(message: MessageOf<'configure'>): Promise<WorkerSession> {
+async function configure(message: MessageOf<'configure'>): Promise<WorkerHost> {
   try {
-    const created = await WorkerSession.create(channel, message.options, Runtime, watchdog);
+    const created = await WorkerHost.create(channel, message.options, Runtime, watchdog);
     channel.send({ type: 'result', id: message.id, value: created.describe() });
     return created;
   } catch (error) {
-    channel.send({ type: 'error', id: message.id, error: WorkerSession.errorPayload(error) });
+    channel.send({ type: 'error', id: message.id, error: toErrorPayload(error) });
     process.exit(71);
   }
 }
 
-/** One command at a time, until the parent closes the pipe. */
-async function serve(): Promise<never> {
+/**
+ * Configuration first; then, with one isolate, one command at a time (read synchronously: an idle
+ * worker has nothing else to do) until the isolate ends or the parent closes the pipe; with many,
+ * commands as a stream, each in its isolate's turn.
+ */
+async function serve(): Promise<void> {
+  const first: Message | undefined = channel.nextCommand();
+  if (first === undefined) process.exit(0);
+  if (first.type !== 'configure') {
+    channel.send({ type: 'error', error: { class: 'StrataError', message: `expected configure first, got ${first.type}` } });
+    process.exit(70);
+  }
+  const configured = await configure(first);
+  host = configured;
+  if (configured.multi) {
+    channel.streamCommands((message) => {
+      configured.dispatch(message).catch((error: unknown) => {
+        // dispatch answers every request itself; reaching here is a bug in the worker: end loudly.
+        process.stderr.write(`strata worker: ${String(error)}\n`);
+        process.exit(72);
+      });
+    });
+    return;
+  }
   for (;;) {
-    const message: Message | undefined = channel.nextCommand();
+    const message = channel.nextCommand();
     if (message === undefined) process.exit(0);
-    if (session === undefined) {
-      if (message.type !== 'configure') {
-        channel.send({ type: 'error', error: { class: 'StrataError', message: `expected configure first, got ${message.type}` } });
-        process.exit(70);
-      }
-      session = await configure(message);
-      continue;
-    }
-    await session.serve(message);
+    // A disposed isolate (close, or its heap limit) ends the worker of one isolate.
+    if ((await configured.dispatch(message)) === 'ended') process.exit(0);
   }
 }
 
 channel.listenForSettlements((message) => {
-  if (message.type === 'callResult') session?.settleAsyncCall(message);
+  if (message.type === 'callResult') host?.settleAsyncCall(message);
 });
 channel.send({ type: 'hello', version: PROTOCOL_VERSION });
 void serve();

@@ -5,9 +5,8 @@ import type { EgressResponse } from '../egress/perform-request.js';
 import { fromErrorPayload, toErrorPayload } from '../error-codec.js';
 import { GuestFacingError } from '../host-errors.js';
 import { HeapLimitExceeded, ModuleNotFound, StrataError } from '../errors.js';
-import { applyPipeline, type PipelineResult, type PlannedStep } from '../layers/pipeline.js';
 import type { ResolvedModule } from '../module-registry.js';
-import { WATCHDOG_EXIT_CODE, type MemoryWatchdog } from '../native/native-paths.js';
+import type { MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
 import { kModuleSource, type Runtime } from '../runtime.js';
 import type { ParentChannel } from './parent-channel.js';
@@ -29,79 +28,64 @@ const WIRE_LEVELS: Readonly<Record<string, MessageOf<'console'>['level']>> = {
   assert: 'error',
 };
 
+/** Host calls that returned promises, by call id: the worker's ids, shared by all its isolates. */
+export type PendingCalls = Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
+
+/** What a session needs of the worker that holds it. */
+export interface SessionHost {
+  readonly channel: ParentChannel;
+  readonly pendingCalls: PendingCalls;
+  readonly watchdog: MemoryWatchdog;
+  readonly cpuSecondsPerCommand: number | undefined;
+}
+
 /**
- * One configured worker: its Runtime, and the translation between the parent's commands and
- * the Runtime's API. Host functions are stand-ins that ask the parent over the channel.
+ * One isolate of a worker: its Runtime, and the translation between the parent's commands and
+ * the Runtime's API. Host functions are stand-ins that ask the parent over the channel. A worker
+ * of one isolate has one session (`isolate` undefined: its messages carry no isolate id); a worker
+ * of many has one per `open`.
  */
 export class WorkerSession {
-  readonly #channel: ParentChannel;
+  readonly #host: SessionHost;
   readonly #runtime: Runtime;
-  readonly #pendingCalls = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>();
+  readonly isolate: number | undefined;
   #currentId: number | undefined;
   #nextFetchId = 1;
 
-  readonly #watchdog: MemoryWatchdog;
-  readonly #cpuSecondsPerCommand: number | undefined;
-
-  readonly #pipeline: PipelineResult;
-
-  private constructor(channel: ParentChannel, runtime: Runtime, watchdog: MemoryWatchdog, cpuSecondsPerCommand: number | undefined, pipeline: PipelineResult) {
-    this.#pipeline = pipeline;
-    this.#channel = channel;
+  private constructor(host: SessionHost, runtime: Runtime, isolate: number | undefined) {
+    this.#host = host;
     this.#runtime = runtime;
-    this.#watchdog = watchdog;
-    this.#cpuSecondsPerCommand = cpuSecondsPerCommand;
+    this.isolate = isolate;
     runtime.onConsole((entry) => {
       const level = WIRE_LEVELS[entry.level] ?? (entry.stream === 'stderr' ? 'error' : 'log');
       const message: MessageOf<'console'> = { type: 'console', level, text: entry.text };
       if (this.#currentId !== undefined) message.id = this.#currentId;
-      channel.send(message);
+      if (isolate !== undefined) message.isolate = isolate;
+      host.channel.send(message);
     });
     runtime[kModuleSource]({ load: (request, referrer) => Promise.resolve(this.#requestModule(request, referrer)) });
   }
 
-  /** Creates the Runtime from the options the parent sent. */
-  static async create(channel: ParentChannel, options: WireObject, RuntimeClass: typeof Runtime, watchdog: MemoryWatchdog): Promise<WorkerSession> {
-    const { maxMemory, cpuSecondsPerCommand, layerSteps, ...rest } = options as RuntimeOptions & {
-      maxMemory?: number;
-      cpuSecondsPerCommand?: number;
-      layerSteps?: PlannedStep[];
-    };
-    // The parent redacts host errors itself; the worker passes them through as they come. The
-    // guest's fetch is always answered by the parent, which holds the egress policy (or refuses,
-    // saying why): the worker has no network and never sees the policy's credentials.
+  /**
+   * Creates the session's Runtime. The parent redacts host errors itself; the worker passes them
+   * through as they come. The guest's fetch is always answered by the parent, which holds the
+   * egress policy (or refuses, saying why): the worker has no network and never sees the
+   * policy's credentials.
+   */
+  static async open(host: SessionHost, RuntimeClass: typeof Runtime, options: RuntimeOptions, isolate: number | undefined): Promise<WorkerSession> {
     let session: WorkerSession | undefined;
-    const runtimeOptions: RuntimeOptions = { ...rest, redactHostErrors: false, egress: (request, context) => session!.#fetchViaParent(request, context) };
-    const bootstrap = typeof runtimeOptions.bootstrap === 'string' ? [runtimeOptions.bootstrap] : [...(runtimeOptions.bootstrap ?? [])];
-    // The worker checks its own resident memory every 20 ms, also while the guest runs (the
-    // parent checks every 50 ms from outside). Started before the layers: it opens
-    // /proc/self/statm and /proc/self/task now and keeps them open, so a layer's seal may take
-    // every file away (a deny-all Landlock domain) and the watchdog still reads them.
-    if (maxMemory !== undefined) watchdog.start(maxMemory, 20, WATCHDOG_EXIT_CODE);
-    // The parent probed and planned; the worker applies, seals and self-tests, before the
-    // guest's isolate exists (self-tests use throwaway isolates). From here on nothing the worker
-    // does opens a file: every module and addon it uses was loaded at start (worker-main.ts).
-    const pipeline = await applyPipeline(layerSteps ?? [], {
-      platform: process.platform,
-      evalInGuest: async (code, extra) => {
-        // Not the guest's soft timeout: a self-test is the layer's code, and on a loaded machine
-        // it can take longer than a short guest timeout (a start failed as LayerFailed at load 15).
-        // The parent's start deadline (startTimeout) bounds it, killing the worker.
-        const probe = await RuntimeClass.start({ ...runtimeOptions, timeout: Infinity, bootstrap: [...bootstrap, ...extra] });
-        try {
-          return await probe.eval(code);
-        } finally {
-          await probe.close();
-        }
-      },
-    });
-    const runtime = await RuntimeClass.start({ ...runtimeOptions, bootstrap: [...bootstrap, ...pipeline.contextBootstraps] });
-    session = new WorkerSession(channel, runtime, watchdog, cpuSecondsPerCommand, pipeline);
+    const runtime = await RuntimeClass.start(WorkerSession.runtimeOptions(options, (request, context) => session!.#fetchViaParent(request, context)));
+    session = new WorkerSession(host, runtime, isolate);
     return session;
   }
 
+  /** The options a worker's Runtime runs with: host errors unredacted, fetch through `egress`. */
+  static runtimeOptions(options: RuntimeOptions, egress: RuntimeOptions['egress']): RuntimeOptions {
+    return { ...options, redactHostErrors: false, egress };
+  }
+
   /**
-   * The guest's fetch, asked of the parent under an id of this worker's; its refusals come back as
+   * The guest's fetch, asked of the parent under an id of this session's; its refusals come back as
    * the guest should see them. When the guest aborts it, the parent is told to stop it (not when
    * this runtime closes: the parent is closing it then, and no command is running to carry a call).
    */
@@ -128,42 +112,51 @@ export class WorkerSession {
     }
   }
 
-  /** What the parent learns about this worker once it is configured. */
-  describe(): WireObject {
-    return { pid: process.pid, node: process.version, layers: this.#pipeline.layers as never };
+  /** Whether the Runtime has closed (disposed, or its heap limit). */
+  get closed(): boolean {
+    return this.#runtime.closed;
   }
 
-  /** The payload for an error, for the channel. */
-  static errorPayload(error: unknown): ErrorPayload {
-    return toErrorPayload(error);
+  /** Closes the Runtime (disposes its isolate). */
+  close(): Promise<void> {
+    return this.#runtime.close();
   }
 
-  /** Settles a call whose host function returned a promise. */
-  settleAsyncCall(message: MessageOf<'callResult'>): void {
-    const pending = this.#pendingCalls.get(message.id);
-    if (pending === undefined) return;
-    this.#pendingCalls.delete(message.id);
-    if (message.outcome.ok) pending.resolve(message.outcome.value);
-    else pending.reject(hostError(message.outcome.error));
-  }
-
-  /** Runs one command and sends its answer. */
-  async serve(message: Message): Promise<void> {
-    if (!('id' in message) || typeof message.id !== 'number') return;
+  /**
+   * Runs one command and sends its answer. Resolves to `'ended'` when the session is over after it
+   * (disposed, or its heap was: a disposed heap cannot be trusted again, and the parent closes its
+   * runtime too), for the worker to forget it or, with one isolate, to exit.
+   */
+  async serve(message: Message): Promise<'ended' | undefined> {
+    if (!('id' in message) || typeof message.id !== 'number') return undefined;
     const id = message.id;
     this.#currentId = id;
     // The CPU cap is per command: a long-lived runtime must not die of many short ones.
-    if (this.#cpuSecondsPerCommand !== undefined) this.#watchdog.setCpuSoftLimit(this.#cpuSecondsPerCommand);
+    if (this.#host.cpuSecondsPerCommand !== undefined) this.#host.watchdog.setCpuSoftLimit(this.#host.cpuSecondsPerCommand);
     try {
+      if (message.type === 'command' && message.name === 'dispose') {
+        await this.#runtime.close();
+        this.#send({ type: 'result', id, value: undefined });
+        return 'ended';
+      }
       const value = await this.#run(message);
-      this.#channel.send({ type: 'result', id, value: value as never });
+      this.#send({ type: 'result', id, value: value as never });
+      return undefined;
     } catch (error) {
-      this.#channel.send({ type: 'error', id, error: toErrorPayload(error) });
-      // A disposed heap cannot be trusted again; the parent closes this runtime too.
-      if (error instanceof HeapLimitExceeded) process.exit(0);
+      this.#send({ type: 'error', id, error: toErrorPayload(error) });
+      if (error instanceof HeapLimitExceeded) {
+        await this.#runtime.close();
+        return 'ended';
+      }
+      return undefined;
     } finally {
       this.#currentId = undefined;
     }
+  }
+
+  #send(message: MessageOf<'result'> | MessageOf<'error'>): void {
+    if (this.isolate !== undefined) message.isolate = this.isolate;
+    this.#host.channel.send(message);
   }
 
   async #run(message: Message): Promise<unknown> {
@@ -193,9 +186,6 @@ export class WorkerSession {
       case 'revoke':
         this.#runtime.revoke(params['name'] as string);
         return undefined;
-      case 'dispose':
-        void this.#runtime.close().then(() => process.exit(0));
-        return undefined;
       default:
         throw new StrataError(`unknown command ${message.name}`);
     }
@@ -220,21 +210,21 @@ export class WorkerSession {
   #callParent(label: string, args: unknown[]): unknown {
     let reply: MessageOf<'callResult'> | MessageOf<'callPending'>;
     try {
-      reply = this.#channel.call(label, args);
+      reply = this.#host.channel.call(label, args, this.isolate);
     } catch (error) {
       // Arguments the wire cannot carry (over its frame size, node count or depth): the guest's error, not the worker's.
       if (!(error instanceof ProtocolError)) throw error;
       throw new TypeError(`${label.replace(/#\d+$/, '')}: the arguments cannot cross to the host: ${error.message}`);
     }
     if (reply.type === 'callPending') {
-      return new Promise((resolve, reject) => this.#pendingCalls.set(reply.id, { resolve, reject }));
+      return new Promise((resolve, reject) => this.#host.pendingCalls.set(reply.id, { resolve, reject }));
     }
     if (reply.outcome.ok) return reply.outcome.value;
     throw hostError(reply.outcome.error);
   }
 
   #requestModule(request: string, referrer: string): ResolvedModule {
-    const reply = this.#channel.requestModule(request, referrer);
+    const reply = this.#host.channel.requestModule(request, referrer, this.isolate);
     if (!reply.outcome.ok) throw fromErrorPayload(reply.outcome.error);
     const value = reply.outcome.value as { specifier?: unknown; source?: unknown } | undefined;
     if (typeof value?.specifier !== 'string' || typeof value.source !== 'string') {
@@ -245,7 +235,7 @@ export class WorkerSession {
 }
 
 /** The error a host function's failure becomes in the worker: the guest sees its name and message. */
-function hostError(payload: ErrorPayload): Error {
+export function hostError(payload: ErrorPayload): Error {
   const error = new Error(payload.message);
   error.name = payload.name ?? 'Error';
   return error;

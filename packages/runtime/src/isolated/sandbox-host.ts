@@ -1,0 +1,582 @@
+/**
+ * SandboxHost: one sandboxed worker process of one tenant, holding many isolates. Each isolate
+ * is an `IsolatedRuntime` of its own (its context, limits, host functions, console, bootstrap);
+ * they share the process's OS sandbox, CPU cap and fate.
+ *
+ * @module
+ */
+import type { Message, MessageOf } from '@strata/wire';
+import { InvalidOption, RuntimeClosed, SandboxHostFull, StrataError, WorkerCrashed } from '../errors.js';
+import { fromErrorPayload } from '../error-codec.js';
+import type { SandboxReport } from '../layers/pipeline.js';
+import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
+import { internals, MAX_WORKER_THREADS, workerEntryForTests, type IsolatedRuntime } from './isolated-runtime.js';
+import { takeWorker } from './prewarm.js';
+import { configureOptions, finishLaunch, isolateOptions, prepareLaunch } from './worker-launch.js';
+import type { WorkerActivity } from './worker-end.js';
+import type { WorkerPort } from './worker-port.js';
+import { sampleProcess, type WorkerProcess } from './worker-process.js';
+
+/** The options of a SandboxHost: its tenant, how many isolates it holds, and the worker's and every isolate's defaults. */
+export interface SandboxHostOptions extends IsolatedRuntimeOptions {
+  /**
+   * Whose isolates this worker holds. Required: a worker only ever holds isolates of one tenant,
+   * because they share its OS sandbox and its fate (a V8 escape in one reaches the others).
+   */
+  tenant: string;
+  /** Isolates open at once, at most. Default 100; from 1 to 10 000. */
+  maxIsolates?: number;
+}
+
+/**
+ * What may differ per isolate of one worker: the isolate's own limits and what only the parent
+ * enforces. The rest (the layers, `sandbox`, `maxMemory`, `jitless`, `strictEval`, V8 flags,
+ * `workerNode`, `clock`, `writeStallTimeout`) is the process's, set on {@link SandboxHost.start}.
+ */
+export type IsolateOptions = Pick<
+  IsolatedRuntimeOptions,
+  | 'timeout'
+  | 'maxHeapSize'
+  | 'maxBufferBytes'
+  | 'bootstrap'
+  | 'allowGlobals'
+  | 'maxOutputBytes'
+  | 'maxResultBytes'
+  | 'redactHostErrors'
+  | 'egress'
+  | 'requestTimeout'
+  | 'timeoutGrace'
+  | 'maxHostCalls'
+  | 'maxHostWait'
+  | 'maxInflightHostCalls'
+>;
+
+/** The keys of {@link IsolateOptions}: what `open` accepts. */
+export const ISOLATE_OPTIONS = Object.freeze([
+  'timeout',
+  'maxHeapSize',
+  'maxBufferBytes',
+  'bootstrap',
+  'allowGlobals',
+  'maxOutputBytes',
+  'maxResultBytes',
+  'redactHostErrors',
+  'egress',
+  'requestTimeout',
+  'timeoutGrace',
+  'maxHostCalls',
+  'maxHostWait',
+  'maxInflightHostCalls',
+] as const);
+
+const DEFAULT_MAX_ISOLATES = 100;
+const MAX_MAX_ISOLATES = 10_000;
+const SUPERVISOR_TICK_MS = 50;
+/** The shortest wait for the worker to confirm an isolate's disposal before the process is deemed stuck. */
+const MIN_DISPOSE_GRACE_MS = 2_000;
+/** The id of the parent's own commands to an isolate (open, dispose): a runtime's own ids start at 1. */
+const HOST_COMMAND_ID = 0;
+const TENANT_MAX_CHARS = 256;
+
+/**
+ * One sandboxed worker process of one tenant, holding many isolates: the same launch chain,
+ * layers, self-tests and outside verification as an `IsolatedRuntime` of its own, at the cost of
+ * an isolate (a few MiB) per session instead of a process (tens of MiB).
+ *
+ * What one isolate does ends that isolate only: its soft timeout, heap limit, output and result
+ * caps, host-call limits (`maxHostCalls`, `maxHostWait`), and its `close()`. What the process
+ * does ends every isolate in it, each with `WorkerCrashed` naming the cause: a V8 fatal error,
+ * `maxMemory` (the whole worker's), too many threads, the CPU cap, a protocol violation, and a
+ * thread stuck in code V8 cannot interrupt past `requestTimeout` (reason `'stuck'`). The isolates
+ * run on the worker's one thread: a guest that spins delays its neighbours' commands until its
+ * soft timeout stops it.
+ *
+ * ```ts
+ * await using host = await SandboxHost.start({ tenant: 'acme', maxIsolates: 50 });
+ * await using rt = await host.open({ timeout: 1_000 });
+ * await rt.eval('1 + 1'); // 2
+ * ```
+ */
+export class SandboxHost {
+  readonly #tenant: string;
+  readonly #maxIsolates: number;
+  readonly #options: Readonly<Record<string, unknown>>;
+  readonly #resolved: ResolvedIsolatedOptions;
+  readonly #worker: WorkerProcess;
+  readonly #report: SandboxReport;
+  readonly #ports = new Map<number, IsolatePort>();
+  #nextIsolate = 1;
+  #opening = 0;
+  #closed = false;
+  #closeReason: StrataError | undefined;
+  #ticker: NodeJS.Timeout | undefined;
+  // The worker's CPU time when its last frame arrived: read lazily, on the first tick after it.
+  #cpuAtLastFrame: number | undefined;
+  readonly #closeListeners: ((reason: StrataError) => void)[] = [];
+
+  private constructor(
+    tenant: string,
+    maxIsolates: number,
+    options: Record<string, unknown>,
+    resolved: ResolvedIsolatedOptions,
+    worker: WorkerProcess,
+    report: SandboxReport,
+  ) {
+    this.#tenant = tenant;
+    this.#maxIsolates = maxIsolates;
+    this.#options = options;
+    this.#resolved = resolved;
+    this.#worker = worker;
+    this.#report = Object.freeze({ ...report, tenant });
+    worker.setMessageHandler((message) => this.#route(message));
+    worker.onExit((error) => this.#onWorkerExit(error));
+  }
+
+  /**
+   * Starts a worker for `tenant` (or takes the prewarmed spare), applies and verifies its layers,
+   * and returns once isolates can be opened in it.
+   *
+   * @throws {@link InvalidOption}, {@link SandboxUnavailable}, {@link WorkerCrashed}, as `IsolatedRuntime.start`.
+   */
+  static async start(options: SandboxHostOptions): Promise<SandboxHost> {
+    if (options === null || typeof options !== 'object' || Array.isArray(options))
+      throw new InvalidOption('SandboxHost.start(options): options must be an object');
+    const { tenant, maxIsolates: requested, ...rest } = options;
+    if (typeof tenant !== 'string' || tenant.length === 0 || tenant.length > TENANT_MAX_CHARS) {
+      throw new InvalidOption(
+        `SandboxHost.start: tenant must be a non-empty string of at most ${TENANT_MAX_CHARS} characters (a worker holds one tenant's isolates only)`,
+      );
+    }
+    const maxIsolates = requested ?? DEFAULT_MAX_ISOLATES;
+    if (!Number.isSafeInteger(maxIsolates) || maxIsolates < 1 || maxIsolates > MAX_MAX_ISOLATES) {
+      throw new InvalidOption(`SandboxHost.start: maxIsolates must be an integer from 1 to ${MAX_MAX_ISOLATES} (got ${String(requested)})`);
+    }
+    const resolved = resolveIsolatedOptions(rest);
+    const launch = await prepareLaunch(resolved, workerEntryForTests());
+    const worker = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout);
+    let report: SandboxReport;
+    try {
+      const layers = await configure(worker, configureOptions(resolved, launch, maxIsolates), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
+      // Only then may guest code run: what the worker claims is checked from outside (in /proc).
+      report = finishLaunch(launch, worker.pid, layers);
+    } catch (error) {
+      await killAndWait(worker, error instanceof StrataError ? error : new WorkerCrashed('the worker failed to start', 'start'));
+      throw error;
+    }
+    const host = new SandboxHost(tenant, maxIsolates, rest as Record<string, unknown>, resolved, worker, report);
+    await host.#warmUp();
+    return host;
+  }
+
+  /** The tenant whose isolates this worker holds. */
+  get tenant(): string {
+    return this.#tenant;
+  }
+
+  /** The worker's process id. */
+  get pid(): number {
+    return this.#worker.pid;
+  }
+
+  /** The worker's layer report (every isolate's report is this one, with its `sharedWith`). */
+  get report(): SandboxReport {
+    return this.#report;
+  }
+
+  /** Isolates open now (opening included). */
+  get isolates(): number {
+    let open = this.#opening;
+    for (const port of this.#ports.values()) if (port.state === 'open') open++;
+    return open;
+  }
+
+  /** How many isolates this worker may hold at once. */
+  get maxIsolates(): number {
+    return this.#maxIsolates;
+  }
+
+  /** Whether the worker is gone (closed, or it died). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Opens an isolate in this worker: an `IsolatedRuntime` with the full API, whose options are
+   * the host's with `options` over them.
+   *
+   * @throws {@link InvalidOption} for an option that is the process's (set it on `start`),
+   * {@link SandboxHostFull} when `maxIsolates` are open, the reason the host closed when it has.
+   */
+  async open(options: IsolateOptions = {}): Promise<IsolatedRuntime> {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOption('open(options): options must be an object');
+    for (const key of Object.keys(options)) {
+      if (!(ISOLATE_OPTIONS as readonly string[]).includes(key)) {
+        throw new InvalidOption(
+          `open(options): ${key} is the worker's, not an isolate's: set it on SandboxHost.start (an isolate may set ${ISOLATE_OPTIONS.join(', ')})`,
+        );
+      }
+    }
+    if (this.#closed) throw this.#closeReason!;
+    if (this.isolates >= this.#maxIsolates)
+      throw new SandboxHostFull(`this worker holds its maximum of ${this.#maxIsolates} isolates; close one, or start another SandboxHost`);
+    const resolved = Object.keys(options).length === 0 ? this.#resolved : resolveIsolatedOptions({ ...this.#options, ...options });
+    const id = this.#nextIsolate++;
+    const port = new IsolatePort(this, id, this.#worker, resolved.requestTimeout);
+    this.#ports.set(id, port);
+    this.#opening++;
+    try {
+      await port.open(isolateOptions(resolved), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
+    } finally {
+      this.#opening--;
+    }
+    return internals.attach(resolved, port, this.#report, { tenant: this.#tenant, sharedWith: () => Math.max(0, this.isolates - 1) });
+  }
+
+  /** Calls `listener` once, with the reason, when the worker is gone (soon, if it already is). */
+  onClosed(listener: (reason: StrataError) => void): void {
+    if (this.#closed) queueMicrotask(() => listener(this.#closeReason!));
+    else this.#closeListeners.push(listener);
+  }
+
+  /** Kills the worker: every isolate in it ends with `RuntimeClosed`. Resolves once the process is gone. */
+  async close(): Promise<void> {
+    await killAndWait(this.#worker, new RuntimeClosed('the SandboxHost is closed'));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // --- for the ports -----------------------------------------------------------------------
+
+  /** @internal Ends the whole process, for a reason no isolate of it survives. */
+  killWorker(reason: StrataError): void {
+    this.#worker.kill(reason);
+  }
+
+  /** @internal An isolate's activity changed: the process's is the busiest of its isolates'. */
+  activityChanged(): void {
+    let activity: WorkerActivity = 'idle';
+    for (const port of this.#ports.values()) {
+      if (port.activity === 'guest') activity = 'guest';
+      else if (port.activity === 'host' && activity === 'idle') activity = 'host';
+    }
+    this.#worker.setActivity(activity);
+    if (activity === 'idle') {
+      clearInterval(this.#ticker);
+      this.#ticker = undefined;
+    } else {
+      this.#ticker ??= setInterval(() => this.#supervise(), SUPERVISOR_TICK_MS);
+      this.#ticker.unref();
+    }
+  }
+
+  /** @internal How long the worker may take to confirm a disposal: as long as any isolate's command may legitimately run. */
+  disposeGraceMs(): number {
+    let grace = MIN_DISPOSE_GRACE_MS;
+    for (const port of this.#ports.values()) grace = Math.max(grace, port.requestTimeout ?? 0);
+    return grace;
+  }
+
+  /** @internal The port is gone from the worker too. */
+  forget(id: number): void {
+    this.#ports.delete(id);
+    this.activityChanged();
+  }
+
+  // --- internals ---------------------------------------------------------------------------
+
+  /** The host-call path once, both halves, before any isolate is handed out (the worker runs jitless). */
+  async #warmUp(): Promise<void> {
+    try {
+      const rt = await this.open();
+      try {
+        rt.bindFunction('__strataWarmUp', async () => 0);
+        await rt.eval('__strataWarmUp()');
+      } finally {
+        await rt.close();
+      }
+    } catch (error) {
+      await this.close();
+      throw error;
+    }
+  }
+
+  #route(message: Message): void {
+    this.#cpuAtLastFrame = undefined;
+    const isolate = 'isolate' in message ? message.isolate : undefined;
+    if (isolate === undefined || isolate >= this.#nextIsolate) {
+      return this.killWorker(
+        new WorkerCrashed(
+          `protocol violation: the worker sent a ${message.type} message for ${isolate === undefined ? 'no isolate' : `isolate ${isolate}, which was never opened`}; it was killed`,
+          'protocol',
+        ),
+      );
+    }
+    const port = this.#ports.get(isolate);
+    if (port === undefined) return answerForGone(this.#worker, message);
+    port.receive(message);
+  }
+
+  /** The process, from outside, while any isolate is busy: memory, threads, pipes, a stuck thread. */
+  #supervise(): void {
+    const o = this.#resolved;
+    const now = performance.now();
+    const sample = sampleProcess(this.#worker.pid);
+    if (sample !== undefined) {
+      if (o.maxMemory !== undefined && sample.rssBytes > o.maxMemory) {
+        return this.killWorker(
+          new WorkerCrashed(
+            `the worker's resident memory (${sample.rssBytes} bytes) passed maxMemory (${o.maxMemory} bytes); it was killed, and every isolate in it`,
+            'maxMemory',
+          ),
+        );
+      }
+      if (sample.threads > MAX_WORKER_THREADS) {
+        return this.killWorker(
+          new WorkerCrashed(`the worker started ${sample.threads} threads, more than ${MAX_WORKER_THREADS}; it was killed, and every isolate in it`, 'threads'),
+        );
+      }
+      // The worker's thread runs one guest at a time, and every command ends in a frame: CPU time
+      // spent since the last frame past every busy isolate's requestTimeout is a guest that its
+      // soft timeout could not stop (a native builtin V8 cannot interrupt). Only killing helps.
+      this.#cpuAtLastFrame ??= sample.cpuMs;
+      const stuckAfter = this.#stuckAfterMs();
+      if (stuckAfter !== undefined && sample.cpuMs - this.#cpuAtLastFrame > stuckAfter) {
+        return this.killWorker(
+          new WorkerCrashed(
+            `an isolate of this worker ran past requestTimeout (${stuckAfter} ms of CPU without a word) in code that could not be interrupted; the worker was killed, and every isolate in it`,
+            'stuck',
+          ),
+        );
+      }
+    }
+    if (this.#worker.reader.isStalled(o.writeStallTimeout ?? 10_000, now)) {
+      return this.killWorker(new WorkerCrashed('the worker started a frame and stopped sending it; it was killed, and every isolate in it', 'protocol'));
+    }
+    const stalledSince = this.#worker.writeStalledSince();
+    if (o.writeStallTimeout !== undefined && stalledSince !== undefined && now - stalledSince > o.writeStallTimeout) {
+      return this.killWorker(
+        new WorkerCrashed(
+          `the worker stopped reading its pipe for over writeStallTimeout (${o.writeStallTimeout} ms); it was killed, and every isolate in it`,
+          'writeStallTimeout',
+        ),
+      );
+    }
+  }
+
+  /** The longest requestTimeout of the isolates running guest code; undefined when none runs or one has none. */
+  #stuckAfterMs(): number | undefined {
+    let longest: number | undefined;
+    for (const port of this.#ports.values()) {
+      if (port.activity !== 'guest') continue;
+      if (port.requestTimeout === undefined) return undefined;
+      longest = Math.max(longest ?? 0, port.requestTimeout);
+    }
+    return longest;
+  }
+
+  #onWorkerExit(error: StrataError): void {
+    this.#closed = true;
+    this.#closeReason = error;
+    clearInterval(this.#ticker);
+    this.#ticker = undefined;
+    for (const port of [...this.#ports.values()]) port.gone(error);
+    this.#ports.clear();
+    for (const listener of this.#closeListeners.splice(0)) queueMicrotask(() => listener(error));
+  }
+}
+
+/** One isolate of a SandboxHost's worker, as its IsolatedRuntime sees it. */
+class IsolatePort implements WorkerPort {
+  readonly #host: SandboxHost;
+  readonly #id: number;
+  readonly #worker: WorkerProcess;
+  state: 'opening' | 'open' | 'ending' | 'gone' = 'opening';
+  activity: WorkerActivity = 'idle';
+  requestTimeout: number | undefined;
+  #handler: (message: Message) => void = () => {};
+  #exitListeners: ((error: StrataError) => void)[] = [];
+  #endReason: StrataError | undefined;
+  #pendingHostCommand: { resolve: () => void; reject: (error: unknown) => void } | undefined;
+  #graceTimer: NodeJS.Timeout | undefined;
+
+  constructor(host: SandboxHost, id: number, worker: WorkerProcess, requestTimeout: number | undefined) {
+    this.#host = host;
+    this.#id = id;
+    this.#worker = worker;
+    this.requestTimeout = requestTimeout;
+  }
+
+  get pid(): number {
+    return this.#worker.pid;
+  }
+
+  get exited(): boolean {
+    return this.state === 'gone';
+  }
+
+  /** Opens the isolate in the worker; a worker that does not answer within `deadlineMs` is stuck and is killed. */
+  async open(options: MessageOf<'command'>['params'], deadlineMs: number): Promise<void> {
+    const release = this.#worker.hold();
+    const timer = setTimeout(
+      () =>
+        this.#host.killWorker(new WorkerCrashed(`the worker did not open an isolate within ${deadlineMs} ms; it was killed, and every isolate in it`, 'stuck')),
+      deadlineMs,
+    );
+    try {
+      await new Promise<void>((resolve, reject) => {
+        this.#pendingHostCommand = { resolve, reject };
+        this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'open', params: { options }, isolate: this.#id });
+      });
+      this.state = 'open';
+    } catch (error) {
+      this.state = 'gone';
+      this.#host.forget(this.#id);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      release();
+    }
+  }
+
+  setMessageHandler(handler: (message: Message) => void): void {
+    this.#handler = handler;
+  }
+
+  onExit(listener: (error: StrataError) => void): void {
+    if (this.state === 'gone') listener(this.#endReason!);
+    else this.#exitListeners.push(listener);
+  }
+
+  setActivity(activity: WorkerActivity): void {
+    this.activity = activity;
+    this.#host.activityChanged();
+  }
+
+  send(message: Message): void {
+    if (this.state !== 'open') return;
+    this.#worker.send({ ...message, isolate: this.#id } as Message);
+  }
+
+  reply(message: Message): void {
+    this.#worker.reply(message);
+  }
+
+  settle(message: Message): void {
+    if (this.state !== 'open') return;
+    this.#worker.settle(message);
+  }
+
+  hold(): () => void {
+    return this.#worker.hold();
+  }
+
+  /** Ends the isolate: the worker disposes it; one that cannot (its thread is stuck) is killed. */
+  kill(reason: StrataError, scope: 'isolate' | 'worker' = 'isolate'): void {
+    if (scope === 'worker') return this.#host.killWorker(reason);
+    if (this.state !== 'open') return;
+    this.state = 'ending';
+    this.#endReason = reason;
+    this.activity = 'idle';
+    this.#host.activityChanged();
+    const release = this.#worker.hold();
+    const grace = this.#host.disposeGraceMs();
+    this.#graceTimer = setTimeout(() => {
+      this.#host.killWorker(
+        new WorkerCrashed(`the worker did not dispose an isolate within ${grace} ms (its thread is stuck); it was killed, and every isolate in it`, 'stuck'),
+      );
+    }, grace);
+    this.#pendingHostCommand = {
+      resolve: () => {
+        release();
+        this.gone(reason);
+      },
+      reject: () => {
+        release();
+        this.gone(reason);
+      },
+    };
+    this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'dispose', params: {}, isolate: this.#id });
+  }
+
+  /** A message from the worker for this isolate. */
+  receive(message: Message): void {
+    if ((message.type === 'result' || message.type === 'error') && message.id === HOST_COMMAND_ID && this.#pendingHostCommand !== undefined) {
+      const pending = this.#pendingHostCommand;
+      this.#pendingHostCommand = undefined;
+      if (message.type === 'result') pending.resolve();
+      else pending.reject(fromErrorPayload(message.error));
+      return;
+    }
+    if (this.state === 'open') return this.#handler(message);
+    answerForGone(this.#worker, message);
+  }
+
+  /** The isolate is gone: disposed in the worker, or the worker with it. */
+  gone(processError: StrataError): void {
+    if (this.state === 'gone') return;
+    clearTimeout(this.#graceTimer);
+    this.state = 'gone';
+    this.activity = 'idle';
+    this.#endReason ??= processError;
+    this.#pendingHostCommand?.reject(processError);
+    this.#pendingHostCommand = undefined;
+    this.#host.forget(this.#id);
+    for (const listener of this.#exitListeners.splice(0)) listener(this.#endReason);
+  }
+}
+
+/**
+ * A message from an isolate that is ending or gone: a call the worker's thread waits on is
+ * answered with a refusal (or the thread would wait forever); everything else is dropped.
+ */
+function answerForGone(worker: WorkerProcess, message: Message): void {
+  if (message.type !== 'call' && message.type !== 'moduleRequest') return;
+  worker.reply({
+    type: 'callResult',
+    id: message.id,
+    outcome: { ok: false, error: { class: 'StrataError', name: 'Error', message: 'the runtime is closed' } },
+  });
+}
+
+/** Sends `configure` and waits for the worker's answer, within `deadlineMs` (a worker that does not answer is killed). */
+async function configure(worker: WorkerProcess, options: MessageOf<'configure'>['options'], deadlineMs: number): Promise<SandboxReport['layers']> {
+  const release = worker.hold();
+  try {
+    return await new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => worker.kill(new WorkerCrashed(`the worker did not apply its layers within its start deadline (${deadlineMs} ms); it was killed`, 'start')),
+        deadlineMs,
+      );
+      worker.onExit((error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      worker.setMessageHandler((message) => {
+        clearTimeout(timer);
+        if (message.type === 'result' && message.id === 1) {
+          const value = message.value as { layers?: SandboxReport['layers'] } | undefined;
+          resolve(value?.layers ?? []);
+        } else if (message.type === 'error' && message.id === 1) {
+          const error = fromErrorPayload(message.error);
+          reject(error);
+        } else {
+          worker.kill(new WorkerCrashed(`protocol violation: the worker answered configure with a ${message.type} message; it was killed`, 'protocol'));
+        }
+      });
+      worker.send({ type: 'configure', id: 1, options });
+    });
+  } finally {
+    release();
+  }
+}
+
+async function killAndWait(worker: WorkerProcess, reason: StrataError): Promise<void> {
+  if (worker.exited) return;
+  const release = worker.hold();
+  const gone = new Promise<void>((resolve) => worker.onExit(() => resolve()));
+  worker.kill(reason);
+  await gone;
+  release();
+}

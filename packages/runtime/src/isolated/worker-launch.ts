@@ -1,0 +1,108 @@
+/**
+ * The parent's start of a worker, shared by a runtime that has a worker to itself and a
+ * SandboxHost whose worker holds many isolates: the plan (layers probed and planned, flags,
+ * the launch chain), and the report once the worker says what it applied, checked from outside.
+ *
+ * @module
+ */
+import type { WireObject } from '@strata/wire';
+import { WorkerCrashed } from '../errors.js';
+import type { LayerReport } from '../layers/layer.js';
+import { finishReport, planPipeline, type LayerPlanResult, type SandboxReport } from '../layers/pipeline.js';
+import type { ResolvedIsolatedOptions } from './isolated-options.js';
+import { unreachableByNobody } from './reachable-by-nobody.js';
+import { buildWorkerFlags } from './v8-flags.js';
+import { verifyWorker } from './verify-worker.js';
+import { resolveWorkerNode } from './worker-node.js';
+import { WORKER_ENTRY, type LaunchPlan } from './worker-process.js';
+
+/** Everything decided before a worker exists. */
+export interface PreparedLaunch {
+  readonly plan: LaunchPlan;
+  readonly layerPlan: LayerPlanResult;
+  readonly base: SandboxReport['base'];
+  readonly startedAsRoot: boolean;
+}
+
+/**
+ * The parent's half of the layer pipeline (the layers with this platform's defaults merged in,
+ * loaded once, ordered, probed and planned) and the launch plan. Refuses before any worker exists.
+ */
+export async function prepareLaunch(resolved: ResolvedIsolatedOptions, entry: string | undefined): Promise<PreparedLaunch> {
+  const workerNode = resolveWorkerNode(resolved.workerNode);
+  const layerPlan = await planPipeline(resolved, { platform: process.platform, arch: process.arch, workerNode });
+  const flags = buildWorkerFlags({ jitless: resolved.jitless, strictEval: resolved.runtime.strictEval, v8Flags: resolved.v8Flags });
+  const plan: LaunchPlan = {
+    workerNode,
+    // --expose-gc: the buffer cap collects before it refuses; the prelude hides gc() from the guest.
+    nodeArgs: [...flags.node, '--expose-gc', ...flags.v8],
+    cpuSeconds: resolved.requestTimeout === undefined ? undefined : Math.ceil((2 * resolved.requestTimeout) / 1000),
+    entry: entry ?? WORKER_ENTRY,
+    launch: layerPlan.launch,
+  };
+  const startedAsRoot = process.geteuid?.() === 0;
+  if (startedAsRoot) assertReachableByNobody(plan.workerNode, plan.entry);
+  const base: SandboxReport['base'] = {
+    jitless: resolved.jitless,
+    strictEval: resolved.runtime.strictEval,
+    flags: plan.nodeArgs,
+    privilegesDropped: startedAsRoot,
+    workerNode,
+  };
+  return { plan, layerPlan, base, startedAsRoot };
+}
+
+/** The report of a configured worker: what it says it applied, checked from outside (in /proc) where the platform allows. */
+export function finishLaunch(launch: PreparedLaunch, pid: number, configured: readonly LayerReport[]): SandboxReport {
+  const verify = process.platform === 'linux' ? (layers: readonly LayerReport[]) => verifyWorker(pid, layers, launch.startedAsRoot) : undefined;
+  return finishReport(launch.layerPlan, configured, launch.base, verify);
+}
+
+/** What the worker is configured with: the Runtime options, its memory watchdog, its layers, and (for a worker of many isolates) how many it may hold. */
+export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLaunch, maxIsolates?: number): WireObject {
+  const r = o.runtime;
+  const options: WireObject = {
+    timeout: r.timeout === Infinity ? 2 ** 31 - 1 : r.timeout,
+    maxHeapSize: r.maxHeapSize,
+    maxBufferBytes: r.maxBufferBytes,
+    bootstrap: [...r.bootstrap],
+    strictEval: r.strictEval,
+    allowGlobals: [...r.allowGlobals],
+    maxOutputBytes: r.maxOutputBytes,
+    maxResultBytes: r.maxResultBytes,
+  };
+  if (o.maxMemory !== undefined) options['maxMemory'] = o.maxMemory;
+  options['layerSteps'] = launch.layerPlan.steps as never;
+  if (launch.plan.cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = launch.plan.cpuSeconds;
+  if (maxIsolates !== undefined) options['maxIsolates'] = maxIsolates;
+  return options;
+}
+
+/** The Runtime options of one isolate of a worker of many, as `open` carries them. */
+export function isolateOptions(o: ResolvedIsolatedOptions): WireObject {
+  const r = o.runtime;
+  return {
+    timeout: r.timeout === Infinity ? 2 ** 31 - 1 : r.timeout,
+    maxHeapSize: r.maxHeapSize,
+    maxBufferBytes: r.maxBufferBytes,
+    bootstrap: [...r.bootstrap],
+    allowGlobals: [...r.allowGlobals],
+    maxOutputBytes: r.maxOutputBytes,
+    maxResultBytes: r.maxResultBytes,
+  };
+}
+
+/**
+ * Started as root, the worker drops to uid 65534 before Node runs: Node and Strata's files must be
+ * reachable by others. Said plainly here rather than as a failed exec.
+ */
+function assertReachableByNobody(node: string, entry: string): void {
+  const problem = unreachableByNobody(node, 0o001) ?? unreachableByNobody(entry, 0o004);
+  if (problem !== undefined) {
+    throw new WorkerCrashed(
+      `the worker cannot start: started as root, it runs as uid 65534, and ${problem}. ` +
+        'Install Strata (and the Node it runs on) where others can read it (not under /root), or start this process as an ordinary user.',
+      'start',
+    );
+  }
+}
