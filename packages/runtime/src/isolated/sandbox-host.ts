@@ -400,6 +400,8 @@ class IsolatePort implements WorkerPort {
   #endReason: StrataError | undefined;
   #pendingHostCommand: { resolve: () => void; reject: (error: unknown) => void } | undefined;
   #graceTimer: NodeJS.Timeout | undefined;
+  // The call or module request the worker's thread is blocked on, until it is answered.
+  #awaitingReply: number | undefined;
 
   constructor(host: SandboxHost, id: number, worker: WorkerProcess, requestTimeout: number | undefined) {
     this.#host = host;
@@ -459,7 +461,10 @@ class IsolatePort implements WorkerPort {
     this.#worker.send({ ...message, isolate: this.#id } as Message);
   }
 
+  /** Exactly one answer per call the worker's thread waits on: a late one, after the port answered for itself, is dropped. */
   reply(message: Message): void {
+    if (!('id' in message) || message.id !== this.#awaitingReply) return;
+    this.#awaitingReply = undefined;
     this.#worker.reply(message);
   }
 
@@ -497,6 +502,12 @@ class IsolatePort implements WorkerPort {
         this.gone(reason);
       },
     };
+    // The call that made the runtime end this isolate (past maxHostCalls) is still unanswered,
+    // and the worker's thread waits for it: answered here, so the worker can read the dispose.
+    if (this.#awaitingReply !== undefined) {
+      answerForGone(this.#worker, { type: 'call', id: this.#awaitingReply, name: '', args: [], sync: true });
+      this.#awaitingReply = undefined;
+    }
     this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'dispose', params: {}, isolate: this.#id });
   }
 
@@ -509,7 +520,10 @@ class IsolatePort implements WorkerPort {
       else pending.reject(fromErrorPayload(message.error));
       return;
     }
-    if (this.state === 'open') return this.#handler(message);
+    if (this.state === 'open') {
+      if (message.type === 'call' || message.type === 'moduleRequest') this.#awaitingReply = message.id;
+      return this.#handler(message);
+    }
     answerForGone(this.#worker, message);
   }
 
