@@ -13,6 +13,7 @@ import {
   SandboxHost,
   SandboxHostFull,
   type SandboxHostOptions,
+  SandboxPool,
   WorkerCrashed,
 } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
@@ -250,4 +251,62 @@ test("closing the host ends every isolate with RuntimeClosed, and the worker's p
     await t.throwsAsync(rt.eval('1'), { instanceOf: RuntimeClosed });
   }
   t.throws(() => process.kill(host.pid, 0), { code: 'ESRCH' });
+});
+
+test('SandboxPool({ isolatesPerWorker }): one tenant shares workers, two tenants never do, and a worker with no isolate left is closed', async (t) => {
+  await using pool = await SandboxPool.start({ size: 1, isolatesPerWorker: 3, sandbox: SANDBOX });
+  const a1 = await pool.checkout({ tenant: 'a' });
+  const a2 = await pool.checkout({ tenant: 'a' });
+  const b1 = await pool.checkout({ tenant: 'b' });
+  const anonymous = await pool.checkout();
+  const anonymous2 = await pool.checkout();
+  t.teardown(() => Promise.all([a1, a2, b1, anonymous, anonymous2].map((rt) => rt.close())));
+  t.is(a1.pid, a2.pid);
+  t.not(a1.pid, b1.pid);
+  t.not(anonymous.pid, a1.pid);
+  t.not(anonymous.pid, b1.pid);
+  t.is(anonymous.pid, anonymous2.pid, 'checkouts that name no tenant are one tenant between them');
+  t.is(a1.report.tenant, 'a');
+  t.is(a1.report.sharedWith, 1);
+  // A full worker: the tenant's next checkout gets another worker of its own.
+  const a3 = await pool.checkout({ tenant: 'a' });
+  const a4 = await pool.checkout({ tenant: 'a' });
+  t.teardown(() => Promise.all([a3.close(), a4.close()]));
+  t.is(a3.pid, a1.pid);
+  t.not(a4.pid, a1.pid);
+  t.not(a4.pid, b1.pid);
+  await Promise.all([b1.eval('globalThis.x = 1'), a1.eval('globalThis.x = 2')]);
+  t.is(await b1.eval('x'), 1);
+  const bPid = b1.pid;
+  await b1.close();
+  for (let i = 0; i < 100; i++) {
+    try {
+      process.kill(bPid, 0);
+    } catch {
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.throws(() => process.kill(bPid, 0), { code: 'ESRCH' }, "tenant b's worker is closed with its last isolate");
+  await t.throwsAsync(pool.checkout({ tenant: 'a', writeStallTimeout: 5 }), { instanceOf: InvalidOption, message: /writeStallTimeout is the worker's/ });
+});
+
+test("SandboxPool({ isolatesPerWorker }): a worker's death is one crash of its tenant, however many isolates it held", async (t) => {
+  await using pool = await SandboxPool.start({ size: 1, isolatesPerWorker: 5, sandbox: SANDBOX, crashBudget: { crashes: 2, windowMs: 60_000 } });
+  const runtimes = await Promise.all(range(4).map(() => pool.checkout({ tenant: 'acme' })));
+  t.teardown(() => Promise.all(runtimes.map((rt) => rt.close())));
+  const errors = await Promise.all(
+    [runtimes[0]!.eval("'ab'.repeat(2 ** 27).split('')"), ...runtimes.slice(1).map((rt) => rt.eval('new Promise(() => {})'))].map((p) =>
+      p.then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    ),
+  );
+  for (const error of errors) t.true(error instanceof WorkerCrashed, String(error));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.deepEqual(pool.stats().tenantCrashes, { acme: 1 });
+  const fresh = await pool.checkout({ tenant: 'acme' });
+  t.is(await fresh.eval('1 + 1'), 2, 'one crash is within the budget');
+  await fresh.close();
 });

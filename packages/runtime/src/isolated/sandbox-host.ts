@@ -77,6 +77,18 @@ const MIN_DISPOSE_GRACE_MS = 2_000;
 /** The id of the parent's own commands to an isolate (open, dispose): a runtime's own ids start at 1. */
 const HOST_COMMAND_ID = 0;
 const TENANT_MAX_CHARS = 256;
+/** The tenant of a pool's spare until its first checkout claims it (never a valid tenant: too long). */
+const UNCLAIMED = '(unclaimed)'.padEnd(TENANT_MAX_CHARS + 1, '.');
+
+/** What SandboxPool needs of a host beyond its public API. Not exported from the package. */
+export interface HostInternals {
+  /** A host for a pool, started before any tenant claims it. */
+  startSpare(options: IsolatedRuntimeOptions, maxIsolates: number): Promise<SandboxHost>;
+  /** Gives a pool's spare host (started for no one yet) to its first tenant; refuses another tenant once claimed. */
+  claim(host: SandboxHost, tenant: string): void;
+}
+
+export let hostInternals: HostInternals;
 
 /**
  * One sandboxed worker process of one tenant, holding many isolates: the same launch chain,
@@ -98,12 +110,14 @@ const TENANT_MAX_CHARS = 256;
  * ```
  */
 export class SandboxHost {
-  readonly #tenant: string;
+  #tenant: string;
   readonly #maxIsolates: number;
   readonly #options: Readonly<Record<string, unknown>>;
   readonly #resolved: ResolvedIsolatedOptions;
   readonly #worker: WorkerProcess;
-  readonly #report: SandboxReport;
+  #report: SandboxReport;
+  // Whether an isolate of a tenant was opened (a pool's spare is claimed by its first tenant).
+  #claimed = false;
   readonly #ports = new Map<number, IsolatePort>();
   #nextIsolate = 1;
   #opening = 0;
@@ -113,6 +127,19 @@ export class SandboxHost {
   // The worker's CPU time when its last frame arrived: read lazily, on the first tick after it.
   #cpuAtLastFrame: number | undefined;
   readonly #closeListeners: ((reason: StrataError) => void)[] = [];
+
+  static {
+    hostInternals = {
+      startSpare: (options, maxIsolates) => SandboxHost.#launch(options, UNCLAIMED, maxIsolates),
+      claim: (host, tenant) => {
+        if (host.#claimed && host.#tenant !== tenant)
+          throw new StrataError(`this worker holds tenant ${JSON.stringify(host.#tenant)}'s isolates; it never takes another's`);
+        host.#claimed = true;
+        host.#tenant = tenant;
+        host.#report = Object.freeze({ ...host.#report, tenant });
+      },
+    };
+  }
 
   private constructor(
     tenant: string,
@@ -151,6 +178,12 @@ export class SandboxHost {
     if (!Number.isSafeInteger(maxIsolates) || maxIsolates < 1 || maxIsolates > MAX_MAX_ISOLATES) {
       throw new InvalidOption(`SandboxHost.start: maxIsolates must be an integer from 1 to ${MAX_MAX_ISOLATES} (got ${String(requested)})`);
     }
+    const host = await SandboxHost.#launch(rest, tenant, maxIsolates);
+    host.#claimed = true;
+    return host;
+  }
+
+  static async #launch(rest: IsolatedRuntimeOptions, tenant: string, maxIsolates: number): Promise<SandboxHost> {
     const resolved = resolveIsolatedOptions(rest);
     const launch = await prepareLaunch(resolved, workerEntryForTests());
     const worker = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout);
