@@ -77,6 +77,10 @@ const MIN_DISPOSE_GRACE_MS = 2_000;
 /** The id of the parent's own commands to an isolate (open, dispose): a runtime's own ids start at 1. */
 const HOST_COMMAND_ID = 0;
 const TENANT_MAX_CHARS = 256;
+/** Each isolate's request ids are a range of their own (2^32 of them; isolate ids stay below 2^21, in safe integers). */
+const REQUEST_IDS_PER_ISOLATE = 2 ** 32;
+/** Isolates one worker opens in its life, at most (then it is full for good: start another). */
+const MAX_LIFETIME_ISOLATES = 2 ** 20;
 /** The tenant of a pool's spare until its first checkout claims it (never a valid tenant: too long). */
 const UNCLAIMED = '(unclaimed)'.padEnd(TENANT_MAX_CHARS + 1, '.');
 
@@ -120,8 +124,12 @@ export class SandboxHost {
   #claimed = false;
   readonly #ports = new Map<number, IsolatePort>();
   #nextIsolate = 1;
-  #opening = 0;
+  // Ports that are ending (disposal asked, not confirmed): in #ports, but not open.
+  #ending = 0;
+  // How many isolates run guest code, and how many the parent's own commands.
+  readonly #busy = { guest: 0, host: 0 };
   #closed = false;
+  #closing = false;
   #closeReason: StrataError | undefined;
   #ticker: NodeJS.Timeout | undefined;
   // The worker's CPU time when its last frame arrived: read lazily, on the first tick after it.
@@ -218,9 +226,7 @@ export class SandboxHost {
 
   /** Isolates open now (opening included). */
   get isolates(): number {
-    let open = this.#opening;
-    for (const port of this.#ports.values()) if (port.state === 'open') open++;
-    return open;
+    return this.#ports.size - this.#ending;
   }
 
   /** How many isolates this worker may hold at once. */
@@ -231,6 +237,11 @@ export class SandboxHost {
   /** Whether the worker is gone (closed, or it died). */
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** Whether `open()` would find room now: the host is not closing, and holds fewer than `maxIsolates`. */
+  get hasRoom(): boolean {
+    return !this.#closing && this.#nextIsolate < MAX_LIFETIME_ISOLATES && this.isolates < this.#maxIsolates;
   }
 
   /**
@@ -256,13 +267,12 @@ export class SandboxHost {
     const id = this.#nextIsolate++;
     const port = new IsolatePort(this, id, this.#worker, resolved.requestTimeout);
     this.#ports.set(id, port);
-    this.#opening++;
-    try {
-      await port.open(isolateOptions(resolved), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
-    } finally {
-      this.#opening--;
-    }
-    return internals.attach(resolved, port, this.#report, { tenant: this.#tenant, sharedWith: () => Math.max(0, this.isolates - 1) });
+    await port.open(isolateOptions(resolved), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
+    return internals.attach(resolved, port, this.#report, {
+      tenant: this.#tenant,
+      firstRequestId: id * REQUEST_IDS_PER_ISOLATE + 1,
+      sharedWith: () => Math.max(0, this.isolates - 1),
+    });
   }
 
   /** Calls `listener` once, with the reason, when the worker is gone (soon, if it already is). */
@@ -273,6 +283,7 @@ export class SandboxHost {
 
   /** Kills the worker: every isolate in it ends with `RuntimeClosed`. Resolves once the process is gone. */
   async close(): Promise<void> {
+    this.#closing = true;
     await killAndWait(this.#worker, new RuntimeClosed('the SandboxHost is closed'));
   }
 
@@ -287,21 +298,25 @@ export class SandboxHost {
     this.#worker.kill(reason);
   }
 
-  /** @internal An isolate's activity changed: the process's is the busiest of its isolates'. */
-  activityChanged(): void {
-    let activity: WorkerActivity = 'idle';
-    for (const port of this.#ports.values()) {
-      if (port.activity === 'guest') activity = 'guest';
-      else if (port.activity === 'host' && activity === 'idle') activity = 'host';
-    }
+  /** @internal An isolate's activity changed from `from` to `to`: the process's is the busiest of its isolates'. */
+  activityChanged(from: WorkerActivity, to: WorkerActivity): void {
+    if (from === to) return;
+    if (from !== 'idle') this.#busy[from]--;
+    if (to !== 'idle') this.#busy[to]++;
+    const activity: WorkerActivity = this.#busy.guest > 0 ? 'guest' : this.#busy.host > 0 ? 'host' : 'idle';
     this.#worker.setActivity(activity);
     if (activity === 'idle') {
       clearInterval(this.#ticker);
       this.#ticker = undefined;
-    } else {
-      this.#ticker ??= setInterval(() => this.#supervise(), SUPERVISOR_TICK_MS);
+    } else if (this.#ticker === undefined) {
+      this.#ticker = setInterval(() => this.#supervise(), SUPERVISOR_TICK_MS);
       this.#ticker.unref();
     }
+  }
+
+  /** @internal An isolate is ending: it no longer counts as open. */
+  isolateEnding(): void {
+    this.#ending++;
   }
 
   /** @internal How long the worker may take to confirm a disposal: as long as any isolate's command may legitimately run. */
@@ -312,9 +327,8 @@ export class SandboxHost {
   }
 
   /** @internal The port is gone from the worker too. */
-  forget(id: number): void {
-    this.#ports.delete(id);
-    this.activityChanged();
+  forget(id: number, wasEnding: boolean): void {
+    if (this.#ports.delete(id) && wasEnding) this.#ending--;
   }
 
   // --- internals ---------------------------------------------------------------------------
@@ -467,7 +481,7 @@ class IsolatePort implements WorkerPort {
       this.state = 'open';
     } catch (error) {
       this.state = 'gone';
-      this.#host.forget(this.#id);
+      this.#host.forget(this.#id, false);
       throw error;
     } finally {
       clearTimeout(timer);
@@ -485,8 +499,9 @@ class IsolatePort implements WorkerPort {
   }
 
   setActivity(activity: WorkerActivity): void {
+    const from = this.activity;
     this.activity = activity;
-    this.#host.activityChanged();
+    this.#host.activityChanged(from, activity);
   }
 
   send(message: Message): void {
@@ -515,9 +530,9 @@ class IsolatePort implements WorkerPort {
     if (scope === 'worker') return this.#host.killWorker(reason);
     if (this.state !== 'open') return;
     this.state = 'ending';
+    this.#host.isolateEnding();
     this.#endReason = reason;
-    this.activity = 'idle';
-    this.#host.activityChanged();
+    this.setActivity('idle');
     const release = this.#worker.hold();
     const grace = this.#host.disposeGraceMs();
     this.#graceTimer = setTimeout(() => {
@@ -564,12 +579,13 @@ class IsolatePort implements WorkerPort {
   gone(processError: StrataError): void {
     if (this.state === 'gone') return;
     clearTimeout(this.#graceTimer);
+    const wasEnding = this.state === 'ending';
+    this.setActivity('idle');
     this.state = 'gone';
-    this.activity = 'idle';
     this.#endReason ??= processError;
     this.#pendingHostCommand?.reject(processError);
     this.#pendingHostCommand = undefined;
-    this.#host.forget(this.#id);
+    this.#host.forget(this.#id, wasEnding);
     for (const listener of this.#exitListeners.splice(0)) listener(this.#endReason);
   }
 }

@@ -249,7 +249,7 @@ export class SandboxPool implements AsyncDisposable {
   async #checkoutShared(tenant: string | undefined, options: CheckoutOptions): Promise<IsolatedRuntime> {
     const key = tenant ?? NO_TENANT;
     const { tenant: _, ...isolateOptions } = options;
-    let host = this.#hosts.get(key)?.find((h) => !h.closed && h.isolates < h.maxIsolates);
+    let host = this.#hosts.get(key)?.find((h) => h.hasRoom);
     if (host === undefined) {
       let ready = this.#ready.shift() as SandboxHost | undefined;
       while (ready?.closed) ready = this.#ready.shift() as SandboxHost | undefined;

@@ -29,7 +29,7 @@ const WIRE_LEVELS: Readonly<Record<string, MessageOf<'console'>['level']>> = {
 };
 
 /** Host calls that returned promises, by call id: the worker's ids, shared by all its isolates. */
-export type PendingCalls = Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
+export type PendingCalls = Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void; readonly session: WorkerSession }>;
 
 /** What a session needs of the worker that holds it. */
 export interface SessionHost {
@@ -117,8 +117,9 @@ export class WorkerSession {
     return this.#runtime.closed;
   }
 
-  /** Closes the Runtime (disposes its isolate). */
+  /** Closes the Runtime (disposes its isolate), and forgets its host calls still in flight: their settlements will find nobody. */
   close(): Promise<void> {
+    for (const [id, pending] of this.#host.pendingCalls) if (pending.session === this) this.#host.pendingCalls.delete(id);
     return this.#runtime.close();
   }
 
@@ -135,7 +136,7 @@ export class WorkerSession {
     if (this.#host.cpuSecondsPerCommand !== undefined) this.#host.watchdog.setCpuSoftLimit(this.#host.cpuSecondsPerCommand);
     try {
       if (message.type === 'command' && message.name === 'dispose') {
-        await this.#runtime.close();
+        await this.close();
         this.#send({ type: 'result', id, value: undefined });
         return 'ended';
       }
@@ -145,7 +146,7 @@ export class WorkerSession {
     } catch (error) {
       this.#send({ type: 'error', id, error: toErrorPayload(error) });
       if (error instanceof HeapLimitExceeded) {
-        await this.#runtime.close();
+        await this.close();
         return 'ended';
       }
       return undefined;
@@ -217,7 +218,7 @@ export class WorkerSession {
       throw new TypeError(`${label.replace(/#\d+$/, '')}: the arguments cannot cross to the host: ${error.message}`);
     }
     if (reply.type === 'callPending') {
-      return new Promise((resolve, reject) => this.#host.pendingCalls.set(reply.id, { resolve, reject }));
+      return new Promise((resolve, reject) => this.#host.pendingCalls.set(reply.id, { resolve, reject, session: this }));
     }
     if (reply.outcome.ok) return reply.outcome.value;
     throw hostError(reply.outcome.error);
