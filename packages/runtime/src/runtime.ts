@@ -21,7 +21,7 @@ import { ENTROPY_GLOBAL } from '@strata/polyfills/constants';
 import type { PreludeSetup } from './guest/prelude.js';
 import { GuestDeadline } from './guest-deadline.js';
 import { encodedSize } from './encoded-size.js';
-import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches, type EgressHandler } from './egress/guest-fetch.js';
+import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches } from './egress/guest-fetch.js';
 import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
 import {
@@ -30,7 +30,7 @@ import {
   makeRuntimeSnapshot,
   preludeSetup,
   preludeSource,
-  RuntimeSnapshot,
+  type RuntimeSnapshot,
   SNAPSHOT_MAX_BUFFER_BYTES,
   snapshotBlob,
   type RuntimeSnapshotOptions,
@@ -328,10 +328,13 @@ export class Runtime implements StrataRuntime {
    */
   static async createSnapshot(options: RuntimeSnapshotOptions = {}): Promise<RuntimeSnapshot> {
     ivm = loadEngine();
-    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOption('Runtime.createSnapshot(options): options must be an object');
+    if (options === null || typeof options !== 'object' || Array.isArray(options))
+      throw new InvalidOption('Runtime.createSnapshot(options): options must be an object');
     const unknown = Object.keys(options).find((key) => !SNAPSHOT_OPTIONS.has(key));
     if (unknown !== undefined) {
-      throw new InvalidOption(`Runtime.createSnapshot: unknown option ${JSON.stringify(unknown)}; a snapshot fixes only bootstrap and strictEval (pass the others to Runtime.start)`);
+      throw new InvalidOption(
+        `Runtime.createSnapshot: unknown option ${JSON.stringify(unknown)}; a snapshot fixes only bootstrap and strictEval (pass the others to Runtime.start)`,
+      );
     }
     const resolved = resolveRuntimeOptions({
       ...(options.bootstrap === undefined ? {} : { bootstrap: options.bootstrap }),
@@ -1108,7 +1111,9 @@ function resolveStartOptions(options: RuntimeStartOptions | undefined): {
     throw new InvalidOption('bootstrap: the snapshot holds its own bootstrap scripts; leave bootstrap out, or pass the very scripts it was made from');
   }
   if (rest.strictEval !== undefined && rest.strictEval !== snapshot.strictEval) {
-    throw new InvalidOption(`strictEval: the snapshot was made with strictEval: ${snapshot.strictEval}; leave strictEval out, or make a snapshot with strictEval: ${rest.strictEval}`);
+    throw new InvalidOption(
+      `strictEval: the snapshot was made with strictEval: ${snapshot.strictEval}; leave strictEval out, or make a snapshot with strictEval: ${rest.strictEval}`,
+    );
   }
   return { resolved: Object.freeze({ ...resolved, bootstrap: snapshot.bootstrap, strictEval: snapshot.strictEval }), snapshot: blob };
 }

@@ -1109,7 +1109,9 @@ export function guestPrelude(setup: PreludeSetup): void {
   };
   offerHook(setup.entropyGlobal, function (byteLength: any): any {
     if (hostEntropy === undefined) {
-      throw new ErrorCtor(`${setup.entropyGlobal}: the host's entropy is not attached yet (a bootstrap inside a snapshot draws it on first use, not while it loads)`);
+      throw new ErrorCtor(
+        `${setup.entropyGlobal}: the host's entropy is not attached yet (a bootstrap inside a snapshot draws it on first use, not while it loads)`,
+      );
     }
     return hostEntropy(byteLength);
   });
