@@ -1097,14 +1097,10 @@ function resolveStartOptions(options: RuntimeStartOptions | undefined): {
   resolved: ResolvedRuntimeOptions;
   snapshot: IsolatedVm.ExternalCopy<ArrayBuffer> | undefined;
 } {
-  if (options === null || typeof options !== 'object' || options.snapshot === undefined) {
-    if (options !== null && typeof options === 'object' && 'snapshot' in options) {
-      const { snapshot: _, ...rest } = options;
-      return { resolved: resolveRuntimeOptions(rest), snapshot: undefined };
-    }
-    return { resolved: resolveRuntimeOptions(options), snapshot: undefined };
-  }
+  // Not an object: resolveRuntimeOptions says what is wrong with it.
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) return { resolved: resolveRuntimeOptions(options), snapshot: undefined };
   const { snapshot, ...rest } = options;
+  if (snapshot === undefined) return { resolved: resolveRuntimeOptions(rest), snapshot: undefined };
   const blob = snapshotBlob(snapshot);
   const resolved = resolveRuntimeOptions(rest);
   if (rest.bootstrap !== undefined && !sameScripts(resolved.bootstrap, snapshot.bootstrap)) {
