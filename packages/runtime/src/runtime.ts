@@ -322,7 +322,9 @@ export class Runtime implements StrataRuntime {
    * Inside a snapshot a bootstrap script runs before the host is attached: it may capture
    * `__strataEntropy` and the fetch transport (they forward to the host once a runtime is
    * restored), but not call them while it loads; its console output is dropped. Lazy installers
-   * stay lazy. Math.random is seeded anew in each restored isolate.
+   * stay lazy. Math.random is seeded anew in each restored isolate. The fetch transport is always
+   * offered inside a snapshot: a restored runtime without `egress` refuses each request from the
+   * host, saying how to allow one (as an `IsolatedRuntime` does), where a fresh one has no transport.
    *
    * @throws {@link InvalidOption} for a bad option.
    */
