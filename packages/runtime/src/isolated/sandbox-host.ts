@@ -267,7 +267,7 @@ export class SandboxHost {
     const id = this.#nextIsolate++;
     const port = new IsolatePort(this, id, this.#worker, resolved.requestTimeout);
     this.#ports.set(id, port);
-    await port.open(isolateOptions(resolved), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
+    await port.open(isolateOptions(resolved, options.bootstrap !== undefined), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
     return internals.attach(resolved, port, this.#report, {
       tenant: this.#tenant,
       firstRequestId: id * REQUEST_IDS_PER_ISOLATE + 1,

@@ -8,7 +8,7 @@ import { HeapLimitExceeded, ModuleNotFound, StrataError } from '../errors.js';
 import type { ResolvedModule } from '../module-registry.js';
 import type { MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
-import { kModuleSource, type Runtime } from '../runtime.js';
+import { kModuleSource, type Runtime, type RuntimeStartOptions } from '../runtime.js';
 import type { ParentChannel } from './parent-channel.js';
 
 /** The part of a bound global that is a host function: where it sits and the name the parent knows it by. */
@@ -48,19 +48,19 @@ export interface SessionHost {
 export class WorkerSession {
   readonly #host: SessionHost;
   readonly #runtime: Runtime;
-  readonly isolate: number | undefined;
+  #isolate: number | undefined;
   #currentId: number | undefined;
   #nextFetchId = 1;
 
   private constructor(host: SessionHost, runtime: Runtime, isolate: number | undefined) {
     this.#host = host;
     this.#runtime = runtime;
-    this.isolate = isolate;
+    this.#isolate = isolate;
     runtime.onConsole((entry) => {
       const level = WIRE_LEVELS[entry.level] ?? (entry.stream === 'stderr' ? 'error' : 'log');
       const message: MessageOf<'console'> = { type: 'console', level, text: entry.text };
       if (this.#currentId !== undefined) message.id = this.#currentId;
-      if (isolate !== undefined) message.isolate = isolate;
+      if (this.#isolate !== undefined) message.isolate = this.#isolate;
       host.channel.send(message);
     });
     runtime[kModuleSource]({ load: (request, referrer) => Promise.resolve(this.#requestModule(request, referrer)) });
@@ -72,7 +72,7 @@ export class WorkerSession {
    * egress policy (or refuses, saying why): the worker has no network and never sees the
    * policy's credentials.
    */
-  static async open(host: SessionHost, RuntimeClass: typeof Runtime, options: RuntimeOptions, isolate: number | undefined): Promise<WorkerSession> {
+  static async open(host: SessionHost, RuntimeClass: typeof Runtime, options: RuntimeStartOptions, isolate: number | undefined): Promise<WorkerSession> {
     let session: WorkerSession | undefined;
     const runtime = await RuntimeClass.start(WorkerSession.runtimeOptions(options, (request, context) => session!.#fetchViaParent(request, context)));
     session = new WorkerSession(host, runtime, isolate);
@@ -80,8 +80,24 @@ export class WorkerSession {
   }
 
   /** The options a worker's Runtime runs with: host errors unredacted, fetch through `egress`. */
-  static runtimeOptions(options: RuntimeOptions, egress: RuntimeOptions['egress']): RuntimeOptions {
+  static runtimeOptions<O extends RuntimeOptions>(options: O, egress: RuntimeOptions['egress']): O {
     return { ...options, redactHostErrors: false, egress };
+  }
+
+  /** The isolate id this session answers for (undefined in a worker of one isolate). */
+  get isolate(): number | undefined {
+    return this.#isolate;
+  }
+
+  /** Runs one evaluation of nothing, before the session is anyone's. */
+  async warmUp(): Promise<void> {
+    await this.#runtime.eval('0');
+  }
+
+  /** Gives a spare session (made ahead, for no isolate yet) the id of the isolate it becomes. */
+  adopt(isolate: number): void {
+    if (this.#isolate !== undefined) throw new StrataError(`this session is isolate ${this.#isolate} already`);
+    this.#isolate = isolate;
   }
 
   /**
