@@ -310,3 +310,33 @@ test("SandboxPool({ isolatesPerWorker }): a worker's death is one crash of its t
   t.is(await fresh.eval('1 + 1'), 2, 'one crash is within the budget');
   await fresh.close();
 });
+
+test('a stopped worker (SIGSTOP) with commands in flight is killed past requestTimeout: WorkerCrashed (stuck) for every isolate of it', async (t) => {
+  const host = await SandboxHost.start({ tenant: 'acme', sandbox: SANDBOX, timeout: 200, timeoutGrace: 300 });
+  t.teardown(() => host.close());
+  const runtimes = await openMany(host, 3);
+  let stopped: () => void = () => {};
+  const stop = new Promise<void>((resolve) => (stopped = resolve));
+  runtimes[0]!.bindFunction('stopMe', async () => {
+    process.kill(host.pid, 'SIGSTOP');
+    stopped();
+    return 0;
+  });
+  const first = runtimes[0]!.eval('stopMe().then(() => 1)');
+  await stop;
+  // Asked of a worker that runs nothing: only the parent's supervision can end these.
+  const errors = await Promise.all(
+    [first, ...runtimes.slice(1).map((rt) => rt.eval('me'))].map((p) =>
+      p.then(
+        (v) => v,
+        (e: unknown) => e,
+      ),
+    ),
+  );
+  for (const error of errors) {
+    t.true(error instanceof WorkerCrashed, String(error));
+    t.is((error as WorkerCrashed).reason, 'stuck');
+    t.regex((error as Error).message, /stopped/);
+  }
+  t.true(host.closed);
+});

@@ -134,6 +134,8 @@ export class SandboxHost {
   #ticker: NodeJS.Timeout | undefined;
   // The worker's CPU time when its last frame arrived: read lazily, on the first tick after it.
   #cpuAtLastFrame: number | undefined;
+  // Since when the worker has been seen stopped while isolates were busy.
+  #stoppedSince: number | undefined;
   readonly #closeListeners: ((reason: StrataError) => void)[] = [];
 
   static {
@@ -384,11 +386,25 @@ export class SandboxHost {
           new WorkerCrashed(`the worker started ${sample.threads} threads, more than ${MAX_WORKER_THREADS}; it was killed, and every isolate in it`, 'threads'),
         );
       }
+      // A stopped worker (SIGSTOP) runs nothing, so it spends no CPU either: stopped past every
+      // busy isolate's requestTimeout, it is killed as a stuck one is.
+      const busyFor = this.#stuckAfterMs('busy');
+      if (sample.stopped && busyFor !== undefined) {
+        this.#stoppedSince ??= now;
+        if (now - this.#stoppedSince > busyFor) {
+          return this.killWorker(
+            new WorkerCrashed(
+              `the worker was stopped for over requestTimeout (${busyFor} ms) with commands in flight; it was killed, and every isolate in it`,
+              'stuck',
+            ),
+          );
+        }
+      } else this.#stoppedSince = undefined;
       // The worker's thread runs one guest at a time, and every command ends in a frame: CPU time
       // spent since the last frame past every busy isolate's requestTimeout is a guest that its
       // soft timeout could not stop (a native builtin V8 cannot interrupt). Only killing helps.
       this.#cpuAtLastFrame ??= sample.cpuMs;
-      const stuckAfter = this.#stuckAfterMs();
+      const stuckAfter = this.#stuckAfterMs('guest');
       if (stuckAfter !== undefined && sample.cpuMs - this.#cpuAtLastFrame > stuckAfter) {
         return this.killWorker(
           new WorkerCrashed(
@@ -412,11 +428,14 @@ export class SandboxHost {
     }
   }
 
-  /** The longest requestTimeout of the isolates running guest code; undefined when none runs or one has none. */
-  #stuckAfterMs(): number | undefined {
+  /**
+   * The longest requestTimeout of the isolates running guest code (`'guest'`) or busy at all
+   * (`'busy'`); undefined when none is, or one has no requestTimeout.
+   */
+  #stuckAfterMs(which: 'guest' | 'busy'): number | undefined {
     let longest: number | undefined;
     for (const port of this.#ports.values()) {
-      if (port.activity !== 'guest') continue;
+      if (port.activity === 'idle' || (which === 'guest' && port.activity !== 'guest')) continue;
       if (port.requestTimeout === undefined) return undefined;
       longest = Math.max(longest ?? 0, port.requestTimeout);
     }
