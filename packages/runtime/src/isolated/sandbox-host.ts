@@ -492,6 +492,8 @@ class IsolatePort implements WorkerPort {
         this.#host.killWorker(new WorkerCrashed(`the worker did not open an isolate within ${deadlineMs} ms; it was killed, and every isolate in it`, 'stuck')),
       deadlineMs,
     );
+    // Busy while it opens: the host's supervision covers a worker that stops answering meanwhile.
+    this.setActivity('host');
     try {
       await new Promise<void>((resolve, reject) => {
         this.#pendingHostCommand = { resolve, reject };
@@ -505,6 +507,7 @@ class IsolatePort implements WorkerPort {
     } finally {
       clearTimeout(timer);
       release();
+      this.setActivity('idle');
     }
   }
 
