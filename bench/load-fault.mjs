@@ -132,8 +132,7 @@ async function oneRun(i) {
       const right = Array.isArray(value) && value[0] === i && value[1] === 142 * 20 + 18;
       account(run.kind, right ? 'ok' : 'unexpected');
       if (!right && unexpected.length < 20) unexpected.push(`ordinary run ${i}: answered ${JSON.stringify(value)}`);
-    }
-    else account(run.kind, run.expect === 'ok' ? 'contained' : 'unexpected');
+    } else account(run.kind, run.expect === 'ok' ? 'contained' : 'unexpected');
   } catch (error) {
     const name = error?.name ?? String(error);
     if (name === 'WorkerCrashed') account(run.kind, run.expect === 'WorkerCrashed' ? 'contained' : 'crashed');
