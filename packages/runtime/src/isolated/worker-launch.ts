@@ -60,17 +60,7 @@ export function finishLaunch(launch: PreparedLaunch, pid: number, configured: re
 
 /** What the worker is configured with: the Runtime options, its memory watchdog, its layers, and (for a worker of many isolates) how many it may hold. */
 export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLaunch, maxIsolates?: number): WireObject {
-  const r = o.runtime;
-  const options: WireObject = {
-    timeout: r.timeout === Infinity ? 2 ** 31 - 1 : r.timeout,
-    maxHeapSize: r.maxHeapSize,
-    maxBufferBytes: r.maxBufferBytes,
-    bootstrap: [...r.bootstrap],
-    strictEval: r.strictEval,
-    allowGlobals: [...r.allowGlobals],
-    maxOutputBytes: r.maxOutputBytes,
-    maxResultBytes: r.maxResultBytes,
-  };
+  const options: WireObject = { ...isolateOptions(o, true), strictEval: o.runtime.strictEval };
   if (o.maxMemory !== undefined) options['maxMemory'] = o.maxMemory;
   options['layerSteps'] = launch.layerPlan.steps as never;
   if (launch.plan.cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = launch.plan.cpuSeconds;
