@@ -340,3 +340,19 @@ test('a stopped worker (SIGSTOP) with commands in flight is killed past requestT
   }
   t.true(host.closed);
 });
+
+// Regression test (fixed; it was a bug in packages/runtime, src/worker/worker-host.ts #disposeNow):
+// open() hands the isolate over before the worker has opened it, and a close() right after sent a
+// dispose that overtook the open: the isolate was made after its disposal and lived on in the
+// worker, holding a slot, with no parent. A dispose now waits for its isolate's open.
+test('an isolate closed right after open() is gone from the worker too: its slot is free again', async (t) => {
+  await using host = await SandboxHost.start({ tenant: 'acme', sandbox: SANDBOX, maxIsolates: 2 });
+  for (let i = 0; i < 20; i++) {
+    const rt = await host.open();
+    await rt.close();
+  }
+  t.is(host.isolates, 0);
+  await using a = await host.open();
+  await using b = await host.open();
+  t.deepEqual(await Promise.all([a.eval('1'), b.eval('2')]), [1, 2]);
+});

@@ -263,13 +263,23 @@ export class SandboxHost {
       }
     }
     if (this.#closed) throw this.#closeReason!;
+    if (this.#closing) throw new RuntimeClosed('the SandboxHost is closing');
+    if (this.#nextIsolate >= MAX_LIFETIME_ISOLATES) {
+      throw new SandboxHostFull(`this worker has opened the ${MAX_LIFETIME_ISOLATES} isolates a worker opens in its life; start another SandboxHost`);
+    }
     if (this.isolates >= this.#maxIsolates)
       throw new SandboxHostFull(`this worker holds its maximum of ${this.#maxIsolates} isolates; close one, or start another SandboxHost`);
     const resolved = Object.keys(options).length === 0 ? this.#resolved : resolveIsolatedOptions({ ...this.#options, ...options });
     const id = this.#nextIsolate++;
     const port = new IsolatePort(this, id, this.#worker, resolved.requestTimeout);
     this.#ports.set(id, port);
-    await port.open(isolateOptions(resolved, options.bootstrap !== undefined), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
+    const ownBootstrap = options.bootstrap !== undefined;
+    const opening = port.open(isolateOptions(resolved, ownBootstrap), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0), !ownBootstrap);
+    // With the worker's own bootstrap (a spare, or its snapshot), the handle is given at once:
+    // the worker runs the isolate's commands after its open, in turn, and an open that fails ends
+    // the handle with its error. An isolate's own bootstrap is awaited, so that its errors are open()'s.
+    if (ownBootstrap) await opening;
+    else opening.catch(() => undefined);
     return internals.attach(resolved, port, this.#report, {
       tenant: this.#tenant,
       firstRequestId: id * REQUEST_IDS_PER_ISOLATE + 1,
@@ -484,30 +494,36 @@ class IsolatePort implements WorkerPort {
     return this.state === 'gone';
   }
 
-  /** Opens the isolate in the worker; a worker that does not answer within `deadlineMs` is stuck and is killed. */
-  async open(options: MessageOf<'command'>['params'], deadlineMs: number): Promise<void> {
+  /**
+   * Opens the isolate in the worker; a worker that does not answer within `deadlineMs` is stuck
+   * and is killed. `early`: the port is open at once (its runtime may send behind the open, which
+   * the worker serves first); a failed open then ends the port with its error.
+   */
+  async open(options: MessageOf<'command'>['params'], deadlineMs: number, early: boolean): Promise<void> {
     const release = this.#worker.hold();
     const timer = setTimeout(
       () =>
         this.#host.killWorker(new WorkerCrashed(`the worker did not open an isolate within ${deadlineMs} ms; it was killed, and every isolate in it`, 'stuck')),
       deadlineMs,
     );
-    // Busy while it opens: the host's supervision covers a worker that stops answering meanwhile.
-    this.setActivity('host');
+    // Busy while it opens (unless the runtime's own commands say so): the host's supervision
+    // covers a worker that stops answering meanwhile.
+    if (early) this.state = 'open';
+    else this.setActivity('host');
     try {
       await new Promise<void>((resolve, reject) => {
         this.#pendingHostCommand = { resolve, reject };
         this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'open', params: { options }, isolate: this.#id });
       });
-      this.state = 'open';
+      if (!early) this.state = 'open';
     } catch (error) {
-      this.state = 'gone';
-      this.#host.forget(this.#id, false);
+      const reason = error instanceof StrataError ? error : new WorkerCrashed(`the worker could not open an isolate: ${String(error)}`, 'worker');
+      this.gone(reason, reason);
       throw error;
     } finally {
       clearTimeout(timer);
       release();
-      this.setActivity('idle');
+      if (!early) this.setActivity('idle');
     }
   }
 
@@ -597,14 +613,14 @@ class IsolatePort implements WorkerPort {
     answerForGone(this.#worker, message);
   }
 
-  /** The isolate is gone: disposed in the worker, or the worker with it. */
-  gone(processError: StrataError): void {
+  /** The isolate is gone: disposed in the worker, or the worker with it (or, `ownReason`, its open failed). */
+  gone(processError: StrataError, ownReason?: StrataError): void {
     if (this.state === 'gone') return;
     clearTimeout(this.#graceTimer);
     const wasEnding = this.state === 'ending';
     this.setActivity('idle');
     this.state = 'gone';
-    this.#endReason ??= processError;
+    this.#endReason ??= ownReason ?? processError;
     this.#pendingHostCommand?.reject(processError);
     this.#pendingHostCommand = undefined;
     this.#host.forget(this.#id, wasEnding);

@@ -45,6 +45,8 @@ export class WorkerHost implements SessionHost {
   #snapshot: RuntimeSnapshot | undefined;
   /** A worker of many: sessions made ahead with the base options, so that an open is a hand-over. */
   readonly #spares: WorkerSession[] = [];
+  /** Opens queued or in progress, by isolate: a dispose waits for its isolate's. */
+  readonly #openings = new Map<number | undefined, Promise<undefined>>();
   #refilling = false;
   #refillTimer: NodeJS.Timeout | undefined;
   /** Commands being served now; spares are made only while there are none. */
@@ -147,6 +149,18 @@ export class WorkerHost implements SessionHost {
     this.#inFlight++;
     clearTimeout(this.#refillTimer);
     const turn = previous.then(() => this.#serve(isolate, message));
+    if (message.type === 'command' && message.name === 'open') {
+      // A dispose that overtakes the open waits for it: otherwise the isolate would be made after
+      // its disposal, and live on in the worker with no parent.
+      const opened = turn.then(
+        () => undefined,
+        () => undefined,
+      );
+      this.#openings.set(isolate, opened);
+      void opened.then(() => {
+        if (this.#openings.get(isolate) === opened) this.#openings.delete(isolate);
+      });
+    }
     const settled = turn.then(
       () => undefined,
       () => undefined,
@@ -213,6 +227,7 @@ export class WorkerHost implements SessionHost {
   }
 
   async #disposeNow(isolate: number | undefined, id: number): Promise<undefined> {
+    await this.#openings.get(isolate);
     const session = this.#sessions.get(isolate);
     this.#sessions.delete(isolate);
     try {
