@@ -7,7 +7,8 @@
 // the SandboxHost objects), and the RSS of a point is its own (after gc) plus every worker's
 // (VmRSS in /proc/<pid>/status), read after the sessions have idled for a moment.
 //
-//   latency   SandboxHost.start (cold, no spare), open + first `1+1` in a warm host (p50 / p95),
+//   latency   SandboxHost.start (cold, no spare), open + first `1+1` in a warm host (p50 / p95;
+//             and without a bootstrap, for the bootstrap's share),
 //             and the warm `rt.eval('1+1')` round trip with 1 isolate in the worker, then with
 //             100 idle isolates beside it, then with 1 again (the noise of this machine).
 //   host      N = 1, 10, 100, 1000 idle sessions of one tenant, in hosts of --per-worker isolates
@@ -161,6 +162,18 @@ async function latency({ SandboxHost, common }, { opens }) {
     await host.close();
   }
 
+  // The same opens without a bootstrap: what the bootstrap's share of an open is.
+  const bare = await SandboxHost.start({ ...common, bootstrap: [], tenant: 'bench-latency-bare', maxIsolates: 1 });
+  const bareMs = [];
+  for (let i = 0; i < OPEN_WARMUP + opens; i++) {
+    const t0 = performance.now();
+    const rt = await bare.open();
+    await rt.eval('1+1');
+    if (i >= OPEN_WARMUP) bareMs.push(performance.now() - t0);
+    await rt.close();
+  }
+  await bare.close();
+
   const host = await SandboxHost.start({ ...common, tenant: 'bench-latency', maxIsolates: IDLE_NEIGHBOURS + 1 });
   const openOnce = async () => {
     const t0 = performance.now();
@@ -194,6 +207,7 @@ async function latency({ SandboxHost, common }, { opens }) {
   return {
     hostStartMs: percentiles(startMs),
     open: percentiles(openMs),
+    openWithoutBootstrap: percentiles(bareMs),
     eval: { alone, crowded, aloneAgain, idleNeighbours: IDLE_NEIGHBOURS - 1 },
     sharedWith,
     notes,

@@ -155,6 +155,10 @@ export function renderDensityMarkdown(d) {
     `≤ ${d.goals.openP50Ms} ms p50`,
     latency?.open && latency.open.p50 <= d.goals.openP50Ms,
   );
+  if (latency?.openWithoutBootstrap?.count > 0) {
+    const bare = latency.openWithoutBootstrap;
+    row('the same open with no bootstrap at all, p50 / p95', `${ms(bare.p50)} / ${ms(bare.p95)}`, '—', "(the bootstrap's share of an open)", undefined);
+  }
   if (latency?.eval) {
     const { alone, crowded, aloneAgain, idleNeighbours } = latency.eval;
     const ratio = crowded.p50 / alone.p50;
@@ -223,10 +227,10 @@ export function renderDensityMarkdown(d) {
 export function renderDensitySvg(d) {
   const hostCurve = d.scenarios.host?.curve ?? [];
   const processCurve = d.scenarios.process?.curve ?? [];
-  const width = 820;
+  const width = 900;
   const height = 440;
   const left = 70;
-  const right = 250;
+  const right = 310;
   const top = 44;
   const bottom = 50;
   const plotW = width - left - right;
@@ -253,9 +257,10 @@ export function renderDensitySvg(d) {
   out.push(`<line x1="${left}" y1="${top}" x2="${left}" y2="${top + plotH}" stroke="#4a5568"/>`);
   out.push(`<text x="${left + plotW / 2}" y="${height - 12}" text-anchor="middle">idle sessions</text>`);
   out.push(`<text x="16" y="${top + plotH / 2}" text-anchor="middle" transform="rotate(-90 16 ${top + plotH / 2})">RSS (MiB)</text>`);
+  const rightLabels = [];
   const level = (value, label, colour) => {
     out.push(`<line x1="${left}" y1="${f(y(value))}" x2="${left + plotW}" y2="${f(y(value))}" stroke="${colour}" stroke-dasharray="2 3"/>`);
-    out.push(`<text x="${left + plotW + 6}" y="${f(y(value) + 4)}" fill="${colour}">${xmlEscape(label)}</text>`);
+    rightLabels.push({ y: y(value), label, colour });
   };
   level(d.memTotalMiB, `this machine's memory (${(d.memTotalMiB / 1024).toFixed(1)} GiB)`, '#718096');
   level(d.goals.thousandSessionsMiB, `goal: 1 000 sessions ≤ ${d.goals.thousandSessionsMiB / 1024} GiB`, '#2f855a');
@@ -268,16 +273,16 @@ export function renderDensitySvg(d) {
   if (hostPoints.length > 0) {
     out.push(polyline(hostPoints, hostColour, false), ...dots(hostPoints, hostColour));
     const [n, v] = hostPoints.at(-1);
-    const label = `SandboxHost (${d.perWorker} per worker): ${(v / 1024).toFixed(1)} GiB at ${n}`;
-    out.push(`<text x="${left + plotW + 6}" y="${f(Math.min(y(v), y(d.goals.thousandSessionsMiB) - 14) + 4)}" fill="${hostColour}">${xmlEscape(label)}</text>`);
+    const label = `SandboxHost, one tenant, ${d.perWorker} per worker: ${(v / 1024).toFixed(2)} GiB${n === maxN ? '' : ` at ${n}`}`;
+    rightLabels.push({ y: y(v), label, colour: hostColour });
   }
   const tenantPoints = (d.scenarios.tenants?.curve ?? []).map((p) => [p.sessions, p.totalMiB]);
   if (tenantPoints.length > 0) {
     const tenantColour = '#6b46c1';
     out.push(polyline(tenantPoints, tenantColour, false), ...dots(tenantPoints, tenantColour));
     const [n, v] = tenantPoints.at(-1);
-    const label = `a worker per tenant (${d.scenarios.tenants.sessionsPerTenant} each): ${(v / 1024).toFixed(1)} GiB at ${n}`;
-    out.push(`<text x="${f(Math.min(x(n) + 6, left + plotW + 6))}" y="${f(y(v) + 4)}" fill="${tenantColour}">${xmlEscape(label)}</text>`);
+    const label = `${d.scenarios.tenants.reached} tenants × ${d.scenarios.tenants.sessionsPerTenant}, a worker each: ${(v / 1024).toFixed(2)} GiB${n === maxN ? '' : ` at ${n}`}`;
+    rightLabels.push({ y: y(v), label, colour: tenantColour });
   }
   const processPoints = processCurve.map((p) => [p.n, p.totalMiB]);
   const fit = d.fits.process;
@@ -298,6 +303,12 @@ export function renderDensitySvg(d) {
       `<text x="${f(labelX)}" y="${top + 28}" fill="${processColour}">${xmlEscape(`dashed: extrapolated, ${fit.slopeMiB.toFixed(0)} MiB each;`)}</text>`,
       `<text x="${f(labelX)}" y="${top + 42}" fill="${processColour}">${xmlEscape(`${(at1000 / 1024).toFixed(0)} GiB at 1 000)`)}</text>`,
     );
+  }
+  // The labels right of the plot, each at its line's height, pushed apart where they would overlap.
+  let previous = -Infinity;
+  for (const { y: at, label, colour } of rightLabels.sort((a, b) => a.y - b.y)) {
+    previous = Math.max(at, previous + 15);
+    out.push(`<text x="${left + plotW + 6}" y="${f(previous + 4)}" fill="${colour}">${xmlEscape(label)}</text>`);
   }
   out.push('</svg>');
   return `${out.join('\n')}\n`;
