@@ -227,10 +227,10 @@ export function renderDensityMarkdown(d) {
 export function renderDensitySvg(d) {
   const hostCurve = d.scenarios.host?.curve ?? [];
   const processCurve = d.scenarios.process?.curve ?? [];
-  const width = 900;
+  const width = 940;
   const height = 440;
   const left = 70;
-  const right = 310;
+  const right = 350;
   const top = 44;
   const bottom = 50;
   const plotW = width - left - right;
