@@ -17,6 +17,9 @@
 //   runtime     today's in-process Runtime.start({ bootstrap: WEB_POLYFILLS }): prelude, deadline
 //               addon, host callbacks and the code cache; what one session costs if the worker
 //               simply held many Runtimes.
+//   runtime-snapshot  Runtime.start({ snapshot }) from one Runtime.createSnapshot({ bootstrap:
+//               WEB_POLYFILLS }): the prelude and bootstrap deserialized, the host's callbacks
+//               attached after restore; what a multi-isolate worker's session costs.
 //
 // For each way it reports:
 //   1. RSS and V8 heap at N = 1, 10, 100, 500, 1000 idle isolates (each isolate and Node collected
@@ -37,7 +40,7 @@ import { freemem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-const WAYS = ['bare', 'compile', 'codecache', 'snapshot', 'snapshot-url', 'runtime'];
+const WAYS = ['bare', 'compile', 'codecache', 'snapshot', 'snapshot-url', 'runtime', 'runtime-snapshot'];
 const CHECKPOINTS = [1, 10, 100, 500, 1000];
 const OPEN_TIMING_AT = 100;
 const EVAL_ROUNDS = 2000;
@@ -241,10 +244,13 @@ async function prepareOpener(way, { ivm, WEB_POLYFILLS, ENTROPY_GLOBAL, randomFi
         check: async (session, other) => probeSnapshotSession(session, other),
       };
     }
-    case 'runtime': {
+    case 'runtime':
+    case 'runtime-snapshot': {
       const { Runtime } = await import('@strata/runtime');
+      // Made once, before any session opens, as the worker would.
+      const snapshot = way === 'runtime-snapshot' ? await Runtime.createSnapshot({ bootstrap: WEB_POLYFILLS }) : undefined;
       const open = async () => {
-        const runtime = await Runtime.start({ bootstrap: WEB_POLYFILLS });
+        const runtime = await Runtime.start(snapshot === undefined ? { bootstrap: WEB_POLYFILLS } : { snapshot });
         if ((await runtime.eval('1+1')) !== 2) throw new Error('1+1 is not 2');
         return {
           evalSync: undefined,
@@ -255,7 +261,10 @@ async function prepareOpener(way, { ivm, WEB_POLYFILLS, ENTROPY_GLOBAL, randomFi
           dispose: () => runtime.close(),
         };
       };
-      return { open };
+      return {
+        open,
+        ...(snapshot === undefined ? {} : { artefactBytes: snapshot.byteLength, check: async (session, other) => probeRuntimeSession(session, other) }),
+      };
     }
     default:
       throw new Error(`unknown way ${way}; ways: ${WAYS.join(', ')}`);
@@ -281,6 +290,26 @@ async function probeSnapshotSession(session, other) {
   // A snapshot fixes the heap's state: each isolate must still get its own Math.random seed.
   const randoms = [session, other].map((s) => s.evalSync('Math.random()'));
   notes.push(`Math.random ${randoms[0] === randoms[1] ? 'REPEATS' : 'differs'} across two isolates from one snapshot`);
+  return notes;
+}
+
+/** The same probes through a Runtime restored from its snapshot: the host's hooks attached after restore. */
+async function probeRuntimeSession(session, other) {
+  const probes = {
+    'crypto.randomUUID': 'crypto.randomUUID().length',
+    'lazy URL after restore': 'new URL("https://a.example/b?c=1").searchParams.get("c")',
+    'lazy streams after restore': 'typeof new ReadableStream().getReader',
+  };
+  const notes = [];
+  for (const [name, code] of Object.entries(probes)) {
+    try {
+      notes.push(`${name}: ${await session.eval(code)}`);
+    } catch (error) {
+      notes.push(`${name}: throws ${error.message}`);
+    }
+  }
+  const randoms = await Promise.all([session, other].map((s) => s.eval('Math.random()')));
+  notes.push(`Math.random ${randoms[0] === randoms[1] ? 'REPEATS' : 'differs'} across two runtimes from one snapshot`);
   return notes;
 }
 

@@ -2,13 +2,19 @@
 // with the default layers (sandbox: 'require'); one run in ten is a hostile guest; meanwhile
 // workers are killed (SIGKILL) or stopped (SIGSTOP) at random. At the end: every run accounted
 // for (ok / crashed / timed out), p50 and p99 latency, and no leaked process or file descriptor.
+// With isolates per worker above 1, the pool's workers are SandboxHosts shared by the runs of one
+// tenant (three tenants take turns): a fault in one worker reaches its neighbours, never another
+// tenant's, and every answer is checked against the run that asked (no answer reaches another
+// isolate's caller).
 //
-//   node bench/load-fault.mjs [runs] [concurrency]
+//   node bench/load-fault.mjs [runs] [concurrency] [isolates per worker]
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { IsolatedRuntime, SandboxPool } from '@strata/runtime';
 
 const RUNS = Number(process.argv[2] ?? 10_000);
 const CONCURRENCY = Number(process.argv[3] ?? 4);
+const ISOLATES_PER_WORKER = Number(process.argv[4] ?? 1);
+const TENANTS = ['acme', 'globex', 'initech'];
 const POOL_SIZE = 4;
 const FAULT_EVERY_MS = 1_000; // a fault is tried this often...
 const FAULT_CHANCE = 0.5; // ...and happens this often
@@ -44,7 +50,8 @@ function fdTargets() {
 
 // What a run does. Ordinary: a small program calling a host function. Hostile: each contained
 // differently; `expect` is the error class that containing it produces.
-const ORDINARY = { code: 'let s = 0; for (let i = 0; i < 1000; i++) s += price(i % 7); s', result: 1000 * 3 - 6 * 1 };
+// Each run's answer names the run: an answer delivered to another run's caller is caught.
+const ORDINARY = { code: (i) => `let s = 0; for (let i = 0; i < 1000; i++) s += price(i % 7); [${i}, s]` };
 const HOSTILE = [
   { name: 'endless loop', code: 'for (;;) {}', expect: 'RuntimeTimeout' },
   { name: 'heap bomb', code: 'const a = []; for (;;) a.push(new Array(1e6).fill(1))', expect: 'HeapLimitExceeded' },
@@ -58,7 +65,7 @@ const HOSTILE = [
 ];
 
 function pickRun(i) {
-  if (i % 10 !== 9) return { kind: 'ordinary', ...ORDINARY };
+  if (i % 10 !== 9) return { kind: 'ordinary', code: ORDINARY.code(i) };
   // The V8 abort takes seconds to happen: one in fifty hostile runs.
   const hostile = (i / 10) % 50 === 49 ? HOSTILE.find((h) => h.rare) : HOSTILE.filter((h) => !h.rare)[Math.floor(i / 10) % (HOSTILE.length - 1)];
   return { kind: hostile.name, code: hostile.code, expect: hostile.expect };
@@ -79,6 +86,7 @@ const pool = await SandboxPool.start({
   maxHeapSize: 64 * 1024 * 1024,
   maxHostCalls: 2_000,
   crashBudget: null,
+  isolatesPerWorker: ISOLATES_PER_WORKER,
 });
 await pool.waitReady(120_000);
 
@@ -116,11 +124,15 @@ async function oneRun(i) {
   const t0 = performance.now();
   let rt;
   try {
-    rt = await pool.checkout();
+    rt = await pool.checkout(ISOLATES_PER_WORKER > 1 ? { tenant: TENANTS[i % TENANTS.length] } : {});
     rt.bindFunction('price', (n) => (n % 2 === 0 ? 2 : 4));
     const value = await rt.eval(run.code);
-    if (run.kind === 'ordinary') account(run.kind, value === 1000 * 3 + (value - 3000) && typeof value === 'number' ? 'ok' : 'unexpected');
-    else account(run.kind, run.expect === 'ok' ? 'contained' : 'unexpected');
+    if (run.kind === 'ordinary') {
+      // 1000 prices over i % 7: 142 rounds of 2+4+2+4+2+4+2 = 20, then 2+4+2+4+2+4 for the last 6.
+      const right = Array.isArray(value) && value[0] === i && value[1] === 142 * 20 + 18;
+      account(run.kind, right ? 'ok' : 'unexpected');
+      if (!right && unexpected.length < 20) unexpected.push(`ordinary run ${i}: answered ${JSON.stringify(value)}`);
+    } else account(run.kind, run.expect === 'ok' ? 'contained' : 'unexpected');
   } catch (error) {
     const name = error?.name ?? String(error);
     if (name === 'WorkerCrashed') account(run.kind, run.expect === 'WorkerCrashed' ? 'contained' : 'crashed');
@@ -164,7 +176,9 @@ const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100)
 const accounted = Object.values(outcomes).reduce((a, b) => a + b, 0);
 const seconds = ((performance.now() - started) / 1000).toFixed(0);
 console.log(
-  `load and fault: ${RUNS} runs, ${CONCURRENCY} at a time, through a SandboxPool of ${POOL_SIZE} (default layers, sandbox 'require'), in ${seconds} s`,
+  `load and fault: ${RUNS} runs, ${CONCURRENCY} at a time, through a SandboxPool of ${POOL_SIZE} (default layers, sandbox 'require'${
+    ISOLATES_PER_WORKER > 1 ? `, ${ISOLATES_PER_WORKER} isolates per worker, ${TENANTS.length} tenants` : ''
+  }), in ${seconds} s`,
 );
 console.log(`faults injected: ${faults.SIGKILL} SIGKILL, ${faults.SIGSTOP} SIGSTOP`);
 console.log(

@@ -43,6 +43,12 @@ export interface McpServerConfig {
   readonly maxMemory?: number;
   /** Sandboxes kept ready (without `session`). Default 2. */
   readonly poolSize?: number;
+  /**
+   * Without `session`: isolates per sandbox worker. Above 1, each call runs in a fresh isolate of
+   * a shared worker (a few MiB and a hand-over instead of a process; the calls of this server are
+   * one tenant). Default 1: a worker per call.
+   */
+  readonly isolatesPerWorker?: number;
   /** Type-check the code against the tools' declarations before it runs (needs `typescript`); code that does not check is a tool error with the diagnostics. */
   readonly typecheck?: boolean;
   /** With `typecheck`: how long one check may take, ms (in the checker's worker thread). Default 5 000. */
@@ -82,7 +88,7 @@ export async function loadMcpConfig(path: string): Promise<McpServerConfig> {
 export function checkConfig(config: unknown): McpServerConfig {
   if (config === null || typeof config !== 'object' || Array.isArray(config)) throw new InvalidOption('the MCP server config must be an object');
   const c = config as Record<string, unknown>;
-  const known = ['tools', 'session', 'sandbox', 'timeout', 'maxMemory', 'poolSize', 'typecheck', 'typecheckTimeout', 'egress'];
+  const known = ['tools', 'session', 'sandbox', 'timeout', 'maxMemory', 'poolSize', 'isolatesPerWorker', 'typecheck', 'typecheckTimeout', 'egress'];
   const unknown = Object.keys(c).filter((key) => !known.includes(key));
   if (unknown.length > 0) throw new InvalidOption(`the config has unknown fields: ${unknown.join(', ')} (known: ${known.join(', ')})`);
   if (c['tools'] !== undefined && !Array.isArray(c['tools']))
@@ -100,7 +106,7 @@ export function checkConfig(config: unknown): McpServerConfig {
   }
   if (c['sandbox'] !== undefined && !['require', 'auto', 'off'].includes(c['sandbox'] as string))
     throw new InvalidOption("config.sandbox must be 'require', 'auto' or 'off'");
-  for (const key of ['timeout', 'maxMemory', 'poolSize', 'typecheckTimeout'] as const) {
+  for (const key of ['timeout', 'maxMemory', 'poolSize', 'isolatesPerWorker', 'typecheckTimeout'] as const) {
     if (c[key] !== undefined && (!Number.isSafeInteger(c[key]) || (c[key] as number) < 1)) throw new InvalidOption(`config.${key} must be a positive integer`);
   }
   if (c['egress'] !== undefined) {
@@ -151,7 +157,13 @@ export async function startMcpServer(config: McpServerConfig, transport: Transpo
       ...(checked.egress === undefined ? {} : { egress: checked.egress }),
     } as const;
     if (checked.session === true) session = await AgentSandbox.start({ ...runtimeOptions, tools: bridges });
-    else pool = await SandboxPool.start({ ...runtimeOptions, size: checked.poolSize ?? 2, bootstrap: [WEB_POLYFILLS] });
+    else
+      pool = await SandboxPool.start({
+        ...runtimeOptions,
+        size: checked.poolSize ?? 2,
+        isolatesPerWorker: checked.isolatesPerWorker ?? 1,
+        bootstrap: [WEB_POLYFILLS],
+      });
   } catch (error) {
     await close();
     throw error;

@@ -156,6 +156,18 @@ test('with a SandboxPool as sandbox: a fresh pooled sandbox per call, both bridg
   t.deepEqual(ran, [{ city: 'Bergen' }]);
 });
 
+test('with a pool of shared workers (isolatesPerWorker) as sandbox: a fresh isolate per call, nothing carries over', async (t) => {
+  const pool = await SandboxPool.start({ size: 1, isolatesPerWorker: 8, timeout: 5_000 });
+  t.teardown(() => pool.close());
+  const { bridge } = weatherBridge();
+  const tool = codeTool({ bridge, sandbox: pool });
+  const first = await generate('globalThis.leftover = 1;\nconst w = await tools.weather({ city: "Bergen" });\nw.city', tool);
+  t.is(first.output.result, 'Bergen');
+  const second = await generate('typeof globalThis.leftover', tool);
+  t.is(second.output.result, 'undefined', 'each call has its own isolate');
+  t.is(pool.stats().checkouts, 2);
+});
+
 test('a function as sandbox: its runtime (an in-process Runtime here) is used for the call and closed after it', async (t) => {
   const { bridge } = weatherBridge();
   const runtimes: Runtime[] = [];

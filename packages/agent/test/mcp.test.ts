@@ -39,6 +39,15 @@ const CONFIG = {
   poolSize: 1,
 };
 
+test('strata mcp with isolatesPerWorker: each call a fresh isolate of a shared worker, nothing carries over', async (t) => {
+  const client = await strataMcp(t, { tools: [{ module: TOOLS_MODULE, namespace: 'tools' }], timeout: 5_000, poolSize: 1, isolatesPerWorker: 4 });
+  const first = await client.callTool({ name: 'execute', arguments: { code: 'globalThis.kept = 1; (await tools.weather({ city: "Oslo" })).tempC' } });
+  t.falsy(first.isError, JSON.stringify(first.content));
+  t.is((first.structuredContent as { result: unknown }).result, 4);
+  const second = await client.callTool({ name: 'execute', arguments: { code: 'typeof kept' } });
+  t.is((second.structuredContent as { result: unknown }).result, 'undefined');
+});
+
 test('strata mcp: one execute tool, described with the bridged tools’ declarations; code calling them answers with result, console and receipts', async (t) => {
   const client = await strataMcp(t, CONFIG);
   const { tools } = await client.listTools();

@@ -12,6 +12,7 @@ import './require-node.js';
 
 export { ENGINE_NODE_MAJOR, MIN_NODE_MAJOR, UnsupportedNode } from './node-version.js';
 export { Runtime } from './runtime.js';
+export type { RuntimeSnapshot, RuntimeSnapshotOptions, RuntimeStartOptions } from './runtime.js';
 export { IsolatedRuntime } from './isolated/isolated-runtime.js';
 export { SandboxPool } from './isolated/sandbox-pool.js';
 export { SandboxHost, ISOLATE_OPTIONS } from './isolated/sandbox-host.js';

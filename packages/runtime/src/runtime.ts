@@ -17,13 +17,24 @@ import {
   ValueNotTransferable,
 } from './errors.js';
 import { execute } from './execution-result.js';
-import { ENTROPY_GLOBAL, EVENT_LOOP_GLOBAL } from '@strata/polyfills/constants';
-import { guestPrelude } from './guest/prelude.js';
+import { ENTROPY_GLOBAL } from '@strata/polyfills/constants';
+import type { PreludeSetup } from './guest/prelude.js';
 import { GuestDeadline } from './guest-deadline.js';
 import { encodedSize } from './encoded-size.js';
-import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches, type EgressHandler } from './egress/guest-fetch.js';
+import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches } from './egress/guest-fetch.js';
 import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
+import {
+  ATTACH_GLOBAL,
+  bootstrapFilename,
+  makeRuntimeSnapshot,
+  preludeSetup,
+  preludeSource,
+  type RuntimeSnapshot,
+  SNAPSHOT_MAX_BUFFER_BYTES,
+  snapshotBlob,
+  type RuntimeSnapshotOptions,
+} from './runtime-snapshot.js';
 import { assertTransferable, MAX_VALUE_NODES } from './values.js';
 import { ModuleRegistry, type ModuleLoader, type ModuleResolver, type ModuleSource } from './module-registry.js';
 import {
@@ -40,6 +51,27 @@ import {
 import { stripIfTypeScript } from './typescript-input.js';
 
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
+export { RuntimeSnapshot, type RuntimeSnapshotOptions } from './runtime-snapshot.js';
+
+/** Options of {@link Runtime.start}: a runtime's options, and the snapshot it may start from. */
+export interface RuntimeStartOptions extends RuntimeOptions {
+  /**
+   * Start from this snapshot ({@link Runtime.createSnapshot}) instead of running the prelude and
+   * the bootstrap scripts: the isolate deserializes them. The snapshot fixes `bootstrap` and
+   * `strictEval`: leave them out (the runtime's `options` report the snapshot's), or pass the
+   * same values; anything else is an `InvalidOption`. Every other option is this runtime's own.
+   */
+  snapshot?: RuntimeSnapshot;
+}
+
+/**
+ * The bounds of the trial run {@link Runtime.createSnapshot} makes of the bootstrap scripts in an
+ * ordinary isolate first (V8's snapshot creator has neither a timeout nor a heap limit): each
+ * script's time, and the heap.
+ */
+const SNAPSHOT_BOOTSTRAP_TIMEOUT_MS = 10_000;
+const SNAPSHOT_MAX_HEAP_SIZE = 128 * 1024 * 1024;
+const SNAPSHOT_OPTIONS: ReadonlySet<string> = new Set(['bootstrap', 'strictEval']);
 
 // isolated-vm, set by Runtime.start before the first Runtime exists (it is loaded on first use:
 // engine.ts); every `new ivm.…` below runs in a Runtime's methods.
@@ -167,7 +199,8 @@ export class Runtime implements StrataRuntime {
   readonly #options: ResolvedRuntimeOptions;
   readonly #isolate: IsolatedVm.Isolate;
   readonly #context: IsolatedVm.Context;
-  readonly #internals: {
+  // Set by the prelude's attach step (#attach), before anything else uses it.
+  #internals!: {
     checkValue: IsolatedVm.Reference;
     namespaceToObject: IsolatedVm.Reference;
     argumentHolder: IsolatedVm.Reference;
@@ -212,58 +245,29 @@ export class Runtime implements StrataRuntime {
   readonly #linkedModules = new Map<string, IsolatedVm.Module>();
   readonly #moduleSpecifiers = new WeakMap<IsolatedVm.Module, string>();
 
-  private constructor(options: ResolvedRuntimeOptions) {
+  /**
+   * The isolate, its context and deadline; then the prelude, unless the isolate is restored from
+   * a snapshot (which holds it). The prelude's attach step is left for {@link #attach}.
+   */
+  private constructor(options: ResolvedRuntimeOptions, from: { readonly setup: PreludeSetup } | { readonly snapshot: IsolatedVm.ExternalCopy<ArrayBuffer> }) {
     this.#options = options;
     this.#console = new ConsoleHub(options.maxOutputBytes);
     // isolated-vm's memory limit counts the heap and array buffers together, and past it V8 may
     // abort the process (an allocation that cannot fit during a collection). It is set to the
     // sum of the two caps, maxHeapSize (the deadline addon's heap check) and maxBufferBytes (the
     // prelude's), so that it is only ever the outer bound.
-    this.#isolate = new ivm.Isolate({ memoryLimit: Math.ceil((options.maxHeapSize + options.maxBufferBytes) / (1024 * 1024)) });
+    const memoryLimit = Math.ceil((options.maxHeapSize + options.maxBufferBytes) / (1024 * 1024));
+    this.#isolate = new ivm.Isolate('snapshot' in from ? { memoryLimit, snapshot: from.snapshot } : { memoryLimit });
     let deadline: GuestDeadline | undefined;
     try {
       // With --expose-gc (as every Strata worker runs), the context has V8's gc(), which the
-      // prelude takes and hides. Flags are never changed at run time: V8 reads them from other
-      // threads, and a change under a running isolate can crash the process.
+      // prelude's attach step takes and hides. Flags are never changed at run time: V8 reads them
+      // from other threads, and a change under a running isolate can crash the process.
       this.#context = this.#isolate.createContextSync();
       deadline = GuestDeadline.attach(this.#context);
       deadline.limitHeap(options.maxHeapSize);
       this.#deadline = deadline;
-      const prelude = this.#isolate.compileScriptSync(`(${guestPrelude.toString()})`, { filename: 'strata:prelude' });
-      const preludeFn = prelude.runSync(this.#context, { reference: true }) as IsolatedVm.Reference;
-      const internals = preludeFn.applySync(
-        undefined,
-        [
-          new ivm.Callback((id: number, viaHolder: boolean, ...args: unknown[]) => this.#dispatch(id, args, viaHolder)),
-          new ivm.Callback((level: string, stream: 'stdout' | 'stderr', text: string) => this.#console.emit({ level, stream, text })),
-          new ivm.Callback((id: number, ok: boolean) => void this.#settled.set(id, ok)),
-          new ivm.Callback(() => this.#isolate.getHeapStatisticsSync().externally_allocated_size),
-          new ivm.Callback(() => this.#nestedStep?.()),
-          new ivm.ExternalCopy({
-            maxBufferBytes: options.maxBufferBytes,
-            maxDepth: MAX_VALUE_DEPTH,
-            maxNodes: MAX_VALUE_NODES,
-            maxConsoleChars: 1024 * 1024,
-            strictEval: options.strictEval,
-            eventLoopGlobal: EVENT_LOOP_GLOBAL,
-          }).copyInto(),
-        ],
-        { result: { reference: true } },
-      ) as IsolatedVm.Reference;
-      const get = (name: string) => internals.getSync(name, { reference: true }) as IsolatedVm.Reference;
-      this.#internals = {
-        checkValue: get('checkValue'),
-        namespaceToObject: get('namespaceToObject'),
-        argumentHolder: get('argumentHolder'),
-        describeError: get('describeError'),
-        defineGlobal: get('defineGlobal'),
-        deleteGlobal: get('deleteGlobal'),
-        settleHostCall: get('settleHostCall'),
-        watch: get('watch'),
-        takeOutcome: get('takeOutcome'),
-        finalize: get('finalize'),
-        enter: get('enter'),
-      };
+      if ('setup' in from) this.#isolate.compileScriptSync(preludeSource(from.setup), { filename: 'strata:prelude' }).runSync(this.#context);
     } catch (error) {
       deadline?.release();
       this.#isolate.dispose();
@@ -276,31 +280,26 @@ export class Runtime implements StrataRuntime {
    * generation is tamed there, so bootstrap scripts never hold a working `eval` or `Function`),
    * then each `bootstrap` script, then the removal of optional globals.
    *
-   * @throws {@link InvalidOption} for a bad option; {@link JsError} if a bootstrap script throws.
+   * With `snapshot`, the isolate is restored from it instead ({@link Runtime.createSnapshot}):
+   * the prelude and the bootstrap scripts are already in its heap; the host's callbacks (console,
+   * host functions, entropy, the fetch transport) are attached once, then optional globals are
+   * removed as in a fresh runtime. Guest code sees the same globals either way.
+   *
+   * @throws {@link InvalidOption} for a bad option (or a `bootstrap` or `strictEval` other than
+   * the snapshot's); {@link JsError} if a bootstrap script throws.
    */
-  static async start(options?: RuntimeOptions): Promise<Runtime> {
+  static async start(options?: RuntimeStartOptions): Promise<Runtime> {
     ivm = loadEngine();
-    const resolved = resolveRuntimeOptions(options);
-    const runtime = new Runtime(resolved);
+    const { resolved, snapshot } = resolveStartOptions(options);
+    const runtime =
+      snapshot === undefined
+        ? new Runtime(resolved, { setup: preludeSetup(resolved.strictEval, resolved.egress !== undefined, resolved.maxBufferBytes) })
+        : new Runtime(resolved, { snapshot });
     try {
-      runtime.#offerEntropy();
-      if (resolved.egress !== undefined) runtime.#offerFetch(resolved.egress);
-      for (const [index, source] of resolved.bootstrap.entries()) {
-        await runtime.#run(async (budget) => {
-          const script = compileBootstrap(runtime.#isolate, source, `strata:bootstrap-${index}`);
-          runtime.#enter(budget, () => script.runSync(runtime.#context));
-        });
-      }
-      const removeGlobals: string[] = (['SharedArrayBuffer', 'Atomics', 'WeakRef', 'FinalizationRegistry'] as const).filter(
-        (name) => !resolved.allowGlobals.includes(name),
-      );
-      // Whatever no bootstrap took: guest code never sees the host's entropy source or fetch transport.
-      removeGlobals.push(ENTROPY_GLOBAL, FETCH_GLOBAL, FETCH_CANCEL_GLOBAL);
-      const loop = runtime.#enterBounded('Runtime.start', () =>
-        runtime.#internals.finalize.applySync(undefined, [new ivm.ExternalCopy(removeGlobals).copyInto()], { result: { reference: true } }),
-      ) as IsolatedVm.Reference;
-      runtime.#eventLoop = loop.typeof === 'object' ? loop : undefined;
-      runtime.#runNext = runtime.#eventLoop?.getSync('runNext', { reference: true }) as IsolatedVm.Reference | undefined;
+      // A snapshot always offers the fetch transport's forwarders: the egress is each runtime's own.
+      runtime.#attach(snapshot !== undefined || resolved.egress !== undefined);
+      if (snapshot === undefined) await runtime.#runBootstrap();
+      runtime.#finalize();
     } catch (error) {
       runtime.#dispose(undefined);
       throw error;
@@ -309,38 +308,162 @@ export class Runtime implements StrataRuntime {
   }
 
   /**
-   * Offers the bootstrap scripts `globalThis.__strataEntropy(byteLength)`: a synchronous host
-   * callback returning that many bytes from the host's CSPRNG (a `RangeError` in the guest for a
-   * length that is not an integer from 0 to 65 536). A bootstrap (`WEB_POLYFILLS`' `crypto`)
-   * captures it and deletes the global; the finalize step deletes it otherwise. `randomFillSync`
-   * reads OpenSSL's generator, which uses the `getrandom` syscall: no file is opened, so it
-   * works under the worker's Landlock and seccomp rules.
+   * Makes a V8 startup snapshot of the prelude and `bootstrap` scripts, for
+   * `Runtime.start({ snapshot })`: each runtime started from it deserializes them (about 3 ms
+   * with `WEB_POLYFILLS` instead of 20, and less memory per isolate). Host work, from trusted
+   * scripts only: never put guest code in a snapshot.
+   *
+   * Bounded: the scripts first run in an ordinary isolate in the snapshot's order, each within
+   * 10 s, in a heap of 128 MiB and 64 MiB of buffers (V8's snapshot creator has no such limits);
+   * then they run again inside V8's snapshot creator. What fails there is what `Runtime.start`
+   * would say for that script ({@link JsError} for one that throws, {@link RuntimeTimeout},
+   * {@link HeapLimitExceeded}); a failure of the snapshot itself is a {@link StrataError}.
+   *
+   * Inside a snapshot a bootstrap script runs before the host is attached: it may capture
+   * `__strataEntropy` and the fetch transport (they forward to the host once a runtime is
+   * restored), but not call them while it loads; its console output is dropped. Lazy installers
+   * stay lazy. Math.random is seeded anew in each restored isolate. The fetch transport is always
+   * offered inside a snapshot: a restored runtime without `egress` refuses each request from the
+   * host, saying how to allow one (as an `IsolatedRuntime` does), where a fresh one has no transport.
+   *
+   * @throws {@link InvalidOption} for a bad option.
    */
-  #offerEntropy(): void {
-    const entropy = (byteLength: unknown): Uint8Array => {
-      if (typeof byteLength !== 'number' || !Number.isInteger(byteLength) || byteLength < 0 || byteLength > MAX_ENTROPY_BYTES) {
-        throw new RangeError(`${ENTROPY_GLOBAL}(byteLength): byteLength must be an integer from 0 to ${MAX_ENTROPY_BYTES}`);
-      }
-      // isolated-vm copies a returned Uint8Array into the isolate as a Uint8Array of the guest's realm.
-      return randomFillSync(new Uint8Array(byteLength));
-    };
-    this.#enterBounded('Runtime.start', () => this.#context.global.setSync(ENTROPY_GLOBAL, new ivm.Callback(entropy)));
+  static async createSnapshot(options: RuntimeSnapshotOptions = {}): Promise<RuntimeSnapshot> {
+    ivm = loadEngine();
+    if (options === null || typeof options !== 'object' || Array.isArray(options))
+      throw new InvalidOption('Runtime.createSnapshot(options): options must be an object');
+    const unknown = Object.keys(options).find((key) => !SNAPSHOT_OPTIONS.has(key));
+    if (unknown !== undefined) {
+      throw new InvalidOption(
+        `Runtime.createSnapshot: unknown option ${JSON.stringify(unknown)}; a snapshot fixes only bootstrap and strictEval (pass the others to Runtime.start)`,
+      );
+    }
+    const resolved = resolveRuntimeOptions({
+      ...(options.bootstrap === undefined ? {} : { bootstrap: options.bootstrap }),
+      ...(options.strictEval === undefined ? {} : { strictEval: options.strictEval }),
+      timeout: SNAPSHOT_BOOTSTRAP_TIMEOUT_MS,
+      maxHeapSize: SNAPSHOT_MAX_HEAP_SIZE,
+      maxBufferBytes: SNAPSHOT_MAX_BUFFER_BYTES,
+    });
+    const setup = preludeSetup(resolved.strictEval, true, SNAPSHOT_MAX_BUFFER_BYTES);
+    const trial = new Runtime(resolved, { setup });
+    try {
+      await trial.#runBootstrap();
+    } finally {
+      trial.#dispose(undefined);
+    }
+    let blob: IsolatedVm.ExternalCopy<ArrayBuffer>;
+    try {
+      blob = ivm.Isolate.createSnapshot([
+        { code: preludeSource(setup), filename: 'strata:prelude' },
+        ...resolved.bootstrap.map((code, index) => ({ code, filename: bootstrapFilename(index) })),
+      ]);
+    } catch (error) {
+      const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      throw new StrataError(`Runtime.createSnapshot: V8 could not make a snapshot of the bootstrap scripts (${detail})`, { cause: error });
+    }
+    return makeRuntimeSnapshot(blob, resolved.bootstrap, resolved.strictEval);
+  }
+
+  /** Runs each bootstrap script, in order, each under the command timeout. */
+  async #runBootstrap(): Promise<void> {
+    for (const [index, source] of this.#options.bootstrap.entries()) {
+      await this.#run(async (budget) => {
+        const script = compileBootstrap(this.#isolate, source, bootstrapFilename(index));
+        this.#enter(budget, () => script.runSync(this.#context));
+      });
+    }
   }
 
   /**
-   * Offers the bootstrap scripts `globalThis.__strataFetch(request, id)`: an async host function
-   * that answers with `egress`, and `__strataFetchCancel(id)`, which stops that request
-   * (`WEB_POLYFILLS`' `fetch` captures both and deletes the globals; the finalize step deletes
-   * them otherwise). Not a binding: `revoke` cannot reach it and a later
-   * `bindFunction` of the same name does not replace what the bootstrap captured. Requests in
-   * flight are aborted when the runtime closes.
+   * The prelude's attach step, once: the host's callbacks, this runtime's limits, the entropy
+   * source and (`offerFetch`) the fetch transport, by the ids of two host functions that are no
+   * bindings (`revoke` cannot reach them, a `bindFunction` of the same name does not replace
+   * them). The step deletes its global as it runs, before any guest code exists; a second call
+   * (a bootstrap that kept it) throws.
    */
-  #offerFetch(egress: EgressHandler): void {
+  #attach(offerFetch: boolean): void {
+    const attach = this.#context.global.getSync(ATTACH_GLOBAL, { reference: true }) as IsolatedVm.Reference;
+    if (attach.typeof !== 'function') {
+      throw new StrataError(`Runtime.start: the prelude's attach step is missing (a bootstrap script deleted or replaced globalThis.${ATTACH_GLOBAL})`);
+    }
+    const fetchIds = offerFetch ? this.#fetchTransport() : undefined;
+    let internals: IsolatedVm.Reference;
+    try {
+      internals = this.#enterBounded('Runtime.start', () =>
+        attach.applySync(
+          undefined,
+          [
+            new ivm.Callback((id: number, viaHolder: boolean, ...args: unknown[]) => this.#dispatch(id, args, viaHolder)),
+            new ivm.Callback((level: string, stream: 'stdout' | 'stderr', text: string) => this.#console.emit({ level, stream, text })),
+            new ivm.Callback((id: number, ok: boolean) => void this.#settled.set(id, ok)),
+            new ivm.Callback(() => this.#isolate.getHeapStatisticsSync().externally_allocated_size),
+            new ivm.Callback(() => this.#nestedStep?.()),
+            new ivm.Callback(hostEntropy),
+            new ivm.ExternalCopy({
+              maxBufferBytes: this.#options.maxBufferBytes,
+              maxDepth: MAX_VALUE_DEPTH,
+              maxNodes: MAX_VALUE_NODES,
+              maxConsoleChars: 1024 * 1024,
+              fetchIds,
+            }).copyInto(),
+          ],
+          { result: { reference: true } },
+        ),
+      ) as IsolatedVm.Reference;
+    } catch (error) {
+      if (error instanceof StrataError) throw error;
+      throw new StrataError(`Runtime.start: the prelude's attach step failed (${error instanceof Error ? error.message : String(error)})`, { cause: error });
+    }
+    const get = (name: string) => internals.getSync(name, { reference: true }) as IsolatedVm.Reference;
+    this.#internals = {
+      checkValue: get('checkValue'),
+      namespaceToObject: get('namespaceToObject'),
+      argumentHolder: get('argumentHolder'),
+      describeError: get('describeError'),
+      defineGlobal: get('defineGlobal'),
+      deleteGlobal: get('deleteGlobal'),
+      settleHostCall: get('settleHostCall'),
+      watch: get('watch'),
+      takeOutcome: get('takeOutcome'),
+      finalize: get('finalize'),
+      enter: get('enter'),
+    };
+  }
+
+  /** Removes the optional globals, and whatever host hook no bootstrap took; takes the event loop hook. */
+  #finalize(): void {
+    const removeGlobals: string[] = (['SharedArrayBuffer', 'Atomics', 'WeakRef', 'FinalizationRegistry'] as const).filter(
+      (name) => !this.#options.allowGlobals.includes(name),
+    );
+    // Whatever no bootstrap took: guest code never sees the host's entropy source, fetch transport or the attach step.
+    removeGlobals.push(ENTROPY_GLOBAL, FETCH_GLOBAL, FETCH_CANCEL_GLOBAL, ATTACH_GLOBAL);
+    const loop = this.#enterBounded('Runtime.start', () =>
+      this.#internals.finalize.applySync(undefined, [new ivm.ExternalCopy(removeGlobals).copyInto()], { result: { reference: true } }),
+    ) as IsolatedVm.Reference;
+    this.#eventLoop = loop.typeof === 'object' ? loop : undefined;
+    this.#runNext = this.#eventLoop?.getSync('runNext', { reference: true }) as IsolatedVm.Reference | undefined;
+  }
+
+  /**
+   * The host functions behind the bootstrap's `globalThis.__strataFetch(request, id)`, an async
+   * host function that answers with the runtime's `egress` (without one it refuses, saying how to
+   * allow a URL), and `__strataFetchCancel(id)`, which stops that request (`WEB_POLYFILLS`'
+   * `fetch` captures both and deletes the globals; the finalize step deletes them otherwise).
+   * Requests in flight are aborted when the runtime closes. Returns their ids.
+   */
+  #fetchTransport(): [number, number] {
     const fetches = new GuestFetches(this.#egressAbort.signal);
-    this.#bindGlobal(FETCH_GLOBAL, (request: unknown, id: unknown) => fetches.answer(egress, request, id, this.#options.redactHostErrors), 'Runtime.start');
-    this.#bindGlobal(FETCH_CANCEL_GLOBAL, (id: unknown) => fetches.cancel(id), 'Runtime.start');
-    this.#globals.delete(FETCH_GLOBAL);
-    this.#globals.delete(FETCH_CANCEL_GLOBAL);
+    const egress = this.#options.egress;
+    const transport = this.#nextId++;
+    const cancel = this.#nextId++;
+    this.#functions.set(transport, {
+      name: FETCH_GLOBAL,
+      fn: (request: unknown, id: unknown) => fetches.answer(egress, request, id, this.#options.redactHostErrors),
+      revoked: false,
+    });
+    this.#functions.set(cancel, { name: FETCH_CANCEL_GLOBAL, fn: (id: unknown) => fetches.cancel(id), revoked: false });
+    return [transport, cancel];
   }
 
   /** {@inheritDoc StrataRuntime.options} */
@@ -954,3 +1077,43 @@ function copyFailure(error: unknown): string {
   const shown = detail.length > 120 ? `${detail.slice(0, 120)}…` : detail;
   return `it is or contains a function, symbol, Proxy, getter or another kind outside the transferable set (${shown})`;
 }
+
+/**
+ * The host's entropy for the bootstrap's `globalThis.__strataEntropy(byteLength)` (the prelude's
+ * forwarder calls it): that many bytes from the host's CSPRNG, a `RangeError` in the guest for a
+ * length that is not an integer from 0 to 65 536. A bootstrap (`WEB_POLYFILLS`' `crypto`)
+ * captures the forwarder and deletes the global; the finalize step deletes it otherwise.
+ * `randomFillSync` reads OpenSSL's generator, which uses the `getrandom` syscall: no file is
+ * opened, so it works under the worker's Landlock and seccomp rules.
+ */
+function hostEntropy(byteLength: unknown): Uint8Array {
+  if (typeof byteLength !== 'number' || !Number.isInteger(byteLength) || byteLength < 0 || byteLength > MAX_ENTROPY_BYTES) {
+    throw new RangeError(`${ENTROPY_GLOBAL}(byteLength): byteLength must be an integer from 0 to ${MAX_ENTROPY_BYTES}`);
+  }
+  // isolated-vm copies a returned Uint8Array into the isolate as a Uint8Array of the guest's realm.
+  return randomFillSync(new Uint8Array(byteLength));
+}
+
+/** The options checked, and the snapshot's blob; `bootstrap` and `strictEval` are the snapshot's. */
+function resolveStartOptions(options: RuntimeStartOptions | undefined): {
+  resolved: ResolvedRuntimeOptions;
+  snapshot: IsolatedVm.ExternalCopy<ArrayBuffer> | undefined;
+} {
+  // Not an object: resolveRuntimeOptions says what is wrong with it.
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) return { resolved: resolveRuntimeOptions(options), snapshot: undefined };
+  const { snapshot, ...rest } = options;
+  if (snapshot === undefined) return { resolved: resolveRuntimeOptions(rest), snapshot: undefined };
+  const blob = snapshotBlob(snapshot);
+  const resolved = resolveRuntimeOptions(rest);
+  if (rest.bootstrap !== undefined && !sameScripts(resolved.bootstrap, snapshot.bootstrap)) {
+    throw new InvalidOption('bootstrap: the snapshot holds its own bootstrap scripts; leave bootstrap out, or pass the very scripts it was made from');
+  }
+  if (rest.strictEval !== undefined && rest.strictEval !== snapshot.strictEval) {
+    throw new InvalidOption(
+      `strictEval: the snapshot was made with strictEval: ${snapshot.strictEval}; leave strictEval out, or make a snapshot with strictEval: ${rest.strictEval}`,
+    );
+  }
+  return { resolved: Object.freeze({ ...resolved, bootstrap: snapshot.bootstrap, strictEval: snapshot.strictEval }), snapshot: blob };
+}
+
+const sameScripts = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((script, index) => script === b[index]);

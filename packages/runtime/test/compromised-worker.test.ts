@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { IsolatedRuntime, RuntimeTimeout, WorkerCrashed } from '../src/index.js';
+import { IsolatedRuntime, RuntimeTimeout, SandboxHost, WorkerCrashed } from '../src/index.js';
 import { setWorkerEntryForTests } from '../src/isolated/isolated-runtime.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
@@ -57,3 +57,22 @@ test('a worker that stops reading its pipe is killed after writeStallTimeout', a
   t.is((error as WorkerCrashed).reason, 'writeStallTimeout');
   t.true(rt.closed);
 });
+
+// A worker of many isolates (SandboxHost): an answer for no isolate, for one never opened, or for
+// a neighbour that has no such request in flight is a protocol violation: the whole worker is
+// killed (no isolate of a lying worker can be trusted), and no caller gets another's answer.
+for (const behaviour of ['noIsolate', 'unopenedIsolate', 'otherIsolate']) {
+  test(`a compromised worker of many isolates that sends ${behaviour} is killed, every isolate with it`, async (t) => {
+    const host = await SandboxHost.start({ tenant: 'acme', prewarm: false });
+    t.teardown(() => host.close());
+    const neighbour = await host.open();
+    const liar = await host.open();
+    const waiting = neighbour.eval('silence').catch((e: unknown) => e);
+    const error = await liar.eval(behaviour).catch((e: unknown) => e);
+    t.true(error instanceof WorkerCrashed, String(error));
+    t.is((error as WorkerCrashed).reason, 'protocol');
+    const neighbourError = await waiting;
+    t.true(neighbourError instanceof WorkerCrashed, `the neighbour's caller got ${String(neighbourError)}, not the liar's answer`);
+    t.true(host.closed);
+  });
+}

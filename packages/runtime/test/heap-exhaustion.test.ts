@@ -2,6 +2,7 @@ import test from 'ava';
 import { MAX_PENDING_TIMERS, WEB_POLYFILLS } from '@strata/polyfills';
 import { HeapLimitExceeded, IsolatedRuntime, JsError, Runtime } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
+import { startRestored } from './helpers/runtime.js';
 
 checkNoLeaks(test);
 
@@ -21,6 +22,7 @@ type AnyRuntime = Runtime | IsolatedRuntime;
 const runtimes: [string, () => Promise<AnyRuntime>][] = [
   // Generous timeouts: on a loaded machine only the heap limit may end these.
   ['Runtime', () => Runtime.start({ bootstrap: WEB_POLYFILLS, timeout: 120_000 })],
+  ['Runtime from a snapshot', () => startRestored({ bootstrap: WEB_POLYFILLS, timeout: 120_000 })],
   ['IsolatedRuntime', () => IsolatedRuntime.start({ bootstrap: WEB_POLYFILLS, timeout: 120_000, prewarm: false })],
 ];
 

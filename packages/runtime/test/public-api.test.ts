@@ -9,6 +9,8 @@ const MAIN = [
   'Runtime',
   'IsolatedRuntime',
   'SandboxPool',
+  'SandboxHost',
+  'ISOLATE_OPTIONS',
   // the options a pool accepts per checkout (the parent enforces them; the rest need a worker of their own)
   'SESSION_OPTIONS',
   // the default runtime (module-level functions)
@@ -50,6 +52,7 @@ const MAIN = [
   'SandboxUnavailable',
   'ThreadUnavailable',
   'CrashBudgetExceeded',
+  'SandboxHostFull',
   'EgressRefused',
   'EgressFailed',
   'LayerFailed',

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import test from 'ava';
 import { IsolatedRuntime, Runtime } from '../src/index.js';
+import { startRestored } from './helpers/runtime.js';
 
 const require = createRequire(import.meta.url);
 const LODASH = readFileSync(require.resolve('lodash/lodash.min.js'), 'utf8');
@@ -38,6 +39,8 @@ const ROUTES = ['direct', 'indirect', 'descriptor', 'make', 'construct', 'reflec
 
 const RUNTIMES = {
   Runtime: (bootstrap: string[], strictEval: boolean) => Runtime.start({ bootstrap, strictEval }),
+  // The library loaded inside the snapshot: what it captured there is tamed after restore too.
+  'Runtime from a snapshot': (bootstrap: string[], strictEval: boolean) => startRestored({ bootstrap, strictEval }),
   IsolatedRuntime: (bootstrap: string[], strictEval: boolean) => IsolatedRuntime.start({ bootstrap, strictEval }),
 };
 

@@ -105,7 +105,8 @@ tool error; the server goes on.
 Options:
   --config FILE    a JSON file: { "tools": [{ "module": "./tools.js", "namespace": "tools" },
                    { "mcp": { "command": "npx", "args": ["some-mcp-server"] }, "namespace": "gh" }],
-                   "session": false, "sandbox": "auto", "timeout": 30000, "maxMemory": ..., "poolSize": 2 }
+                   "session": false, "sandbox": "auto", "timeout": 30000, "maxMemory": ..., "poolSize": 2,
+                   "isolatesPerWorker": 1 }  (above 1: each call a fresh isolate of a shared worker)
   --session        one AgentSandbox for the connection: state persists across execute calls
   --sandbox MODE   require, auto (default) or off
   --timeout MS     the soft timeout of each run (default 30000)

@@ -3,10 +3,24 @@
  * guest script. It runs inside the isolate, so it must be self-contained: `guestPrelude` is
  * turned into source with `Function.prototype.toString` and never closes over host values.
  *
+ * It runs in two steps, so that it can be part of a V8 startup snapshot (`Runtime.createSnapshot`),
+ * which holds no host callback:
+ *
+ * 1. `guestPrelude(setup)` defines everything from plain data: the primordials, the value walk,
+ *    the console, the buffer accounting, the taming of code generation under `strictEval`, and
+ *    the host hooks a bootstrap captures (`__strataEntropy`, `__strataFetch`, `__strataFetchCancel`)
+ *    as forwarders to callbacks that are not there yet. It leaves one function on the global
+ *    object, the attach step (`setup.attachGlobal`).
+ * 2. The host takes the attach step and calls it once with its callbacks and this runtime's
+ *    limits; it returns the internals object. In a fresh runtime that happens before the bootstrap
+ *    scripts run, in one restored from a snapshot after them (they ran inside the snapshot).
+ *    The attach step deletes its global and works once: a second call throws, so a bootstrap
+ *    that kept it hands nothing to the guest. The host calls it before any guest code runs.
+ *
  * Everything it needs from the guest realm is captured first ("primordials"), so a guest that
  * later patches `Array.prototype`, `Map.prototype.get` or the iterator protocol cannot change
- * what this code does. It returns an internals object that only the host holds a reference to;
- * nothing here is reachable from `globalThis`.
+ * what this code does. Only the host holds a reference to the internals object; nothing here is
+ * reachable from `globalThis` once the attach step is consumed.
  *
  * The rule for every function the host calls once guest code may have run (`defineGlobal`,
  * `deleteGlobal`, `settleHostCall`, `checkValue`, `namespaceToObject`, `takeOutcome`): no
@@ -20,13 +34,8 @@
 
 /* eslint-disable */
 
-/** Configuration the host passes in; plain data. */
-export interface PreludeConfig {
-  maxBufferBytes: number;
-  maxDepth: number;
-  /** The most nodes a value may have to cross, shared objects counted at every place they appear. */
-  maxNodes: number;
-  maxConsoleChars: number;
+/** What the prelude is built from, before any host callback exists (plain data: it may be part of a snapshot). */
+export interface PreludeSetup {
   /**
    * Tame code generation at the end of the prelude, before any bootstrap script runs: a library
    * loaded as a bootstrap that keeps `Function` or `eval` keeps the tamed one.
@@ -34,12 +43,43 @@ export interface PreludeConfig {
   strictEval: boolean;
   /** The global a bootstrap leaves its event loop hook on (`EVENT_LOOP_GLOBAL` in @strata/polyfills). */
   eventLoopGlobal: string;
+  /** The global the attach step waits on until the host takes it. */
+  attachGlobal: string;
+  /** The global of the entropy forwarder (`ENTROPY_GLOBAL`). */
+  entropyGlobal: string;
+  /** The globals of the fetch transport forwarders (`FETCH_GLOBAL`, `FETCH_CANCEL_GLOBAL`), or undefined to offer none. */
+  fetchGlobals: readonly [transport: string, cancel: string] | undefined;
+  /** The cap on live ArrayBuffer bytes until the attach step sets the runtime's own. */
+  maxBufferBytesBeforeAttach: number;
+}
+
+/** This runtime's limits, handed to the attach step; plain data. */
+export interface PreludeConfig {
+  maxBufferBytes: number;
+  maxDepth: number;
+  /** The most nodes a value may have to cross, shared objects counted at every place they appear. */
+  maxNodes: number;
+  maxConsoleChars: number;
+  /** The ids of the host functions behind the fetch forwarders (transport, cancel), when the setup offered them. */
+  fetchIds: readonly [transport: number, cancel: number] | undefined;
 }
 
 // The parameter types are `any`: this function runs in another realm and is checked by tests.
-export function guestPrelude(hostDispatch: any, hostConsole: any, hostSettled: any, hostBufferBytes: any, hostStep: any, config: PreludeConfig): any {
+export function guestPrelude(setup: PreludeSetup): void {
   'use strict';
   const g: any = globalThis;
+
+  // The host's callbacks and limits: set once, by the attach step (see the end of this function).
+  // Until then a bootstrap running inside a snapshot may log (dropped: no host is there yet) and
+  // allocate buffers (capped by the setup), and nothing else reaches the host.
+  let hostDispatch: any;
+  let hostConsole: any = function () {};
+  let hostSettled: any;
+  let hostBufferBytes: any;
+  let hostStep: any;
+  let hostEntropy: any;
+  let config: any = { __proto__: null, maxDepth: 0, maxNodes: 0, maxConsoleChars: 0 };
+  let attached = false;
 
   // --- primordials -------------------------------------------------------------------------
   const ReflectApply = Reflect.apply;
@@ -104,12 +144,16 @@ export function guestPrelude(hostDispatch: any, hostConsole: any, hostSettled: a
   // that the buffer cap counts live bytes rather than garbage V8 has not collected yet. V8 makes
   // the global undeletable; it is emptied and frozen so the guest never gets the function.
   // Without it the cap counts what V8 has not collected yet too, which V8's own heuristics keep
-  // small next to caps of tens of megabytes.
-  const gcDescriptor = ObjectGetOwnPropertyDescriptor(g, 'gc');
-  const collectGarbage: any = gcDescriptor !== undefined && typeof gcDescriptor.value === 'function' ? gcDescriptor.value : undefined;
-  if (gcDescriptor !== undefined) {
-    if (gcDescriptor.configurable) delete g.gc;
-    else ObjectDefineProperty(g, 'gc', { __proto__: null, value: undefined, writable: false });
+  // small next to caps of tens of megabytes. Taken by the attach step: a snapshot's creator has
+  // no gc(), and a context restored from it gets one.
+  let collectGarbage: any;
+  function takeGarbageCollector(): void {
+    const gcDescriptor = ObjectGetOwnPropertyDescriptor(g, 'gc');
+    collectGarbage = gcDescriptor !== undefined && typeof gcDescriptor.value === 'function' ? gcDescriptor.value : undefined;
+    if (gcDescriptor !== undefined) {
+      if (gcDescriptor.configurable) delete g.gc;
+      else ObjectDefineProperty(g, 'gc', { __proto__: null, value: undefined, writable: false });
+    }
   }
 
   const call = (fn: any, self: any, ...args: any[]): any => ReflectApply(fn, self, args);
@@ -538,7 +582,7 @@ export function guestPrelude(hostDispatch: any, hostConsole: any, hostSettled: a
   // allocated" bytes, which drop when V8 collects them) but not resizable ones, whose pages V8
   // commits itself. We keep a cheap running estimate and ask the host for the real figure only
   // when the estimate says an allocation would cross the cap.
-  const cap = config.maxBufferBytes;
+  let cap = setup.maxBufferBytesBeforeAttach;
   let estimate = 0;
   let resizableCommitted = 0;
   const resizableRegistry = SafeFinalizationRegistry ? new SafeFinalizationRegistry((bytes: number) => (resizableCommitted -= bytes)) : undefined;
@@ -550,11 +594,14 @@ export function guestPrelude(hostDispatch: any, hostConsole: any, hostSettled: a
   function charge(bytes: number): void {
     if (!(bytes > 0)) return;
     if (estimate + bytes > cap) {
-      estimate = hostBufferBytes() + resizableCommitted;
-      if (estimate + bytes > cap && collectGarbage !== undefined) {
-        // 'last-resort' repeats until nothing more is freed: array buffers are swept lazily.
-        collectGarbage({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+      // Before the attach step (inside a snapshot's creator) the estimate is all there is.
+      if (hostBufferBytes !== undefined) {
         estimate = hostBufferBytes() + resizableCommitted;
+        if (estimate + bytes > cap && collectGarbage !== undefined) {
+          // 'last-resort' repeats until nothing more is freed: array buffers are swept lazily.
+          collectGarbage({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+          estimate = hostBufferBytes() + resizableCommitted;
+        }
       }
       if (estimate + bytes > cap) {
         throw new RangeErrorCtor(`Array buffer allocation of ${bytes} bytes would exceed maxBufferBytes (${cap} bytes live)`);
@@ -1005,7 +1052,7 @@ export function guestPrelude(hostDispatch: any, hostConsole: any, hostSettled: a
       ReflectDeleteProperty(g, name);
     }
     if (sharedRemoved) closeSharedMemory();
-    const loop = ownValue(g, config.eventLoopGlobal);
+    const loop = ownValue(g, setup.eventLoopGlobal);
     return loop !== null && typeof loop === 'object' && typeof ownValue(loop, 'runNext') === 'function' ? loop : undefined;
   }
 
@@ -1052,10 +1099,41 @@ export function guestPrelude(hostDispatch: any, hostConsole: any, hostSettled: a
     hostStep();
   }
 
-  // Before any bootstrap script: what a bootstrap captures is already tamed.
-  if (config.strictEval) tameCodeGeneration();
+  // --- host hooks a bootstrap captures ----------------------------------------------------
+  // Forwarders, so that a bootstrap that ran inside a snapshot holds a hook whose host callback
+  // arrives later, with the attach step. Each is what the host offers a bootstrap under that name
+  // (@strata/polyfills' constants); the finalize step deletes those no bootstrap took.
+  const offerHook = (name: string, forward: any): void => {
+    ObjectDefineProperty(forward, 'name', { __proto__: null, value: name });
+    ObjectDefineProperty(g, name, { __proto__: null, value: forward, writable: true, enumerable: false, configurable: true });
+  };
+  offerHook(setup.entropyGlobal, function (byteLength: any): any {
+    if (hostEntropy === undefined) {
+      throw new ErrorCtor(
+        `${setup.entropyGlobal}: the host's entropy is not attached yet (a bootstrap inside a snapshot draws it on first use, not while it loads)`,
+      );
+    }
+    return hostEntropy(byteLength);
+  });
+  let fetchTransport: any;
+  let fetchCancel: any;
+  const fetchGlobals = setup.fetchGlobals;
+  if (fetchGlobals !== undefined) {
+    const notAttached = () => new TypeErrorCtor("fetch: the host's transport is not attached yet (a bootstrap inside a snapshot cannot fetch while it loads)");
+    offerHook(fetchGlobals[0], function (request: any, id: any): any {
+      if (fetchTransport === undefined) throw notAttached();
+      return fetchTransport(request, id);
+    });
+    offerHook(fetchGlobals[1], function (id: any): any {
+      if (fetchCancel === undefined) throw notAttached();
+      return fetchCancel(id);
+    });
+  }
 
-  return ObjectFreeze({
+  // Before any bootstrap script: what a bootstrap captures is already tamed.
+  if (setup.strictEval) tameCodeGeneration();
+
+  const internals = ObjectFreeze({
     checkValue,
     namespaceToObject,
     argumentHolder,
@@ -1069,4 +1147,30 @@ export function guestPrelude(hostDispatch: any, hostConsole: any, hostSettled: a
     enter,
     isSafeInteger: NumberIsSafeInteger,
   });
+
+  /**
+   * The attach step: the host's callbacks and this runtime's limits, once. `limits` is a fresh
+   * copy from the host. Deletes its own global first; any later call throws.
+   */
+  function attach(dispatch: any, consoleOut: any, settled: any, bufferBytes: any, step: any, entropy: any, limits: any): any {
+    ReflectDeleteProperty(g, setup.attachGlobal);
+    if (attached) throw new ErrorCtor('the runtime is already attached');
+    attached = true;
+    hostDispatch = dispatch;
+    hostConsole = consoleOut;
+    hostSettled = settled;
+    hostBufferBytes = bufferBytes;
+    hostStep = step;
+    hostEntropy = entropy;
+    config = limits;
+    cap = limits.maxBufferBytes;
+    takeGarbageCollector();
+    const fetchIds = limits.fetchIds;
+    if (fetchGlobals !== undefined && fetchIds !== undefined) {
+      fetchTransport = makeHostFunction(ownValue(fetchIds, 0), fetchGlobals[0]);
+      fetchCancel = makeHostFunction(ownValue(fetchIds, 1), fetchGlobals[1]);
+    }
+    return internals;
+  }
+  ObjectDefineProperty(g, setup.attachGlobal, { __proto__: null, value: attach, writable: false, enumerable: false, configurable: true });
 }

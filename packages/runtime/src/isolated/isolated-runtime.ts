@@ -88,6 +88,11 @@ export interface RuntimeInternals {
 /** What a runtime on a shared worker says about the sharing, in its report. */
 export interface SharingView {
   readonly tenant: string;
+  /**
+   * The runtime's first request id. Each isolate of a worker has its own range, so that an answer
+   * the worker sends to the wrong isolate never matches a request in flight there.
+   */
+  readonly firstRequestId: number;
   /** How many other isolates share the worker now. */
   sharedWith(): number;
 }
@@ -153,6 +158,7 @@ export class IsolatedRuntime implements StrataRuntime {
     this.#worker = worker;
     this.#process = process;
     this.#sharing = sharing;
+    if (sharing !== undefined) this.#nextId = sharing.firstRequestId;
     this.#report = report;
     worker.setMessageHandler((message) => this.#onMessage(message));
     worker.onExit((error) => this.#onWorkerExit(error));

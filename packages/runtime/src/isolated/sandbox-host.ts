@@ -77,6 +77,22 @@ const MIN_DISPOSE_GRACE_MS = 2_000;
 /** The id of the parent's own commands to an isolate (open, dispose): a runtime's own ids start at 1. */
 const HOST_COMMAND_ID = 0;
 const TENANT_MAX_CHARS = 256;
+/** Each isolate's request ids are a range of their own (2^32 of them; isolate ids stay below 2^21, in safe integers). */
+const REQUEST_IDS_PER_ISOLATE = 2 ** 32;
+/** Isolates one worker opens in its life, at most (then it is full for good: start another). */
+const MAX_LIFETIME_ISOLATES = 2 ** 20;
+/** The tenant of a pool's spare until its first checkout claims it (never a valid tenant: too long). */
+const UNCLAIMED = '(unclaimed)'.padEnd(TENANT_MAX_CHARS + 1, '.');
+
+/** What SandboxPool needs of a host beyond its public API. Not exported from the package. */
+export interface HostInternals {
+  /** A host for a pool, started before any tenant claims it. */
+  startSpare(options: IsolatedRuntimeOptions, maxIsolates: number): Promise<SandboxHost>;
+  /** Gives a pool's spare host (started for no one yet) to its first tenant; refuses another tenant once claimed. */
+  claim(host: SandboxHost, tenant: string): void;
+}
+
+export let hostInternals: HostInternals;
 
 /**
  * One sandboxed worker process of one tenant, holding many isolates: the same launch chain,
@@ -98,21 +114,42 @@ const TENANT_MAX_CHARS = 256;
  * ```
  */
 export class SandboxHost {
-  readonly #tenant: string;
+  #tenant: string;
   readonly #maxIsolates: number;
   readonly #options: Readonly<Record<string, unknown>>;
   readonly #resolved: ResolvedIsolatedOptions;
   readonly #worker: WorkerProcess;
-  readonly #report: SandboxReport;
+  #report: SandboxReport;
+  // Whether an isolate of a tenant was opened (a pool's spare is claimed by its first tenant).
+  #claimed = false;
   readonly #ports = new Map<number, IsolatePort>();
   #nextIsolate = 1;
-  #opening = 0;
+  // Ports that are ending (disposal asked, not confirmed): in #ports, but not open.
+  #ending = 0;
+  // How many isolates run guest code, and how many the parent's own commands.
+  readonly #busy = { guest: 0, host: 0 };
   #closed = false;
+  #closing = false;
   #closeReason: StrataError | undefined;
   #ticker: NodeJS.Timeout | undefined;
   // The worker's CPU time when its last frame arrived: read lazily, on the first tick after it.
   #cpuAtLastFrame: number | undefined;
+  // Since when the worker has been seen stopped while isolates were busy.
+  #stoppedSince: number | undefined;
   readonly #closeListeners: ((reason: StrataError) => void)[] = [];
+
+  static {
+    hostInternals = {
+      startSpare: (options, maxIsolates) => SandboxHost.#launch(options, UNCLAIMED, maxIsolates),
+      claim: (host, tenant) => {
+        if (host.#claimed && host.#tenant !== tenant)
+          throw new StrataError(`this worker holds tenant ${JSON.stringify(host.#tenant)}'s isolates; it never takes another's`);
+        host.#claimed = true;
+        host.#tenant = tenant;
+        host.#report = Object.freeze({ ...host.#report, tenant });
+      },
+    };
+  }
 
   private constructor(
     tenant: string,
@@ -151,6 +188,12 @@ export class SandboxHost {
     if (!Number.isSafeInteger(maxIsolates) || maxIsolates < 1 || maxIsolates > MAX_MAX_ISOLATES) {
       throw new InvalidOption(`SandboxHost.start: maxIsolates must be an integer from 1 to ${MAX_MAX_ISOLATES} (got ${String(requested)})`);
     }
+    const host = await SandboxHost.#launch(rest, tenant, maxIsolates);
+    host.#claimed = true;
+    return host;
+  }
+
+  static async #launch(rest: IsolatedRuntimeOptions, tenant: string, maxIsolates: number): Promise<SandboxHost> {
     const resolved = resolveIsolatedOptions(rest);
     const launch = await prepareLaunch(resolved, workerEntryForTests());
     const worker = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout);
@@ -185,9 +228,7 @@ export class SandboxHost {
 
   /** Isolates open now (opening included). */
   get isolates(): number {
-    let open = this.#opening;
-    for (const port of this.#ports.values()) if (port.state === 'open') open++;
-    return open;
+    return this.#ports.size - this.#ending;
   }
 
   /** How many isolates this worker may hold at once. */
@@ -198,6 +239,11 @@ export class SandboxHost {
   /** Whether the worker is gone (closed, or it died). */
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** Whether `open()` would find room now: the host is not closing, and holds fewer than `maxIsolates`. */
+  get hasRoom(): boolean {
+    return !this.#closing && this.#nextIsolate < MAX_LIFETIME_ISOLATES && this.isolates < this.#maxIsolates;
   }
 
   /**
@@ -223,13 +269,12 @@ export class SandboxHost {
     const id = this.#nextIsolate++;
     const port = new IsolatePort(this, id, this.#worker, resolved.requestTimeout);
     this.#ports.set(id, port);
-    this.#opening++;
-    try {
-      await port.open(isolateOptions(resolved), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
-    } finally {
-      this.#opening--;
-    }
-    return internals.attach(resolved, port, this.#report, { tenant: this.#tenant, sharedWith: () => Math.max(0, this.isolates - 1) });
+    await port.open(isolateOptions(resolved, options.bootstrap !== undefined), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
+    return internals.attach(resolved, port, this.#report, {
+      tenant: this.#tenant,
+      firstRequestId: id * REQUEST_IDS_PER_ISOLATE + 1,
+      sharedWith: () => Math.max(0, this.isolates - 1),
+    });
   }
 
   /** Calls `listener` once, with the reason, when the worker is gone (soon, if it already is). */
@@ -240,6 +285,7 @@ export class SandboxHost {
 
   /** Kills the worker: every isolate in it ends with `RuntimeClosed`. Resolves once the process is gone. */
   async close(): Promise<void> {
+    this.#closing = true;
     await killAndWait(this.#worker, new RuntimeClosed('the SandboxHost is closed'));
   }
 
@@ -254,21 +300,25 @@ export class SandboxHost {
     this.#worker.kill(reason);
   }
 
-  /** @internal An isolate's activity changed: the process's is the busiest of its isolates'. */
-  activityChanged(): void {
-    let activity: WorkerActivity = 'idle';
-    for (const port of this.#ports.values()) {
-      if (port.activity === 'guest') activity = 'guest';
-      else if (port.activity === 'host' && activity === 'idle') activity = 'host';
-    }
+  /** @internal An isolate's activity changed from `from` to `to`: the process's is the busiest of its isolates'. */
+  activityChanged(from: WorkerActivity, to: WorkerActivity): void {
+    if (from === to) return;
+    if (from !== 'idle') this.#busy[from]--;
+    if (to !== 'idle') this.#busy[to]++;
+    const activity: WorkerActivity = this.#busy.guest > 0 ? 'guest' : this.#busy.host > 0 ? 'host' : 'idle';
     this.#worker.setActivity(activity);
     if (activity === 'idle') {
       clearInterval(this.#ticker);
       this.#ticker = undefined;
-    } else {
-      this.#ticker ??= setInterval(() => this.#supervise(), SUPERVISOR_TICK_MS);
+    } else if (this.#ticker === undefined) {
+      this.#ticker = setInterval(() => this.#supervise(), SUPERVISOR_TICK_MS);
       this.#ticker.unref();
     }
+  }
+
+  /** @internal An isolate is ending: it no longer counts as open. */
+  isolateEnding(): void {
+    this.#ending++;
   }
 
   /** @internal How long the worker may take to confirm a disposal: as long as any isolate's command may legitimately run. */
@@ -279,9 +329,8 @@ export class SandboxHost {
   }
 
   /** @internal The port is gone from the worker too. */
-  forget(id: number): void {
-    this.#ports.delete(id);
-    this.activityChanged();
+  forget(id: number, wasEnding: boolean): void {
+    if (this.#ports.delete(id) && wasEnding) this.#ending--;
   }
 
   // --- internals ---------------------------------------------------------------------------
@@ -337,11 +386,25 @@ export class SandboxHost {
           new WorkerCrashed(`the worker started ${sample.threads} threads, more than ${MAX_WORKER_THREADS}; it was killed, and every isolate in it`, 'threads'),
         );
       }
+      // A stopped worker (SIGSTOP) runs nothing, so it spends no CPU either: stopped past every
+      // busy isolate's requestTimeout, it is killed as a stuck one is.
+      const busyFor = this.#stuckAfterMs('busy');
+      if (sample.stopped && busyFor !== undefined) {
+        this.#stoppedSince ??= now;
+        if (now - this.#stoppedSince > busyFor) {
+          return this.killWorker(
+            new WorkerCrashed(
+              `the worker was stopped for over requestTimeout (${busyFor} ms) with commands in flight; it was killed, and every isolate in it`,
+              'stuck',
+            ),
+          );
+        }
+      } else this.#stoppedSince = undefined;
       // The worker's thread runs one guest at a time, and every command ends in a frame: CPU time
       // spent since the last frame past every busy isolate's requestTimeout is a guest that its
       // soft timeout could not stop (a native builtin V8 cannot interrupt). Only killing helps.
       this.#cpuAtLastFrame ??= sample.cpuMs;
-      const stuckAfter = this.#stuckAfterMs();
+      const stuckAfter = this.#stuckAfterMs('guest');
       if (stuckAfter !== undefined && sample.cpuMs - this.#cpuAtLastFrame > stuckAfter) {
         return this.killWorker(
           new WorkerCrashed(
@@ -365,11 +428,14 @@ export class SandboxHost {
     }
   }
 
-  /** The longest requestTimeout of the isolates running guest code; undefined when none runs or one has none. */
-  #stuckAfterMs(): number | undefined {
+  /**
+   * The longest requestTimeout of the isolates running guest code (`'guest'`) or busy at all
+   * (`'busy'`); undefined when none is, or one has no requestTimeout.
+   */
+  #stuckAfterMs(which: 'guest' | 'busy'): number | undefined {
     let longest: number | undefined;
     for (const port of this.#ports.values()) {
-      if (port.activity !== 'guest') continue;
+      if (port.activity === 'idle' || (which === 'guest' && port.activity !== 'guest')) continue;
       if (port.requestTimeout === undefined) return undefined;
       longest = Math.max(longest ?? 0, port.requestTimeout);
     }
@@ -400,6 +466,8 @@ class IsolatePort implements WorkerPort {
   #endReason: StrataError | undefined;
   #pendingHostCommand: { resolve: () => void; reject: (error: unknown) => void } | undefined;
   #graceTimer: NodeJS.Timeout | undefined;
+  // The call or module request the worker's thread is blocked on, until it is answered.
+  #awaitingReply: number | undefined;
 
   constructor(host: SandboxHost, id: number, worker: WorkerProcess, requestTimeout: number | undefined) {
     this.#host = host;
@@ -424,6 +492,8 @@ class IsolatePort implements WorkerPort {
         this.#host.killWorker(new WorkerCrashed(`the worker did not open an isolate within ${deadlineMs} ms; it was killed, and every isolate in it`, 'stuck')),
       deadlineMs,
     );
+    // Busy while it opens: the host's supervision covers a worker that stops answering meanwhile.
+    this.setActivity('host');
     try {
       await new Promise<void>((resolve, reject) => {
         this.#pendingHostCommand = { resolve, reject };
@@ -432,11 +502,12 @@ class IsolatePort implements WorkerPort {
       this.state = 'open';
     } catch (error) {
       this.state = 'gone';
-      this.#host.forget(this.#id);
+      this.#host.forget(this.#id, false);
       throw error;
     } finally {
       clearTimeout(timer);
       release();
+      this.setActivity('idle');
     }
   }
 
@@ -450,8 +521,9 @@ class IsolatePort implements WorkerPort {
   }
 
   setActivity(activity: WorkerActivity): void {
+    const from = this.activity;
     this.activity = activity;
-    this.#host.activityChanged();
+    this.#host.activityChanged(from, activity);
   }
 
   send(message: Message): void {
@@ -459,7 +531,10 @@ class IsolatePort implements WorkerPort {
     this.#worker.send({ ...message, isolate: this.#id } as Message);
   }
 
+  /** Exactly one answer per call the worker's thread waits on: a late one, after the port answered for itself, is dropped. */
   reply(message: Message): void {
+    if (!('id' in message) || message.id !== this.#awaitingReply) return;
+    this.#awaitingReply = undefined;
     this.#worker.reply(message);
   }
 
@@ -477,9 +552,9 @@ class IsolatePort implements WorkerPort {
     if (scope === 'worker') return this.#host.killWorker(reason);
     if (this.state !== 'open') return;
     this.state = 'ending';
+    this.#host.isolateEnding();
     this.#endReason = reason;
-    this.activity = 'idle';
-    this.#host.activityChanged();
+    this.setActivity('idle');
     const release = this.#worker.hold();
     const grace = this.#host.disposeGraceMs();
     this.#graceTimer = setTimeout(() => {
@@ -497,6 +572,12 @@ class IsolatePort implements WorkerPort {
         this.gone(reason);
       },
     };
+    // The call that made the runtime end this isolate (past maxHostCalls) is still unanswered,
+    // and the worker's thread waits for it: answered here, so the worker can read the dispose.
+    if (this.#awaitingReply !== undefined) {
+      answerForGone(this.#worker, { type: 'call', id: this.#awaitingReply, name: '', args: [], sync: true });
+      this.#awaitingReply = undefined;
+    }
     this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'dispose', params: {}, isolate: this.#id });
   }
 
@@ -509,7 +590,10 @@ class IsolatePort implements WorkerPort {
       else pending.reject(fromErrorPayload(message.error));
       return;
     }
-    if (this.state === 'open') return this.#handler(message);
+    if (this.state === 'open') {
+      if (message.type === 'call' || message.type === 'moduleRequest') this.#awaitingReply = message.id;
+      return this.#handler(message);
+    }
     answerForGone(this.#worker, message);
   }
 
@@ -517,12 +601,13 @@ class IsolatePort implements WorkerPort {
   gone(processError: StrataError): void {
     if (this.state === 'gone') return;
     clearTimeout(this.#graceTimer);
+    const wasEnding = this.state === 'ending';
+    this.setActivity('idle');
     this.state = 'gone';
-    this.activity = 'idle';
     this.#endReason ??= processError;
     this.#pendingHostCommand?.reject(processError);
     this.#pendingHostCommand = undefined;
-    this.#host.forget(this.#id);
+    this.#host.forget(this.#id, wasEnding);
     for (const listener of this.#exitListeners.splice(0)) listener(this.#endReason);
   }
 }

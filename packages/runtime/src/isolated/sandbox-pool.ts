@@ -8,6 +8,15 @@ import { CrashBudgetExceeded, InvalidOption, RuntimeClosed, RuntimeTimeout, type
 import { CrashLedger, DEFAULT_CRASH_BUDGET, type CrashBudgetOptions } from './crash-budget.js';
 import { resolveIsolatedOptions, SESSION_OPTIONS, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
 import { internals, IsolatedRuntime } from './isolated-runtime.js';
+import { hostInternals, type SandboxHost } from './sandbox-host.js';
+
+/** What a pool keeps ready: runtimes with a worker each, or (isolatesPerWorker above 1) hosts no tenant has claimed yet. */
+type Ready = IsolatedRuntime | SandboxHost;
+
+function onClosedOf(item: Ready, listener: (reason: StrataError) => void): void {
+  if (item instanceof IsolatedRuntime) internals.onClosed(item, listener);
+  else item.onClosed(listener);
+}
 
 /** The options a pool fixes for every worker it starts, and its own. */
 export interface SandboxPoolOptions extends Omit<IsolatedRuntimeOptions, 'prewarm'> {
@@ -17,6 +26,13 @@ export interface SandboxPoolOptions extends Omit<IsolatedRuntimeOptions, 'prewar
   maxConcurrentStarts?: number;
   /** Crashes allowed per tenant in a window before its checkouts are refused; `null` turns the budget off. Default 3 a minute. */
   crashBudget?: CrashBudgetOptions | null;
+  /**
+   * Isolates per worker process. Default 1: every checkout has a worker to itself. Above 1,
+   * checkouts of one tenant share workers ({@link SandboxHost}), a few MiB per session instead of
+   * tens; a worker only ever holds one tenant's isolates, and checkouts that name no tenant are
+   * one tenant between them. `size` then counts workers kept ready for new tenants.
+   */
+  isolatesPerWorker?: number;
 }
 
 /** What may change per checkout: what only the parent enforces (limits, the egress policy), and who the run is for. */
@@ -59,7 +75,9 @@ export interface PoolStats {
   readonly tenantCrashes: Readonly<Record<string, number>>;
 }
 
-const POOL_KEYS = new Set(['size', 'maxConcurrentStarts', 'crashBudget']);
+const POOL_KEYS = new Set(['size', 'maxConcurrentStarts', 'crashBudget', 'isolatesPerWorker']);
+/** The tenant of checkouts that name none, in a pool of shared workers. */
+const NO_TENANT = '(no tenant)';
 const FIRST_BACKOFF_MS = 100;
 /**
  * A replacement starts this long after a hand-over: a start is ~150 ms of CPU, and on a small
@@ -121,7 +139,10 @@ export class SandboxPool implements AsyncDisposable {
   readonly #size: number;
   readonly #maxConcurrentStarts: number;
   readonly #ledger: CrashLedger | undefined;
-  readonly #ready: IsolatedRuntime[] = [];
+  readonly #ready: Ready[] = [];
+  readonly #isolatesPerWorker: number;
+  /** The hosts tenants have claimed, by tenant (isolatesPerWorker above 1). */
+  readonly #hosts = new Map<string, SandboxHost[]>();
   readonly #starting = new Set<Promise<void>>();
   readonly #waiters = new Set<{ resolve: () => void; reject: (error: Error) => void }>();
   #closed = false;
@@ -141,7 +162,9 @@ export class SandboxPool implements AsyncDisposable {
     size: number,
     maxConcurrentStarts: number,
     budget: CrashBudgetOptions | undefined,
+    isolatesPerWorker: number,
   ) {
+    this.#isolatesPerWorker = isolatesPerWorker;
     this.#workerOptions = workerOptions;
     this.#resolved = resolved;
     this.#size = size;
@@ -159,11 +182,12 @@ export class SandboxPool implements AsyncDisposable {
     const size = count('size', options.size, 2, 1);
     const maxConcurrentStarts = count('maxConcurrentStarts', options.maxConcurrentStarts, 2, 1);
     const budget = checkBudget(options.crashBudget);
+    const isolatesPerWorker = count('isolatesPerWorker', options.isolatesPerWorker, 1, 1);
     const workerOptions: Record<string, unknown> = { ...options, prewarm: false };
     for (const key of POOL_KEYS) delete workerOptions[key];
     const resolved = resolveIsolatedOptions(workerOptions as IsolatedRuntimeOptions);
-    const pool = new SandboxPool(workerOptions as IsolatedRuntimeOptions, resolved, size, maxConcurrentStarts, budget);
-    const first = await SandboxPool.#startWarm(pool.#workerOptions);
+    const pool = new SandboxPool(workerOptions as IsolatedRuntimeOptions, resolved, size, maxConcurrentStarts, budget, isolatesPerWorker);
+    const first = await pool.#startWarm();
     pool.#addReady(first);
     pool.#fill();
     return pool;
@@ -192,8 +216,9 @@ export class SandboxPool implements AsyncDisposable {
         );
       }
     }
-    let rt = this.#ready.shift();
-    while (rt?.closed) rt = this.#ready.shift(); // died just now: already counted
+    if (this.#isolatesPerWorker > 1) return this.#checkoutShared(tenant, options);
+    let rt = this.#ready.shift() as IsolatedRuntime | undefined;
+    while (rt?.closed) rt = this.#ready.shift() as IsolatedRuntime | undefined; // died just now: already counted
     if (rt === undefined) {
       this.#coldStarts++;
       this.#fill();
@@ -214,6 +239,56 @@ export class SandboxPool implements AsyncDisposable {
       });
     }
     return rt;
+  }
+
+  /**
+   * A checkout in a pool of shared workers: an isolate in a worker of the tenant's with room, or
+   * in a ready worker the tenant claims (a cold start when none is ready). A worker's crash is
+   * one crash of its tenant, however many isolates it held; a worker with no isolate left is closed.
+   */
+  async #checkoutShared(tenant: string | undefined, options: CheckoutOptions): Promise<IsolatedRuntime> {
+    const key = tenant ?? NO_TENANT;
+    const { tenant: _, ...isolateOptions } = options;
+    let host = this.#hosts.get(key)?.find((h) => h.hasRoom);
+    if (host === undefined) {
+      let ready = this.#ready.shift() as SandboxHost | undefined;
+      while (ready?.closed) ready = this.#ready.shift() as SandboxHost | undefined;
+      if (ready === undefined) {
+        this.#coldStarts++;
+        this.#fill();
+        ready = await this.#startHost();
+        if (this.#closed) {
+          await ready.close();
+          throw new RuntimeClosed('the pool was closed while this checkout started a worker');
+        }
+      } else {
+        this.#fillSoon();
+      }
+      host = ready;
+      hostInternals.claim(host, key);
+      this.#claim(key, host, tenant);
+    }
+    const claimed = host;
+    const rt = await claimed.open(isolateOptions);
+    this.#checkouts++;
+    internals.onClosed(rt, (reason) => {
+      // An isolate's own end (its heap, its limits) is a crash of its own; the worker's death is counted once, by the worker.
+      if (tenant !== undefined && this.#ledger !== undefined && isCrash(reason) && !claimed.closed) this.#ledger.record(tenant, Date.now());
+      if (!claimed.closed && claimed.isolates === 0) void claimed.close();
+    });
+    return rt;
+  }
+
+  #claim(key: string, host: SandboxHost, tenant: string | undefined): void {
+    const hosts = this.#hosts.get(key) ?? [];
+    hosts.push(host);
+    this.#hosts.set(key, hosts);
+    host.onClosed((reason) => {
+      const left = (this.#hosts.get(key) ?? []).filter((h) => h !== host);
+      if (left.length === 0) this.#hosts.delete(key);
+      else this.#hosts.set(key, left);
+      if (tenant !== undefined && this.#ledger !== undefined && isCrash(reason)) this.#ledger.record(tenant, Date.now());
+    });
   }
 
   /** The pool's counters, now. */
@@ -274,7 +349,9 @@ export class SandboxPool implements AsyncDisposable {
       this.#waiters.clear();
     }
     const ready = this.#ready.splice(0);
-    await Promise.all([...ready.map((rt) => rt.close()), ...this.#starting]);
+    // Shared workers with isolates checked out stay their owners' (each closes when its last isolate does).
+    const empty = [...this.#hosts.values()].flat().filter((host) => host.isolates === 0);
+    await Promise.all([...ready.map((rt) => rt.close()), ...empty.map((host) => host.close()), ...this.#starting]);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -315,9 +392,9 @@ export class SandboxPool implements AsyncDisposable {
     return { tenant, session: Object.freeze(session) };
   }
 
-  #addReady(rt: IsolatedRuntime): void {
+  #addReady(rt: Ready): void {
     this.#ready.push(rt);
-    internals.onClosed(rt, () => {
+    onClosedOf(rt, () => {
       const at = this.#ready.indexOf(rt);
       if (at < 0) return; // handed out, or the pool closed it
       this.#ready.splice(at, 1);
@@ -342,9 +419,11 @@ export class SandboxPool implements AsyncDisposable {
   /**
    * A pooled runtime: started, then one command run, so the worker's first-command paths
    * (interpreted under --jitless) and page faults are paid in the background, not by a session.
+   * With isolatesPerWorker above 1, a host for a tenant yet to come (it warms itself up).
    */
-  static async #startWarm(options: IsolatedRuntimeOptions): Promise<IsolatedRuntime> {
-    const rt = await IsolatedRuntime.start(options);
+  async #startWarm(): Promise<Ready> {
+    if (this.#isolatesPerWorker > 1) return this.#startHost();
+    const rt = await IsolatedRuntime.start(this.#workerOptions);
     try {
       await rt.eval('0');
     } catch (error) {
@@ -352,6 +431,10 @@ export class SandboxPool implements AsyncDisposable {
       throw error;
     }
     return rt;
+  }
+
+  #startHost(): Promise<SandboxHost> {
+    return hostInternals.startSpare(this.#workerOptions, this.#isolatesPerWorker);
   }
 
   /** Starts runtimes in the background until the pool would be full, `maxConcurrentStarts` at a time. */
@@ -362,7 +445,7 @@ export class SandboxPool implements AsyncDisposable {
       this.#ready.length + this.#starting.size < this.#size &&
       this.#starting.size < this.#maxConcurrentStarts
     ) {
-      const started: Promise<void> = SandboxPool.#startWarm(this.#workerOptions).then(
+      const started: Promise<void> = this.#startWarm().then(
         async (rt) => {
           this.#starting.delete(started);
           if (this.#closed) return rt.close();

@@ -78,18 +78,23 @@ export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLau
   return options;
 }
 
-/** The Runtime options of one isolate of a worker of many, as `open` carries them. */
-export function isolateOptions(o: ResolvedIsolatedOptions): WireObject {
+/**
+ * The Runtime options of one isolate of a worker of many, as `open` carries them. The bootstrap
+ * only when the isolate has one of its own: the worker holds its own (a snapshot of it), and
+ * sending 568 KB of polyfills with every open would cost more than the open.
+ */
+export function isolateOptions(o: ResolvedIsolatedOptions, ownBootstrap: boolean): WireObject {
   const r = o.runtime;
-  return {
+  const options: WireObject = {
     timeout: r.timeout === Infinity ? 2 ** 31 - 1 : r.timeout,
     maxHeapSize: r.maxHeapSize,
     maxBufferBytes: r.maxBufferBytes,
-    bootstrap: [...r.bootstrap],
     allowGlobals: [...r.allowGlobals],
     maxOutputBytes: r.maxOutputBytes,
     maxResultBytes: r.maxResultBytes,
   };
+  if (ownBootstrap) options['bootstrap'] = [...r.bootstrap];
+  return options;
 }
 
 /**

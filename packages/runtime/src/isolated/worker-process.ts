@@ -51,6 +51,8 @@ export interface ProcessSample {
   readonly rssBytes: number;
   readonly threads: number;
   readonly cpuMs: number;
+  /** Stopped (SIGSTOP, or a tracer's stop): it runs nothing until continued. */
+  readonly stopped: boolean;
 }
 
 const CLOCK_TICKS_MS = 10; // USER_HZ is 100 on every Linux architecture Node supports.
@@ -69,6 +71,7 @@ export function sampleProcess(pid: number): ProcessSample | undefined {
       rssBytes: rss === null ? 0 : Number(rss[1]) * 1024,
       threads: threads === null ? 0 : Number(threads[1]),
       cpuMs: cpuTicks * CLOCK_TICKS_MS,
+      stopped: fields[0] === 'T' || fields[0] === 't',
     };
   } catch {
     return undefined;

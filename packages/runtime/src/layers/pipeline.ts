@@ -37,6 +37,13 @@ export interface SandboxReport {
   readonly layers: readonly LayerReport[];
   /** What the parent checked from outside, in /proc, before any guest code ran (Linux). */
   readonly verified?: OutsideView;
+  /** The tenant whose isolates share this worker (a SandboxHost's worker); absent for a worker of one runtime. */
+  readonly tenant?: string;
+  /**
+   * How many other isolates share this worker now: its OS sandbox, its CPU and its fate (a V8
+   * escape in one reaches the others, never another tenant's). Absent for a worker of one runtime.
+   */
+  readonly sharedWith?: number;
   /** Hardening the launcher always applies. */
   readonly base: {
     readonly jitless: boolean;

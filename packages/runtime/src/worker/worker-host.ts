@@ -4,9 +4,16 @@ import { StrataError } from '../errors.js';
 import { applyPipeline, type PipelineResult, type PlannedStep } from '../layers/pipeline.js';
 import { WATCHDOG_EXIT_CODE, type MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
-import type { Runtime } from '../runtime.js';
+import type { Runtime, RuntimeSnapshot } from '../runtime.js';
 import type { ParentChannel } from './parent-channel.js';
 import { hostError, WorkerSession, type PendingCalls, type SessionHost } from './worker-session.js';
+
+/** Sessions a worker of many isolates keeps made ahead (each a few MiB). */
+const SPARE_ISOLATES = 2;
+/** How long the worker must have been idle before it makes a spare. */
+const SPARE_REFILL_IDLE_MS = 20;
+/** The options a spare was made with, which an open must ask for as they are to be handed a spare. */
+const SPARE_KEYS = ['timeout', 'maxHeapSize', 'maxBufferBytes', 'allowGlobals', 'maxOutputBytes', 'maxResultBytes'] as const;
 
 /** What `configure` carries besides the Runtime options. */
 interface WorkerSettings {
@@ -34,6 +41,14 @@ export class WorkerHost implements SessionHost {
   /** The Runtime options every session starts from: the configured ones, with the layers' context bootstraps. */
   readonly #baseOptions: RuntimeOptions;
   readonly #sessions = new Map<number | undefined, WorkerSession>();
+  /** A worker of many: the snapshot of its bootstrap, made once before any guest code ran. */
+  #snapshot: RuntimeSnapshot | undefined;
+  /** A worker of many: sessions made ahead with the base options, so that an open is a hand-over. */
+  readonly #spares: WorkerSession[] = [];
+  #refilling = false;
+  #refillTimer: NodeJS.Timeout | undefined;
+  /** Commands being served now; spares are made only while there are none. */
+  #inFlight = 0;
   /** Each isolate's commands, one after another (the parent sends one at a time; this keeps it so). */
   readonly #queues = new Map<number | undefined, Promise<unknown>>();
 
@@ -88,7 +103,15 @@ export class WorkerHost implements SessionHost {
     });
     const base: RuntimeOptions = { ...runtimeOptions, bootstrap: [...bootstrap, ...pipeline.contextBootstraps] };
     const host = new WorkerHost(channel, watchdog, { maxMemory, cpuSecondsPerCommand, layerSteps, maxIsolates }, RuntimeClass, pipeline, base);
-    if (maxIsolates === undefined) host.#sessions.set(undefined, await WorkerSession.open(host, RuntimeClass, base, undefined));
+    if (maxIsolates === undefined) {
+      host.#sessions.set(undefined, await WorkerSession.open(host, RuntimeClass, base, undefined));
+      return host;
+    }
+    // Many isolates: the bootstrap (with the layers' context bootstraps) is made into a startup
+    // snapshot once, here, from host code only and before any guest's isolate exists, so each
+    // isolate deserializes it instead of compiling and running it; and spares are made ahead.
+    host.#snapshot = await RuntimeClass.createSnapshot({ bootstrap: base.bootstrap ?? [], strictEval: base.strictEval === true });
+    await host.#refill();
     return host;
   }
 
@@ -121,17 +144,59 @@ export class WorkerHost implements SessionHost {
     // command then fails with RuntimeClosed, and the parent drops its answer).
     if (this.multi && message.type === 'command' && message.name === 'dispose') return this.#disposeNow(isolate, message.id);
     const previous = this.#queues.get(isolate) ?? Promise.resolve();
+    this.#inFlight++;
+    clearTimeout(this.#refillTimer);
     const turn = previous.then(() => this.#serve(isolate, message));
     const settled = turn.then(
       () => undefined,
       () => undefined,
     );
     this.#queues.set(isolate, settled);
-    // Forget an idle isolate's queue, or a worker would keep one entry per isolate it ever held.
     void settled.then(() => {
+      // Forget an idle isolate's queue, or a worker would keep one entry per isolate it ever held.
       if (this.#queues.get(isolate) === settled) this.#queues.delete(isolate);
+      if (--this.#inFlight === 0) this.#refillSoon();
     });
     return turn;
+  }
+
+  /**
+   * Spares are made when the worker has had nothing to do for a moment, one at a time: making one
+   * holds its thread for milliseconds, and a session's next command usually follows its last.
+   */
+  #refillSoon(): void {
+    if (!this.multi || this.#spares.length >= SPARE_ISOLATES) return;
+    clearTimeout(this.#refillTimer);
+    this.#refillTimer = setTimeout(() => {
+      this.#refillTimer = undefined;
+      if (this.#inFlight > 0) return;
+      void this.#refill(1).then(() => this.#refillSoon());
+    }, SPARE_REFILL_IDLE_MS);
+  }
+
+  async #refill(count = SPARE_ISOLATES): Promise<void> {
+    if (this.#refilling) return;
+    this.#refilling = true;
+    try {
+      for (let made = 0; made < count && this.#spares.length < SPARE_ISOLATES && this.#sessions.size + this.#spares.length < this.maxIsolates!; made++) {
+        const spare = await WorkerSession.open(this, this.#RuntimeClass, { ...this.#baseOptions, snapshot: this.#snapshot! }, undefined);
+        // One evaluation ahead, so that the session's first pays no first-run costs (the worker is jitless).
+        await spare.warmUp();
+        this.#spares.push(spare);
+      }
+    } finally {
+      this.#refilling = false;
+    }
+  }
+
+  /** A spare, when the isolate asks for nothing but the base options (a spare was made with them). */
+  #takeSpare(options: RuntimeOptions): WorkerSession | undefined {
+    if (options.bootstrap !== undefined) return undefined;
+    const base = this.#baseOptions as Record<string, unknown>;
+    for (const key of SPARE_KEYS) {
+      if (JSON.stringify((options as Record<string, unknown>)[key]) !== JSON.stringify(base[key])) return undefined;
+    }
+    return this.#spares.shift();
   }
 
   async #serve(isolate: number | undefined, message: Message): Promise<'ended' | undefined> {
@@ -165,11 +230,19 @@ export class WorkerHost implements SessionHost {
     if (this.#sessions.size >= this.maxIsolates!) return this.#refuse(message.id, isolate, `this worker holds its maximum of ${this.maxIsolates} isolates`);
     try {
       const options = (message.params['options'] ?? {}) as RuntimeOptions;
-      // The layers' context bootstraps run in every isolate, after the isolate's own.
-      const own = options.bootstrap === undefined ? undefined : typeof options.bootstrap === 'string' ? [options.bootstrap] : [...options.bootstrap];
-      const bootstrap = own === undefined ? this.#baseOptions.bootstrap : [...own, ...this.#pipeline.contextBootstraps];
-      const merged: RuntimeOptions = { ...this.#baseOptions, ...options, bootstrap };
-      this.#sessions.set(isolate, await WorkerSession.open(this, this.#RuntimeClass, merged, isolate));
+      let session = this.#takeSpare(options);
+      if (session !== undefined) session.adopt(isolate);
+      else if (options.bootstrap === undefined) {
+        // The worker's own bootstrap: from its snapshot.
+        const { bootstrap: _, strictEval: __, ...rest } = { ...this.#baseOptions, ...options };
+        session = await WorkerSession.open(this, this.#RuntimeClass, { ...rest, snapshot: this.#snapshot! }, isolate);
+      } else {
+        // A bootstrap of the isolate's own, compiled for it; the layers' context bootstraps run after it.
+        const own = typeof options.bootstrap === 'string' ? [options.bootstrap] : [...options.bootstrap];
+        const merged: RuntimeOptions = { ...this.#baseOptions, ...options, bootstrap: [...own, ...this.#pipeline.contextBootstraps] };
+        session = await WorkerSession.open(this, this.#RuntimeClass, merged, isolate);
+      }
+      this.#sessions.set(isolate, session);
       this.channel.send({ type: 'result', id: message.id, value: undefined, isolate });
     } catch (error) {
       this.channel.send({ type: 'error', id: message.id, error: toErrorPayload(error), isolate });

@@ -8,7 +8,7 @@ import { HeapLimitExceeded, ModuleNotFound, StrataError } from '../errors.js';
 import type { ResolvedModule } from '../module-registry.js';
 import type { MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
-import { kModuleSource, type Runtime } from '../runtime.js';
+import { kModuleSource, type Runtime, type RuntimeStartOptions } from '../runtime.js';
 import type { ParentChannel } from './parent-channel.js';
 
 /** The part of a bound global that is a host function: where it sits and the name the parent knows it by. */
@@ -29,7 +29,7 @@ const WIRE_LEVELS: Readonly<Record<string, MessageOf<'console'>['level']>> = {
 };
 
 /** Host calls that returned promises, by call id: the worker's ids, shared by all its isolates. */
-export type PendingCalls = Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
+export type PendingCalls = Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void; readonly session: WorkerSession }>;
 
 /** What a session needs of the worker that holds it. */
 export interface SessionHost {
@@ -48,19 +48,19 @@ export interface SessionHost {
 export class WorkerSession {
   readonly #host: SessionHost;
   readonly #runtime: Runtime;
-  readonly isolate: number | undefined;
+  #isolate: number | undefined;
   #currentId: number | undefined;
   #nextFetchId = 1;
 
   private constructor(host: SessionHost, runtime: Runtime, isolate: number | undefined) {
     this.#host = host;
     this.#runtime = runtime;
-    this.isolate = isolate;
+    this.#isolate = isolate;
     runtime.onConsole((entry) => {
       const level = WIRE_LEVELS[entry.level] ?? (entry.stream === 'stderr' ? 'error' : 'log');
       const message: MessageOf<'console'> = { type: 'console', level, text: entry.text };
       if (this.#currentId !== undefined) message.id = this.#currentId;
-      if (isolate !== undefined) message.isolate = isolate;
+      if (this.#isolate !== undefined) message.isolate = this.#isolate;
       host.channel.send(message);
     });
     runtime[kModuleSource]({ load: (request, referrer) => Promise.resolve(this.#requestModule(request, referrer)) });
@@ -72,7 +72,7 @@ export class WorkerSession {
    * egress policy (or refuses, saying why): the worker has no network and never sees the
    * policy's credentials.
    */
-  static async open(host: SessionHost, RuntimeClass: typeof Runtime, options: RuntimeOptions, isolate: number | undefined): Promise<WorkerSession> {
+  static async open(host: SessionHost, RuntimeClass: typeof Runtime, options: RuntimeStartOptions, isolate: number | undefined): Promise<WorkerSession> {
     let session: WorkerSession | undefined;
     const runtime = await RuntimeClass.start(WorkerSession.runtimeOptions(options, (request, context) => session!.#fetchViaParent(request, context)));
     session = new WorkerSession(host, runtime, isolate);
@@ -80,8 +80,24 @@ export class WorkerSession {
   }
 
   /** The options a worker's Runtime runs with: host errors unredacted, fetch through `egress`. */
-  static runtimeOptions(options: RuntimeOptions, egress: RuntimeOptions['egress']): RuntimeOptions {
+  static runtimeOptions<O extends RuntimeOptions>(options: O, egress: RuntimeOptions['egress']): O {
     return { ...options, redactHostErrors: false, egress };
+  }
+
+  /** The isolate id this session answers for (undefined in a worker of one isolate). */
+  get isolate(): number | undefined {
+    return this.#isolate;
+  }
+
+  /** Runs one evaluation of nothing, before the session is anyone's. */
+  async warmUp(): Promise<void> {
+    await this.#runtime.eval('0');
+  }
+
+  /** Gives a spare session (made ahead, for no isolate yet) the id of the isolate it becomes. */
+  adopt(isolate: number): void {
+    if (this.#isolate !== undefined) throw new StrataError(`this session is isolate ${this.#isolate} already`);
+    this.#isolate = isolate;
   }
 
   /**
@@ -117,8 +133,9 @@ export class WorkerSession {
     return this.#runtime.closed;
   }
 
-  /** Closes the Runtime (disposes its isolate). */
+  /** Closes the Runtime (disposes its isolate), and forgets its host calls still in flight: their settlements will find nobody. */
   close(): Promise<void> {
+    for (const [id, pending] of this.#host.pendingCalls) if (pending.session === this) this.#host.pendingCalls.delete(id);
     return this.#runtime.close();
   }
 
@@ -135,7 +152,7 @@ export class WorkerSession {
     if (this.#host.cpuSecondsPerCommand !== undefined) this.#host.watchdog.setCpuSoftLimit(this.#host.cpuSecondsPerCommand);
     try {
       if (message.type === 'command' && message.name === 'dispose') {
-        await this.#runtime.close();
+        await this.close();
         this.#send({ type: 'result', id, value: undefined });
         return 'ended';
       }
@@ -145,7 +162,7 @@ export class WorkerSession {
     } catch (error) {
       this.#send({ type: 'error', id, error: toErrorPayload(error) });
       if (error instanceof HeapLimitExceeded) {
-        await this.#runtime.close();
+        await this.close();
         return 'ended';
       }
       return undefined;
@@ -217,7 +234,7 @@ export class WorkerSession {
       throw new TypeError(`${label.replace(/#\d+$/, '')}: the arguments cannot cross to the host: ${error.message}`);
     }
     if (reply.type === 'callPending') {
-      return new Promise((resolve, reject) => this.#host.pendingCalls.set(reply.id, { resolve, reject }));
+      return new Promise((resolve, reject) => this.#host.pendingCalls.set(reply.id, { resolve, reject, session: this }));
     }
     if (reply.outcome.ok) return reply.outcome.value;
     throw hostError(reply.outcome.error);
