@@ -7,8 +7,8 @@
 // the SandboxHost objects), and the RSS of a point is its own (after gc) plus every worker's
 // (VmRSS in /proc/<pid>/status), read after the sessions have idled for a moment.
 //
-//   latency   SandboxHost.start (cold, no spare), open + first `1+1` in a warm host (p50 / p95;
-//             and without a bootstrap, for the bootstrap's share),
+//   latency   SandboxHost.start (cold, no spare), open + first `1+1` in a warm host (p50 / p95)
+//             after the worker idled 100 ms, then back to back, and without a bootstrap,
 //             and the warm `rt.eval('1+1')` round trip with 1 isolate in the worker, then with
 //             100 idle isolates beside it, then with 1 again (the noise of this machine).
 //   host      N = 1, 10, 100, 1000 idle sessions of one tenant, in hosts of --per-worker isolates
@@ -41,6 +41,9 @@ const EVAL_ROUNDS = 2000;
 const EVAL_WARMUP = 300;
 const HOST_STARTS = 5;
 const OPEN_WARMUP = 20;
+// An open after the worker idled this long (untimed) finds the spare isolates it makes when idle
+// (an agent platform's opens come between turns); back-to-back opens wait for them to be made.
+const IDLE_BEFORE_OPEN_MS = 100;
 const SETTLE_MS = 1500;
 // The tenants scenario starts this many hosts at once (the machine has 2 cores).
 const TENANT_START_CONCURRENCY = 2;
@@ -101,9 +104,12 @@ function summarise(scenarios, options, { leftover, seconds }) {
   const hostFit = lineThrough(host?.curve);
   const processFit = lineThrough(perProcess?.curve);
   const tenantFit = lineThrough(tenants?.curve);
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', cwd: fileURLToPath(new URL('.', import.meta.url)) });
   return {
     node: process.version,
     date: new Date().toISOString(),
+    // The figures move with the runtime's code: which commit they were measured on (uncommitted changes aside).
+    commit: head.status === 0 ? head.stdout.trim() : undefined,
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${process.platform} ${process.arch}, ${(totalmem() / GiB).toFixed(1)} GiB`,
     memTotalMiB: totalmem() / MiB,
     sandbox: SANDBOX,
@@ -186,7 +192,12 @@ async function latency({ SandboxHost, common }, { opens }) {
   };
   for (let i = 0; i < OPEN_WARMUP; i++) await openOnce();
   const openMs = [];
-  for (let i = 0; i < opens; i++) openMs.push(await openOnce());
+  const backToBackMs = [];
+  for (let i = 0; i < opens; i++) {
+    await sleep(IDLE_BEFORE_OPEN_MS);
+    openMs.push(await openOnce());
+  }
+  for (let i = 0; i < opens; i++) backToBackMs.push(await openOnce());
 
   const rt = await host.open();
   const alone = await evalRoundTrips(rt);
@@ -207,6 +218,8 @@ async function latency({ SandboxHost, common }, { opens }) {
   return {
     hostStartMs: percentiles(startMs),
     open: percentiles(openMs),
+    idleBeforeOpenMs: IDLE_BEFORE_OPEN_MS,
+    openBackToBack: percentiles(backToBackMs),
     openWithoutBootstrap: percentiles(bareMs),
     eval: { alone, crowded, aloneAgain, idleNeighbours: IDLE_NEIGHBOURS - 1 },
     sharedWith,

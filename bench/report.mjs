@@ -110,7 +110,7 @@ export function renderDensityMarkdown(d) {
   const hostFit = d.fits.host;
   const processFit = d.fits.process;
   const lines = [
-    `Measured ${d.date.slice(0, 10)} on ${d.machine}, Node ${d.node}; every isolate bootstrapped with ${d.bootstrap}; sandbox: '${d.sandbox}'; ` +
+    `Measured ${d.date.slice(0, 10)}${d.commit ? ` at ${d.commit}` : ''} on ${d.machine}, Node ${d.node}; every isolate bootstrapped with ${d.bootstrap}; sandbox: '${d.sandbox}'; ` +
       `RSS = the host process (after gc) + every worker (VmRSS). SandboxHost: one tenant, ${d.perWorker} isolates per worker. The run took ${d.seconds.toFixed(0)} s.`,
     '',
     `| figure | SandboxHost (${d.perWorker} isolates per worker) | one process per session (IsolatedRuntime.start) | goal (issue 21) | met |`,
@@ -150,14 +150,26 @@ export function renderDensityMarkdown(d) {
   }
   row(
     'open a session + first 1+1, p50 / p95',
-    latency?.open ? `${ms(latency.open.p50)} / ${ms(latency.open.p95)} (warm host, ${latency.open.count} opens)` : '—',
+    latency?.open
+      ? `${ms(latency.open.p50)} / ${ms(latency.open.p95)} (warm host, ${latency.open.count} opens, each after ${latency.idleBeforeOpenMs ?? 0} ms idle)`
+      : '—',
     perProcess?.start ? `${ms(perProcess.start.p50)} / ${ms(perProcess.start.p95)} (IsolatedRuntime.start + 1+1)` : '—',
     `≤ ${d.goals.openP50Ms} ms p50`,
     latency?.open && latency.open.p50 <= d.goals.openP50Ms,
   );
+  if (latency?.openBackToBack?.count > 0) {
+    const b = latency.openBackToBack;
+    row('the same opens back to back (no idle moment between them), p50 / p95', `${ms(b.p50)} / ${ms(b.p95)}`, '—', '—', undefined);
+  }
   if (latency?.openWithoutBootstrap?.count > 0) {
     const bare = latency.openWithoutBootstrap;
-    row('the same open with no bootstrap at all, p50 / p95', `${ms(bare.p50)} / ${ms(bare.p95)}`, '—', "(the bootstrap's share of an open)", undefined);
+    row(
+      'open + first 1+1 with no bootstrap at all, back to back, p50 / p95',
+      `${ms(bare.p50)} / ${ms(bare.p95)}`,
+      '—',
+      "(the bootstrap's share of an open)",
+      undefined,
+    );
   }
   if (latency?.eval) {
     const { alone, crowded, aloneAgain, idleNeighbours } = latency.eval;
