@@ -8,9 +8,9 @@
 // (VmRSS in /proc/<pid>/status), read after the sessions have idled for a moment.
 //
 //   latency   SandboxHost.start (cold, no spare), open + first `1+1` in a warm host (p50 / p95)
-//             after the worker idled 100 ms, then back to back, and without a bootstrap,
-//             and the warm `rt.eval('1+1')` round trip with 1 isolate in the worker, then with
-//             100 idle isolates beside it, then with 1 again (the noise of this machine).
+//             after the worker idled 100 ms, then back to back, and without a bootstrap;
+//             and the warm `rt.eval('1+1')` round trip in a worker holding 1 isolate against one
+//             in a worker holding 99 idle isolates beside it, in alternating batches.
 //   host      N = 1, 10, 100, 1000 idle sessions of one tenant, in hosts of --per-worker isolates
 //             each (opened in turn; a host is started when the last one is full); each session
 //             ran one `1+1`, then idles. The slope of RSS over N is the marginal MiB per session.
@@ -37,7 +37,8 @@ const PROCESS_CHECKPOINTS = [1, 10, 20];
 const TENANT_CHECKPOINTS = [1, 10, 50, 100, 200];
 const SESSIONS_PER_TENANT = 5;
 const IDLE_NEIGHBOURS = 100;
-const EVAL_ROUNDS = 2000;
+const EVAL_BATCHES = 40;
+const EVAL_PER_BATCH = 50;
 const EVAL_WARMUP = 300;
 const HOST_STARTS = 5;
 const OPEN_WARMUP = 20;
@@ -199,8 +200,11 @@ async function latency({ SandboxHost, common }, { opens }) {
   }
   for (let i = 0; i < opens; i++) backToBackMs.push(await openOnce());
 
+  // The warm round trip in a worker holding one isolate and in one holding 100, in alternating
+  // batches: the load of this shared machine drifts over both alike.
+  const lone = await SandboxHost.start({ ...common, tenant: 'bench-eval-lone', maxIsolates: 1 });
+  const loneRt = await lone.open();
   const rt = await host.open();
-  const alone = await evalRoundTrips(rt);
   const neighbours = [];
   for (let i = 0; i < IDLE_NEIGHBOURS - 1; i++) {
     const other = await host.open();
@@ -210,18 +214,18 @@ async function latency({ SandboxHost, common }, { opens }) {
   const sharedWith = rt.report.sharedWith;
   if (sharedWith !== IDLE_NEIGHBOURS - 1)
     notes.push(`report.sharedWith was ${sharedWith} with ${IDLE_NEIGHBOURS} isolates open (expected ${IDLE_NEIGHBOURS - 1})`);
-  const crowded = await evalRoundTrips(rt);
+  const [alone, crowded] = await alternatingRoundTrips([loneRt, rt]);
   for (const other of neighbours) await other.close();
-  const aloneAgain = await evalRoundTrips(rt);
   await rt.close();
   await host.close();
+  await lone.close();
   return {
     hostStartMs: percentiles(startMs),
     open: percentiles(openMs),
     idleBeforeOpenMs: IDLE_BEFORE_OPEN_MS,
     openBackToBack: percentiles(backToBackMs),
     openWithoutBootstrap: percentiles(bareMs),
-    eval: { alone, crowded, aloneAgain, idleNeighbours: IDLE_NEIGHBOURS - 1 },
+    eval: { alone, crowded, idleNeighbours: IDLE_NEIGHBOURS - 1, batches: EVAL_BATCHES, perBatch: EVAL_PER_BATCH },
     sharedWith,
     notes,
   };
@@ -436,16 +440,22 @@ function workerPids() {
   return pids;
 }
 
-/** `rt.eval('1+1')` round trips on one warm session, one at a time. */
-async function evalRoundTrips(rt) {
-  for (let i = 0; i < EVAL_WARMUP; i++) await rt.eval('1+1');
-  const times = [];
-  for (let i = 0; i < EVAL_ROUNDS; i++) {
-    const t0 = performance.now();
-    await rt.eval('1+1');
-    times.push(performance.now() - t0);
+/** `rt.eval('1+1')` round trips on each warm session, one at a time, in batches taken in turn. */
+async function alternatingRoundTrips(sessions) {
+  for (const rt of sessions) for (let i = 0; i < EVAL_WARMUP; i++) await rt.eval('1+1');
+  const times = sessions.map(() => []);
+  for (let batch = 0; batch < EVAL_BATCHES; batch++) {
+    // Each session first in every other batch: neither always follows the other.
+    const order = batch % 2 === 0 ? [...sessions.keys()] : [...sessions.keys()].reverse();
+    for (const which of order) {
+      for (let i = 0; i < EVAL_PER_BATCH; i++) {
+        const t0 = performance.now();
+        await sessions[which].eval('1+1');
+        times[which].push(performance.now() - t0);
+      }
+    }
   }
-  return percentiles(times);
+  return times.map(percentiles);
 }
 
 function percentiles(values) {
