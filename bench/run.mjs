@@ -655,3 +655,12 @@ for (const r of rows) {
 }
 console.log(`\n${markdown}`);
 console.log('written: bench/results.json, bench/results.md, bench/results.svg');
+
+// Density (issue 21), in a process of its own: it holds a thousand sessions and many workers,
+// and each of its scenarios measures from a clean parent. `npm run bench:density` runs it alone.
+console.log('\nDensity: idle sessions per machine (bench/density.mjs)');
+const density = spawnSync(process.execPath, [fileURLToPath(new URL('./density.mjs', import.meta.url))], { stdio: 'inherit' });
+if (density.status !== 0) {
+  console.error(`bench: bench/density.mjs failed (${density.status ?? density.signal})`);
+  process.exitCode = 1;
+}
