@@ -24,7 +24,12 @@ export interface SandboxHostOptions extends IsolatedRuntimeOptions {
    * because they share its OS sandbox and its fate (a V8 escape in one reaches the others).
    */
   tenant: string;
-  /** Isolates open at once, at most. Default 100; from 1 to 10 000. */
+  /**
+   * Isolates open at once, at most. Default 100; from 1 to 10 000. `maxMemory` (default 1 GiB) is
+   * the whole worker's ceiling, not an isolate's: size it for what the isolates may hold together
+   * (each up to its `maxHeapSize` and `maxBufferBytes`). Past it the worker is killed, and every
+   * isolate in it.
+   */
   maxIsolates?: number;
 }
 
