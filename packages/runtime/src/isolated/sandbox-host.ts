@@ -15,7 +15,7 @@ import { takeWorker } from './prewarm.js';
 import { configureOptions, finishLaunch, isolateOptions, prepareLaunch } from './worker-launch.js';
 import type { WorkerActivity } from './worker-end.js';
 import type { WorkerPort } from './worker-port.js';
-import { sampleProcess, type WorkerProcess } from './worker-process.js';
+import { sampleMainThreadCpuMs, sampleProcess, type WorkerProcess } from './worker-process.js';
 
 /** The options of a SandboxHost: its tenant, how many isolates it holds, and the worker's and every isolate's defaults. */
 export interface SandboxHostOptions extends IsolatedRuntimeOptions {
@@ -137,7 +137,7 @@ export class SandboxHost {
   #closing = false;
   #closeReason: StrataError | undefined;
   #ticker: NodeJS.Timeout | undefined;
-  // The worker's CPU time when its last frame arrived: read lazily, on the first tick after it.
+  // The CPU time of the worker's main thread when its last frame arrived: read lazily, on the first tick after it.
   #cpuAtLastFrame: number | undefined;
   // Since when the worker has been seen stopped while isolates were busy.
   #stoppedSince: number | undefined;
@@ -416,11 +416,13 @@ export class SandboxHost {
         }
       } else this.#stoppedSince = undefined;
       // The worker's thread runs one guest at a time, and every command ends in a frame: CPU time
-      // spent since the last frame past every busy isolate's requestTimeout is a guest that its
-      // soft timeout could not stop (a native builtin V8 cannot interrupt). Only killing helps.
-      this.#cpuAtLastFrame ??= sample.cpuMs;
+      // of that thread since the last frame past every busy isolate's requestTimeout is a guest
+      // that its soft timeout could not stop (a native builtin V8 cannot interrupt). Only killing
+      // helps. The main thread's time alone: the GC's helper threads run beside a guest that allocates.
       const stuckAfter = this.#stuckAfterMs('guest');
-      if (stuckAfter !== undefined && sample.cpuMs - this.#cpuAtLastFrame > stuckAfter) {
+      const threadCpuMs = stuckAfter === undefined ? undefined : sampleMainThreadCpuMs(this.#worker.pid);
+      if (threadCpuMs !== undefined) this.#cpuAtLastFrame ??= threadCpuMs;
+      if (stuckAfter !== undefined && threadCpuMs !== undefined && threadCpuMs - this.#cpuAtLastFrame! > stuckAfter) {
         return this.killWorker(
           new WorkerCrashed(
             `an isolate of this worker ran past requestTimeout (${stuckAfter} ms of CPU without a word) in code that could not be interrupted; the worker was killed, and every isolate in it`,

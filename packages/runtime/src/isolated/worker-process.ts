@@ -79,6 +79,21 @@ export function sampleProcess(pid: number): ProcessSample | undefined {
 }
 
 /**
+ * The CPU time of `pid`'s main thread (the thread that runs the guests), from /proc (Linux):
+ * unlike the process's, it leaves out V8's helper threads (the GC's), which a guest that allocates
+ * keeps busy in parallel. Undefined once the process is gone or on other platforms.
+ */
+export function sampleMainThreadCpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICKS_MS;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * One worker process and the parent's end of its channel. Every frame from the worker goes
  * through the wire's strict decoder; any violation kills the worker. The first reason given
  * to {@link kill} (or found when it dies) is the one reported, exactly once, to `onExit`.
