@@ -403,7 +403,7 @@ export class SandboxHost {
       }
       // A stopped worker (SIGSTOP) runs nothing, so it spends no CPU either: stopped past every
       // busy isolate's requestTimeout, it is killed as a stuck one is.
-      const busyFor = this.#stuckAfterMs('busy');
+      const { busyFor, stuckAfter } = this.#stuckLimits();
       if (sample.stopped && busyFor !== undefined) {
         this.#stoppedSince ??= now;
         if (now - this.#stoppedSince > busyFor) {
@@ -419,7 +419,6 @@ export class SandboxHost {
       // of that thread since the last frame past every busy isolate's requestTimeout is a guest
       // that its soft timeout could not stop (a native builtin V8 cannot interrupt). Only killing
       // helps. The main thread's time alone: the GC's helper threads run beside a guest that allocates.
-      const stuckAfter = this.#stuckAfterMs('guest');
       const threadCpuMs = stuckAfter === undefined ? undefined : sampleMainThreadCpuMs(this.#worker.pid);
       if (threadCpuMs !== undefined) this.#cpuAtLastFrame ??= threadCpuMs;
       if (stuckAfter !== undefined && threadCpuMs !== undefined && threadCpuMs - this.#cpuAtLastFrame! > stuckAfter) {
@@ -446,17 +445,24 @@ export class SandboxHost {
   }
 
   /**
-   * The longest requestTimeout of the isolates running guest code (`'guest'`) or busy at all
-   * (`'busy'`); undefined when none is, or one has no requestTimeout.
+   * In one pass over the isolates: the longest requestTimeout of those busy at all (`busyFor`)
+   * and of those running guest code (`stuckAfter`); each undefined when none is, or one of them
+   * has no requestTimeout.
    */
-  #stuckAfterMs(which: 'guest' | 'busy'): number | undefined {
-    let longest: number | undefined;
+  #stuckLimits(): { busyFor: number | undefined; stuckAfter: number | undefined } {
+    let busy: number | undefined = 0;
+    let guest: number | undefined = 0;
+    let anyBusy = false;
+    let anyGuest = false;
     for (const port of this.#ports.values()) {
-      if (port.activity === 'idle' || (which === 'guest' && port.activity !== 'guest')) continue;
-      if (port.requestTimeout === undefined) return undefined;
-      longest = Math.max(longest ?? 0, port.requestTimeout);
+      if (port.activity === 'idle') continue;
+      anyBusy = true;
+      busy = port.requestTimeout === undefined || busy === undefined ? undefined : Math.max(busy, port.requestTimeout);
+      if (port.activity !== 'guest') continue;
+      anyGuest = true;
+      guest = port.requestTimeout === undefined || guest === undefined ? undefined : Math.max(guest, port.requestTimeout);
     }
-    return longest;
+    return { busyFor: anyBusy ? busy : undefined, stuckAfter: anyGuest ? guest : undefined };
   }
 
   #onWorkerExit(error: StrataError): void {
@@ -598,7 +604,7 @@ class IsolatePort implements WorkerPort {
     // The call that made the runtime end this isolate (past maxHostCalls) is still unanswered,
     // and the worker's thread waits for it: answered here, so the worker can read the dispose.
     if (this.#awaitingReply !== undefined) {
-      answerForGone(this.#worker, { type: 'call', id: this.#awaitingReply, name: '', args: [], sync: true });
+      refuseCall(this.#worker, this.#awaitingReply);
       this.#awaitingReply = undefined;
     }
     this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'dispose', params: {}, isolate: this.#id });
@@ -640,12 +646,12 @@ class IsolatePort implements WorkerPort {
  * answered with a refusal (or the thread would wait forever); everything else is dropped.
  */
 function answerForGone(worker: WorkerProcess, message: Message): void {
-  if (message.type !== 'call' && message.type !== 'moduleRequest') return;
-  worker.reply({
-    type: 'callResult',
-    id: message.id,
-    outcome: { ok: false, error: { class: 'StrataError', name: 'Error', message: 'the runtime is closed' } },
-  });
+  if (message.type === 'call' || message.type === 'moduleRequest') refuseCall(worker, message.id);
+}
+
+/** Answers the call (or module request) `id` the worker's thread waits on: the runtime is closed. */
+function refuseCall(worker: WorkerProcess, id: number): void {
+  worker.reply({ type: 'callResult', id, outcome: { ok: false, error: { class: 'StrataError', name: 'Error', message: 'the runtime is closed' } } });
 }
 
 /** Sends `configure` and waits for the worker's answer, within `deadlineMs` (a worker that does not answer is killed). */
