@@ -664,3 +664,12 @@ if (density.status !== 0) {
   console.error(`bench: bench/density.mjs failed (${density.status ?? density.signal})`);
   process.exitCode = 1;
 }
+
+// The timeline (issue 22): where a cold start and a warm round trip spend their time, step by
+// step, from the marks of both processes. `npm run bench:timeline` runs it alone.
+console.log('\nTimeline: a cold start and a round trip, step by step (bench/timeline.mjs)');
+const timeline = spawnSync(process.execPath, [fileURLToPath(new URL('./timeline.mjs', import.meta.url))], { stdio: 'inherit' });
+if (timeline.status !== 0) {
+  console.error(`bench: bench/timeline.mjs failed (${timeline.status ?? timeline.signal})`);
+  process.exitCode = 1;
+}

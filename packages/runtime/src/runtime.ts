@@ -49,6 +49,7 @@ import {
   type StrataRuntime,
 } from './runtime-contract.js';
 import { stripIfTypeScript } from './typescript-input.js';
+import { mark } from './timeline.js';
 
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
 export { RuntimeSnapshot, type RuntimeSnapshotOptions } from './runtime-snapshot.js';
@@ -681,6 +682,7 @@ export class Runtime implements StrataRuntime {
    * browsers do, on the console (`Uncaught (in promise) …`, level `error`), and the outcome stands.
    */
   #enter<T>(budget: GuestBudget, step: () => T, runsGuestCode = false): T {
+    mark('enter isolate');
     budget.start();
     const outer = this.#activeBudget;
     this.#activeBudget = budget;
@@ -708,6 +710,7 @@ export class Runtime implements StrataRuntime {
     }
     this.#activeBudget = outer;
     const timedOut = budget.stop();
+    mark('left isolate');
     if (this.#deadline.heapExceeded()) throw this.#heapLimitExceeded();
     if (timedOut) throw new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
     if (taskEnd !== undefined) {

@@ -34,6 +34,7 @@ import type { WorkerPort } from './worker-port.js';
 import { configureOptions, finishLaunch, prepareLaunch } from './worker-launch.js';
 import { cpuCapExceeded, type WorkerActivity } from './worker-end.js';
 import { chargeTick } from './tick-charge.js';
+import { mark, type TimelineMark } from '../timeline.js';
 
 /** The parent kills a worker with more threads than this: a thread bomb stays under any memory ceiling. */
 export const MAX_WORKER_THREADS = 64;
@@ -83,6 +84,8 @@ export interface RuntimeInternals {
   options(rt: IsolatedRuntime): ResolvedIsolatedOptions;
   /** A runtime on one isolate of a SandboxHost's worker (the host supervises the process). */
   attach(options: ResolvedIsolatedOptions, port: WorkerPort, report: SandboxReport, sharing: SharingView): IsolatedRuntime;
+  /** The worker's timeline marks so far (the bench's breakdowns; see timeline.ts), taken from the worker. */
+  workerTimeline(rt: IsolatedRuntime): Promise<TimelineMark[]>;
 }
 
 /** What a runtime on a shared worker says about the sharing, in its report. */
@@ -149,6 +152,7 @@ export class IsolatedRuntime implements StrataRuntime {
       },
       options: (rt) => rt.#options,
       attach: (options, port, report, sharing) => new IsolatedRuntime(options, port, report, undefined, sharing),
+      workerTimeline: (rt) => rt.#command({ type: 'command', id: 0, name: 'timeline', params: {} }) as Promise<TimelineMark[]>,
     };
   }
 
@@ -179,9 +183,12 @@ export class IsolatedRuntime implements StrataRuntime {
    * {@link WorkerCrashed} (the worker failed to start).
    */
   static async start(options: IsolatedRuntimeOptions = {}): Promise<IsolatedRuntime> {
+    mark('start');
     const resolved = resolveIsolatedOptions(options);
     const launch = await prepareLaunch(resolved, testEntry);
+    mark('planned');
     const worker = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout);
+    mark('hello');
     // Nothing is in force until the pipeline has finished the report (nobody sees it before).
     const runtime = new IsolatedRuntime(resolved, worker, { sandbox: 'none', sandboxExtras: [], layers: [], base: launch.base }, worker);
     try {
@@ -192,7 +199,9 @@ export class IsolatedRuntime implements StrataRuntime {
         layers?: LayerReport[];
       };
       // Only then may guest code run: what the worker claims is checked from outside (in /proc).
+      mark('configured');
       runtime.#report = finishLaunch(launch, worker.pid, configured.layers ?? []);
+      mark('verified');
       // The host-call path once, both halves, before the runtime is handed out (a pool fills in
       // the background): the worker runs jitless, so V8 compiles each function on its first
       // call, and the first host call of a fresh worker would otherwise add about 2 ms to a
@@ -200,6 +209,7 @@ export class IsolatedRuntime implements StrataRuntime {
       runtime.bindFunction(WARM_UP_GLOBAL, async () => 0);
       await runtime.eval(`${WARM_UP_GLOBAL}()`); // an async host function: its settle path is the longer one
       runtime.revoke(WARM_UP_GLOBAL);
+      mark('ready');
     } catch (error) {
       await runtime.close();
       throw error;

@@ -15,6 +15,7 @@ import { buildWorkerFlags } from './v8-flags.js';
 import { verifyWorker } from './verify-worker.js';
 import { resolveWorkerNode } from './worker-node.js';
 import { WORKER_ENTRY, type LaunchPlan } from './worker-process.js';
+import { timelineRecording } from '../timeline.js';
 
 /** Everything decided before a worker exists. */
 export interface PreparedLaunch {
@@ -65,6 +66,7 @@ export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLau
   options['layerSteps'] = launch.layerPlan.steps as never;
   if (launch.plan.cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = launch.plan.cpuSeconds;
   if (maxIsolates !== undefined) options['maxIsolates'] = maxIsolates;
+  if (timelineRecording()) options['timeline'] = true;
   return options;
 }
 

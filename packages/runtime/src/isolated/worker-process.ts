@@ -9,6 +9,7 @@ import { execHelperPath } from '../native/native-paths.js';
 import { classifyWorkerEnd, type WorkerActivity } from './worker-end.js';
 
 import { WORKER_FRAME_LIMITS } from '../channel-limits.js';
+import { mark } from '../timeline.js';
 
 export { WORKER_FRAME_LIMITS } from '../channel-limits.js';
 
@@ -143,7 +144,9 @@ export class WorkerProcess {
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
+        mark('spawn');
         child = spawn(execHelperPath(), launchArguments(plan), { stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'], env: {}, windowsHide: true });
+        mark('spawned');
       } catch (error) {
         reject(new WorkerCrashed(`the worker could not be started: ${(error as Error).message}`, 'start', { cause: error }));
         return;
@@ -211,7 +214,11 @@ export class WorkerProcess {
 
   #write(stream: Writable, message: Message): void {
     if (this.#exited || this.#killReason !== undefined) return;
-    stream.write(encodeFrame(message, WORKER_FRAME_LIMITS));
+    mark('encode');
+    const frame = encodeFrame(message, WORKER_FRAME_LIMITS);
+    mark('write');
+    stream.write(frame);
+    mark('written');
     if (this.#writeStalledSince === undefined && stream.writableLength > 0) this.#writeStalledSince = performance.now();
   }
 
@@ -260,7 +267,9 @@ export class WorkerProcess {
     if (this.#killReason !== undefined) return;
     let messages: Message[];
     try {
+      mark('read');
       messages = this.reader.readMessages(chunk);
+      mark('decoded');
     } catch (error) {
       const reason = error instanceof ProtocolError ? error.message : 'undecodable frame';
       this.kill(new WorkerCrashed(`protocol violation: ${reason}; the worker was killed`, 'protocol', { cause: error }));

@@ -9,6 +9,7 @@ import { installed, PLATFORM_LAYERS } from './default-layers.js';
 import type { Enforcement, LaunchStep, Layer, LayerCapability, LayerDescriptor, LayerReport, LayerRequirement } from './layer.js';
 import { loadLayer } from './load-layer.js';
 import { planLayers } from './plan.js';
+import { mark } from '../timeline.js';
 
 /**
  * The layer pipeline, in two halves, as Rollup's PluginDriver owns its sorted plugins: this module
@@ -281,6 +282,7 @@ function warnOnce(what: string): void {
  */
 export async function applyPipeline(steps: readonly PlannedStep[], host: ApplyHost): Promise<PipelineResult> {
   const layers: Layer[] = [];
+  mark('layers: pipeline');
   for (const step of steps) {
     const layer = await loadLayer(step.descriptor);
     // The parent planned by name; a module that builds a different layer here is misconfigured.
@@ -289,6 +291,7 @@ export async function applyPipeline(steps: readonly PlannedStep[], host: ApplyHo
     // Hooks see the capability the report will carry: no hook may change it.
     deepFreeze(step.capability);
   }
+  mark('layers: loaded');
   const contextBootstraps: string[] = [];
   const details = new Map<string, Record<string, unknown>>();
   const detailOf = (name: string) => details.get(name) ?? details.set(name, {}).get(name)!;
@@ -341,7 +344,9 @@ export async function applyPipeline(steps: readonly PlannedStep[], host: ApplyHo
 /** Runs a hook; whatever it throws becomes LayerFailed naming the layer and the hook, the original as cause. */
 async function hook<T>(layer: string, name: LayerHook, run: () => T | Promise<T>): Promise<T> {
   try {
-    return await run();
+    const done = await run();
+    mark(`${layer} ${name}`);
+    return done;
   } catch (error) {
     throw new LayerFailed(layer, name, error instanceof Error ? error.message : String(error), { cause: error });
   }

@@ -190,3 +190,4 @@ export async function checkGuestStillWorks(rt: IsolatedRuntime): Promise<string[
 
 export { PLATFORM_ENV, declaredFeatures, isDeclared, platformTest, platformVerdict } from './platform.js';
 export type { PlatformNeed, PlatformVerdict, TestRegistrar } from './platform.js';
+export { recordTimeline, stopRecordingTimeline, collectTimeline, type TimelineMark } from './timeline.js';

@@ -2,6 +2,7 @@ import { readSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { FrameReader, encodeFrame, type Message, type MessageOf } from '@strata/wire';
 import { PARENT_FRAME_LIMITS, WORKER_FRAME_LIMITS } from '../channel-limits.js';
+import { mark } from '../timeline.js';
 
 /** The file descriptors of the worker's channel to its parent. */
 export const CHANNEL_FDS = Object.freeze({
@@ -35,9 +36,12 @@ export class ParentChannel {
 
   /** Sends one message. */
   send(message: Message): void {
+    mark('encode');
     const frame = encodeFrame(message, WORKER_FRAME_LIMITS);
+    mark('write');
     let offset = 0;
     while (offset < frame.length) offset += writeSync(CHANNEL_FDS.out, frame, offset, frame.length - offset);
+    mark('written');
   }
 
   /**
@@ -50,8 +54,10 @@ export class ParentChannel {
       const queued = this.#pendingCommands.shift();
       if (queued !== undefined) return queued;
       const n = readSync(CHANNEL_FDS.commands, this.#commandBuffer, 0, this.#commandBuffer.length, null);
+      mark('read');
       if (n === 0) return undefined;
       this.#pendingCommands.push(...this.#commands.readMessages(this.#commandBuffer.subarray(0, n)));
+      mark('decoded');
     }
   }
 
@@ -65,7 +71,10 @@ export class ParentChannel {
     for (const queued of this.#pendingCommands.splice(0)) onMessage(queued);
     const stream = new Socket({ fd: CHANNEL_FDS.commands, readable: true, writable: false });
     stream.on('data', (chunk: Buffer) => {
-      for (const message of this.#commands.readMessages(chunk)) onMessage(message);
+      mark('read');
+      const messages = this.#commands.readMessages(chunk);
+      mark('decoded');
+      for (const message of messages) onMessage(message);
     });
     stream.on('end', () => process.exit(0));
     stream.on('error', () => process.exit(0));
@@ -113,8 +122,10 @@ export class ParentChannel {
   #readReply(): Message {
     for (;;) {
       const n = readSync(CHANNEL_FDS.replies, this.#replyBuffer, 0, this.#replyBuffer.length, null);
+      mark('read reply');
       if (n === 0) throw new Error('the parent closed the reply pipe');
       const messages = this.#replies.readMessages(this.#replyBuffer.subarray(0, n));
+      mark('decoded reply');
       if (messages.length > 1) throw new Error('protocol: the parent sent more than one reply');
       if (messages.length === 1) return messages[0]!;
     }

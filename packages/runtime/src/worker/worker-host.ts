@@ -5,6 +5,7 @@ import { applyPipeline, type PipelineResult, type PlannedStep } from '../layers/
 import { WATCHDOG_EXIT_CODE, type MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
 import type { Runtime, RuntimeSnapshot } from '../runtime.js';
+import { mark } from '../timeline.js';
 import type { ParentChannel } from './parent-channel.js';
 import { hostError, WorkerSession, type PendingCalls, type SessionHost } from './worker-session.js';
 
@@ -22,6 +23,8 @@ interface WorkerSettings {
   layerSteps?: PlannedStep[];
   /** Set for a worker of many isolates: how many it may hold at once (the parent opens them). */
   maxIsolates?: number;
+  /** Whether the parent records a timeline (worker-main reads it; see timeline.ts). */
+  timeline?: boolean;
 }
 
 /**
@@ -73,7 +76,7 @@ export class WorkerHost implements SessionHost {
 
   /** Applies the layers the parent planned and, for a worker of one isolate, creates its Runtime. */
   static async create(channel: ParentChannel, options: WireObject, RuntimeClass: typeof Runtime, watchdog: MemoryWatchdog): Promise<WorkerHost> {
-    const { maxMemory, cpuSecondsPerCommand, layerSteps, maxIsolates, ...rest } = options as RuntimeOptions & WorkerSettings;
+    const { maxMemory, cpuSecondsPerCommand, layerSteps, maxIsolates, timeline: _timeline, ...rest } = options as RuntimeOptions & WorkerSettings;
     const runtimeOptions = rest as RuntimeOptions;
     const bootstrap = typeof runtimeOptions.bootstrap === 'string' ? [runtimeOptions.bootstrap] : [...(runtimeOptions.bootstrap ?? [])];
     // The worker checks its own resident memory every 20 ms, also while the guest runs (the
@@ -81,6 +84,7 @@ export class WorkerHost implements SessionHost {
     // /proc/self/statm and /proc/self/task now and keeps them open, so a layer's seal may take
     // every file away (a deny-all Landlock domain) and the watchdog still reads them.
     if (maxMemory !== undefined) watchdog.start(maxMemory, 20, WATCHDOG_EXIT_CODE);
+    mark('watchdog started');
     // The parent probed and planned; the worker applies, seals and self-tests, before any guest's
     // isolate exists (self-tests use throwaway isolates). From here on nothing the worker does
     // opens a file: every module and addon it uses was loaded at start (worker-main.ts).
@@ -103,6 +107,7 @@ export class WorkerHost implements SessionHost {
         }
       },
     });
+    mark('layers applied and self-tested');
     const base: RuntimeOptions = { ...runtimeOptions, bootstrap: [...bootstrap, ...pipeline.contextBootstraps] };
     const host = new WorkerHost(channel, watchdog, { maxMemory, cpuSecondsPerCommand, layerSteps, maxIsolates }, RuntimeClass, pipeline, base);
     if (maxIsolates === undefined) {

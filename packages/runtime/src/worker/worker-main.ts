@@ -15,8 +15,16 @@ import { toErrorPayload } from '../error-codec.js';
 import { loadGuestDeadline } from '../guest-deadline.js';
 import { loadWatchdog } from '../native/native-paths.js';
 import { Runtime } from '../runtime.js';
+import { markAt, mark, startTimeline, stopTimeline } from '../timeline.js';
 import { ParentChannel } from './parent-channel.js';
 import { WorkerHost } from './worker-host.js';
+
+// The start-up's marks are always taken (a dozen); configure says whether the parent wants them.
+startTimeline();
+markAt('node start', performance.nodeTiming.nodeStart);
+markAt('V8 start', performance.nodeTiming.v8Start);
+markAt('node bootstrapped', performance.nodeTiming.bootstrapComplete);
+mark('modules loaded');
 
 const watchdog = loadWatchdog();
 // The soft timeout's addon, both halves, while files can still be opened.
@@ -29,8 +37,11 @@ let host: WorkerHost | undefined;
 
 async function configure(message: MessageOf<'configure'>): Promise<WorkerHost> {
   try {
+    mark('configure');
     const created = await WorkerHost.create(channel, message.options, Runtime, watchdog);
+    mark('configured');
     channel.send({ type: 'result', id: message.id, value: created.describe() });
+    if (message.options['timeline'] !== true) stopTimeline();
     return created;
   } catch (error) {
     channel.send({ type: 'error', id: message.id, error: toErrorPayload(error) });
@@ -73,5 +84,6 @@ async function serve(): Promise<void> {
 channel.listenForSettlements((message) => {
   if (message.type === 'callResult') host?.settleAsyncCall(message);
 });
+mark('hello');
 channel.send({ type: 'hello', version: PROTOCOL_VERSION });
 void serve();

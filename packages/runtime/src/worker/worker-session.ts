@@ -9,6 +9,7 @@ import type { ResolvedModule } from '../module-registry.js';
 import type { MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
 import { kModuleSource, type Runtime, type RuntimeStartOptions } from '../runtime.js';
+import { mark, takeTimeline } from '../timeline.js';
 import type { ParentChannel } from './parent-channel.js';
 
 /** The part of a bound global that is a host function: where it sits and the name the parent knows it by. */
@@ -156,7 +157,9 @@ export class WorkerSession {
         this.#send({ type: 'result', id, value: undefined });
         return 'ended';
       }
+      mark('serve');
       const value = await this.#run(message);
+      mark('ran');
       this.#send({ type: 'result', id, value: value as never });
       return undefined;
     } catch (error) {
@@ -203,6 +206,8 @@ export class WorkerSession {
       case 'revoke':
         this.#runtime.revoke(params['name'] as string);
         return undefined;
+      case 'timeline':
+        return takeTimeline();
       default:
         throw new StrataError(`unknown command ${message.name}`);
     }

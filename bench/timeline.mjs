@@ -1,0 +1,111 @@
+// npm run bench:timeline (and the end of npm run bench): where a cold start and a warm round trip
+// spend their time, from the marks Strata's parent and worker take along the way (one monotonic
+// clock for both processes). Medians over several starts and thousands of round trips; written
+// to bench/timeline-results.{json,md}. `node bench/timeline.mjs --out NAME` writes
+// bench/NAME.{json,md} instead (a before/after pair).
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { IsolatedRuntime } from '@strata/runtime';
+import { collectTimeline, recordTimeline } from '@strata/runtime/testing';
+
+const COLD_RUNS = 9;
+const WARM_UP = 500;
+const ROUND_TRIPS = 3000;
+const outName = process.argv.includes('--out') ? process.argv[process.argv.indexOf('--out') + 1] : 'timeline-results';
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+};
+const now = () => Number(process.hrtime.bigint());
+
+/**
+ * The steps of a sequence of marks: from each mark to the next. A label seen again (a round trip
+ * inside the start, a layer's self-test entering its isolate) is folded into the step it is in.
+ */
+function steps(marks) {
+  const seen = new Set();
+  const firsts = marks.filter(([label]) => !seen.has(label) && seen.add(label));
+  return firsts.slice(1).map(([label, at], i) => [`${firsts[i][0]} → ${label}`, (at - firsts[i][1]) / 1000]);
+}
+
+/** Median of each step over runs that have the same steps; the runs that differ are counted. */
+function medianSteps(runs) {
+  const byName = new Map();
+  for (const run of runs) for (const [name, us] of run) (byName.get(name) ?? byName.set(name, []).get(name)).push(us);
+  return [...byName]
+    .filter(([, values]) => values.length >= runs.length / 2)
+    .map(([name, values]) => ({ step: name, us: median(values), runs: values.length }));
+}
+
+recordTimeline();
+
+// Cold: IsolatedRuntime.start with every default layer under `sandbox: 'require'`, no spare.
+const coldRuns = [];
+const coldTotals = [];
+for (let i = 0; i < COLD_RUNS + 1; i++) {
+  await collectTimeline();
+  const t0 = now();
+  const rt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' });
+  await rt.eval('1+1');
+  const t1 = now();
+  const marks = [['call IsolatedRuntime.start', t0], ...(await collectTimeline(rt)).filter(([, at]) => at >= t0 && at <= t1), ['first 1+1 answered', t1]];
+  marks.sort((a, b) => a[1] - b[1]);
+  await rt.close();
+  if (i === 0) continue; // the first start of a process loads the parent's modules
+  coldRuns.push(steps(marks));
+  coldTotals.push((t1 - t0) / 1000);
+}
+
+// Warm: `eval('1+1')` on a started runtime, each round trip cut into its steps.
+const rt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' });
+for (let i = 0; i < WARM_UP; i++) await rt.eval('1+1');
+await collectTimeline(rt);
+const calls = [];
+for (let i = 0; i < ROUND_TRIPS; i++) {
+  const t0 = now();
+  await rt.eval('1+1');
+  calls.push([t0, now()]);
+}
+const all = await collectTimeline(rt);
+await rt.close();
+const warmRuns = [];
+let cursor = 0;
+for (const [t0, t1] of calls) {
+  while (cursor < all.length && all[cursor][1] < t0) cursor++;
+  const inside = [];
+  for (let j = cursor; j < all.length && all[j][1] <= t1; j++) inside.push(all[j]);
+  warmRuns.push(steps([['call eval', t0], ...inside, ['answer delivered', t1]]));
+}
+const warmTotal = median(calls.map(([t0, t1]) => (t1 - t0) / 1000));
+
+const cold = medianSteps(coldRuns);
+const warm = medianSteps(warmRuns);
+const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${process.platform} ${process.arch}, Node ${process.version}`;
+const results = {
+  measured: new Date().toISOString().slice(0, 10),
+  machine,
+  cold: { total: median(coldTotals), steps: cold },
+  warm: { total: warmTotal, steps: warm },
+};
+writeFileSync(new URL(`./${outName}.json`, import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
+
+const fmt = (us) => (us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(1)} µs`);
+const table = (title, total, rows) =>
+  [
+    `### ${title}: ${fmt(total)} (median)`,
+    '',
+    '| step | median |',
+    '| --- | ---: |',
+    ...rows.map((r) => `| ${r.step} | ${fmt(r.us)} |`),
+    `| **sum of the step medians** | **${fmt(rows.reduce((s, r) => s + r.us, 0))}** |`,
+    '',
+  ].join('\n');
+const markdown = [
+  `Measured ${results.measured} on ${machine}. Marks from Strata's parent and worker on one monotonic clock.`,
+  '',
+  table(`Cold start: IsolatedRuntime.start (require, default layers) + first 1+1, ${COLD_RUNS} starts`, results.cold.total, cold),
+  table(`Warm round trip: eval('1+1'), ${ROUND_TRIPS} round trips`, warmTotal, warm),
+].join('\n');
+writeFileSync(new URL(`./${outName}.md`, import.meta.url), markdown);
+console.log(markdown);
+console.log(`written: bench/${outName}.json, bench/${outName}.md`);

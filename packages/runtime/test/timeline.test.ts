@@ -1,0 +1,77 @@
+import test from 'ava';
+import { IsolatedRuntime } from '../src/index.js';
+import { collectTimeline, recordTimeline, stopRecordingTimeline } from '../src/testing/index.js';
+import { checkNoLeaks } from './helpers/leaks.js';
+
+checkNoLeaks(test);
+
+// One test, serially: recording is per process, and the other tests of this file's process must
+// not see its marks.
+test.serial('the timeline follows a cold start and a round trip through both processes, in order', async (t) => {
+  recordTimeline();
+  try {
+    const rt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' });
+    try {
+      const start = await collectTimeline(rt);
+      const labels = start.map(([label]) => label);
+      const order = [
+        'parent start',
+        'parent spawn',
+        'worker node start',
+        'worker modules loaded',
+        'worker hello',
+        'parent hello',
+        'worker configure',
+        'worker layers applied and self-tested',
+        'worker configured',
+        'parent configured',
+        'parent verified',
+        'parent ready',
+      ];
+      let last = -1;
+      for (const label of order) {
+        const at = labels.indexOf(label);
+        t.true(at > last, `${label} comes after the marks before it (${labels.join(', ')})`);
+        last = at;
+      }
+      // each default layer's hooks are marked
+      t.true(
+        labels.some((label) => /^worker \w+ selfTest$/.test(label)),
+        'a self-test mark',
+      );
+      await rt.eval('1+1');
+      const trip = (await collectTimeline(rt)).map(([label]) => label);
+      const path = [
+        'parent encode',
+        'parent written',
+        'worker read',
+        'worker decoded',
+        'worker serve',
+        'worker enter isolate',
+        'worker left isolate',
+        'worker ran',
+        'worker written',
+        'parent read',
+        'parent decoded',
+      ];
+      last = -1;
+      for (const label of path) {
+        const at = trip.indexOf(label, last + 1);
+        t.true(at > last, `${label} in order (${trip.join(', ')})`);
+        last = at;
+      }
+    } finally {
+      await rt.close();
+    }
+  } finally {
+    stopRecordingTimeline();
+  }
+  // Off again: a new worker records nothing, and asking it returns nothing.
+  const quiet = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' });
+  try {
+    await quiet.eval('1+1');
+    t.deepEqual(await collectTimeline(quiet), []);
+  } finally {
+    await quiet.close();
+  }
+});
