@@ -42,6 +42,15 @@ if (otherArg === '--side') {
     (await time(() => rt.eval('(async () => { for (let i = 0; i < 100; i++) await new Promise((r) => setTimeout(r, 0)); return 1 })()'), 50)) / 100;
   out['Runtime result of 1000 objects'] = await time(() => rt.eval('Array.from({ length: 1000 }, (_, i) => ({ i, s: "x" }))'), 100);
   await rt.close();
+  const colds = [];
+  for (let i = 0; i < 4; i++) {
+    const t0 = process.hrtime.bigint();
+    const cold = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' });
+    await cold.eval('1+1');
+    if (i > 0) colds.push(Number(process.hrtime.bigint() - t0) / 1000);
+    await cold.close();
+  }
+  out['IsolatedRuntime cold start (require) + first 1+1'] = colds.sort((a, b) => a - b)[1];
   const iso = await IsolatedRuntime.start();
   iso.bindFunction('inc', (x) => x + 1);
   out['IsolatedRuntime warm eval round trip'] = await time(() => iso.eval('1+1'), 300);

@@ -32,6 +32,11 @@ export type StrataErrorCode =
   | 'ERR_STRATA_EGRESS_REFUSED'
   | 'ERR_STRATA_EGRESS_FAILED';
 
+// Each class's name, as errors carry it (over the wire, too): set from this table, filled at the
+// end of the module, rather than read from the class, which a bundler may rename (esbuild names a
+// class it wraps `_LayerFailed`; an application that bundles Strata may do the same).
+const CLASS_NAMES = new WeakMap<object, string>();
+
 /**
  * Base class of every error Strata raises. `Code` is the package's own set of codes: the
  * runtime's by default, so each package owns the codes it raises.
@@ -42,7 +47,7 @@ export class StrataError<Code extends string = StrataErrorCode> extends Error {
 
   constructor(message: string, options?: { cause?: unknown; code?: Code }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
+    this.name = CLASS_NAMES.get(new.target) ?? new.target.name;
     this.code = options?.code ?? 'ERR_STRATA';
   }
 }
@@ -286,4 +291,28 @@ export class EgressFailed extends StrataError {
     super(message, { code: 'ERR_STRATA_EGRESS_FAILED', ...(options?.cause === undefined ? {} : { cause: options.cause }) });
     this.reason = reason;
   }
+}
+
+for (const [name, errorClass] of Object.entries({
+  StrataError,
+  JsError,
+  RuntimeTimeout,
+  HeapLimitExceeded,
+  ValueNotTransferable,
+  ResultTooLarge,
+  ModuleNotFound,
+  RuntimeClosed,
+  SandboxHostFull,
+  InvalidOption,
+  PromiseNeverSettled,
+  WorkerCrashed,
+  ThreadUnavailable,
+  SandboxUnavailable,
+  CrashBudgetExceeded,
+  LayerFailed,
+  LayerConfigError,
+  EgressRefused,
+  EgressFailed,
+})) {
+  CLASS_NAMES.set(errorClass, name);
 }

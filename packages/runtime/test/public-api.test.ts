@@ -96,10 +96,13 @@ test('the layer-author API is in @strata/runtime/layers, and the test helpers in
     'PLATFORM_ENV',
     'checkGuestStillWorks',
     'checkLayerConformance',
+    'collectTimeline',
     'declaredFeatures',
     'isDeclared',
     'platformTest',
     'platformVerdict',
+    'recordTimeline',
+    'stopRecordingTimeline',
     'testLayer',
   ]);
 });

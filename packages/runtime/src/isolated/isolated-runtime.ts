@@ -135,6 +135,7 @@ export class IsolatedRuntime implements StrataRuntime {
   #nextId = 1;
   #inflightHostCalls = 0;
   #ticker: NodeJS.Timeout | undefined;
+  #releaseHold: (() => void) | undefined;
   #closed = false;
   #closeReason: StrataError | undefined;
   #closeListeners: ((reason: StrataError) => void)[] = [];
@@ -423,13 +424,13 @@ export class IsolatedRuntime implements StrataRuntime {
   }
 
   #request(message: Message, deadline = this.#options.requestTimeout): Promise<unknown> {
-    let release: (() => void) | undefined;
     const activity = activityOf(message);
     return new Promise((resolve, reject) => {
       // Idle again as soon as the answer is in: a death after it is not this command's.
       const settle =
         <T>(done: (value: T) => void) =>
         (value: T) => {
+          this.#current = undefined;
           this.#worker.setActivity('idle');
           done(value);
         };
@@ -447,17 +448,31 @@ export class IsolatedRuntime implements StrataRuntime {
         // Taken at the first tick: reading /proc costs ~50 µs, too much for every command.
         cpuAtStart: undefined,
       };
-      release = this.#worker.hold();
-      this.#ticker = setInterval(() => this.#supervise(), SUPERVISOR_TICK_MS);
+      this.#superviseWhileBusy();
       this.#worker.setActivity(activity);
       this.#worker.send(message);
-    }).finally(() => {
-      this.#current = undefined;
-      this.#worker.setActivity('idle');
-      clearInterval(this.#ticker);
-      this.#ticker = undefined;
-      release?.();
     });
+  }
+
+  /**
+   * The supervisor's clock, and a hold on the worker (this process stays alive while a command
+   * is in flight), from a command until a tick finds the runtime idle: commands back to back
+   * share them instead of each setting up and tearing down its own (the round trip's cost).
+   */
+  #superviseWhileBusy(): void {
+    if (this.#ticker !== undefined) return;
+    this.#releaseHold = this.#worker.hold();
+    this.#ticker = setInterval(() => {
+      if (this.#current === undefined) this.#stopSupervising();
+      else this.#supervise();
+    }, SUPERVISOR_TICK_MS);
+  }
+
+  #stopSupervising(): void {
+    clearInterval(this.#ticker);
+    this.#ticker = undefined;
+    this.#releaseHold?.();
+    this.#releaseHold = undefined;
   }
 
   #finish(id: number | undefined, settle: (command: Command) => void): void {
@@ -571,6 +586,7 @@ export class IsolatedRuntime implements StrataRuntime {
     }
     this.#worker.kill(reason);
     this.#current?.reject(reason);
+    this.#stopSupervising();
   }
 
   // --- messages from the worker --------------------------------------------------------------

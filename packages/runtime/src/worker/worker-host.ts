@@ -146,10 +146,13 @@ export class WorkerHost implements SessionHost {
    * isolate, resolves to `'ended'` once that isolate is over (the worker then exits).
    */
   dispatch(message: Message): Promise<'ended' | undefined> {
+    // One isolate: worker-main reads the next command only once this one is answered, so there is
+    // no queue to keep (and its promises would cost every round trip, in the interpreter).
     const isolate = 'isolate' in message ? message.isolate : undefined;
+    if (!this.multi) return this.#serve(isolate, message);
     // The parent ends an isolate of many at once, also while its command waits on the host (the
     // command then fails with RuntimeClosed, and the parent drops its answer).
-    if (this.multi && message.type === 'command' && message.name === 'dispose') return this.#disposeNow(isolate, message.id);
+    if (message.type === 'command' && message.name === 'dispose') return this.#disposeNow(isolate, message.id);
     const previous = this.#queues.get(isolate) ?? Promise.resolve();
     this.#inFlight++;
     clearTimeout(this.#refillTimer);
