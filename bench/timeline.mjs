@@ -5,7 +5,8 @@
 // bench/NAME.{json,md} instead (a before/after pair).
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { IsolatedRuntime } from '@strata/runtime';
+import { readdirSync, readFileSync } from 'node:fs';
+import { IsolatedRuntime, SandboxPool } from '@strata/runtime';
 import { collectTimeline, recordTimeline } from '@strata/runtime/testing';
 
 const COLD_RUNS = 9;
@@ -17,6 +18,24 @@ const median = (values) => {
   return sorted[Math.floor(sorted.length / 2)];
 };
 const now = () => Number(process.hrtime.bigint());
+/** CPU time of a process's main thread so far, in µs (/proc/<pid>/schedstat: nanoseconds on a CPU). */
+const mainThreadCpuUs = (pid) => Number(readFileSync(`/proc/${pid}/schedstat`, 'latin1').split(' ')[0]) / 1000;
+/** CPU time of a whole process so far, in µs (utime + stime, in clock ticks of 10 ms). */
+const processCpuUs = (pid) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+};
+/** This process's children (the workers: each exec'd in place from its launch chain). */
+const childPids = () =>
+  readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return Number(readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ')[1]) === process.pid;
+      } catch {
+        return false;
+      }
+    });
 
 /**
  * The steps of a sequence of marks: from each mark to the next. A label seen again (a round trip
@@ -67,7 +86,24 @@ for (let i = 0; i < ROUND_TRIPS; i++) {
   calls.push([t0, now()]);
 }
 const all = await collectTimeline(rt);
+// What the worker's spin costs (src/worker/spin-policy.ts): its main thread's CPU per round trip,
+// against the round trip's wall time.
+const cpuBefore = mainThreadCpuUs(rt.pid);
+const wallBefore = now();
+for (let i = 0; i < ROUND_TRIPS; i++) await rt.eval('1+1');
+const burst = { wallUs: (now() - wallBefore) / 1000 / ROUND_TRIPS, workerCpuUs: (mainThreadCpuUs(rt.pid) - cpuBefore) / ROUND_TRIPS };
 await rt.close();
+// And what it costs at rest: a pool of 8 ready workers, idle for 5 s.
+const pool = await SandboxPool.start({ size: 8, sandbox: 'require' });
+await pool.waitReady();
+await new Promise((resolve) => setTimeout(resolve, 500));
+const workers = childPids();
+const idleBefore = workers.map(processCpuUs);
+const idleWall = now();
+await new Promise((resolve) => setTimeout(resolve, 5_000));
+const idleCpuUs = workers.map(processCpuUs).reduce((sum, cpu, i) => sum + cpu - idleBefore[i], 0);
+const idle = { workers: workers.length, percentOfACore: (100 * idleCpuUs) / ((now() - idleWall) / 1000) };
+await pool.close();
 const warmRuns = [];
 let cursor = 0;
 for (const [t0, t1] of calls) {
@@ -86,6 +122,7 @@ const results = {
   machine,
   cold: { total: median(coldTotals), steps: cold },
   warm: { total: warmTotal, steps: warm },
+  spin: { burst, idle },
 };
 writeFileSync(new URL(`./${outName}.json`, import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
 
@@ -105,6 +142,14 @@ const markdown = [
   '',
   table(`Cold start: IsolatedRuntime.start (require, default layers) + first 1+1, ${COLD_RUNS} starts`, results.cold.total, cold),
   table(`Warm round trip: eval('1+1'), ${ROUND_TRIPS} round trips`, warmTotal, warm),
+  '### What the worker spends waiting for its next command (it spins for it when commands come back to back)',
+  '',
+  '| figure | value |',
+  '| --- | ---: |',
+  `| ${ROUND_TRIPS} round trips back to back: wall time per round trip | ${fmt(burst.wallUs)} |`,
+  `| the same: the worker's main thread on a CPU per round trip (its work and its spin) | ${fmt(burst.workerCpuUs)} |`,
+  `| a pool of ${idle.workers} ready workers, idle for 5 s: their CPU | ${idle.percentOfACore.toFixed(2)}% of a core |`,
+  '',
 ].join('\n');
 writeFileSync(new URL(`./${outName}.md`, import.meta.url), markdown);
 console.log(markdown);

@@ -116,6 +116,10 @@ const CHECKOUT_KEYS: ReadonlySet<string> = new Set([...SESSION_OPTIONS, 'tenant'
 // The host function the guest's tool wrappers call; the wrappers take it and delete the global.
 const CALL_GLOBAL = '__strataAgentCall';
 
+// Proves that a construction comes from this module (the factory): `new AgentSandbox()` from JavaScript
+// gets a clear error instead of a half-made session.
+const FACTORY = Symbol('AgentSandbox.start');
+
 /**
  * A session: cells run one after another in one sandboxed worker, so state (globals and
  * top-level declarations) persists across them, and every tool call is journaled.
@@ -146,7 +150,8 @@ export class AgentSandbox {
   #busy = false;
   #closed = false;
 
-  private constructor(options: AgentSandboxOptions, input: unknown) {
+  private constructor(token: symbol, options: AgentSandboxOptions, input: unknown) {
+    if (token !== FACTORY) throw new InvalidOption('AgentSandbox has no public constructor: use `await AgentSandbox.start(options)`');
     if (options === null || typeof options !== 'object') throw new InvalidOption('options must be an object');
     const bridges = options.tools instanceof ToolBridge ? [options.tools] : Array.isArray(options.tools) ? (options.tools as readonly unknown[]) : undefined;
     if (bridges !== undefined) {
@@ -206,7 +211,7 @@ export class AgentSandbox {
    * @throws `InvalidOption` (from `@strata/runtime`), and whatever `IsolatedRuntime.start` throws.
    */
   static async start(options: AgentSandboxOptions = {}): Promise<AgentSandbox> {
-    const session = new AgentSandbox(options, undefined);
+    const session = new AgentSandbox(FACTORY, options, undefined);
     await session.#ready();
     return session;
   }
@@ -223,7 +228,7 @@ export class AgentSandbox {
    */
   static async restore(journal: unknown, options: AgentSandboxOptions = {}): Promise<AgentSandbox> {
     if (journal === undefined) throw new JournalError('restore needs a journal (session.journal, or JSON.parse of one kept)');
-    const session = new AgentSandbox(options, journal);
+    const session = new AgentSandbox(FACTORY, options, journal);
     await session.#ready();
     return session;
   }

@@ -196,3 +196,10 @@ test('one cell at a time, and nothing after close', async (t) => {
   await t.throwsAsync(AgentSandbox.start({ recover: 'sometimes' as never }), { code: 'ERR_STRATA_INVALID_OPTION' });
   await t.throwsAsync(AgentSandbox.start({ notAnOption: 1 } as never), { code: 'ERR_STRATA_INVALID_OPTION', message: /unknown option "notAnOption"/ });
 });
+
+test('new AgentSandbox from JavaScript is refused, saying to call AgentSandbox.start', (t) => {
+  const construct = AgentSandbox as unknown as new (options: object) => unknown;
+  const error = t.throws(() => new construct({}));
+  t.is((error as { code?: string }).code, 'ERR_STRATA_INVALID_OPTION');
+  t.is(error?.message, 'AgentSandbox has no public constructor: use `await AgentSandbox.start(options)`');
+});

@@ -12,6 +12,17 @@
  *                                            a per-command CPU cap of seconds to seconds + 1
  *   disableDumping()                         PR_SET_DUMPABLE 0 (execve() resets it, so the
  *                                            worker sets it itself once Node is running)
+ *   setIdle(idle)                            true: the worker is about to sleep on its next
+ *                                            command, and runs no guest code until it comes: the
+ *                                            watchdog thread waits instead of polling (an idle
+ *                                            worker then costs no CPU); false: it polls again,
+ *                                            woken at once
+ *   spinForInput(fd, micros)                 polls fd without blocking for up to micros
+ *                                            microseconds; true as soon as it is readable (or
+ *                                            hung up), false when the time is up. The worker
+ *                                            calls it before a blocking read it expects to be
+ *                                            answered soon: a worker that stays on its CPU skips
+ *                                            the wake-up, and finds its caches still warm
  *
  * Why a native thread: the guest runs synchronously on the worker's main thread, so no
  * JavaScript timer can run while it does. Why resident memory and not the V8 heap: it also
@@ -19,8 +30,9 @@
  *
  * /proc/self/statm and /proc/self/task are opened once, on first use, and kept open: the worker
  * later restricts itself (Landlock, seccomp, an empty root) and may no longer be able to open
- * them. The watchdog thread only uses async-signal-safe calls (pread, nanosleep, write, _exit):
- * it may have to end the process while another thread holds a malloc or stdio lock.
+ * them. The watchdog thread only uses async-signal-safe calls (pread, nanosleep, write, _exit),
+ * and its own mutex and condition variable, which no other code takes: it may have to end the
+ * process while another thread holds a malloc or stdio lock.
  *
  * Linux only (it reads /proc).
  */
@@ -28,6 +40,7 @@
 #define NAPI_VERSION 8
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <node_api.h>
 #include <pthread.h>
 #include <signal.h>
@@ -151,10 +164,19 @@ static void die_over_limit(uint64_t rss) {
   _exit(exit_code);
 }
 
+/* Set while the worker sleeps on its next command (setIdle); the watchdog waits on `wake` then. */
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static bool idle;
+
 static void *watch(void *unused) {
   (void)unused;
   const struct timespec interval = {.tv_sec = interval_ms / 1000, .tv_nsec = (interval_ms % 1000) * 1000000L};
   for (;;) {
+    /* No guest code runs while the worker is idle, so its memory cannot grow: nothing to watch. */
+    pthread_mutex_lock(&idle_lock);
+    while (idle) pthread_cond_wait(&wake, &idle_lock);
+    pthread_mutex_unlock(&idle_lock);
     struct timespec left = interval;
     while (nanosleep(&left, &left) != 0 && errno == EINTR) {
     }
@@ -309,6 +331,50 @@ static napi_value disable_dumping(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+static napi_value set_idle(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  bool value;
+  if (argc < 1 || napi_get_value_bool(env, argv[0], &value) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: setIdle(idle) takes a boolean");
+    return NULL;
+  }
+  pthread_mutex_lock(&idle_lock);
+  idle = value;
+  if (!value) pthread_cond_signal(&wake);
+  pthread_mutex_unlock(&idle_lock);
+  return NULL;
+}
+
+static uint64_t monotonic_us(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+}
+
+static napi_value spin_for_input(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  double fd, micros;
+  if (argc < 2 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd) || !integer_arg(env, argv[1], "micros", 0, 1000000, &micros)) return NULL;
+  struct pollfd watched = {.fd = (int)fd, .events = POLLIN};
+  const uint64_t until = monotonic_us() + (uint64_t)micros;
+  bool ready = false;
+  do {
+    int n = poll(&watched, 1, 0);
+    if (n > 0 || (n < 0 && errno != EINTR)) {
+      /* Readable, hung up, or an error the read that follows will report. */
+      ready = true;
+      break;
+    }
+  } while (monotonic_us() < until);
+  napi_value result;
+  CHECK(env, napi_get_boolean(env, ready, &result));
+  return result;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor properties[] = {
       {"start", NULL, start, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -316,6 +382,8 @@ NAPI_MODULE_INIT() {
       {"threads", NULL, threads, NULL, NULL, NULL, napi_enumerable, NULL},
       {"setCpuSoftLimit", NULL, set_cpu_soft_limit, NULL, NULL, NULL, napi_enumerable, NULL},
       {"disableDumping", NULL, disable_dumping, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"setIdle", NULL, set_idle, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"spinForInput", NULL, spin_for_input, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   CHECK(env, napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties));
   return exports;

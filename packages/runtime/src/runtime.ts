@@ -180,6 +180,10 @@ class GuestBudget {
 // only the prelude's own code; the bound is there in case anything ever makes them run more.
 const HOST_OPERATION_MS = 5_000;
 
+// Proves that a construction comes from this module (the factory): `new Runtime()` from JavaScript
+// gets a clear error instead of a half-made runtime.
+const FACTORY = Symbol('Runtime.start');
+
 /**
  * A V8 isolate in this process: the engine every Strata worker hosts.
  *
@@ -250,7 +254,12 @@ export class Runtime implements StrataRuntime {
    * The isolate, its context and deadline; then the prelude, unless the isolate is restored from
    * a snapshot (which holds it). The prelude's attach step is left for {@link #attach}.
    */
-  private constructor(options: ResolvedRuntimeOptions, from: { readonly setup: PreludeSetup } | { readonly snapshot: IsolatedVm.ExternalCopy<ArrayBuffer> }) {
+  private constructor(
+    token: symbol,
+    options: ResolvedRuntimeOptions,
+    from: { readonly setup: PreludeSetup } | { readonly snapshot: IsolatedVm.ExternalCopy<ArrayBuffer> },
+  ) {
+    if (token !== FACTORY) throw new InvalidOption('Runtime has no public constructor: use `await Runtime.start(options)`');
     this.#options = options;
     this.#console = new ConsoleHub(options.maxOutputBytes);
     // isolated-vm's memory limit counts the heap and array buffers together, and past it V8 may
@@ -294,8 +303,8 @@ export class Runtime implements StrataRuntime {
     const { resolved, snapshot } = resolveStartOptions(options);
     const runtime =
       snapshot === undefined
-        ? new Runtime(resolved, { setup: preludeSetup(resolved.strictEval, resolved.egress !== undefined, resolved.maxBufferBytes) })
-        : new Runtime(resolved, { snapshot });
+        ? new Runtime(FACTORY, resolved, { setup: preludeSetup(resolved.strictEval, resolved.egress !== undefined, resolved.maxBufferBytes) })
+        : new Runtime(FACTORY, resolved, { snapshot });
     try {
       // A snapshot always offers the fetch transport's forwarders: the egress is each runtime's own.
       runtime.#attach(snapshot !== undefined || resolved.egress !== undefined);
@@ -347,7 +356,7 @@ export class Runtime implements StrataRuntime {
       maxBufferBytes: SNAPSHOT_MAX_BUFFER_BYTES,
     });
     const setup = preludeSetup(resolved.strictEval, true, SNAPSHOT_MAX_BUFFER_BYTES);
-    const trial = new Runtime(resolved, { setup });
+    const trial = new Runtime(FACTORY, resolved, { setup });
     try {
       await trial.#runBootstrap();
     } finally {

@@ -161,3 +161,70 @@ test('setCpuSoftLimit(seconds) leaves at least `seconds` of CPU, however the tim
   t.true(report.soft - usedAfter >= 0.99, `soft limit ${report.soft} s with ${usedAfter} s used: less than a second left`);
   t.true(report.soft - usedBefore < 2, `soft limit ${report.soft} s with ${usedBefore} s used: more than seconds + 1`);
 });
+
+test('setIdle(true) stops the polling (its thread uses no CPU while idle) and setIdle(false) brings the watch back at once', async (t) => {
+  const exit = await runWithWatchdog(`
+    import { readFileSync, readdirSync } from 'node:fs';
+    const tasks = () => new Set(readdirSync('/proc/self/task'));
+    const before = tasks();
+    watchdog.start(watchdog.rss() + ${50 * MiB}, 1, 57);
+    const [thread] = [...tasks()].filter((tid) => !before.has(tid));
+    const cpu = () => Number(readFileSync('/proc/self/task/' + thread + '/schedstat', 'latin1').split(' ')[0]);
+    const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+    // polling every millisecond: the watchdog thread is on a CPU now and then
+    let at = cpu();
+    sleep(500);
+    const pollingMs = (cpu() - at) / 1e6;
+    watchdog.setIdle(true);
+    sleep(50);
+    at = cpu();
+    sleep(500);
+    const idleMs = (cpu() - at) / 1e6;
+    console.log(JSON.stringify({ pollingMs, idleMs }));
+    // the watch resumes: memory past the limit ends the process
+    const kept = Buffer.alloc(${200 * MiB});
+    kept.fill(1);
+    watchdog.setIdle(false);
+    setTimeout(() => console.log('survived'), 30_000);`);
+  t.is(exit.status, 57, exit.stderr);
+  const { pollingMs, idleMs } = JSON.parse(exit.stdout.split('\n')[0]!) as { pollingMs: number; idleMs: number };
+  t.true(pollingMs > 0, 'the watchdog thread polled');
+  t.is(idleMs, 0, `the watchdog thread used ${idleMs} ms of CPU in 500 ms idle`);
+  t.regex(exit.stderr, /strata-watchdog: resident memory/);
+});
+
+test('spinForInput(fd, micros) is false after micros on a pipe with nothing in it, true once a byte is there; its arguments are checked', async (t) => {
+  const source = `import { loadWatchdog } from ${JSON.stringify(nativePaths)};
+    const watchdog = loadWatchdog();
+    const t0 = performance.now();
+    const empty = watchdog.spinForInput(0, 20_000);
+    const emptyMs = performance.now() - t0;
+    const errors = [];
+    for (const args of [[0, -1], [0, 1.5], [-1, 10], [0, 2_000_000], ['0', 10]]) {
+      try { watchdog.spinForInput(...args); errors.push('accepted ' + JSON.stringify(args)); } catch (e) { errors.push(e.code); }
+    }
+    console.log(JSON.stringify({ empty, emptyMs, errors }));
+    const t1 = performance.now();
+    const ready = watchdog.spinForInput(0, 1_000_000);
+    console.log(JSON.stringify({ ready, readyMs: performance.now() - t1 }));`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const lines: string[] = [];
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    lines.push(...chunk.split('\n').filter(Boolean));
+    // the first answer is in: now there is a byte to find
+    if (lines.length === 1 && !child.stdin.writableEnded) child.stdin.end('x');
+  });
+  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  t.is(status, 0, stderr);
+  const first = JSON.parse(stdout.split('\n')[0]!) as { empty: boolean; emptyMs: number; errors: string[] };
+  const second = JSON.parse(stdout.split('\n')[1]!) as { ready: boolean; readyMs: number };
+  t.false(first.empty);
+  t.true(first.emptyMs >= 20, `returned after ${first.emptyMs} ms`);
+  t.deepEqual(first.errors, ['ERR_OUT_OF_RANGE', 'ERR_OUT_OF_RANGE', 'ERR_OUT_OF_RANGE', 'ERR_OUT_OF_RANGE', 'ERR_INVALID_ARG_TYPE']);
+  t.true(second.ready);
+  t.true(second.readyMs < 1000, `found the byte after ${second.readyMs} ms`);
+});

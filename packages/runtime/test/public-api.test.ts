@@ -2,7 +2,7 @@
 // (it becomes API); an internal that leaks into the entry fails this test.
 import test from 'ava';
 import { readFileSync } from 'node:fs';
-import type { IsolatedRuntime, Runtime, StrataRuntime } from '@strata/runtime';
+import { InvalidOption, IsolatedRuntime, Runtime, SandboxHost, SandboxPool, type StrataRuntime } from '@strata/runtime';
 
 const MAIN = [
   // engines
@@ -147,4 +147,17 @@ test('the package exports no deep paths beyond its entries', (t) => {
 test('the bounded worker thread is in @strata/runtime/bounded-worker: its parent side and its worker side', async (t) => {
   const entry = await import('@strata/runtime/bounded-worker');
   t.deepEqual(Object.keys(entry).sort(), ['BoundedWorker', 'boundedWorkerData', 'serveBoundedRequests', 'workerExecArgv']);
+});
+
+test('a class made by a factory refuses new from JavaScript, saying which factory to call', (t) => {
+  for (const [Class, name] of [
+    [Runtime, 'Runtime'],
+    [IsolatedRuntime, 'IsolatedRuntime'],
+    [SandboxPool, 'SandboxPool'],
+    [SandboxHost, 'SandboxHost'],
+  ] as const) {
+    const construct = Class as unknown as new (options: object) => unknown;
+    const error = t.throws(() => new construct({ size: 8 }), { instanceOf: InvalidOption });
+    t.is(error?.message, `${name} has no public constructor: use \`await ${name}.start(options)\``);
+  }
 });

@@ -102,6 +102,10 @@ export interface SharingView {
 
 export let internals: RuntimeInternals;
 
+// Proves that a construction comes from this module (the factory): `new IsolatedRuntime()` from JavaScript
+// gets a clear error instead of a half-made runtime.
+const FACTORY = Symbol('IsolatedRuntime.start');
+
 /**
  * A `Runtime` in a worker process that this process supervises and can kill: the API of
  * `Runtime`, over a pipe. Whatever the guest does — abort V8, exhaust memory, spin in a native
@@ -152,12 +156,20 @@ export class IsolatedRuntime implements StrataRuntime {
         rt.#options = options;
       },
       options: (rt) => rt.#options,
-      attach: (options, port, report, sharing) => new IsolatedRuntime(options, port, report, undefined, sharing),
+      attach: (options, port, report, sharing) => new IsolatedRuntime(FACTORY, options, port, report, undefined, sharing),
       workerTimeline: (rt) => rt.#command({ type: 'command', id: 0, name: 'timeline', params: {} }) as Promise<TimelineMark[]>,
     };
   }
 
-  private constructor(options: ResolvedIsolatedOptions, worker: WorkerPort, report: SandboxReport, process: WorkerProcess | undefined, sharing?: SharingView) {
+  private constructor(
+    token: symbol,
+    options: ResolvedIsolatedOptions,
+    worker: WorkerPort,
+    report: SandboxReport,
+    process: WorkerProcess | undefined,
+    sharing?: SharingView,
+  ) {
+    if (token !== FACTORY) throw new InvalidOption('IsolatedRuntime has no public constructor: use `await IsolatedRuntime.start(options)`');
     this.#options = options;
     this.#console = new ConsoleHub(options.runtime.maxOutputBytes);
     this.#worker = worker;
@@ -191,7 +203,7 @@ export class IsolatedRuntime implements StrataRuntime {
     const worker = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout);
     mark('hello');
     // Nothing is in force until the pipeline has finished the report (nobody sees it before).
-    const runtime = new IsolatedRuntime(resolved, worker, { sandbox: 'none', sandboxExtras: [], layers: [], base: launch.base }, worker);
+    const runtime = new IsolatedRuntime(FACTORY, resolved, worker, { sandbox: 'none', sandboxExtras: [], layers: [], base: launch.base }, worker);
     try {
       // Configuring runs the layer pipeline (probes, self-tests): bounded by a start deadline of
       // its own, not by requestTimeout, which is meant for the guest's commands.

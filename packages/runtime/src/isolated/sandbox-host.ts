@@ -99,6 +99,10 @@ export interface HostInternals {
 
 export let hostInternals: HostInternals;
 
+// Proves that a construction comes from this module (the factory): `new SandboxHost()` from JavaScript
+// gets a clear error instead of a half-made host.
+const FACTORY = Symbol('SandboxHost.start');
+
 /**
  * One sandboxed worker process of one tenant, holding many isolates: the same launch chain,
  * layers, self-tests and outside verification as an `IsolatedRuntime` of its own, at the cost of
@@ -157,6 +161,7 @@ export class SandboxHost {
   }
 
   private constructor(
+    token: symbol,
     tenant: string,
     maxIsolates: number,
     options: Record<string, unknown>,
@@ -164,6 +169,7 @@ export class SandboxHost {
     worker: WorkerProcess,
     report: SandboxReport,
   ) {
+    if (token !== FACTORY) throw new InvalidOption('SandboxHost has no public constructor: use `await SandboxHost.start(options)`');
     this.#tenant = tenant;
     this.#maxIsolates = maxIsolates;
     this.#options = options;
@@ -211,7 +217,7 @@ export class SandboxHost {
       await killAndWait(worker, error instanceof StrataError ? error : new WorkerCrashed('the worker failed to start', 'start'));
       throw error;
     }
-    const host = new SandboxHost(tenant, maxIsolates, rest as Record<string, unknown>, resolved, worker, report);
+    const host = new SandboxHost(FACTORY, tenant, maxIsolates, rest as Record<string, unknown>, resolved, worker, report);
     await host.#warmUp();
     return host;
   }

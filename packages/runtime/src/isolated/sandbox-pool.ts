@@ -110,6 +110,10 @@ function checkBudget(value: unknown): CrashBudgetOptions | undefined {
   });
 }
 
+// Proves that a construction comes from this module (the factory): `new SandboxPool()` from JavaScript
+// gets a clear error instead of a half-made pool (one that never fills).
+const FACTORY = Symbol('SandboxPool.start');
+
 /**
  * Keeps `size` runtimes fully started, so that a sandbox per request costs a hand-over, not a
  * process start. The rules that keep a pool as safe as a fresh runtime:
@@ -157,6 +161,7 @@ export class SandboxPool implements AsyncDisposable {
   #lastError: string | undefined;
 
   private constructor(
+    token: symbol,
     workerOptions: IsolatedRuntimeOptions,
     resolved: ResolvedIsolatedOptions,
     size: number,
@@ -164,6 +169,7 @@ export class SandboxPool implements AsyncDisposable {
     budget: CrashBudgetOptions | undefined,
     isolatesPerWorker: number,
   ) {
+    if (token !== FACTORY) throw new InvalidOption('SandboxPool has no public constructor: use `await SandboxPool.start(options)`');
     this.#isolatesPerWorker = isolatesPerWorker;
     this.#workerOptions = workerOptions;
     this.#resolved = resolved;
@@ -186,7 +192,7 @@ export class SandboxPool implements AsyncDisposable {
     const workerOptions: Record<string, unknown> = { ...options, prewarm: false };
     for (const key of POOL_KEYS) delete workerOptions[key];
     const resolved = resolveIsolatedOptions(workerOptions as IsolatedRuntimeOptions);
-    const pool = new SandboxPool(workerOptions as IsolatedRuntimeOptions, resolved, size, maxConcurrentStarts, budget, isolatesPerWorker);
+    const pool = new SandboxPool(FACTORY, workerOptions as IsolatedRuntimeOptions, resolved, size, maxConcurrentStarts, budget, isolatesPerWorker);
     const first = await pool.#startWarm();
     pool.#addReady(first);
     pool.#fill();

@@ -31,6 +31,17 @@ export interface MemoryWatchdog {
   threads(): number;
   /** Sets the RLIMIT_CPU soft limit to the CPU time used so far, rounded up to a second, plus `seconds` (at most the hard limit): at least `seconds` more, less than `seconds + 1`. */
   setCpuSoftLimit(seconds: number): void;
+  /**
+   * Polls `fd` without blocking for up to `micros` microseconds (0–1 000 000): true as soon as it
+   * is readable or hung up, false when the time is up. Spent on the CPU, never asleep.
+   */
+  spinForInput(fd: number, micros: number): boolean;
+  /**
+   * `true` before the worker sleeps on its next command (no guest code runs until it comes): the
+   * watchdog thread waits instead of polling, so an idle worker costs no CPU. `false` once it
+   * came: the thread is woken and polls again.
+   */
+  setIdle(idle: boolean): void;
   /** `PR_SET_DUMPABLE 0`: no core dump, no ptrace attach by same-uid processes, /proc/<pid> owned by root. */
   disableDumping(): void;
 }

@@ -3,6 +3,15 @@ import { Socket } from 'node:net';
 import { FrameReader, encodeFrame, type Message, type MessageOf } from '@strata/wire';
 import { PARENT_FRAME_LIMITS, WORKER_FRAME_LIMITS } from '../channel-limits.js';
 import { mark } from '../timeline.js';
+import { SpinPolicy } from './spin-policy.js';
+
+/** How the worker waits (the watchdog addon): a spin before a blocking read, and telling the watchdog it sleeps. */
+export interface Waits {
+  /** Polls `fd` without blocking for up to `micros` µs; true once it is readable. */
+  spinForInput(fd: number, micros: number): boolean;
+  /** The worker sleeps on its next command (true) or has it (false). */
+  setIdle(idle: boolean): void;
+}
 
 /** The file descriptors of the worker's channel to its parent. */
 export const CHANNEL_FDS = Object.freeze({
@@ -33,6 +42,33 @@ export class ParentChannel {
   readonly #replyBuffer = Buffer.allocUnsafe(64 * 1024);
   readonly #commandBuffer = Buffer.allocUnsafe(64 * 1024);
   #nextCallId = 1;
+  readonly #waits: Waits | undefined;
+  readonly #commandSpin = new SpinPolicy();
+  readonly #replySpin = new SpinPolicy();
+
+  /** @param waits - a spin before a blocking read that is expected to be answered soon ({@link SpinPolicy}), and the watchdog's idle switch; none: always sleep. */
+  constructor(waits?: Waits) {
+    this.#waits = waits;
+  }
+
+  /**
+   * A blocking read of `fd`, after a spin as long as `policy` says; the wait is fed back to it.
+   * Waiting for a command (`idle`), a worker that did not find it by spinning tells the
+   * watchdog it sleeps (no guest code runs until the command comes).
+   */
+  #read(fd: number, buffer: Buffer, policy: SpinPolicy, idle: boolean): number {
+    const since = performance.now();
+    const waits = this.#waits;
+    const found = waits !== undefined && policy.micros > 0 && waits.spinForInput(fd, policy.micros);
+    const sleeps = idle && waits !== undefined && !found;
+    if (sleeps) waits.setIdle(true);
+    try {
+      return readSync(fd, buffer, 0, buffer.length, null);
+    } finally {
+      if (sleeps) waits.setIdle(false);
+      policy.waited((performance.now() - since) * 1000);
+    }
+  }
 
   /** Sends one message. */
   send(message: Message): void {
@@ -53,7 +89,7 @@ export class ParentChannel {
     for (;;) {
       const queued = this.#pendingCommands.shift();
       if (queued !== undefined) return queued;
-      const n = readSync(CHANNEL_FDS.commands, this.#commandBuffer, 0, this.#commandBuffer.length, null);
+      const n = this.#read(CHANNEL_FDS.commands, this.#commandBuffer, this.#commandSpin, true);
       mark('read');
       if (n === 0) return undefined;
       this.#pendingCommands.push(...this.#commands.readMessages(this.#commandBuffer.subarray(0, n)));
@@ -121,7 +157,7 @@ export class ParentChannel {
 
   #readReply(): Message {
     for (;;) {
-      const n = readSync(CHANNEL_FDS.replies, this.#replyBuffer, 0, this.#replyBuffer.length, null);
+      const n = this.#read(CHANNEL_FDS.replies, this.#replyBuffer, this.#replySpin, false);
       mark('read reply');
       if (n === 0) throw new Error('the parent closed the reply pipe');
       const messages = this.#replies.readMessages(this.#replyBuffer.subarray(0, n));

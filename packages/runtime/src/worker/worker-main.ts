@@ -32,7 +32,7 @@ loadGuestDeadline();
 // execve() reset the dumpable flag the exec helper could have set: no core dump, no ptrace
 // attach by another process of the same user, /proc/<pid> owned by root.
 watchdog.disableDumping();
-const channel = new ParentChannel();
+const channel = new ParentChannel(watchdog);
 let host: WorkerHost | undefined;
 
 async function configure(message: MessageOf<'configure'>): Promise<WorkerHost> {
