@@ -282,3 +282,17 @@ test('a launch hook that throws, or returns a bad step, is LayerFailed before an
     message: /absolute path/,
   });
 });
+
+test("a layer's imports of @strata/runtime's layer-author entry points get the worker's own modules, with every export", async (t) => {
+  const SHARED = new URL('./fixtures/layers/shared-runtime-layer.js', import.meta.url).href;
+  await using rt = await IsolatedRuntime.start({ sandbox: 'auto', prewarm: false, replaceDefaultLayers: true, layers: [{ module: SHARED }] });
+  const detail = rt.report.layers.find((l) => l.name === 'shared-runtime')!.detail;
+  t.is(detail['resolved'], 'strata-worker:@strata/runtime/layers');
+  t.true(detail['sameErrorClass']);
+  t.true(detail['sameNativeHelper']);
+  // the same names as the package's own entry point, as the parent imports it
+  const own = Object.keys(await import('@strata/runtime/layers'))
+    .sort()
+    .join(',');
+  t.is(detail['exportsAll'], own);
+});

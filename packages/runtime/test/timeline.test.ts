@@ -41,16 +41,18 @@ test.serial('the timeline follows a cold start and a round trip through both pro
       );
       await rt.eval('1+1');
       const trip = (await collectTimeline(rt)).map(([label]) => label);
+      // Causal order only: a "written" mark comes after its write returned, and the other side may
+      // have read the bytes by then ("write" is the mark just before the system call).
       const path = [
         'parent encode',
-        'parent written',
+        'parent write',
         'worker read',
         'worker decoded',
         'worker serve',
         'worker enter isolate',
         'worker left isolate',
         'worker ran',
-        'worker written',
+        'worker write',
         'parent read',
         'parent decoded',
       ];

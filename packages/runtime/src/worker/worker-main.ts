@@ -17,6 +17,7 @@ import { loadWatchdog } from '../native/native-paths.js';
 import { Runtime } from '../runtime.js';
 import { markAt, mark, startTimeline, stopTimeline } from '../timeline.js';
 import { ParentChannel } from './parent-channel.js';
+import { shareRuntimeWithLayers } from './shared-with-layers.js';
 import { WorkerHost } from './worker-host.js';
 
 // The start-up's marks are always taken (a dozen); configure says whether the parent wants them.
@@ -26,6 +27,8 @@ markAt('V8 start', performance.nodeTiming.v8Start);
 markAt('node bootstrapped', performance.nodeTiming.bootstrapComplete);
 mark('modules loaded');
 
+// Before any layer module is imported: they import the worker's own @strata/runtime entry points.
+shareRuntimeWithLayers();
 const watchdog = loadWatchdog();
 // The soft timeout's addon, both halves, while files can still be opened.
 loadGuestDeadline();
