@@ -76,7 +76,8 @@ export function encodeChecked(value: unknown, limits: Limits, root: string, offs
   // Buffer's pool makes small frames several times cheaper than a fresh ArrayBuffer;
   // every byte is overwritten, so "unsafe" exposes nothing
   const out = Buffer.allocUnsafe(offset + scratch.length);
-  out.fill(0, 0, offset);
+  // the header bytes (a frame's length, written by the caller): a loop, not Buffer#fill's checks
+  for (let i = 0; i < offset; i++) out[i] = 0;
   out.set(scratch, offset);
   return out;
 }
