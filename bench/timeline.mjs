@@ -8,6 +8,7 @@ import { cpus } from 'node:os';
 import { readdirSync, readFileSync } from 'node:fs';
 import { IsolatedRuntime, SandboxPool } from '@strata/runtime';
 import { collectTimeline, recordTimeline } from '@strata/runtime/testing';
+import { COLD_PHASES, WARM_PHASES } from './timeline-phases.mjs';
 
 const COLD_RUNS = 9;
 const WARM_UP = 500;
@@ -41,6 +42,20 @@ const childPids = () =>
  * The steps of a sequence of marks: from each mark to the next. A label seen again (a round trip
  * inside the start, a layer's self-test entering its isolate) is folded into the step it is in.
  */
+/** Each phase's duration in one run: from the first time its first mark was taken to the first time its last one was. */
+function phases(marks, table) {
+  const first = new Map();
+  for (const [label, at] of marks) if (!first.has(label)) first.set(label, at);
+  return table.map(([name, from, to]) => [name, first.has(from) && first.has(to) ? (first.get(to) - first.get(from)) / 1000 : undefined]);
+}
+
+function medianPhases(runs) {
+  return runs[0].map(([name], i) => {
+    const values = runs.map((run) => run[i][1]).filter((us) => us !== undefined);
+    return { phase: name, us: values.length === 0 ? undefined : median(values) };
+  });
+}
+
 function steps(marks) {
   const seen = new Set();
   const firsts = marks.filter(([label]) => !seen.has(label) && seen.add(label));
@@ -60,6 +75,7 @@ recordTimeline();
 
 // Cold: IsolatedRuntime.start with every default layer under `sandbox: 'require'`, no spare.
 const coldRuns = [];
+const coldPhaseRuns = [];
 const coldTotals = [];
 for (let i = 0; i < COLD_RUNS + 1; i++) {
   await collectTimeline();
@@ -72,6 +88,7 @@ for (let i = 0; i < COLD_RUNS + 1; i++) {
   await rt.close();
   if (i === 0) continue; // the first start of a process loads the parent's modules
   coldRuns.push(steps(marks));
+  coldPhaseRuns.push(phases(marks, COLD_PHASES));
   coldTotals.push((t1 - t0) / 1000);
 }
 
@@ -105,12 +122,15 @@ const idleCpuUs = workers.map(processCpuUs).reduce((sum, cpu, i) => sum + cpu - 
 const idle = { workers: workers.length, percentOfACore: (100 * idleCpuUs) / ((now() - idleWall) / 1000) };
 await pool.close();
 const warmRuns = [];
+const warmPhaseRuns = [];
 let cursor = 0;
 for (const [t0, t1] of calls) {
   while (cursor < all.length && all[cursor][1] < t0) cursor++;
   const inside = [];
   for (let j = cursor; j < all.length && all[j][1] <= t1; j++) inside.push(all[j]);
-  warmRuns.push(steps([['call eval', t0], ...inside, ['answer delivered', t1]]));
+  const trip = [['call eval', t0], ...inside, ['answer delivered', t1]];
+  warmRuns.push(steps(trip));
+  warmPhaseRuns.push(phases(trip, WARM_PHASES));
 }
 const warmTotal = median(calls.map(([t0, t1]) => (t1 - t0) / 1000));
 
@@ -120,16 +140,22 @@ const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${process.pla
 const results = {
   measured: new Date().toISOString().slice(0, 10),
   machine,
-  cold: { total: median(coldTotals), steps: cold },
-  warm: { total: warmTotal, steps: warm },
+  cold: { total: median(coldTotals), phases: medianPhases(coldPhaseRuns), steps: cold },
+  warm: { total: warmTotal, phases: medianPhases(warmPhaseRuns), steps: warm },
   spin: { burst, idle },
 };
 writeFileSync(new URL(`./${outName}.json`, import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
 
 const fmt = (us) => (us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(1)} µs`);
-const table = (title, total, rows) =>
+const table = (title, total, rows, phaseRows) =>
   [
     `### ${title}: ${fmt(total)} (median)`,
+    '',
+    '| phase | median |',
+    '| --- | ---: |',
+    ...phaseRows.map((r) => `| ${r.phase} | ${r.us === undefined ? '—' : fmt(r.us)} |`),
+    '',
+    'Step by step (from each mark to the next, as first taken in the run):',
     '',
     '| step | median |',
     '| --- | ---: |',
@@ -140,8 +166,8 @@ const table = (title, total, rows) =>
 const markdown = [
   `Measured ${results.measured} on ${machine}. Marks from Strata's parent and worker on one monotonic clock.`,
   '',
-  table(`Cold start: IsolatedRuntime.start (require, default layers) + first 1+1, ${COLD_RUNS} starts`, results.cold.total, cold),
-  table(`Warm round trip: eval('1+1'), ${ROUND_TRIPS} round trips`, warmTotal, warm),
+  table(`Cold start: IsolatedRuntime.start (require, default layers) + first 1+1, ${COLD_RUNS} starts`, results.cold.total, cold, results.cold.phases),
+  table(`Warm round trip: eval('1+1'), ${ROUND_TRIPS} round trips`, warmTotal, warm, results.warm.phases),
   '### What the worker spends waiting for its next command (it spins for it when commands come back to back)',
   '',
   '| figure | value |',

@@ -1,0 +1,44 @@
+// The phases the README talks about, each from one timeline mark to another (bench/timeline.mjs
+// measures them per run and keeps the medians). Alone, it compares two results files side by side:
+//
+//   node bench/timeline-phases.mjs bench/timeline-before.json bench/timeline-results.json
+import { readFileSync } from 'node:fs';
+
+export const COLD_PHASES = [
+  ['the parent plans (probes, launch plan)', 'call IsolatedRuntime.start', 'parent spawn'],
+  ["the launch chain to Node (strata-exec, the layers' links)", 'parent spawn', 'worker node start'],
+  ["Node's own start-up, --jitless", 'worker node start', 'worker node bootstrapped'],
+  ["the worker's code loaded", 'worker node bootstrapped', 'worker modules loaded'],
+  ['hello, and the configuration across the pipe', 'worker modules loaded', 'worker configure'],
+  ['the layer modules imported', 'worker configure', 'worker layers: loaded'],
+  ["the layers' apply, seal and self-tests", 'worker layers: loaded', 'worker layers applied and self-tested'],
+  ["the guest's isolate, with WEB_POLYFILLS", 'worker layers applied and self-tested', 'worker configured'],
+  ['checked from outside, a warm-up call, the first 1+1', 'worker configured', 'first 1+1 answered'],
+];
+
+export const WARM_PHASES = [
+  ['the parent: call, encode, write', 'call eval', 'parent written'],
+  ["the worker's wake-up", 'parent written', 'worker read'],
+  ['the worker decodes the command', 'worker read', 'worker decoded'],
+  ['the worker dispatches it to the Runtime', 'worker decoded', 'worker enter isolate'],
+  ['in the isolate (two entries: the eval, and the step around it)', 'worker enter isolate', 'worker left isolate'],
+  ['the worker exports the result and encodes the answer', 'worker left isolate', 'worker write'],
+  ["the pipe, and the parent's wake-up", 'worker write', 'parent read'],
+  ['the parent: decode, deliver', 'parent read', 'answer delivered'],
+];
+
+const fmt = (us) => (us === undefined ? '—' : us >= 1000 ? `${(us / 1000).toFixed(1)} ms` : `${us.toFixed(1)} µs`);
+
+if (process.argv[1] === new URL(import.meta.url).pathname) {
+  const [before, after] = process.argv.slice(2).map((file) => JSON.parse(readFileSync(file, 'utf8')));
+  for (const [title, key, phases] of [
+    ['cold start + first 1+1', 'cold', COLD_PHASES],
+    ["warm round trip, eval('1+1')", 'warm', WARM_PHASES],
+  ]) {
+    const a = before[key].phases;
+    const b = after[key].phases;
+    console.log(`| ${title} | before | after |\n| --- | ---: | ---: |`);
+    for (let i = 0; i < phases.length; i++) console.log(`| ${phases[i][0]} | ${fmt(a[i]?.us)} | ${fmt(b[i]?.us)} |`);
+    console.log(`| **median of the whole** | **${fmt(before[key].total)}** | **${fmt(after[key].total)}** |\n`);
+  }
+}
