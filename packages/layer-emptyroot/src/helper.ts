@@ -4,10 +4,15 @@
  *
  * @module
  */
-import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { nativeArtifactPath } from '@strata/runtime/native';
+
+// Required when a probe spawns its child (in the parent), not at import: the worker imports this
+// module too, and node:child_process costs each worker's start milliseconds of compiling (Node's
+// own modules compile from source under --jitless).
+const childProcess = (): typeof import('node:child_process') => createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
 
 // This file compiles to dist/src/helper.js, two levels below the package root.
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -83,7 +88,14 @@ export function dryRun(args: readonly string[], helper: string = EMPTYROOT_HELPE
   if (!existsSync(helper))
     return { verdict: 'failed', message: `the strata-emptyroot helper is not built (${helper}): run \`npm rebuild @strata/layer-emptyroot\`` };
   const asWorker = process.geteuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-  const child = spawnSync(helper, ['--dry-run', ...args, '--', helper], { env: {}, encoding: 'utf8', timeout: 10_000, stdio: 'pipe', cwd: '/', ...asWorker });
+  const child = childProcess().spawnSync(helper, ['--dry-run', ...args, '--', helper], {
+    env: {},
+    encoding: 'utf8',
+    timeout: 10_000,
+    stdio: 'pipe',
+    cwd: '/',
+    ...asWorker,
+  });
   if (child.error) return { verdict: 'failed', message: `the dry run of strata-emptyroot could not run: ${child.error.message}` };
   return classifyDryRun(child.status, child.signal, child.stdout, child.stderr);
 }

@@ -4,11 +4,16 @@
  *
  * @module
  */
-import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { nativeArtifactPath } from '@strata/runtime/native';
 import { ERRATA_FROM_OLD_HELPER, errataFromKernel, type Errata } from './errata.js';
+
+// Required when a probe spawns its child (in the parent), not at import: the worker imports this
+// module too, and node:child_process costs each worker's start milliseconds of compiling (Node's
+// own modules compile from source under --jitless).
+const childProcess = (): typeof import('node:child_process') => createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
 
 // This file compiles to dist/src/helper.js, two levels below the package root.
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -39,7 +44,7 @@ export function parsePrintAbi(stdout: string): AbiResult {
 export function landlockAbi(helper: string = LANDLOCK_HELPER): AbiResult {
   if (process.platform !== 'linux') return { gap: `Landlock is Linux only (this is ${process.platform})` };
   if (!existsSync(helper)) return { gap: `the strata-landlock helper is not built (${helper}): run \`npm rebuild @strata/layer-landlock\`` };
-  const child = spawnSync(helper, ['--print-abi'], { env: {}, encoding: 'utf8', timeout: 10_000, stdio: 'pipe' }); // 'pipe', not 'ignore': /dev/null is outside the worker's read set
+  const child = childProcess().spawnSync(helper, ['--print-abi'], { env: {}, encoding: 'utf8', timeout: 10_000, stdio: 'pipe' }); // 'pipe', not 'ignore': /dev/null is outside the worker's read set
   if (child.error) return { gap: `strata-landlock --print-abi could not run: ${child.error.message}` };
   if (child.status !== 0) return { gap: child.stderr.trim().split('\n').pop() || `strata-landlock --print-abi exited with ${child.status ?? child.signal}` };
   return parsePrintAbi(child.stdout);

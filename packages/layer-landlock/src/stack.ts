@@ -13,11 +13,11 @@
  *
  * @module
  */
-import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { LayerCapability } from '@strata/runtime/layers';
 import { LayerConfigError } from '@strata/runtime/layers';
-import { TEST_FIRE_MARKER } from './test-fire.js';
+import { TEST_FIRE_MARKER } from './test-fire-marker.js';
 
 /** The first Landlock ABI with thread sync (Linux 7.0). */
 export const STACK_MIN_ABI = 8;
@@ -29,6 +29,10 @@ export const STACK_WORD = 'tsync-stack';
 export const STACKED = 'deny-all-fs (TSYNC)';
 
 const TEST_FIRE_SCRIPT = fileURLToPath(new URL('./test-fire.js', import.meta.url));
+// Required when a probe spawns its child (in the parent), not at import: the worker imports this
+// module too, and node:child_process costs each worker's start milliseconds of compiling (Node's
+// own modules compile from source under --jitless).
+const childProcess = (): typeof import('node:child_process') => createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
 
 /** The layer's `stackAfterLoad` option: a boolean, `true` when not given. Throws naming what is wrong. */
 export function checkStackAfterLoad(value: unknown): boolean {
@@ -88,7 +92,12 @@ export function stackTestFire(): string | undefined {
 
 /** Runs the test-fire child (native/../src/test-fire.ts) now: no side effect on this process. */
 export function runStackTestFire(): string | undefined {
-  const child = spawnSync(process.execPath, [TEST_FIRE_SCRIPT], { env: {}, encoding: 'utf8', timeout: 20_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = childProcess().spawnSync(process.execPath, [TEST_FIRE_SCRIPT], {
+    env: {},
+    encoding: 'utf8',
+    timeout: 20_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   if (child.error) return `the stack test-fire could not run: ${child.error.message}`;
   if (child.signal) return `the stack test-fire child died of ${child.signal}`;
   if (child.status !== 0 || !child.stdout.includes(TEST_FIRE_MARKER))

@@ -16,9 +16,10 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { errnoOf } from '@strata/runtime/layers';
 import { loadAddon } from './addon.js';
+import { TEST_FIRE_MARKER } from './test-fire-marker.js';
 
 /** The line the child prints when everything worked. */
-export const TEST_FIRE_MARKER = 'strata-landlock: stack test-fire ok';
+export { TEST_FIRE_MARKER };
 
 const THREAD = `
   const { parentPort } = require('node:worker_threads');

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ApplyContext, LaunchContext, LaunchStep, Layer, LayerCapability, ProbeContext, SelfTestContext } from '@strata/runtime/layers';
@@ -20,11 +20,16 @@ import { CONSTANTS, ERRNO } from './policy.js';
 import { threadStatus } from './status.js';
 import type { Arch } from './syscall-table.js';
 import { syscallNumber } from './compile-filter.js';
-import { TEST_FIRE_MARKER } from './test-fire.js';
+import { TEST_FIRE_MARKER } from './test-fire-marker.js';
 import { ioUringMayBeInUse } from './io-uring.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const TEST_FIRE_SCRIPT = fileURLToPath(new URL('./test-fire.js', import.meta.url));
+// Required when a probe spawns its child (in the parent), not at import: the worker imports this
+// module too, and node:child_process costs each worker's start milliseconds of compiling (Node's
+// own modules compile from source under --jitless).
+const childProcess = (): typeof import('node:child_process') => createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
+
 const PROVIDES = Object.freeze([
   'seccomp-filter',
   'all-threads',
@@ -46,7 +51,12 @@ export function testFire(): string | undefined {
 }
 
 function runTestFire(): string | undefined {
-  const child = spawnSync(process.execPath, [TEST_FIRE_SCRIPT], { env: {}, encoding: 'utf8', timeout: 20_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = childProcess().spawnSync(process.execPath, [TEST_FIRE_SCRIPT], {
+    env: {},
+    encoding: 'utf8',
+    timeout: 20_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   if (child.error) return `the seccomp test-fire could not run: ${child.error.message}`;
   if (child.signal) return `seccomp filter would kill the process (architecture emulation?): the test-fire child died of ${child.signal}`;
   if (child.status !== 0 || !child.stdout.includes(TEST_FIRE_MARKER)) {

@@ -14,9 +14,10 @@ import { Worker } from 'node:worker_threads';
 import { loadAddon } from './addon.js';
 import { archOf, compileFilter, serializeFilter } from './compile-filter.js';
 import { ioUringMayBeInUse } from './io-uring.js';
+import { TEST_FIRE_MARKER } from './test-fire-marker.js';
 
 /** The line the child prints when everything worked. */
-export const TEST_FIRE_MARKER = 'strata-seccomp: test-fire ok';
+export { TEST_FIRE_MARKER };
 
 async function main(): Promise<void> {
   const arch = archOf(process.arch);
