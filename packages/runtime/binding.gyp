@@ -44,6 +44,18 @@
       ],
     },
     {
+      # The worker's side of the wire's frames in C (native/wire-codec.c): its JavaScript runs jitless.
+      'target_name': 'strata_wire',
+      'conditions': [
+        ['OS=="linux" or OS=="mac"', {
+          'type': 'loadable_module',
+          'sources': ['native/wire-codec.c'],
+        }, {
+          'type': 'none',
+        }],
+      ],
+    },
+    {
       # The soft timeout: a watcher thread that stops a guest isolate at its deadline (native/guest-deadline.cc).
       'target_name': 'strata_deadline',
       'conditions': [

@@ -4,8 +4,7 @@
  * (`toTaggedJson`), for results a CLI prints and journals a session keeps; and the one walk
  * over nested values (`ValueWalk`) that the wire's check and the runtime's checks share.
  *
- * The entry holds what other packages and the README use. The rest (`validateMessage`,
- * `CBOR_TAGS`, `FRAME_HEADER_BYTES`, …) is internal to the package: its own tests import it
+ * The entry holds what other packages and the README use. The rest (`CBOR_TAGS`, `FRAME_HEADER_BYTES`, …) is internal to the package: its own tests import it
  * from the module that defines it.
  *
  * @packageDocumentation
@@ -32,6 +31,7 @@ export {
 export {
   PROTOCOL_VERSION,
   MESSAGE_SPECS,
+  validateMessage,
   MESSAGE_TYPES,
   CONSOLE_LEVELS,
   COMMAND_NAMES,

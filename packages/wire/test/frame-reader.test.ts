@@ -186,3 +186,22 @@ test('bodies decode to values that do not alias the chunk', (t) => {
   chunk.fill(0);
   t.true(message?.type === 'result' && wireEqual(message.value, Uint8Array.of(1, 2, 3)));
 });
+
+test('fastDecode: its value is used, undefined hands the body to the strict decoder, and its value is still checked against the message table', (t) => {
+  const bodies: number[] = [];
+  const reader = new FrameReader({
+    fastDecode: (body) => {
+      bodies.push(body.length);
+      // answers for the first message only
+      return bodies.length === 1 ? { type: 'hello', version: 1 } : undefined;
+    },
+  });
+  const messages = reader.readMessages(STREAM);
+  t.is(bodies.length, MESSAGES.length);
+  t.true(messages.every((message, i) => wireEqual(message, MESSAGES[i])));
+
+  const lying = new FrameReader({ fastDecode: () => ({ type: 'no such message' }) });
+  t.throws(() => lying.readMessages(encodeFrame({ type: 'hello', version: 1 })), { instanceOf: ProtocolError });
+  // failed for good, like a reader whose strict decoder refused a body
+  t.throws(() => lying.readMessages(new Uint8Array(0)), { instanceOf: ProtocolError });
+});

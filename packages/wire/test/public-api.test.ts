@@ -9,6 +9,8 @@ const MAIN = [
   'FrameReader',
   'PROTOCOL_VERSION',
   'MESSAGE_SPECS',
+  // the message table's check: the runtime's worker runs it on what its native codec reads and writes
+  'validateMessage',
   'MESSAGE_TYPES',
   'CONSOLE_LEVELS',
   'COMMAND_NAMES',

@@ -93,3 +93,28 @@ export function deadlineAddonPath(): string {
 export function loadDeadlineAddon(): unknown {
   return requireAddon(deadlineAddonPath());
 }
+
+/**
+ * The worker's wire codec (`strata_wire.node`, native/wire-codec.c): @strata/wire's frames
+ * encoded and decoded in C, because the worker's JavaScript runs jitless. A fast path only: each
+ * function answers `undefined` for anything outside the plain messages it handles (a tag, a
+ * `"__proto__"` key, a crossed limit, a malformed byte), and the caller then runs the JavaScript
+ * codec, which encodes the value or refuses it with its own error. The parent never uses it.
+ */
+export interface WireCodec {
+  /** A complete frame (length header and CBOR body), or `undefined`: use `encodeFrame`. */
+  encodeFrame(message: unknown, maxDepth: number, maxNodes: number, maxStringBytes: number, maxFrameBytes: number): Buffer | undefined;
+  /** The value of one frame body, or `undefined`: use the strict decoder. */
+  decodeBody(body: Uint8Array, maxDepth: number, maxNodes: number, maxStringBytes: number): unknown;
+  /** The values of the whole frames that fill `chunk`'s first `length` bytes, or `undefined`: use a `FrameReader`. */
+  decodeFrames(chunk: Uint8Array, length: number, maxFrameBytes: number, maxDepth: number, maxNodes: number, maxStringBytes: number): unknown[] | undefined;
+}
+
+/**
+ * Loads the wire codec addon (Linux and macOS).
+ *
+ * @throws Error elsewhere, or when the addon was not built (the message says how to build it).
+ */
+export function loadWireCodec(): WireCodec {
+  return requireAddon(builtArtifact('strata_wire.node', ['linux', 'darwin'])) as WireCodec;
+}

@@ -1,7 +1,8 @@
 import { readSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
-import { FrameReader, encodeFrame, type Message, type MessageOf } from '@strata/wire';
+import { FrameReader, encodeFrame, resolveLimits, validateMessage, type Message, type MessageOf } from '@strata/wire';
 import { PARENT_FRAME_LIMITS, WORKER_FRAME_LIMITS } from '../channel-limits.js';
+import type { WireCodec } from '../native/native-paths.js';
 import { mark } from '../timeline.js';
 import { SpinPolicy } from './spin-policy.js';
 
@@ -25,8 +26,9 @@ export const CHANNEL_FDS = Object.freeze({
   settlements: 4,
 });
 
-// The parent is trusted by the worker, but its frames still go through the same decoder.
-const FRAME_LIMITS = PARENT_FRAME_LIMITS;
+// The parent is trusted by the worker; its frames are held to these limits all the same.
+const FRAME_LIMITS = resolveLimits(PARENT_FRAME_LIMITS);
+const SEND_LIMITS = resolveLimits(WORKER_FRAME_LIMITS);
 
 /**
  * The worker's end of the channel. Writes are synchronous (a blocking pipe, so a parent that
@@ -35,9 +37,10 @@ const FRAME_LIMITS = PARENT_FRAME_LIMITS;
  * two readers never share a file descriptor.
  */
 export class ParentChannel {
-  readonly #replies = new FrameReader({ limits: FRAME_LIMITS });
-  readonly #commands = new FrameReader({ limits: FRAME_LIMITS });
-  readonly #settlements = new FrameReader({ limits: FRAME_LIMITS });
+  readonly #replies: FrameReader;
+  readonly #commands: FrameReader;
+  readonly #settlements: FrameReader;
+  readonly #codec: WireCodec | undefined;
   readonly #pendingCommands: Message[] = [];
   readonly #replyBuffer = Buffer.allocUnsafe(64 * 1024);
   readonly #commandBuffer = Buffer.allocUnsafe(64 * 1024);
@@ -46,9 +49,18 @@ export class ParentChannel {
   readonly #commandSpin = new SpinPolicy();
   readonly #replySpin = new SpinPolicy();
 
-  /** @param waits - a spin before a blocking read that is expected to be answered soon ({@link SpinPolicy}), and the watchdog's idle switch; none: always sleep. */
-  constructor(waits?: Waits) {
+  /**
+   * @param waits - a spin before a blocking read that is expected to be answered soon ({@link SpinPolicy}), and the watchdog's idle switch; none: always sleep.
+   * @param codec - the native codec, tried first for every frame each way (the worker's JavaScript runs jitless); none: @strata/wire's alone.
+   */
+  constructor(waits?: Waits, codec?: WireCodec) {
     this.#waits = waits;
+    this.#codec = codec;
+    const { maxDepth, maxNodes, maxStringBytes } = FRAME_LIMITS;
+    const fastDecode = codec === undefined ? undefined : (body: Uint8Array) => codec.decodeBody(body, maxDepth, maxNodes, maxStringBytes);
+    this.#replies = new FrameReader({ limits: FRAME_LIMITS, fastDecode });
+    this.#commands = new FrameReader({ limits: FRAME_LIMITS, fastDecode });
+    this.#settlements = new FrameReader({ limits: FRAME_LIMITS, fastDecode });
   }
 
   /**
@@ -73,7 +85,12 @@ export class ParentChannel {
   /** Sends one message. */
   send(message: Message): void {
     mark('encode');
-    const frame = encodeFrame(message, WORKER_FRAME_LIMITS);
+    const { maxDepth, maxNodes, maxStringBytes, maxFrameBytes } = SEND_LIMITS;
+    let frame: Uint8Array | undefined = this.#codec?.encodeFrame(message, maxDepth, maxNodes, maxStringBytes, maxFrameBytes);
+    // the message table, checked after the value as encodeFrame does, so a refusal reads the same
+    if (frame !== undefined) validateMessage(message);
+    // anything the native codec does not handle: encoded, or refused with the path of what is wrong
+    else frame = encodeFrame(message, SEND_LIMITS);
     mark('write');
     let offset = 0;
     while (offset < frame.length) offset += writeSync(CHANNEL_FDS.out, frame, offset, frame.length - offset);
@@ -92,7 +109,7 @@ export class ParentChannel {
       const n = this.#read(CHANNEL_FDS.commands, this.#commandBuffer, this.#commandSpin, true);
       mark('read');
       if (n === 0) return undefined;
-      this.#pendingCommands.push(...this.#commands.readMessages(this.#commandBuffer.subarray(0, n)));
+      this.#pendingCommands.push(...this.#decodeChunk(this.#commands, this.#commandBuffer, n));
       mark('decoded');
     }
   }
@@ -155,12 +172,30 @@ export class ParentChannel {
     return reply;
   }
 
+  /**
+   * The messages in the first `n` bytes of `buffer`, read synchronously: when they are whole frames
+   * and `reader` holds no part of one, the native codec decodes them all in one call; otherwise
+   * (or when it hands them back) `reader` does.
+   */
+  #decodeChunk(reader: FrameReader, buffer: Buffer, n: number): Message[] {
+    if (this.#codec !== undefined && reader.bufferedBytes === 0 && reader.error === undefined) {
+      const { maxFrameBytes, maxDepth, maxNodes, maxStringBytes } = FRAME_LIMITS;
+      const values = this.#codec.decodeFrames(buffer, n, maxFrameBytes, maxDepth, maxNodes, maxStringBytes);
+      if (values !== undefined) {
+        const messages: Message[] = [];
+        for (const value of values) messages.push(validateMessage(value));
+        return messages;
+      }
+    }
+    return reader.readMessages(buffer.subarray(0, n));
+  }
+
   #readReply(): Message {
     for (;;) {
       const n = this.#read(CHANNEL_FDS.replies, this.#replyBuffer, this.#replySpin, false);
       mark('read reply');
       if (n === 0) throw new Error('the parent closed the reply pipe');
-      const messages = this.#replies.readMessages(this.#replyBuffer.subarray(0, n));
+      const messages = this.#decodeChunk(this.#replies, this.#replyBuffer, n);
       mark('decoded reply');
       if (messages.length > 1) throw new Error('protocol: the parent sent more than one reply');
       if (messages.length === 1) return messages[0]!;

@@ -6,14 +6,14 @@
  * files it keeps), then the layer pipeline applies, seals and self-tests (docs/design.md §3). A layer's
  * seal may deny every file open from then on, so everything the worker uses afterwards is
  * imported here, statically, at start: isolated-vm and its addon (through ../runtime.js), the
- * wire's codec, the watchdog's and the deadline's addons. Only layer modules are imported later, before any apply.
+ * wire's codec (and its native half), the watchdog's and the deadline's addons. Only layer modules are imported later, before any apply.
  */
 // The composition root: tsyringe needs the metadata polyfill before anything it resolves.
 import 'reflect-metadata';
 import { PROTOCOL_VERSION, type Message, type MessageOf } from '@strata/wire';
 import { toErrorPayload } from '../error-codec.js';
 import { loadGuestDeadline } from '../guest-deadline.js';
-import { loadWatchdog } from '../native/native-paths.js';
+import { loadWatchdog, loadWireCodec } from '../native/native-paths.js';
 import { Runtime } from '../runtime.js';
 import { markAt, mark, startTimeline, stopTimeline } from '../timeline.js';
 import { ParentChannel } from './parent-channel.js';
@@ -35,7 +35,7 @@ loadGuestDeadline();
 // execve() reset the dumpable flag the exec helper could have set: no core dump, no ptrace
 // attach by another process of the same user, /proc/<pid> owned by root.
 watchdog.disableDumping();
-const channel = new ParentChannel(watchdog);
+const channel = new ParentChannel(watchdog, loadWireCodec());
 let host: WorkerHost | undefined;
 
 async function configure(message: MessageOf<'configure'>): Promise<WorkerHost> {
