@@ -10,7 +10,11 @@
  *
  * @module
  */
-import { Worker, parentPort, workerData, type ResourceLimits } from 'node:worker_threads';
+import type { ResourceLimits, Worker } from 'node:worker_threads';
+
+// Loaded on first use: a process that never starts a bounded worker (Strata's sandboxed worker,
+// whose JavaScript runs jitless and compiles each built-in module it loads) does not pay for it.
+const threads = () => process.getBuiltinModule('node:worker_threads');
 
 /** An error the worker's handler threw, as it crossed the thread boundary. */
 export interface WorkerError {
@@ -125,7 +129,7 @@ export class BoundedWorker<Request, Response> {
     if (this.#closed) return { status: 'unavailable', message: 'it is closing' };
     let worker: Worker;
     const create = (execArgv: string[] | undefined) =>
-      new Worker(this.#options.script, {
+      new (threads().Worker)(this.#options.script, {
         workerData: { options: this.#options.options, generation: ++this.#generation },
         ...(execArgv === undefined ? {} : { execArgv }),
         ...(this.#options.resourceLimits === undefined ? {} : { resourceLimits: this.#options.resourceLimits }),
@@ -211,7 +215,7 @@ export function serveBoundedRequests<Request, Response>(
   handle: (request: Request) => Response,
   options: { recoverable?: (error: unknown) => boolean; warmUp?: () => void } = {},
 ): void {
-  const port = parentPort;
+  const port = threads().parentPort;
   if (port === null) throw new Error('serveBoundedRequests runs in a worker thread');
   options.warmUp?.();
   port.on('message', ({ id, request }: { id: number; request: Request }) => {
@@ -226,7 +230,7 @@ export function serveBoundedRequests<Request, Response>(
 
 /** The `workerData` of this worker thread, as {@link BoundedWorker} passed it. */
 export function boundedWorkerData<Options>(): BoundedWorkerData<Options> {
-  return workerData as BoundedWorkerData<Options>;
+  return threads().workerData as BoundedWorkerData<Options>;
 }
 
 function serializeError(error: unknown): WorkerError {

@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomFillSync } from 'node:crypto';
 import { types } from 'node:util';
 import { loadEngine, type IsolatedVm } from './engine.js';
 import type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
@@ -1103,7 +1102,8 @@ function hostEntropy(byteLength: unknown): Uint8Array {
     throw new RangeError(`${ENTROPY_GLOBAL}(byteLength): byteLength must be an integer from 0 to ${MAX_ENTROPY_BYTES}`);
   }
   // isolated-vm copies a returned Uint8Array into the isolate as a Uint8Array of the guest's realm.
-  return randomFillSync(new Uint8Array(byteLength));
+  // node:crypto is loaded on the first call: a worker whose guest never asks pays nothing for it
+  return process.getBuiltinModule('node:crypto').randomFillSync(new Uint8Array(byteLength));
 }
 
 /** The options checked, and the snapshot's blob; `bootstrap` and `strictEval` are the snapshot's. */

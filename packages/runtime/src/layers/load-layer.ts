@@ -1,10 +1,27 @@
-import 'reflect-metadata';
-import { container } from 'tsyringe';
+import { createRequire } from 'node:module';
+import type * as Tsyringe from 'tsyringe';
 import { LayerConfigError } from '../errors.js';
 import type { Layer, LayerDescriptor, LayerModuleExport } from './layer.js';
 import { LAYER_OPTIONS } from './tokens.js';
 
 const NAME = /^[a-z][a-z0-9-]{0,63}$/;
+// Strata's own layer modules: factories, never decorated classes.
+const STRATA_LAYER_MODULE = /^@strata\/layer-[a-z]+\/layer$/;
+
+// Loaded on first use, not at import: under --jitless every worker would compile them at start
+// (about 25 ms), and Strata's own layers need neither. Both are CommonJS, so a layer module's
+// own import of tsyringe gets this same copy.
+const requireHere = createRequire(import.meta.url);
+
+/** The Reflect metadata polyfill, which tsyringe and a decorated layer class need before either is defined. */
+function loadReflectMetadata(): void {
+  requireHere('reflect-metadata');
+}
+
+function tsyringe(): typeof Tsyringe {
+  loadReflectMetadata();
+  return requireHere('tsyringe') as typeof Tsyringe;
+}
 
 /**
  * Imports a layer module by specifier and builds the layer from its default export: a factory
@@ -20,6 +37,8 @@ export async function buildLayer(descriptor: LayerDescriptor): Promise<unknown> 
   const where = descriptor.module;
   let exported: unknown;
   try {
+    // a third party's layer may import tsyringe, which throws without the polyfill
+    if (!STRATA_LAYER_MODULE.test(where)) loadReflectMetadata();
     exported = ((await import(descriptor.module)) as { default?: unknown }).default;
   } catch (error) {
     throw new LayerConfigError(where, `cannot import its module: ${(error as Error).message}`, { cause: error });
@@ -28,7 +47,7 @@ export async function buildLayer(descriptor: LayerDescriptor): Promise<unknown> 
   const options = Object.freeze({ ...(descriptor.options ?? {}) });
   try {
     if (isClass(exported)) {
-      const scope = container.createChildContainer();
+      const scope = tsyringe().container.createChildContainer();
       scope.register(LAYER_OPTIONS, { useValue: options });
       return scope.resolve(exported as unknown as new () => Layer);
     }

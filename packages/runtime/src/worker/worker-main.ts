@@ -8,8 +8,6 @@
  * imported here, statically, at start: isolated-vm and its addon (through ../runtime.js), the
  * wire's codec (and its native half), the watchdog's and the deadline's addons. Only layer modules are imported later, before any apply.
  */
-// The composition root: tsyringe needs the metadata polyfill before anything it resolves.
-import 'reflect-metadata';
 import { PROTOCOL_VERSION, type Message, type MessageOf } from '@strata/wire';
 import { toErrorPayload } from '../error-codec.js';
 import { loadGuestDeadline } from '../guest-deadline.js';
