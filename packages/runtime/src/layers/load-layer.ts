@@ -5,7 +5,9 @@ import type { Layer, LayerDescriptor, LayerModuleExport } from './layer.js';
 import { LAYER_OPTIONS } from './tokens.js';
 
 const NAME = /^[a-z][a-z0-9-]{0,63}$/;
-// Strata's own layer modules: factories, never decorated classes.
+// Strata's own layer modules: factories, never decorated classes, each also one CommonJS file
+// (its package's `require` condition), which the worker requires: a few modules fewer per layer,
+// and Node's ESM loader never started (every worker would compile it from source, --jitless).
 const STRATA_LAYER_MODULE = /^@strata\/layer-[a-z]+\/layer$/;
 
 // Loaded on first use, not at import: under --jitless every worker would compile them at start
@@ -37,9 +39,13 @@ export async function buildLayer(descriptor: LayerDescriptor): Promise<unknown> 
   const where = descriptor.module;
   let exported: unknown;
   try {
-    // a third party's layer may import tsyringe, which throws without the polyfill
-    if (!STRATA_LAYER_MODULE.test(where)) loadReflectMetadata();
-    exported = ((await import(descriptor.module)) as { default?: unknown }).default;
+    if (STRATA_LAYER_MODULE.test(where)) {
+      exported = (requireHere(where) as { default?: unknown }).default;
+    } else {
+      // a third party's layer may import tsyringe, which throws without the polyfill
+      loadReflectMetadata();
+      exported = ((await import(descriptor.module)) as { default?: unknown }).default;
+    }
   } catch (error) {
     throw new LayerConfigError(where, `cannot import its module: ${(error as Error).message}`, { cause: error });
   }

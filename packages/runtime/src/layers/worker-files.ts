@@ -84,7 +84,9 @@ const librariesOf = new Map<string, readonly string[]>();
 
 function traceLibraries(execPath: string): string[] {
   // node:child_process on first use: the worker imports this module, and never traces
-  const traced = process.getBuiltinModule('node:child_process').spawnSync(execPath, [], { env: { LD_TRACE_LOADED_OBJECTS: '1' }, encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  const traced = process
+    .getBuiltinModule('node:child_process')
+    .spawnSync(execPath, [], { env: { LD_TRACE_LOADED_OBJECTS: '1' }, encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'pipe'] });
   const fromTrace = traced.status === 0 ? parseLoadedObjects(traced.stdout) : [];
   const libraries = fromTrace.length > 0 ? fromTrace : parseMaps(readFileSync('/proc/self/maps', 'utf8'));
   return [...new Set(libraries)];

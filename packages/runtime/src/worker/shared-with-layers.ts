@@ -25,6 +25,8 @@ const SHARED: Readonly<Record<string, object>> = Object.freeze({
   '@strata/runtime/worker-files': workerFiles,
 });
 const SCHEME = 'strata-worker:';
+// The same module for a require() (Strata's own layers are CommonJS bundles): its exports are the bundle's module itself.
+const REQUIRE_SCHEME = 'strata-worker-require:';
 const HOLDER = Symbol.for('strata.worker.sharedWithLayers');
 
 let installed = false;
@@ -43,11 +45,18 @@ export function shareRuntimeWithLayers(): void {
   Object.defineProperty(globalThis, HOLDER, { value: SHARED, enumerable: false, writable: false, configurable: false });
   registerHooks({
     resolve(specifier, context, nextResolve) {
-      if (Object.hasOwn(SHARED, specifier)) return { url: `${SCHEME}${specifier}`, format: 'module', shortCircuit: true };
+      if (Object.hasOwn(SHARED, specifier)) {
+        if (context.conditions.includes('require')) return { url: `${REQUIRE_SCHEME}${specifier}`, format: 'commonjs', shortCircuit: true };
+        return { url: `${SCHEME}${specifier}`, format: 'module', shortCircuit: true };
+      }
       return nextResolve(specifier, context);
     },
     load(url, context, nextLoad) {
       if (url.startsWith(SCHEME)) return { format: 'module', source: sourceOf(url.slice(SCHEME.length)), shortCircuit: true };
+      if (url.startsWith(REQUIRE_SCHEME)) {
+        const source = `module.exports = globalThis[Symbol.for('strata.worker.sharedWithLayers')][${JSON.stringify(url.slice(REQUIRE_SCHEME.length))}];`;
+        return { format: 'commonjs', source, shortCircuit: true };
+      }
       return nextLoad(url, context);
     },
   });

@@ -27,13 +27,16 @@ mark('modules loaded');
 
 // Before any layer module is imported: they import the worker's own @strata/runtime entry points.
 shareRuntimeWithLayers();
+mark('hooks installed');
 const watchdog = loadWatchdog();
 // The soft timeout's addon, both halves, while files can still be opened.
 loadGuestDeadline();
 // execve() reset the dumpable flag the exec helper could have set: no core dump, no ptrace
 // attach by another process of the same user, /proc/<pid> owned by root.
 watchdog.disableDumping();
+mark('addons loaded');
 const channel = new ParentChannel(watchdog, loadWireCodec());
+mark('channel made');
 let host: WorkerHost | undefined;
 
 async function configure(message: MessageOf<'configure'>): Promise<WorkerHost> {
