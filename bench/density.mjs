@@ -53,7 +53,8 @@ const SCENARIO_TIMEOUT_MS = 300_000;
 const MAX_FAILURES = 10;
 // Every session's options: the bench's other figures run with every default layer required.
 const SANDBOX = 'require';
-const WORKER_ENTRY = fileURLToPath(new URL('../packages/runtime/dist/src/worker/worker-main.js', import.meta.url));
+// What a worker's command line names (the file the parent starts), to find this run's workers.
+const { WORKER_ENTRY } = await import('../packages/runtime/dist/src/isolated/worker-process.js');
 
 const args = parseArgs(process.argv.slice(2));
 if (args.scenario === undefined) await orchestrate(args);

@@ -1,7 +1,7 @@
 // The phases the README talks about, each from one timeline mark to another (bench/timeline.mjs
-// measures them per run and keeps the medians). Alone, it compares two results files side by side:
+// measures them per run and keeps the medians). Alone, it prints results files side by side:
 //
-//   node bench/timeline-phases.mjs bench/timeline-before.json bench/timeline-results.json
+//   node bench/timeline-phases.mjs bench/timeline-before.json bench/timeline-stop31.json bench/timeline-results.json
 import { readFileSync } from 'node:fs';
 
 export const COLD_PHASES = [
@@ -30,15 +30,15 @@ export const WARM_PHASES = [
 const fmt = (us) => (us === undefined ? '—' : us >= 1000 ? `${(us / 1000).toFixed(1)} ms` : `${us.toFixed(1)} µs`);
 
 if (process.argv[1] === new URL(import.meta.url).pathname) {
-  const [before, after] = process.argv.slice(2).map((file) => JSON.parse(readFileSync(file, 'utf8')));
+  const files = process.argv.slice(2);
+  const results = files.map((file) => JSON.parse(readFileSync(file, 'utf8')));
+  const names = files.map((file) => file.replace(/^.*\//, '').replace(/\.json$/, ''));
   for (const [title, key, phases] of [
     ['cold start + first 1+1', 'cold', COLD_PHASES],
     ["warm round trip, eval('1+1')", 'warm', WARM_PHASES],
   ]) {
-    const a = before[key].phases;
-    const b = after[key].phases;
-    console.log(`| ${title} | before | after |\n| --- | ---: | ---: |`);
-    for (let i = 0; i < phases.length; i++) console.log(`| ${phases[i][0]} | ${fmt(a[i]?.us)} | ${fmt(b[i]?.us)} |`);
-    console.log(`| **median of the whole** | **${fmt(before[key].total)}** | **${fmt(after[key].total)}** |\n`);
+    console.log(`| ${title} | ${names.join(' | ')} |\n| --- |${' ---: |'.repeat(names.length)}`);
+    for (let i = 0; i < phases.length; i++) console.log(`| ${phases[i][0]} | ${results.map((r) => fmt(r[key].phases[i]?.us)).join(' | ')} |`);
+    console.log(`| **median of the whole** | ${results.map((r) => `**${fmt(r[key].total)}**`).join(' | ')} |\n`);
   }
 }

@@ -21,7 +21,7 @@ export const CONSOLE_LEVELS = Object.freeze(['log', 'info', 'warn', 'error', 'de
 export type ConsoleLevel = (typeof CONSOLE_LEVELS)[number];
 
 /** Names a `command` message can carry: the parent's requests that are not evaluations. */
-export const COMMAND_NAMES = Object.freeze(['bind', 'revoke', 'addModule', 'dispose', 'open', 'timeline'] as const);
+export const COMMAND_NAMES = Object.freeze(['bind', 'revoke', 'addModule', 'dispose', 'open', 'timeline', 'codeCache'] as const);
 
 /** One of {@link COMMAND_NAMES}. */
 export type CommandName = (typeof COMMAND_NAMES)[number];

@@ -40,7 +40,7 @@ test('the message table lists the protocol messages', (t) => {
   t.true(Object.isFrozen(MESSAGE_SPECS.eval));
   t.is(PROTOCOL_VERSION, 2);
   t.deepEqual([...CONSOLE_LEVELS], ['log', 'info', 'warn', 'error', 'debug', 'trace']);
-  t.deepEqual([...COMMAND_NAMES], ['bind', 'revoke', 'addModule', 'dispose', 'open', 'timeline']);
+  t.deepEqual([...COMMAND_NAMES], ['bind', 'revoke', 'addModule', 'dispose', 'open', 'timeline', 'codeCache']);
 });
 
 test('the TypeScript union follows the table', (t) => {

@@ -86,6 +86,8 @@ export interface RuntimeInternals {
   attach(options: ResolvedIsolatedOptions, port: WorkerPort, report: SandboxReport, sharing: SharingView): IsolatedRuntime;
   /** The worker's timeline marks so far (the bench's breakdowns; see timeline.ts), taken from the worker. */
   workerTimeline(rt: IsolatedRuntime): Promise<TimelineMark[]>;
+  /** A V8 code cache of the worker's bundle as compiled so far (scripts/make-worker-cache.mjs). */
+  workerCodeCache(rt: IsolatedRuntime): Promise<Uint8Array>;
 }
 
 /** What a runtime on a shared worker says about the sharing, in its report. */
@@ -158,6 +160,7 @@ export class IsolatedRuntime implements StrataRuntime {
       options: (rt) => rt.#options,
       attach: (options, port, report, sharing) => new IsolatedRuntime(FACTORY, options, port, report, undefined, sharing),
       workerTimeline: (rt) => rt.#command({ type: 'command', id: 0, name: 'timeline', params: {} }) as Promise<TimelineMark[]>,
+      workerCodeCache: (rt) => rt.#command({ type: 'command', id: 0, name: 'codeCache', params: {} }) as Promise<Uint8Array>,
     };
   }
 

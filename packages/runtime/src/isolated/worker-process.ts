@@ -28,9 +28,9 @@ export interface LaunchPlan {
 }
 
 /** The worker entry shipped with the package. */
-// The worker's entry bundled into one CommonJS file at build time (scripts/bundle-worker.mjs): a
-// fresh worker then loads one file instead of about a hundred modules through Node's ESM loader.
-export const WORKER_ENTRY = fileURLToPath(new URL('../worker/worker-main.cjs', import.meta.url));
+// It compiles the worker's code, bundled into one CommonJS file at build time
+// (scripts/bundle-worker.mjs), with the code cache made for it then (scripts/make-worker-cache.mjs).
+export const WORKER_ENTRY = fileURLToPath(new URL('../worker/worker-entry.cjs', import.meta.url));
 
 /** A plan's identity, for matching a prewarmed spare. */
 export function planKey(plan: LaunchPlan): string {

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as Tsyringe from 'tsyringe';
+import { importModule } from '../worker/entry-handle.js';
 import { LayerConfigError } from '../errors.js';
 import type { Layer, LayerDescriptor, LayerModuleExport } from './layer.js';
 import { LAYER_OPTIONS } from './tokens.js';
@@ -44,7 +45,7 @@ export async function buildLayer(descriptor: LayerDescriptor): Promise<unknown> 
     } else {
       // a third party's layer may import tsyringe, which throws without the polyfill
       loadReflectMetadata();
-      exported = ((await import(descriptor.module)) as { default?: unknown }).default;
+      exported = ((await importModule(descriptor.module)) as { default?: unknown }).default;
     }
   } catch (error) {
     throw new LayerConfigError(where, `cannot import its module: ${(error as Error).message}`, { cause: error });

@@ -125,7 +125,7 @@ export class ParentChannel {
     const stream = new Socket({ fd: CHANNEL_FDS.commands, readable: true, writable: false });
     stream.on('data', (chunk: Buffer) => {
       mark('read');
-      const messages = this.#commands.readMessages(chunk);
+      const messages = this.#decodeChunk(this.#commands, chunk, chunk.length);
       mark('decoded');
       for (const message of messages) onMessage(message);
     });
@@ -137,7 +137,7 @@ export class ParentChannel {
   listenForSettlements(onMessage: (message: Message) => void): void {
     const stream = new Socket({ fd: CHANNEL_FDS.settlements, readable: true, writable: false });
     stream.on('data', (chunk: Buffer) => {
-      for (const message of this.#settlements.readMessages(chunk)) onMessage(message);
+      for (const message of this.#decodeChunk(this.#settlements, chunk, chunk.length)) onMessage(message);
     });
     // Kept referenced: while a command awaits a settlement, this stream is what keeps the event
     // loop (and so the worker) alive. The worker ends when the parent closes the command pipe.
@@ -173,7 +173,7 @@ export class ParentChannel {
   }
 
   /**
-   * The messages in the first `n` bytes of `buffer`, read synchronously: when they are whole frames
+   * The messages in the first `n` bytes of `buffer`: when they are whole frames
    * and `reader` holds no part of one, the native codec decodes them all in one call; otherwise
    * (or when it hands them back) `reader` does.
    */

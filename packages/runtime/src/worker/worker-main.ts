@@ -14,6 +14,7 @@ import { loadGuestDeadline } from '../guest-deadline.js';
 import { loadWatchdog, loadWireCodec } from '../native/native-paths.js';
 import { Runtime } from '../runtime.js';
 import { markAt, mark, startTimeline, stopTimeline } from '../timeline.js';
+import { workerEntry } from './entry-handle.js';
 import { ParentChannel } from './parent-channel.js';
 import { shareRuntimeWithLayers } from './shared-with-layers.js';
 import { WorkerHost } from './worker-host.js';
@@ -24,6 +25,9 @@ markAt('node start', performance.nodeTiming.nodeStart);
 markAt('V8 start', performance.nodeTiming.v8Start);
 markAt('node bootstrapped', performance.nodeTiming.bootstrapComplete);
 mark('modules loaded');
+// whether the bundle was compiled with the build's code cache (worker-entry.cts): no mark without one
+const codeCacheRejected = workerEntry()?.codeCacheRejected;
+if (codeCacheRejected !== undefined) mark(codeCacheRejected ? 'code cache refused' : 'code cache used');
 
 // Before any layer module is imported: they import the worker's own @strata/runtime entry points.
 shareRuntimeWithLayers();

@@ -10,6 +10,7 @@ import type { MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
 import { kModuleSource, type Runtime, type RuntimeStartOptions } from '../runtime.js';
 import { mark, takeTimeline } from '../timeline.js';
+import { workerEntry } from './entry-handle.js';
 import type { ParentChannel } from './parent-channel.js';
 
 /** The part of a bound global that is a host function: where it sits and the name the parent knows it by. */
@@ -208,6 +209,12 @@ export class WorkerSession {
         return undefined;
       case 'timeline':
         return takeTimeline();
+      case 'codeCache': {
+        // the build's own worker (scripts/make-worker-cache.mjs) asks, after running only Strata's code
+        const entry = workerEntry();
+        if (entry === undefined) throw new StrataError('this worker was not started from worker-entry.cjs: it has no code cache to give');
+        return new Uint8Array(entry.createCodeCache());
+      }
       default:
         throw new StrataError(`unknown command ${message.name}`);
     }
