@@ -84,6 +84,24 @@ typedef struct {
     if ((call) != napi_ok) return FAILED; \
   } while (0)
 
+/*
+ * Runs step(context, i) for i from 0 to count - 1, HANDLES_PER_SCOPE at a time inside a handle
+ * scope of their own: the handles a long array or map makes are released as it goes, not held
+ * until the call returns. Stops at the first outcome that is not OK.
+ */
+static outcome scoped_steps(napi_env env, uint32_t count, outcome (*step)(void *context, uint32_t i), void *context) {
+  for (uint32_t start = 0; start < count; start += HANDLES_PER_SCOPE) {
+    napi_handle_scope scope;
+    NAPI(napi_open_handle_scope(env, &scope));
+    outcome result = OK;
+    uint32_t end = count - start > HANDLES_PER_SCOPE ? start + HANDLES_PER_SCOPE : count;
+    for (uint32_t i = start; i < end && result == OK; i++) result = step(context, i);
+    if (napi_close_handle_scope(env, scope) != napi_ok && result == OK) result = FAILED;
+    if (result != OK) return result;
+  }
+  return OK;
+}
+
 /* Room for `more` bytes; BAIL past maxFrameBytes (plus the header). */
 static outcome reserve(encoder *e, size_t more) {
   size_t needed = e->length + more;
@@ -251,6 +269,37 @@ static outcome bytes_of(encoder *e, napi_value v) {
   return OK;
 }
 
+/* A container being encoded, for scoped_steps: the array or object, its keys, and its depth. */
+typedef struct {
+  encoder *e;
+  napi_value v;
+  napi_value keys;
+  uint32_t depth;
+} container;
+
+static outcome array_element(void *context, uint32_t i) {
+  container *c = context;
+  napi_value element;
+  napi_valuetype type;
+  NAPI(napi_get_element(c->e->env, c->v, i, &element));
+  NAPI(napi_typeof(c->e->env, element, &type));
+  if (type == napi_undefined) {
+    bool present;
+    NAPI(napi_has_element(c->e->env, c->v, i, &present));
+    if (!present) return BAIL; /* a hole: the JavaScript encoder refuses it */
+  }
+  return value(c->e, element, c->depth);
+}
+
+static outcome object_property(void *context, uint32_t i) {
+  container *c = context;
+  napi_value key, property;
+  NAPI(napi_get_element(c->e->env, c->keys, i, &key));
+  NAPI(napi_get_property(c->e->env, c->v, key, &property));
+  TRY(text(c->e, key));
+  return value(c->e, property, c->depth);
+}
+
 static outcome array(encoder *e, napi_value v, uint32_t depth) {
   napi_value proto;
   bool plain, own;
@@ -262,32 +311,8 @@ static outcome array(encoder *e, napi_value v, uint32_t depth) {
   uint32_t length;
   NAPI(napi_get_array_length(e->env, v, &length));
   TRY(head(e, 4, length));
-  for (uint32_t start = 0; start < length; start += HANDLES_PER_SCOPE) {
-    napi_handle_scope scope;
-    NAPI(napi_open_handle_scope(e->env, &scope));
-    outcome result = OK;
-    uint32_t end = length - start > HANDLES_PER_SCOPE ? start + HANDLES_PER_SCOPE : length;
-    for (uint32_t i = start; i < end && result == OK; i++) {
-      napi_value element;
-      napi_valuetype type;
-      if (napi_get_element(e->env, v, i, &element) != napi_ok || napi_typeof(e->env, element, &type) != napi_ok) {
-        result = FAILED;
-        break;
-      }
-      if (type == napi_undefined) {
-        bool present;
-        if (napi_has_element(e->env, v, i, &present) != napi_ok) {
-          result = FAILED;
-          break;
-        }
-        if (!present) result = BAIL; /* a hole: the JavaScript encoder refuses it */
-      }
-      if (result == OK) result = value(e, element, depth);
-    }
-    if (napi_close_handle_scope(e->env, scope) != napi_ok && result == OK) result = FAILED;
-    if (result != OK) return result;
-  }
-  return OK;
+  container c = {e, v, NULL, depth};
+  return scoped_steps(e->env, length, array_element, &c);
 }
 
 static outcome object(encoder *e, napi_value v, uint32_t depth) {
@@ -311,24 +336,8 @@ static outcome object(encoder *e, napi_value v, uint32_t depth) {
   e->nodes += count;
   if (e->nodes > e->max_nodes) return BAIL;
   TRY(head(e, 5, count));
-  for (uint32_t start = 0; start < count; start += HANDLES_PER_SCOPE) {
-    napi_handle_scope scope;
-    NAPI(napi_open_handle_scope(e->env, &scope));
-    outcome result = OK;
-    uint32_t end = count - start > HANDLES_PER_SCOPE ? start + HANDLES_PER_SCOPE : count;
-    for (uint32_t i = start; i < end && result == OK; i++) {
-      napi_value key, property;
-      if (napi_get_element(e->env, keys, i, &key) != napi_ok || napi_get_property(e->env, v, key, &property) != napi_ok) {
-        result = FAILED;
-        break;
-      }
-      result = text(e, key);
-      if (result == OK) result = value(e, property, depth);
-    }
-    if (napi_close_handle_scope(e->env, scope) != napi_ok && result == OK) result = FAILED;
-    if (result != OK) return result;
-  }
-  return OK;
+  container c = {e, v, keys, depth};
+  return scoped_steps(e->env, count, object_property, &c);
 }
 
 /* One value at `depth` (the number of containers around it). */
@@ -385,6 +394,13 @@ static napi_value get_ref(napi_env env, napi_ref ref) {
   return v;
 }
 
+/* Throws `message` unless a Node-API call already left an exception pending. */
+static void fail_loudly(napi_env env, const char *code, const char *message) {
+  bool pending;
+  napi_is_exception_pending(env, &pending);
+  if (!pending) napi_throw_error(env, code, message);
+}
+
 static napi_value encode_frame(napi_env env, napi_callback_info info) {
   size_t argc = 5;
   napi_value argv[5], undefined;
@@ -433,9 +449,7 @@ static napi_value encode_frame(napi_env env, napi_callback_info info) {
     }
   }
   if (result == FAILED) {
-    bool pending;
-    napi_is_exception_pending(env, &pending);
-    if (!pending) napi_throw_error(env, "ERR_STRATA_WIRE_ENCODE", "strata_wire: a Node-API call failed while encoding");
+    fail_loudly(env, "ERR_STRATA_WIRE_ENCODE", "strata_wire: a Node-API call failed while encoding");
     return NULL;
   }
   return frame;
@@ -517,69 +531,56 @@ static outcome string_at(decoder *d, uint32_t length, napi_value *out) {
 
 static outcome item(decoder *d, uint32_t depth, napi_value *out);
 
+/* A container being built, for scoped_steps. */
+typedef struct {
+  decoder *d;
+  napi_value out;
+  uint32_t depth;
+} building;
+
+static outcome array_item(void *context, uint32_t i) {
+  building *b = context;
+  napi_value element;
+  TRY(item(b->d, b->depth, &element));
+  NAPI(napi_set_element(b->d->env, b->out, i, element));
+  return OK;
+}
+
+static outcome object_entry(void *context, uint32_t i) {
+  (void)i;
+  building *b = context;
+  decoder *d = b->d;
+  /* keys of plain objects are text strings */
+  if (d->p >= d->end || (d->p[0] >> 5) != 3) return BAIL;
+  uint8_t initial = *d->p++;
+  uint32_t length;
+  TRY(argument(d, initial, &length));
+  if (++d->nodes > d->max_nodes) return BAIL;
+  /* "__proto__" is built by the strict decoder, with defineProperty */
+  if (length == 9 && (size_t)(d->end - d->p) >= 9 && memcmp(d->p, "__proto__", 9) == 0) return BAIL;
+  napi_value key, property;
+  bool duplicate;
+  TRY(string_at(d, length, &key));
+  TRY(item(d, b->depth, &property));
+  NAPI(napi_has_own_property(d->env, b->out, key, &duplicate));
+  if (duplicate) return BAIL;
+  NAPI(napi_set_property(d->env, b->out, key, property));
+  return OK;
+}
+
 static outcome decode_array(decoder *d, uint32_t count, uint32_t depth, napi_value *out) {
   /* every item takes at least a byte: a count beyond the rest of the body is a lie */
   if (count > (size_t)(d->end - d->p)) return BAIL;
   NAPI(napi_create_array_with_length(d->env, count, out));
-  for (uint32_t start = 0; start < count; start += HANDLES_PER_SCOPE) {
-    napi_handle_scope scope;
-    NAPI(napi_open_handle_scope(d->env, &scope));
-    outcome result = OK;
-    uint32_t end = count - start > HANDLES_PER_SCOPE ? start + HANDLES_PER_SCOPE : count;
-    for (uint32_t i = start; i < end && result == OK; i++) {
-      napi_value element;
-      result = item(d, depth, &element);
-      if (result == OK && napi_set_element(d->env, *out, i, element) != napi_ok) result = FAILED;
-    }
-    if (napi_close_handle_scope(d->env, scope) != napi_ok && result == OK) result = FAILED;
-    if (result != OK) return result;
-  }
-  return OK;
+  building b = {d, *out, depth};
+  return scoped_steps(d->env, count, array_item, &b);
 }
 
 static outcome decode_object(decoder *d, uint32_t count, uint32_t depth, napi_value *out) {
   if (count > (size_t)(d->end - d->p) / 2) return BAIL;
   NAPI(napi_create_object(d->env, out));
-  for (uint32_t start = 0; start < count; start += HANDLES_PER_SCOPE) {
-    napi_handle_scope scope;
-    NAPI(napi_open_handle_scope(d->env, &scope));
-    outcome result = OK;
-    uint32_t end = count - start > HANDLES_PER_SCOPE ? start + HANDLES_PER_SCOPE : count;
-    for (uint32_t i = start; i < end && result == OK; i++) {
-      if (d->p >= d->end || (d->p[0] >> 5) != 3) {
-        result = BAIL; /* keys of plain objects are text strings */
-        break;
-      }
-      uint8_t initial = *d->p++;
-      uint32_t length;
-      napi_value key, property;
-      bool duplicate = false;
-      result = argument(d, initial, &length);
-      if (result != OK) break;
-      if (++d->nodes > d->max_nodes) {
-        result = BAIL;
-        break;
-      }
-      /* "__proto__" is built by the strict decoder, with defineProperty */
-      if (length == 9 && (size_t)(d->end - d->p) >= 9 && memcmp(d->p, "__proto__", 9) == 0) {
-        result = BAIL;
-        break;
-      }
-      result = string_at(d, length, &key);
-      if (result != OK) break;
-      result = item(d, depth, &property);
-      if (result != OK) break;
-      if (napi_has_own_property(d->env, *out, key, &duplicate) != napi_ok) {
-        result = FAILED;
-        break;
-      }
-      if (duplicate) result = BAIL;
-      else if (napi_set_property(d->env, *out, key, property) != napi_ok) result = FAILED;
-    }
-    if (napi_close_handle_scope(d->env, scope) != napi_ok && result == OK) result = FAILED;
-    if (result != OK) return result;
-  }
-  return OK;
+  building b = {d, *out, depth};
+  return scoped_steps(d->env, count, object_entry, &b);
 }
 
 /* One data item at `depth` (the number of containers around it). */
@@ -645,40 +646,71 @@ static outcome item(decoder *d, uint32_t depth, napi_value *out) {
   }
 }
 
-static napi_value decode_body(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4], undefined;
-  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  CHECK(env, napi_get_undefined(env, &undefined));
+/*
+ * One whole body: OK with its value in *out; BAIL for a body that is the strict decoder's to read
+ * or refuse (anything item() hands back, trailing bytes); FAILED with an exception pending.
+ */
+static outcome decode_one(napi_env env, const uint8_t *bytes, size_t length, double max_depth, double max_nodes, double max_string_bytes,
+                          napi_value *out) {
+  decoder d = {.env = env, .p = bytes, .end = bytes + length, .max_nodes = max_nodes, .max_string_bytes = max_string_bytes};
+  d.max_depth = max_depth > 1000 ? 1000 : (uint32_t)max_depth;
+  outcome decoded = item(&d, 0, out);
+  if (decoded == FAILED) fail_loudly(env, "ERR_STRATA_WIRE_DECODE", "strata_wire: a Node-API call failed while decoding");
+  return decoded == OK && d.p != d.end ? BAIL : decoded;
+}
+
+/*
+ * The arguments of the decoders: a typed array, then `count` limits (at most 5). False with an
+ * exception thrown (`usage` for the wrong arguments). *uint8 says whether it is a Uint8Array.
+ */
+static bool bytes_and_limits(napi_env env, napi_callback_info info, const char *usage, size_t count, const uint8_t **bytes, size_t *length,
+                             bool *uint8, double *limits) {
+  napi_value argv[6];
+  size_t argc = 6;
   bool typed = false;
-  if (argc >= 1) CHECK(env, napi_is_typedarray(env, argv[0], &typed));
-  if (argc < 4 || !typed) {
-    napi_throw_type_error(env, "ERR_STRATA_WIRE_ARGUMENTS", "strata_wire: decodeBody(body: Uint8Array, maxDepth, maxNodes, maxStringBytes)");
-    return NULL;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || (argc >= 1 && napi_is_typedarray(env, argv[0], &typed) != napi_ok)) {
+    fail_loudly(env, "ERR_STRATA_WIRE_ARGUMENTS", "strata_wire: cannot read the arguments");
+    return false;
+  }
+  if (argc < count + 1 || !typed) {
+    napi_throw_type_error(env, "ERR_STRATA_WIRE_ARGUMENTS", usage);
+    return false;
   }
   napi_typedarray_type type;
-  size_t length, offset;
+  size_t offset;
   void *data;
   napi_value arraybuffer;
-  CHECK(env, napi_get_typedarray_info(env, argv[0], &type, &length, &data, &arraybuffer, &offset));
-  double max_depth;
-  decoder d = {.env = env};
-  if (!limit_arg(env, argv[1], &max_depth) || !limit_arg(env, argv[2], &d.max_nodes) || !limit_arg(env, argv[3], &d.max_string_bytes)) return NULL;
-  if (type != napi_uint8_array || length == 0) return undefined;
-  d.max_depth = max_depth > 1000 ? 1000 : (uint32_t)max_depth;
-  d.p = data;
-  d.end = d.p + length;
-  napi_value result;
-  outcome decoded = item(&d, 0, &result);
-  if (decoded == FAILED) {
-    bool pending;
-    napi_is_exception_pending(env, &pending);
-    if (!pending) napi_throw_error(env, "ERR_STRATA_WIRE_DECODE", "strata_wire: a Node-API call failed while decoding");
-    return NULL;
+  if (napi_get_typedarray_info(env, argv[0], &type, length, &data, &arraybuffer, &offset) != napi_ok) {
+    fail_loudly(env, "ERR_STRATA_WIRE_ARGUMENTS", "strata_wire: cannot read the bytes");
+    return false;
   }
-  /* trailing bytes, like anything else the strict decoder refuses, are its to report */
-  if (decoded == BAIL || d.p != d.end) return undefined;
-  return result;
+  for (size_t i = 0; i < count; i++) {
+    if (!limit_arg(env, argv[1 + i], &limits[i])) return false;
+  }
+  *bytes = data;
+  *uint8 = type == napi_uint8_array;
+  return true;
+}
+
+static napi_value decode_body(napi_env env, napi_callback_info info) {
+  const uint8_t *data;
+  size_t length;
+  bool uint8;
+  double limits[3]; /* maxDepth, maxNodes, maxStringBytes */
+  if (!bytes_and_limits(env, info, "strata_wire: decodeBody(body: Uint8Array, maxDepth, maxNodes, maxStringBytes)", 3, &data, &length, &uint8, limits))
+    return NULL;
+  napi_value undefined;
+  CHECK(env, napi_get_undefined(env, &undefined));
+  if (!uint8 || length == 0) return undefined;
+  napi_value result;
+  switch (decode_one(env, data, length, limits[0], limits[1], limits[2], &result)) {
+    case OK:
+      return result;
+    case BAIL:
+      return undefined;
+    default:
+      return NULL;
+  }
 }
 
 /*
@@ -688,28 +720,17 @@ static napi_value decode_body(napi_env env, napi_callback_info info) {
  * caller's FrameReader then reads the chunk from its start).
  */
 static napi_value decode_frames(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6], undefined;
-  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  const uint8_t *p;
+  size_t available;
+  bool uint8;
+  double limits[5]; /* length, maxFrameBytes, maxDepth, maxNodes, maxStringBytes */
+  if (!bytes_and_limits(env, info, "strata_wire: decodeFrames(chunk: Uint8Array, length, maxFrameBytes, maxDepth, maxNodes, maxStringBytes)", 5, &p,
+                        &available, &uint8, limits))
+    return NULL;
+  napi_value undefined;
   CHECK(env, napi_get_undefined(env, &undefined));
-  bool typed = false;
-  if (argc >= 1) CHECK(env, napi_is_typedarray(env, argv[0], &typed));
-  if (argc < 6 || !typed) {
-    napi_throw_type_error(env, "ERR_STRATA_WIRE_ARGUMENTS",
-                          "strata_wire: decodeFrames(chunk: Uint8Array, length, maxFrameBytes, maxDepth, maxNodes, maxStringBytes)");
-    return NULL;
-  }
-  napi_typedarray_type type;
-  size_t available, offset;
-  void *data;
-  napi_value arraybuffer;
-  CHECK(env, napi_get_typedarray_info(env, argv[0], &type, &available, &data, &arraybuffer, &offset));
-  double length, max_frame_bytes, max_depth, max_nodes, max_string_bytes;
-  if (!limit_arg(env, argv[1], &length) || !limit_arg(env, argv[2], &max_frame_bytes) || !limit_arg(env, argv[3], &max_depth) ||
-      !limit_arg(env, argv[4], &max_nodes) || !limit_arg(env, argv[5], &max_string_bytes))
-    return NULL;
-  if (type != napi_uint8_array || length > (double)available) return undefined;
-  const uint8_t *p = data;
+  const double length = limits[0], max_frame_bytes = limits[1], max_depth = limits[2], max_nodes = limits[3], max_string_bytes = limits[4];
+  if (!uint8 || length > (double)available) return undefined;
   const uint8_t *end = p + (size_t)length;
   napi_value values;
   CHECK(env, napi_create_array(env, &values));
@@ -718,17 +739,9 @@ static napi_value decode_frames(napi_env env, napi_callback_info info) {
     uint32_t body = ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
     p += 4;
     if (body == 0 || (double)body > max_frame_bytes || (size_t)(end - p) < body) return undefined;
-    decoder d = {.env = env, .p = p, .end = p + body, .max_nodes = max_nodes, .max_string_bytes = max_string_bytes};
-    d.max_depth = max_depth > 1000 ? 1000 : (uint32_t)max_depth;
     napi_value value;
-    outcome decoded = item(&d, 0, &value);
-    if (decoded == FAILED) {
-      bool pending;
-      napi_is_exception_pending(env, &pending);
-      if (!pending) napi_throw_error(env, "ERR_STRATA_WIRE_DECODE", "strata_wire: a Node-API call failed while decoding");
-      return NULL;
-    }
-    if (decoded == BAIL || d.p != d.end) return undefined;
+    outcome decoded = decode_one(env, p, body, max_depth, max_nodes, max_string_bytes, &value);
+    if (decoded != OK) return decoded == BAIL ? undefined : NULL;
     CHECK(env, napi_set_element(env, values, n, value));
     p += body;
   }
