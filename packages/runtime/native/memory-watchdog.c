@@ -312,6 +312,8 @@ static napi_value set_cpu_soft_limit(napi_env env, napi_callback_info info) {
   rlim_t used = (rlim_t)((used_us + 999999u) / 1000000u);
   rlim_t soft = used + (rlim_t)seconds;
   if (limit.rlim_max != RLIM_INFINITY && soft > limit.rlim_max) soft = limit.rlim_max;
+  /* Commands within the same second of CPU time ask for the limit already set: no third syscall. */
+  if (limit.rlim_cur == soft) return NULL;
   limit.rlim_cur = soft;
   if (setrlimit(RLIMIT_CPU, &limit) != 0) {
     char message[160];
