@@ -29,6 +29,9 @@ export const CHANNEL_FDS = Object.freeze({
 // The parent is trusted by the worker; its frames are held to these limits all the same.
 const FRAME_LIMITS = resolveLimits(PARENT_FRAME_LIMITS);
 const SEND_LIMITS = resolveLimits(WORKER_FRAME_LIMITS);
+// The same numbers as plain constants for the native codec's calls, read once rather than per frame.
+const { maxFrameBytes: IN_FRAME_BYTES, maxDepth: IN_DEPTH, maxNodes: IN_NODES, maxStringBytes: IN_STRING_BYTES } = FRAME_LIMITS;
+const { maxFrameBytes: OUT_FRAME_BYTES, maxDepth: OUT_DEPTH, maxNodes: OUT_NODES, maxStringBytes: OUT_STRING_BYTES } = SEND_LIMITS;
 
 /**
  * The worker's end of the channel. Writes are synchronous (a blocking pipe, so a parent that
@@ -56,8 +59,7 @@ export class ParentChannel {
   constructor(waits?: Waits, codec?: WireCodec) {
     this.#waits = waits;
     this.#codec = codec;
-    const { maxDepth, maxNodes, maxStringBytes } = FRAME_LIMITS;
-    const fastDecode = codec === undefined ? undefined : (body: Uint8Array) => codec.decodeBody(body, maxDepth, maxNodes, maxStringBytes);
+    const fastDecode = codec === undefined ? undefined : (body: Uint8Array) => codec.decodeBody(body, IN_DEPTH, IN_NODES, IN_STRING_BYTES);
     this.#replies = new FrameReader({ limits: FRAME_LIMITS, fastDecode });
     this.#commands = new FrameReader({ limits: FRAME_LIMITS, fastDecode });
     this.#settlements = new FrameReader({ limits: FRAME_LIMITS, fastDecode });
@@ -85,8 +87,7 @@ export class ParentChannel {
   /** Sends one message. */
   send(message: Message): void {
     mark('encode');
-    const { maxDepth, maxNodes, maxStringBytes, maxFrameBytes } = SEND_LIMITS;
-    let frame: Uint8Array | undefined = this.#codec?.encodeFrame(message, maxDepth, maxNodes, maxStringBytes, maxFrameBytes);
+    let frame: Uint8Array | undefined = this.#codec?.encodeFrame(message, OUT_DEPTH, OUT_NODES, OUT_STRING_BYTES, OUT_FRAME_BYTES);
     // the message table, checked after the value as encodeFrame does, so a refusal reads the same
     if (frame !== undefined) validateMessage(message);
     // anything the native codec does not handle: encoded, or refused with the path of what is wrong
@@ -179,8 +180,7 @@ export class ParentChannel {
    */
   #decodeChunk(reader: FrameReader, buffer: Buffer, n: number): Message[] {
     if (this.#codec !== undefined && reader.bufferedBytes === 0 && reader.error === undefined) {
-      const { maxFrameBytes, maxDepth, maxNodes, maxStringBytes } = FRAME_LIMITS;
-      const values = this.#codec.decodeFrames(buffer, n, maxFrameBytes, maxDepth, maxNodes, maxStringBytes);
+      const values = this.#codec.decodeFrames(buffer, n, IN_FRAME_BYTES, IN_DEPTH, IN_NODES, IN_STRING_BYTES);
       if (values !== undefined) {
         const messages: Message[] = [];
         for (const value of values) messages.push(validateMessage(value));
