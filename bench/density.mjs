@@ -23,7 +23,7 @@
 //   node bench/density.mjs [--per-worker 100] [--max 1000] [--tenants 200] [--opens 200] [--reserve-gib 6]
 // Prints a markdown table and writes bench/density-results.json, .md and bench/density.svg.
 // Figures are never test assertions. About three to five minutes on 2 cores.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -193,12 +193,27 @@ async function latency({ SandboxHost, common }, { opens }) {
     return ms;
   };
   for (let i = 0; i < OPEN_WARMUP; i++) await openOnce();
+  // The floor after the same idle moment, in turn with the opens (this VM's load drifts over all
+  // three alike): a pipe round trip to another node process, and raw isolated-vm's evalSync('1+1')
+  // on an isolate of this process. After an idle moment each costs many times what it does warm.
+  const floor = await idleFloor();
   const openMs = [];
   const backToBackMs = [];
+  const pipeAfterIdleUs = [];
+  const evalAfterIdleUs = [];
   for (let i = 0; i < opens; i++) {
     await sleep(IDLE_BEFORE_OPEN_MS);
     openMs.push(await openOnce());
+    await sleep(IDLE_BEFORE_OPEN_MS);
+    if (i % 2 === 0) pipeAfterIdleUs.push(await floor.pipeRoundTripUs());
+    else evalAfterIdleUs.push(floor.rawEvalUs());
   }
+  const warmFloor = { pipeUs: [], evalUs: [] };
+  for (let i = 0; i < opens; i++) {
+    warmFloor.pipeUs.push(await floor.pipeRoundTripUs());
+    warmFloor.evalUs.push(floor.rawEvalUs());
+  }
+  floor.close();
   for (let i = 0; i < opens; i++) backToBackMs.push(await openOnce());
 
   // The warm round trip in a worker holding one isolate and in one holding 100, in alternating
@@ -226,9 +241,41 @@ async function latency({ SandboxHost, common }, { opens }) {
     idleBeforeOpenMs: IDLE_BEFORE_OPEN_MS,
     openBackToBack: percentiles(backToBackMs),
     openWithoutBootstrap: percentiles(bareMs),
+    floorAfterIdle: { pipeRoundTripUs: percentiles(pipeAfterIdleUs), rawEvalUs: percentiles(evalAfterIdleUs) },
+    floorWarm: { pipeRoundTripUs: percentiles(warmFloor.pipeUs), rawEvalUs: percentiles(warmFloor.evalUs) },
     eval: { alone, crowded, idleNeighbours: IDLE_NEIGHBOURS - 1, batches: EVAL_BATCHES, perBatch: EVAL_PER_BATCH },
     sharedWith,
     notes,
+  };
+}
+
+/**
+ * What an open after an idle moment stands on, without Strata: a one-byte round trip through a
+ * pipe to a node process that echoes it, and raw isolated-vm's evalSync('1+1') in this process.
+ */
+async function idleFloor() {
+  const { default: ivm } = await import('isolated-vm');
+  const isolate = new ivm.Isolate({ memoryLimit: 32 });
+  const context = isolate.createContextSync();
+  const echo = spawn(process.execPath, ['-e', 'process.stdin.on("data", (d) => process.stdout.write(d))'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const pipeRoundTripUs = () =>
+    new Promise((resolve) => {
+      const t0 = performance.now();
+      echo.stdout.once('data', () => resolve((performance.now() - t0) * 1000));
+      echo.stdin.write('x');
+    });
+  await pipeRoundTripUs();
+  return {
+    pipeRoundTripUs,
+    rawEvalUs: () => {
+      const t0 = performance.now();
+      context.evalSync('1+1');
+      return (performance.now() - t0) * 1000;
+    },
+    close: () => {
+      echo.kill('SIGKILL');
+      isolate.dispose();
+    },
   };
 }
 

@@ -157,6 +157,18 @@ export function renderDensityMarkdown(d) {
     `≤ ${d.goals.openP50Ms} ms p50`,
     latency?.open && latency.open.p50 <= d.goals.openP50Ms,
   );
+  if (latency?.floorAfterIdle?.pipeRoundTripUs?.count > 0) {
+    const idle = latency.floorAfterIdle;
+    const warm = latency.floorWarm;
+    const sum = (f) => f.pipeRoundTripUs.p50 + f.rawEvalUs.p50;
+    row(
+      `the floor after the same idle moment: a pipe round trip to a node process + raw isolated-vm evalSync('1+1'), p50 (warm)`,
+      `${us(idle.pipeRoundTripUs.p50 / 1000)} + ${us(idle.rawEvalUs.p50 / 1000)} = ${ms(sum(idle) / 1000)} (warm: ${us(warm.pipeRoundTripUs.p50 / 1000)} + ${us(warm.rawEvalUs.p50 / 1000)} = ${ms(sum(warm) / 1000)}); the open is ${(latency.open.p50 / (sum(idle) / 1000)).toFixed(1)}× it`,
+      '—',
+      '(what an open after idle stands on)',
+      undefined,
+    );
+  }
   if (latency?.openBackToBack?.count > 0) {
     const b = latency.openBackToBack;
     row('the same opens back to back (no idle moment between them), p50 / p95', `${ms(b.p50)} / ${ms(b.p95)}`, '—', '—', undefined);

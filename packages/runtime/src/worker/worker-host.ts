@@ -13,6 +13,12 @@ import { hostError, WorkerSession, type PendingCalls, type SessionHost } from '.
 const SPARE_ISOLATES = 2;
 /** How long the worker must have been idle before it makes a spare. */
 const SPARE_REFILL_IDLE_MS = 20;
+/**
+ * A worker whose isolates keep it busy never idles that long: once it has been short of spares
+ * this long, it makes one between two commands anyway (holding its thread a few milliseconds, at
+ * most once per this period), so that opens in a busy worker are still hand-overs.
+ */
+const SPARE_STARVED_MS = 100;
 /** The options a spare was made with, which an open must ask for as they are to be handed a spare. */
 const SPARE_KEYS = ['timeout', 'maxHeapSize', 'maxBufferBytes', 'allowGlobals', 'maxOutputBytes', 'maxResultBytes'] as const;
 
@@ -52,6 +58,8 @@ export class WorkerHost implements SessionHost {
   readonly #openings = new Map<number | undefined, Promise<undefined>>();
   #refilling = false;
   #refillTimer: NodeJS.Timeout | undefined;
+  /** Since when the worker has been short of spares (performance.now()), or undefined when it is not. */
+  #shortSince: number | undefined;
   /** Commands being served now; spares are made only while there are none. */
   #inFlight = 0;
   /** Each isolate's commands, one after another (the parent sends one at a time; this keeps it so). */
@@ -187,13 +195,32 @@ export class WorkerHost implements SessionHost {
    * holds its thread for milliseconds, and a session's next command usually follows its last.
    */
   #refillSoon(): void {
-    if (!this.multi || this.#spares.length >= SPARE_ISOLATES) return;
+    if (!this.multi || this.#spares.length >= SPARE_ISOLATES || this.#sessions.size + this.#spares.length >= this.maxIsolates!) return;
     clearTimeout(this.#refillTimer);
+    this.#refillTimer = undefined;
+    const now = performance.now();
+    this.#shortSince ??= now;
+    // Starved: now, between two commands (the next one waits for the spare's synchronous steps).
+    if (now - this.#shortSince >= SPARE_STARVED_MS) {
+      this.#refillOne();
+      return;
+    }
     this.#refillTimer = setTimeout(() => {
       this.#refillTimer = undefined;
-      if (this.#inFlight > 0) return;
-      void this.#refill(1).then(() => this.#refillSoon());
+      if (this.#inFlight === 0) this.#refillOne();
     }, SPARE_REFILL_IDLE_MS);
+  }
+
+  #refillOne(): void {
+    this.#refill(1).then(
+      () => {
+        // Full again, or short from now on (a starved worker makes one spare per period).
+        this.#shortSince = this.#spares.length >= SPARE_ISOLATES ? undefined : performance.now();
+        this.#refillSoon();
+      },
+      // A spare that could not be made (memory) is not made: an open then makes its own isolate.
+      () => undefined,
+    );
   }
 
   async #refill(count = SPARE_ISOLATES): Promise<void> {
@@ -254,6 +281,7 @@ export class WorkerHost implements SessionHost {
     try {
       const options = (message.params['options'] ?? {}) as RuntimeOptions;
       let session = this.#takeSpare(options);
+      mark(session === undefined ? 'open made an isolate' : 'open took a spare');
       if (session !== undefined) session.adopt(isolate);
       else if (options.bootstrap === undefined) {
         // The worker's own bootstrap: from its snapshot.
