@@ -8,6 +8,10 @@ import { StrataError } from '@strata/runtime';
 /** Every error code `@strata/agent` raises (beside the runtime's `StrataErrorCode`). Stable across releases. */
 export type AgentErrorCode =
   | 'ERR_STRATA_JOURNAL'
+  | 'ERR_STRATA_JOURNAL_CONFLICT'
+  | 'ERR_STRATA_JOURNAL_STORE'
+  | 'ERR_STRATA_LEASE_HELD'
+  | 'ERR_STRATA_LEASE_LOST'
   | 'ERR_STRATA_SESSION_LIMIT'
   | 'ERR_STRATA_SESSION_STATE'
   | 'ERR_STRATA_TYPECHECK'
@@ -30,6 +34,67 @@ export class JournalError extends StrataError<AgentErrorCode> {
     super(message, { code: 'ERR_STRATA_JOURNAL' });
     this.cell = where.cell;
     this.seq = where.seq;
+  }
+}
+
+/**
+ * A write to a journal store lost a race: the session's stored journal is at another version
+ * than the writer read (someone else wrote it), or a session of that id already exists. Nothing
+ * was written. `resume` the session to carry on from what the store holds.
+ */
+export class JournalConflict extends StrataError<AgentErrorCode> {
+  readonly sessionId: string;
+
+  constructor(sessionId: string, message: string) {
+    super(message, { code: 'ERR_STRATA_JOURNAL_CONFLICT' });
+    this.sessionId = sessionId;
+  }
+}
+
+/**
+ * A journal store could not do what was asked: the database is unreachable, busy past the
+ * store's wait, or refused the statement. Nothing of that write was kept (each write is one
+ * transaction); the session keeps what it had and writes it once the store is back.
+ */
+export class JournalStoreError extends StrataError<AgentErrorCode> {
+  readonly sessionId: string | undefined;
+
+  constructor(sessionId: string | undefined, message: string, options?: { cause?: unknown }) {
+    super(message, { code: 'ERR_STRATA_JOURNAL_STORE', ...(options?.cause === undefined ? {} : { cause: options.cause }) });
+    this.sessionId = sessionId;
+  }
+}
+
+/**
+ * Another holder has the session's lease, and it has not expired: the session runs elsewhere.
+ * `owner` and `expiresAt` say whose it is and until when (unless it is renewed); wait for it
+ * (`lease: { waitMs }`), or retry after `expiresAt`.
+ */
+export class LeaseHeld extends StrataError<AgentErrorCode> {
+  readonly sessionId: string;
+  readonly owner: string;
+  /** Epoch milliseconds, on the store's clock. */
+  readonly expiresAt: number;
+
+  constructor(sessionId: string, owner: string, expiresAt: number, message: string) {
+    super(message, { code: 'ERR_STRATA_LEASE_HELD' });
+    this.sessionId = sessionId;
+    this.owner = owner;
+    this.expiresAt = expiresAt;
+  }
+}
+
+/**
+ * This session's lease is gone: it expired and another holder took the session over (its
+ * fencing token is newer), or the session was deleted. Nothing more of this holder's is written;
+ * the session is closed here. `resume` it where it runs now.
+ */
+export class LeaseLost extends StrataError<AgentErrorCode> {
+  readonly sessionId: string;
+
+  constructor(sessionId: string, message: string) {
+    super(message, { code: 'ERR_STRATA_LEASE_LOST' });
+    this.sessionId = sessionId;
   }
 }
 

@@ -11,9 +11,33 @@
  */
 export { AgentSandbox, SESSION_EVENTS_CHANNEL } from './agent-sandbox.js';
 export type { AgentSandboxOptions, CellResult, PendingCall, RunOptions, SessionEvent } from './agent-sandbox.js';
-export { JournalError, SessionLimitExceeded, SessionStateError, TypeCheckFailed, UpstreamMcpError } from './errors.js';
+export {
+  JournalConflict,
+  JournalError,
+  JournalStoreError,
+  LeaseHeld,
+  LeaseLost,
+  SessionLimitExceeded,
+  SessionStateError,
+  TypeCheckFailed,
+  UpstreamMcpError,
+} from './errors.js';
+export { MemoryJournalStore } from './stores/memory-store.js';
+export { SqliteJournalStore } from './stores/sqlite-store.js';
+export type { SqliteJournalStoreOptions } from './stores/sqlite-store.js';
+export type {
+  CallRow,
+  CellRow,
+  JournalAppend,
+  JournalStore,
+  Lease,
+  SessionRow,
+  SessionSummary,
+  StoredRows,
+  WriteExpectation,
+} from './stores/journal-store.js';
 export type { AgentErrorCode } from './errors.js';
-export { JOURNAL_FORMAT, JOURNAL_VERSION } from './journal.js';
+export { JOURNAL_FORMAT, JOURNAL_VERSION, SESSION_ID_PATTERN } from './journal.js';
 export type { CallRecord, CallStatus, CellRecord, CellStatus, Journal, JournalSettings, RecordedError, ToolCall } from './journal.js';
 export type { Tool, ToolFunction, ToolObject, ToolSet } from './tools.js';
 export { ToolBridge, toIdentifier } from './tool-bridge.js';

@@ -104,9 +104,11 @@ export interface ToolCall {
  * ceiling, a kill) and `'interrupted'` (the soft timeout or the heap limit stopped it at a point
  * no replay could find again) are not, and the session goes on from the cells before them;
  * `'awaiting-approval'` is the last cell, stopped before one or more `pending` calls, at least one
- * of them not decided yet.
+ * of them not decided yet. `'running'` is the last cell of a stored session, as the store had it
+ * when the process running it stopped (or when its journal could not be written): its calls are
+ * those the store had; `AgentSandbox.continue()` runs it on.
  */
-export type CellStatus = 'ok' | 'error' | 'crashed' | 'interrupted' | 'awaiting-approval';
+export type CellStatus = 'ok' | 'error' | 'crashed' | 'interrupted' | 'awaiting-approval' | 'running';
 
 /** One cell. */
 export interface CellRecord {
@@ -131,9 +133,14 @@ export interface Journal {
   readonly cells: CellRecord[];
   /** The `seq` the next tool call gets. */
   nextSeq: number;
+  /** The session's id (`AgentSandbox.id`), when it has one: a restore keeps it, so tool call ids stay the same. */
+  readonly session?: string;
 }
 
-const CELL_STATUSES: readonly string[] = ['ok', 'error', 'crashed', 'interrupted', 'awaiting-approval'];
+/** What a session id may be: 1 to 128 of `A-Z a-z 0-9 . _ : -`. */
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const CELL_STATUSES: readonly string[] = ['ok', 'error', 'crashed', 'interrupted', 'awaiting-approval', 'running'];
 const CALL_STATUSES: readonly string[] = ['completed', 'failed', 'denied', 'started', 'pending'];
 
 /** The limits a journal is loaded under (a session's own, see `AgentSandboxOptions`); each absent one is not checked. */
@@ -210,6 +217,7 @@ export function checkJournalSized(input: unknown, limits: JournalLimits = {}): {
     if (!CELL_STATUSES.includes(cell['status'] as string)) throw new JournalError(`${where}.status must be one of ${CELL_STATUSES.join(', ')}`, loc);
     const status = cell['status'] as CellStatus;
     if (status === 'awaiting-approval' && i !== cells.length - 1) throw new JournalError(`${where} awaits approval but is not the last cell`, loc);
+    if (status === 'running' && i !== cells.length - 1) throw new JournalError(`${where} is running but is not the last cell`, loc);
     if (cell['error'] !== undefined) recordedError(cell['error'], `${where}.error`, loc, 'type');
     if (cell['resultBytes'] !== undefined) integer(cell['resultBytes'], `${where}.resultBytes`, 0, Number.MAX_SAFE_INTEGER, loc);
     if (cell['result'] !== undefined) value(cell['result'], `${where}.result`, loc, limits);
@@ -247,11 +255,11 @@ export function checkJournalSized(input: unknown, limits: JournalLimits = {}): {
       }
       if (call['status'] === 'pending') {
         if (status === 'awaiting-approval' && call['approval'] === undefined) undecided++;
-        if (status !== 'awaiting-approval' && status !== 'crashed' && status !== 'interrupted') {
+        if (status !== 'awaiting-approval' && status !== 'crashed' && status !== 'interrupted' && status !== 'running') {
           throw new JournalError(`${at} is pending, but only a call of a cell awaiting approval can be (or of a cell lost while it awaited)`, here);
         }
       }
-      if (call['status'] === 'started' && status !== 'crashed' && status !== 'interrupted') {
+      if (call['status'] === 'started' && status !== 'crashed' && status !== 'interrupted' && status !== 'running') {
         throw new JournalError(`${at} is started without an outcome, but its cell did not crash`, here);
       }
       if (call['status'] === 'completed' && !('result' in call)) throw new JournalError(`${at} is completed without its result`, here);
@@ -269,6 +277,8 @@ export function checkJournalSized(input: unknown, limits: JournalLimits = {}): {
       throw new JournalError(`${where} awaits approval, so at least one of its calls must be pending without a decision`, loc);
   });
   integer(j['nextSeq'], 'nextSeq', seq + 1, Number.MAX_SAFE_INTEGER);
+  if (j['session'] !== undefined && (typeof j['session'] !== 'string' || !SESSION_ID_PATTERN.test(j['session'])))
+    throw new JournalError('session must be a session id: 1 to 128 of A-Z a-z 0-9 . _ : -');
   return { journal: copy as Journal, bytes };
 }
 
