@@ -31,8 +31,10 @@ import {
 import type { JsonValue } from '@strata/wire';
 import { executeCell } from './cell-code.js';
 import { describeThrown } from './describe.js';
-import { JournalError, SessionStateError, TypeCheckFailed, type SessionLimitExceeded } from './errors.js';
-import { checkJournalSized, layersOf, workerSettings, type CellRecord, type Journal } from './journal.js';
+import { JournalConflict, JournalError, LeaseLost, SessionStateError, TypeCheckFailed, type SessionLimitExceeded } from './errors.js';
+import { checkJournalSized, layersOf, SESSION_ID_PATTERN, workerSettings, type CellRecord, type Journal } from './journal.js';
+import type { JournalStore } from './stores/journal-store.js';
+import { checkStore, leaseOptions, StoredSession, type LeaseOptions } from './stores/stored-session.js';
 import { egressAnswer, egressTool, FETCH_TOOL } from './egress-tool.js';
 import {
   CellRecorder,
@@ -87,6 +89,21 @@ export interface AgentSandboxOptions extends IsolatedRuntimeOptions {
    * session.
    */
   egress?: IsolatedRuntimeOptions['egress'];
+  /**
+   * Keep the journal in this store as the session runs, so that it outlives this process:
+   * `start` creates the session there (under `sessionId`), `AgentSandbox.resume(sessionId, …)`
+   * takes it up anywhere the store is reachable. Every cell's rows are written as they change: a
+   * tool's answer reaches the guest once the store has it. The session holds the store's lease
+   * on it while it lives (`lease`), so that one process runs it at a time.
+   */
+  store?: JournalStore;
+  /**
+   * The session's id (1 to 128 of `A-Z a-z 0-9 . _ : -`): its id in the store, and the first part
+   * of its tool calls' ids. Default: the restored journal's, or a random UUID.
+   */
+  sessionId?: string;
+  /** With `store`: how the session holds its lease (`ttlMs`, default 30 000; `waitMs` for `resume`, default 0). */
+  lease?: LeaseOptions;
 }
 
 /** Options of one {@link AgentSandbox.run} (and of `approve`/`deny`, which finish a cell). */
@@ -110,7 +127,7 @@ export interface RunOptions {
 export const SESSION_EVENTS_CHANNEL = 'strata:agent:event';
 const sessionEvents = channel(SESSION_EVENTS_CHANNEL);
 
-const SESSION_KEYS = ['tools', 'pool', 'recover', 'maxCells', 'maxCallsPerCell', 'maxValueBytes', 'maxJournalBytes'] as const;
+const SESSION_KEYS = ['tools', 'pool', 'recover', 'maxCells', 'maxCallsPerCell', 'maxValueBytes', 'maxJournalBytes', 'store', 'sessionId', 'lease'] as const;
 // What a pooled session may set per checkout: the pool's own list, and whose session it is.
 const CHECKOUT_KEYS: ReadonlySet<string> = new Set([...SESSION_OPTIONS, 'tenant']);
 // The host function the guest's tool wrappers call; the wrappers take it and delete the global.
@@ -133,8 +150,18 @@ const FACTORY = Symbol('AgentSandbox.start');
  * ```
  */
 export class AgentSandbox {
-  /** This session's id, as published on {@link SESSION_EVENTS_CHANNEL}. */
-  readonly id = randomUUID();
+  /**
+   * This session's id: its id in the store, the one its journal keeps, or a random one. Published
+   * on {@link SESSION_EVENTS_CHANNEL}, and the first part of each tool call's id (`<id>:<seq>`).
+   */
+  readonly id: string;
+  /** The store the journal is kept in, with the session's lease there. */
+  #stored: StoredSession | undefined;
+  readonly #storeOptions: { store: JournalStore; ttlMs: number; waitMs: number } | undefined;
+  /** The cell running now, which the store is told is `running`. */
+  #openCell: number | undefined;
+  /** Why the session closed, when it was not by close() (its lease was lost). */
+  #closeReason: Error | undefined;
   readonly #tools: ReadonlyMap<string, SessionTool>;
   readonly #bridges: readonly ToolBridge[];
   /** How the guest reaches the tools: globals, or the members of bridges' namespaces. */
@@ -179,6 +206,15 @@ export class AgentSandbox {
     const limits = limitsOf(options);
     // A journal to restore is checked against the limits before anything else reads it.
     const checked = input === undefined ? undefined : checkJournalSized(input, limits);
+    if (options.store !== undefined) {
+      checkStore(options.store);
+      this.#storeOptions = { store: options.store, ...leaseOptions(options.lease) };
+    } else if (options.lease !== undefined) {
+      throw new InvalidOption('lease is for a session kept in a store: give store too');
+    }
+    if (options.sessionId !== undefined && (typeof options.sessionId !== 'string' || !SESSION_ID_PATTERN.test(options.sessionId)))
+      throw new InvalidOption(`sessionId must be 1 to 128 of A-Z a-z 0-9 . _ : - (got ${JSON.stringify(String(options.sessionId)).slice(0, 60)})`);
+    this.id = options.sessionId ?? checked?.journal.session ?? randomUUID();
     const runtime: Record<string, unknown> = { ...options };
     for (const key of SESSION_KEYS) delete runtime[key];
     const fetchTool = egressTool(options.egress, options.redactHostErrors !== false);
@@ -202,7 +238,7 @@ export class AgentSandbox {
     this.#runtimeOptions = runtime as IsolatedRuntimeOptions;
     const settleWaitMs = typeof runtime['maxHostWait'] === 'number' ? runtime['maxHostWait'] : runtime['maxHostWait'] === null ? 2 ** 31 - 1 : 600_000;
     this.#layers = layersOf(runtime);
-    this.#recorder = new CellRecorder({ tools: this.#tools, limits, settleWaitMs, restored: checked, host: this.#recorderHost() });
+    this.#recorder = new CellRecorder({ tools: this.#tools, limits, settleWaitMs, restored: checked, host: this.#recorderHost(), sessionId: this.id });
   }
 
   /**
@@ -213,7 +249,94 @@ export class AgentSandbox {
   static async start(options: AgentSandboxOptions = {}): Promise<AgentSandbox> {
     const session = new AgentSandbox(FACTORY, options, undefined);
     await session.#ready();
+    const kept = session.#storeOptions;
+    if (kept !== undefined) {
+      try {
+        session.#attach(await StoredSession.create(kept.store, session.#recorder.journal, session.id, randomUUID(), kept.ttlMs));
+      } catch (error) {
+        await session.close();
+        throw error;
+      }
+    }
     return session;
+  }
+
+  /**
+   * Takes up a session kept in `options.store` (by `start({ store })`, here or on another
+   * machine): takes its lease, loads its journal and replays it into a fresh worker, as
+   * `restore` does. A cell that was running when its process stopped is `interrupted`:
+   * `continue()` runs it on, `abandon()` gives it up.
+   *
+   * @throws `LeaseHeld` while another holder's lease lasts (see `lease.waitMs`);
+   * `JournalStoreError` when there is no such session or the store fails; {@link JournalError}
+   * for a stored journal that is corrupted or cannot be replayed here.
+   */
+  static async resume(sessionId: string, options: AgentSandboxOptions): Promise<AgentSandbox> {
+    if (options === null || typeof options !== 'object' || options.store === undefined)
+      throw new InvalidOption('resume(sessionId, options) needs options.store: the store the session is kept in');
+    if (typeof sessionId !== 'string' || !SESSION_ID_PATTERN.test(sessionId))
+      throw new InvalidOption('resume(sessionId): sessionId must be 1 to 128 of A-Z a-z 0-9 . _ : -');
+    if (options.sessionId !== undefined && options.sessionId !== sessionId)
+      throw new InvalidOption('resume(sessionId, options): options.sessionId names another session');
+    checkStore(options.store);
+    const lease = leaseOptions(options.lease);
+    const { stored, journal } = await StoredSession.open(options.store, sessionId, randomUUID(), lease, limitsOf(options));
+    let session: AgentSandbox;
+    try {
+      session = new AgentSandbox(FACTORY, { ...options, sessionId }, journal);
+    } catch (error) {
+      await stored.close();
+      throw error;
+    }
+    session.#attach(stored);
+    await session.#ready();
+    return session;
+  }
+
+  /** The session's place in its store: lost, it closes the session. */
+  #attach(stored: StoredSession): void {
+    this.#stored = stored;
+    stored.onLost((reason) => {
+      this.#closeReason = reason;
+      void this.close();
+    });
+  }
+
+  /** The last cell, when it was interrupted while it ran (its process stopped, or its journal could not be written): `continue()` or `abandon()` it. */
+  get interrupted(): { readonly cell: number; readonly code: string } | undefined {
+    const record = this.#recorder.interrupted;
+    return record === undefined ? undefined : { cell: record.cell, code: record.code };
+  }
+
+  /**
+   * Runs the interrupted cell on: in a fresh worker, its code runs again, every call that ended
+   * answered from the journal, every call that had started run again under the same call id
+   * (`currentToolCall().retry` is true), and from there on it is live. Resolves as `run` does.
+   *
+   * @throws {@link SessionStateError} when no cell was interrupted.
+   */
+  async continue(options: RunOptions = {}): Promise<CellResult> {
+    checkRunOptions(options);
+    return this.#exclusive(async () => {
+      const record = this.#recorder.interrupted;
+      if (record === undefined) throw new SessionStateError('no cell was interrupted: there is nothing to continue');
+      await this.#ensureWorker();
+      return this.#runCell(record, { kind: 'continue', onEvent: options.onEvent });
+    });
+  }
+
+  /**
+   * Gives up the interrupted cell: the journal keeps it as `crashed` (never replayed; its calls
+   * as they were, a `started` one for you to reconcile), and the session goes on from the cells before it.
+   *
+   * @throws {@link SessionStateError} when no cell was interrupted.
+   */
+  async abandon(): Promise<void> {
+    await this.#exclusive(async () => {
+      this.#recorder.abandon();
+      this.#stale = true;
+      await this.#persist();
+    });
   }
 
   /**
@@ -319,12 +442,15 @@ export class AgentSandbox {
     return this.#decide(seq, reason === undefined ? { approved: false } : { approved: false, reason }, options);
   }
 
-  /** Closes the worker. The journal stays readable. */
+  /** Closes the worker (and, for a session in a store, writes what is left and gives its lease up). The journal stays readable. */
   async close(): Promise<void> {
     this.#closed = true;
     const rt = this.#rt;
     this.#rt = undefined;
     await rt?.close();
+    const stored = this.#stored;
+    this.#stored = undefined;
+    await stored?.close(this.#busy ? undefined : this.#recorder.journal);
   }
 
   /** `await using session = await AgentSandbox.start(…)` closes it at the end of the scope. */
@@ -400,7 +526,10 @@ export class AgentSandbox {
       throw new InvalidOption(`seq must be the integer seq of a call awaiting approval (got ${typeof seq === 'number' ? seq : typeof seq})`);
     return this.#exclusive(async () => {
       const decided = this.#recorder.decide(seq, approval);
-      if ('result' in decided) return decided.result;
+      if ('result' in decided) {
+        await this.#persist();
+        return decided.result;
+      }
       await this.#ensureWorker();
       return this.#runCell(decided.resume, { kind: 'resume', onEvent: options.onEvent });
     });
@@ -410,14 +539,58 @@ export class AgentSandbox {
   async #runCell(record: CellRecord, mode: CellMode): Promise<CellResult> {
     const rt = this.#rt!;
     const running = this.#recorder.begin(record, mode);
-    const { outcome, unsettled } = await this.#performCell(rt, running);
-    const { result, replayable } = this.#recorder.finishCell(running, outcome, { unsettled, workerClosed: rt.closed });
+    // The store has the cell (as running) before any of it runs; if it cannot, the cell does not
+    // run, and the operation fails with the journal as it was.
+    this.#openCell = record.cell;
+    try {
+      await this.#persist();
+    } catch (error) {
+      this.#openCell = undefined;
+      this.#recorder.end(running);
+      this.#endIfLost(error);
+      throw error;
+    }
+    let ended: { outcome: ExecutionResult; unsettled: boolean };
+    try {
+      ended = await this.#performCell(rt, running);
+    } finally {
+      this.#openCell = undefined;
+    }
+    const { result, replayable } = this.#recorder.finishCell(running, ended.outcome, { unsettled: ended.unsettled, workerClosed: rt.closed });
+    if (running.storeFailure !== undefined) {
+      // A tool's answer could not be written: the cell stopped there, and is kept as interrupted.
+      this.#endIfLost(running.storeFailure);
+      this.#stale = true;
+      return result;
+    }
     if (!replayable) {
       // Not replayable: the next cell runs in a worker rebuilt from the cells before this one.
       this.#stale = true;
       if (this.#recover === 'never') await this.close();
     }
+    try {
+      await this.#persist();
+    } catch (error) {
+      // The cell ran, and its end could not be written: it is kept as interrupted, for continue().
+      this.#endIfLost(error);
+      this.#stale = true;
+      return this.#recorder.interruptAfterEnd(record, result, error);
+    }
     return result;
+  }
+
+  /** Writes the journal's changed rows to the store, if the session is kept in one. */
+  async #persist(): Promise<void> {
+    await this.#stored?.sync(this.#recorder.journal, this.#openCell);
+  }
+
+  /** A write refused for a lost lease or a conflict ends the session here: that error is thrown. Any other failure of the store is not. */
+  #endIfLost(error: unknown): void {
+    if (error instanceof LeaseLost || error instanceof JournalConflict) {
+      this.#closeReason = error;
+      void this.close();
+      throw error;
+    }
   }
 
   /** How the recorder reaches this session: the events channel, and the worker it stops. */
@@ -493,7 +666,8 @@ export class AgentSandbox {
    * rejects only with Strata's errors: anything else is a bug, wrapped with it as the cause.
    */
   async #exclusive<T>(work: () => Promise<T>): Promise<T> {
-    if (this.#closed) throw new SessionStateError('the session is closed');
+    if (this.#closed)
+      throw new SessionStateError(this.#closeReason === undefined ? 'the session is closed' : `the session is closed: ${this.#closeReason.message}`);
     if (this.#busy) throw new SessionStateError('a cell is running: one at a time (await the last run, approve or deny first)');
     this.#busy = true;
     try {

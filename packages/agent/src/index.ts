@@ -41,6 +41,8 @@ export { JOURNAL_FORMAT, JOURNAL_VERSION, SESSION_ID_PATTERN } from './journal.j
 export type { CallRecord, CallStatus, CellRecord, CellStatus, Journal, JournalSettings, RecordedError, ToolCall } from './journal.js';
 export type { Tool, ToolFunction, ToolObject, ToolSet } from './tools.js';
 export { ToolBridge, toIdentifier } from './tool-bridge.js';
+export { currentToolCall } from './tool-call-context.js';
+export type { ToolCallContext } from './tool-call-context.js';
 export type { BindOptions, BridgeTool, BridgedTool, JsonSchema, StandardResult, StandardSchemaV1, ToolBridgeOptions } from './tool-bridge.js';
 export { mcpTools } from './mcp-tools.js';
 export { typecheck, formatDiagnostics, DEFAULT_TYPECHECK_TIMEOUT_MS } from './typecheck.js';

@@ -26,6 +26,7 @@ import {
   type ToolCall,
 } from './journal.js';
 import type { SessionTool, ToolAnswer } from './tools.js';
+import { runToolCall, type ToolCallContext } from './tool-call-context.js';
 import { deeperThan } from './value-depth.js';
 
 /** What happens in a cell, as it happens. */
@@ -74,7 +75,7 @@ export interface Limits {
 /** The journal before the operation running now (`run`, `approve`, `deny`): what `journal` shows meanwhile, and what a failed one goes back to. */
 export interface Checkpoint {
   readonly cells: number;
-  /** The last cell as JSON, when it awaited approval (a decision and a resume change it). */
+  /** The last cell as JSON, when it awaited approval or was interrupted (a decision, a resume or a continuation change it). */
   readonly last: string | undefined;
   readonly nextSeq: number;
   readonly bytes: number;
@@ -104,6 +105,10 @@ export interface Running {
   limit: { readonly name: string; readonly message: string } | undefined;
   /** Every live call until the journal has its outcome (or its `pending`): its approval check, then its tool. */
   readonly inflight: Set<Promise<unknown>>;
+  /** Aborted when the cell ends: a tool still running then (its worker died, or it outlived maxHostWait) is told to stop. */
+  readonly abort: AbortController;
+  /** Why the journal could not be written during the cell (the store failed, or the lease was lost): the cell stopped there. */
+  storeFailure: unknown;
 }
 
 const MiB = 1024 * 1024;
@@ -124,11 +129,18 @@ function limit(name: string, value: unknown, fallback: number): number {
   return value as number;
 }
 
-/** How a cell runs: its first run (`live`), its resumption once its pending calls are decided, or its replay into a fresh worker. */
-export type CellMode = { readonly kind: 'live' | 'resume'; readonly onEvent?: ((event: SessionEvent) => void) | undefined } | { readonly kind: 'replay' };
+/**
+ * How a cell runs: its first run (`live`), its resumption once its pending calls are decided,
+ * its continuation after it was interrupted (`continue`: a `running` cell, whose calls that
+ * ended are answered from the journal and whose calls that had only started run again), or its
+ * replay into a fresh worker.
+ */
+export type CellMode =
+  | { readonly kind: 'live' | 'resume' | 'continue'; readonly onEvent?: ((event: SessionEvent) => void) | undefined }
+  | { readonly kind: 'replay' };
 
 /** Why the recorder stops the worker: a replay diverged (its state cannot be trusted), or the cell stopped for approval (it is mid-cell). */
-export type StopReason = 'diverged' | 'awaiting-approval';
+export type StopReason = 'diverged' | 'awaiting-approval' | 'journal-unwritable';
 
 /** What the recorder asks of its session. It never holds the worker. */
 export interface RecorderHost {
@@ -136,6 +148,11 @@ export interface RecorderHost {
   publish(event: SessionEvent): void;
   /** Stop the cell's worker, once `after` settles (at once without it); the next cell needs a fresh one. */
   stopWorker(reason: StopReason, after?: Promise<unknown>): void;
+  /**
+   * Make what the journal holds now durable before the guest hears a tool's answer (a session
+   * with a store writes the changed rows); rejects when it cannot. Absent: nothing to do.
+   */
+  persist?(): Promise<void>;
 }
 
 /** What a {@link CellRecorder} is made with. */
@@ -146,6 +163,8 @@ export interface RecorderOptions {
   /** How long a cell whose code ended (or stopped for approval) waits for its tool calls (maxHostWait). */
   readonly settleWaitMs: number;
   readonly host: RecorderHost;
+  /** The session's id: a tool call's id is `<session id>:<seq>`. */
+  readonly sessionId: string;
   /** A journal to restore, checked (`checkJournalSized`), with its size as JSON. */
   readonly restored?: { readonly journal: Journal; readonly bytes: number } | undefined;
 }
@@ -199,6 +218,7 @@ export class CellRecorder {
   readonly #limits: Limits;
   readonly #settleWaitMs: number;
   readonly #host: RecorderHost;
+  readonly #sessionId: string;
   #journal: Journal | undefined;
   #journalBytes = 0;
   #running: Running | undefined;
@@ -209,6 +229,7 @@ export class CellRecorder {
     this.#limits = options.limits;
     this.#settleWaitMs = options.settleWaitMs;
     this.#host = options.host;
+    this.#sessionId = options.sessionId;
     this.#journal = options.restored?.journal;
     this.#journalBytes = options.restored?.bytes ?? 0;
   }
@@ -232,9 +253,25 @@ export class CellRecorder {
   /** Starts the journal with a worker's settings, or checks a restored one's against them: what differs, if anything. */
   open(settings: JournalSettings): string | undefined {
     if (this.#journal !== undefined) return settingsMismatch(this.#journal.settings, settings);
-    this.#journal = { format: JOURNAL_FORMAT, version: JOURNAL_VERSION, settings, cells: [], nextSeq: 1 };
+    this.#journal = { format: JOURNAL_FORMAT, version: JOURNAL_VERSION, session: this.#sessionId, settings, cells: [], nextSeq: 1 };
     this.#journalBytes = Buffer.byteLength(JSON.stringify(this.#journal));
     return undefined;
+  }
+
+  /** The last cell, when it was interrupted while it ran (status `running`). */
+  get interrupted(): CellRecord | undefined {
+    const last = this.#journal?.cells.at(-1);
+    return last?.status === 'running' ? last : undefined;
+  }
+
+  /** Gives up the interrupted cell: it stays in the journal as `crashed` (never replayed), its calls as they are. */
+  abandon(): CellRecord {
+    const record = this.interrupted;
+    if (record === undefined) throw new SessionStateError('no cell was interrupted: there is nothing to abandon');
+    record.status = 'crashed';
+    record.error = { type: 'SessionInterrupted', message: 'the cell was interrupted while it ran, and abandoned' };
+    this.#journalBytes += Buffer.byteLength(JSON.stringify(record.error)) + 16;
+    return record;
   }
 
   /** Every call awaiting a decision, in `seq` order, when the last cell stopped before them. */
@@ -254,7 +291,7 @@ export class CellRecorder {
     const last = journal.cells.at(-1);
     const checkpoint: Checkpoint = {
       cells: journal.cells.length,
-      last: last?.status === 'awaiting-approval' ? JSON.stringify(last) : undefined,
+      last: last?.status === 'awaiting-approval' || last?.status === 'running' ? JSON.stringify(last) : undefined,
       nextSeq: journal.nextSeq,
       bytes: this.#journalBytes,
     };
@@ -279,6 +316,11 @@ export class CellRecorder {
    * `maxJournalBytes`. @throws {@link SessionStateError}, {@link SessionLimitExceeded}.
    */
   checkNewCell(code: string): void {
+    const interrupted = this.interrupted;
+    if (interrupted !== undefined)
+      throw new SessionStateError(
+        `cell ${interrupted.cell} was interrupted while it ran (its process stopped, or its journal could not be written): continue() it, or abandon() it first`,
+      );
     const pending = this.pendingCalls;
     if (pending.length > 0) {
       const seqs = pending.map((call) => `${call.seq} (${call.tool})`).join(', ');
@@ -371,8 +413,10 @@ export class CellRecorder {
   /** The cell starts running: from now until {@link CellRecorder.end}, the guest's tool calls are this cell's. */
   begin(record: CellRecord, mode: CellMode): Running {
     const replayUntil = mode.kind === 'live' ? 0 : record.calls.length;
-    // A resumed cell reaches its decided calls (all pending ones, once none is undecided): each runs or is refused live.
-    const resumeAt = new Set(mode.kind === 'resume' ? record.calls.flatMap((c, index) => (c.status === 'pending' ? [index] : [])) : []);
+    // A resumed cell reaches its decided calls (all pending ones, once none is undecided): each
+    // runs or is refused live. A continued cell also reaches the calls that had only started.
+    const resumable = (c: CallRecord) => c.status === 'pending' || (mode.kind === 'continue' && c.status === 'started');
+    const resumeAt = new Set(mode.kind === 'resume' || mode.kind === 'continue' ? record.calls.flatMap((c, index) => (resumable(c) ? [index] : [])) : []);
     const running: Running = {
       record,
       replayUntil,
@@ -388,6 +432,8 @@ export class CellRecorder {
       replaying: mode.kind === 'replay',
       limit: undefined,
       inflight: new Set(),
+      abort: new AbortController(),
+      storeFailure: undefined,
     };
     this.#running = running;
     return running;
@@ -401,6 +447,7 @@ export class CellRecorder {
   /** The cell's code has ended (or its worker is gone): later calls are refused. Gives the divergence its replay met, if it met one. */
   end(running: Running): JournalError | undefined {
     running.ended = true;
+    running.abort.abort(new Error(`cell ${running.record.cell} ended`));
     if (this.#running === running) this.#running = undefined;
     return running.divergence;
   }
@@ -412,6 +459,27 @@ export class CellRecorder {
    */
   finishCell(running: Running, outcome: ExecutionResult, ending: CellEnding): { result: CellResult; replayable: boolean } {
     const { record } = running;
+    if (running.storeFailure !== undefined) {
+      // The journal could not be written: the cell stays interrupted (`running`), with every call
+      // it made as this process knows it, for continue() to take up once the store is back.
+      record.status = 'running';
+      delete record.result;
+      delete record.resultBytes;
+      delete record.error;
+      const why = running.storeFailure instanceof Error ? running.storeFailure.message : String(running.storeFailure);
+      return {
+        result: {
+          ...outcome,
+          status: 'error',
+          result: undefined,
+          error: `the cell stopped: its journal could not be written (${why}); continue() it once the store is back (its calls that ended are not run again)`,
+          errorType: running.storeFailure instanceof Error ? running.storeFailure.name : 'JournalStoreError',
+          cell: record.cell,
+          calls: record.calls.map(toolCall),
+        },
+        replayable: false,
+      };
+    }
     // A stop for approval keeps the cell only when every call it made has an outcome or awaits a
     // decision: otherwise (a tool still running past maxHostWait, or the worker died first) it is lost.
     const settled = !record.calls.some((c) => c.status === 'started');
@@ -474,6 +542,25 @@ export class CellRecorder {
     return { result: { ...error, status: 'error', cell: record.cell, calls }, replayable };
   }
 
+  /**
+   * A cell that ended, whose end could not be written to the store: kept as interrupted
+   * (`running`, its calls as they are), for continue() to run on. Gives what the caller gets.
+   */
+  interruptAfterEnd(record: CellRecord, { pending: _pending, pendingCalls: _pendingCalls, ...ended }: CellResult, failure: unknown): CellResult {
+    record.status = 'running';
+    delete record.result;
+    delete record.resultBytes;
+    delete record.error;
+    const why = failure instanceof Error ? failure.message : String(failure);
+    return {
+      ...ended,
+      status: 'error',
+      result: undefined,
+      error: `the cell ended, and its end could not be written to the journal's store (${why}); continue() it once the store is back (its calls that ended are not run again)`,
+      errorType: failure instanceof Error ? failure.name : 'JournalStoreError',
+    };
+  }
+
   /** A console line of the running cell, as an event. */
   console(entry: { readonly level: string; readonly stream: 'stdout' | 'stderr'; readonly text: string }): void {
     const running = this.#running;
@@ -516,8 +603,18 @@ export class CellRecorder {
         );
       }
       if (!running.resumeAt.has(index)) return answerOf(recorded);
-      // A decided pending call: from here the cell is live.
+      // A decided pending call, or one that had started: from here the cell is live.
       running.live = true;
+      if (recorded.status === 'started') {
+        // It started before the interruption and never ended here: it runs again, under the same
+        // call id, so that a tool with side effects can tell (and skip what it did already).
+        return this.#track(running, this.#execute(running, tool, decoded(recorded.args) as unknown[], recorded, true));
+      }
+      if (recorded.approval === undefined) {
+        // Pending, undecided, when its cell was interrupted: asked again.
+        recorded.status = 'started';
+        return this.#track(running, this.#approveAndExecute(running, tool, decoded(recorded.args) as unknown[], recorded));
+      }
       const decision = recorded.approval;
       delete recorded.approval;
       if (decision?.approved !== true) {
@@ -539,6 +636,7 @@ export class CellRecorder {
         ),
       );
     }
+    running.live = true;
     // A live call. Past a session limit the cell is cut short: this and every later call of it
     // fails without being journaled, and the cell is not kept (the next runs in a worker rebuilt
     // from the cells before), so the journal stays bounded and a replay never meets the limit.
@@ -623,14 +721,42 @@ export class CellRecorder {
     return undefined;
   }
 
-  async #execute(running: Running, tool: SessionTool, args: unknown[], call: CallRecord): Promise<ToolAnswer> {
+  async #execute(running: Running, tool: SessionTool, args: unknown[], call: CallRecord, retry = false): Promise<ToolAnswer> {
     const started = performance.now();
+    const context: ToolCallContext = {
+      id: `${this.#sessionId}:${call.seq}`,
+      sessionId: this.#sessionId,
+      seq: call.seq,
+      cell: running.record.cell,
+      tool: tool.name,
+      signal: running.abort.signal,
+      retry,
+    };
+    let answer: ToolAnswer;
     try {
-      const value = await tool.execute(...args);
-      return this.#settle(running, call, performance.now() - started, { ok: true, value });
+      const value = await runToolCall(context, () => tool.execute(...args));
+      answer = this.#settle(running, call, performance.now() - started, { ok: true, value });
     } catch (error) {
-      return this.#settle(running, call, performance.now() - started, { ok: false, error: (tool.describeFailure ?? describeThrown)(error) });
+      answer = this.#settle(running, call, performance.now() - started, { ok: false, error: (tool.describeFailure ?? describeThrown)(error) });
     }
+    return this.#durably(running, answer);
+  }
+
+  /**
+   * Gives the guest `answer` once the journal holding it is durable (a session with a store). If
+   * it cannot be made so, the guest never hears back: the cell stops there, to be continued.
+   */
+  async #durably(running: Running, answer: ToolAnswer): Promise<ToolAnswer> {
+    if (this.#host.persist === undefined) return answer;
+    try {
+      await this.#host.persist();
+    } catch (error) {
+      if (running.ended) return answer;
+      running.storeFailure ??= error;
+      this.#host.stopWorker('journal-unwritable');
+      return new Promise<ToolAnswer>(() => {});
+    }
+    return answer;
   }
 
   /** Records how a live call ended and answers the guest with exactly what a replay will give it. */

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { currentToolCall, type ToolCallContext } from './tool-call-context.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { InvalidOption, type StrataRuntime } from '@strata/runtime';
@@ -46,8 +47,12 @@ export interface BridgeTool {
   inputSchema?: JsonSchema | StandardSchemaV1;
   /** The answer, checked when given; in the declaration's return type. */
   outputSchema?: JsonSchema | StandardSchemaV1;
-  /** Runs the tool with the validated input (called as a method of this object). */
-  execute(input: any): unknown;
+  /**
+   * Runs the tool with the validated input (called as a method of this object). In an
+   * `AgentSandbox`, the second argument is the call's {@link ToolCallContext}: its stable id (an
+   * idempotency key), its abort signal, whether it is a retry.
+   */
+  execute(input: any, context?: ToolCallContext): unknown;
   /** In an `AgentSandbox`: stop the cell before this tool runs until the host approves the call. */
   needsApproval?: boolean | ((input: any) => boolean | Promise<boolean>);
 }
@@ -209,7 +214,9 @@ export class ToolBridge {
     } else if (input !== undefined) {
       throw new TypeError(`${this.namespace}.${name} takes no input`);
     }
-    const answer = await Reflect.apply(entry.tool.execute, entry.tool, [value]);
+    // In a session, the call's context (its id, signal) is the second argument, as the AI SDK gives its tools theirs.
+    const context = currentToolCall();
+    const answer = await Reflect.apply(entry.tool.execute, entry.tool, context === undefined ? [value] : [value, context]);
     if (entry.output === undefined) return answer;
     const checked = await entry.output.check(answer);
     if (!checked.ok) throw new TypeError(`${this.namespace}.${name}: the tool's ${checked.problem} (its outputSchema)`);

@@ -44,6 +44,7 @@ function recorderWith(tools: ToolSet, options: { limits?: Partial<Limits>; resto
     limits: { ...LIMITS, ...options.limits },
     settleWaitMs: 1_000,
     host,
+    sessionId: 'recorder-test',
     restored: restored === undefined ? undefined : { journal: structuredClone(restored), bytes: Buffer.byteLength(JSON.stringify(restored)) },
   });
   if (restored === undefined) recorder.open(SETTINGS);
