@@ -557,6 +557,8 @@ export class AgentSandbox {
       this.#openCell = undefined;
     }
     const { result, replayable } = this.#recorder.finishCell(running, ended.outcome, { unsettled: ended.unsettled, workerClosed: rt.closed });
+    // The lease was lost while the cell ran (a renewal refused): the session closed under it.
+    if (this.#closeReason !== undefined) throw this.#closeReason;
     if (running.storeFailure !== undefined) {
       // A tool's answer could not be written: the cell stopped there, and is kept as interrupted.
       this.#endIfLost(running.storeFailure);
@@ -593,9 +595,9 @@ export class AgentSandbox {
     }
   }
 
-  /** How the recorder reaches this session: the events channel, and the worker it stops. */
+  /** How the recorder reaches this session: the events channel, the worker it stops, the store it writes. */
   #recorderHost(): RecorderHost {
-    return {
+    const host: RecorderHost = {
       publish: (event) => {
         if (sessionEvents.hasSubscribers) sessionEvents.publish({ session: this.id, event });
       },
@@ -607,6 +609,9 @@ export class AgentSandbox {
         else void after.then(() => rt?.close());
       },
     };
+    // Kept in a store: each tool call's start and end are written before the cell goes on.
+    if (this.#storeOptions !== undefined) host.persist = () => this.#persist();
+    return host;
   }
 
   // --- the worker ----------------------------------------------------------------------------

@@ -722,6 +722,16 @@ export class CellRecorder {
   }
 
   async #execute(running: Running, tool: SessionTool, args: unknown[], call: CallRecord, retry = false): Promise<ToolAnswer> {
+    // With a store, the call is durable as `started` before the tool runs: a process that dies
+    // while it runs leaves the call for continue() to retry under its id. If that cannot be
+    // written, the tool is never called.
+    if (this.#host.persist !== undefined) {
+      try {
+        await this.#host.persist();
+      } catch (error) {
+        return this.#unwritable(running, error);
+      }
+    }
     const started = performance.now();
     const context: ToolCallContext = {
       id: `${this.#sessionId}:${call.seq}`,
@@ -752,11 +762,16 @@ export class CellRecorder {
       await this.#host.persist();
     } catch (error) {
       if (running.ended) return answer;
-      running.storeFailure ??= error;
-      this.#host.stopWorker('journal-unwritable');
-      return new Promise<ToolAnswer>(() => {});
+      return this.#unwritable(running, error);
     }
     return answer;
+  }
+
+  /** The journal could not be written: the cell stops here, and the guest never hears back. */
+  #unwritable(running: Running, error: unknown): Promise<ToolAnswer> {
+    running.storeFailure ??= error;
+    this.#host.stopWorker('journal-unwritable');
+    return new Promise<ToolAnswer>(() => {});
   }
 
   /** Records how a live call ended and answers the guest with exactly what a replay will give it. */
