@@ -36,6 +36,7 @@ import { checkJournalSized, layersOf, SESSION_ID_PATTERN, workerSettings, type C
 import type { JournalStore } from './stores/journal-store.js';
 import { checkStore, leaseOptions, StoredSession, type LeaseOptions } from './stores/stored-session.js';
 import { egressAnswer, egressTool, FETCH_TOOL } from './egress-tool.js';
+import { traceCell, type Trace } from './tracing.js';
 import {
   CellRecorder,
   limitsOf,
@@ -442,15 +443,22 @@ export class AgentSandbox {
     return this.#decide(seq, reason === undefined ? { approved: false } : { approved: false, reason }, options);
   }
 
-  /** Closes the worker (and, for a session in a store, writes what is left and gives its lease up). The journal stays readable. */
+  /**
+   * Closes the worker (and, for a session in a store, writes what is left and gives its lease
+   * up). The journal stays readable. Closed while a cell runs, a session in a store leaves that
+   * cell there as it was when its process stops (`running`: a `resume` finds it `interrupted`,
+   * to `continue()`), so that draining a machine hands its cells over.
+   */
   async close(): Promise<void> {
     this.#closed = true;
+    // Detached first: the cell the closing worker ends is not written as crashed.
+    const midCell = this.#busy;
+    const stored = this.#stored;
+    this.#stored = undefined;
     const rt = this.#rt;
     this.#rt = undefined;
     await rt?.close();
-    const stored = this.#stored;
-    this.#stored = undefined;
-    await stored?.close(this.#busy ? undefined : this.#recorder.journal);
+    await stored?.close(midCell ? undefined : this.#recorder.journal);
   }
 
   /** `await using session = await AgentSandbox.start(…)` closes it at the end of the scope. */
@@ -537,8 +545,22 @@ export class AgentSandbox {
 
   /** Runs a cell live (or resumes it), and journals how it ended. */
   async #runCell(record: CellRecord, mode: CellMode): Promise<CellResult> {
+    const trace = traceCell(this.id, record.cell, mode.kind);
+    try {
+      const result = await this.#runCellTraced(record, mode, trace);
+      trace.set({ 'strata.cell.status': result.status, 'strata.cell.calls': result.calls.length });
+      trace.end(result.status === 'error' ? { errorType: result.errorType ?? 'Error' } : undefined);
+      return result;
+    } catch (error) {
+      trace.end({ errorType: error instanceof Error ? error.name : 'Error' });
+      throw error;
+    }
+  }
+
+  async #runCellTraced(record: CellRecord, mode: CellMode, trace: Trace): Promise<CellResult> {
     const rt = this.#rt!;
     const running = this.#recorder.begin(record, mode);
+    running.trace = trace;
     // The store has the cell (as running) before any of it runs; if it cannot, the cell does not
     // run, and the operation fails with the journal as it was.
     this.#openCell = record.cell;
@@ -565,11 +587,8 @@ export class AgentSandbox {
       this.#stale = true;
       return result;
     }
-    if (!replayable) {
-      // Not replayable: the next cell runs in a worker rebuilt from the cells before this one.
-      this.#stale = true;
-      if (this.#recover === 'never') await this.close();
-    }
+    // Not replayable: the next cell runs in a worker rebuilt from the cells before this one.
+    if (!replayable) this.#stale = true;
     try {
       await this.#persist();
     } catch (error) {
@@ -578,6 +597,7 @@ export class AgentSandbox {
       this.#stale = true;
       return this.#recorder.interruptAfterEnd(record, result, error);
     }
+    if (!replayable && this.#recover === 'never') await this.close();
     return result;
   }
 
@@ -648,13 +668,17 @@ export class AgentSandbox {
 
   /** Runs a recorded cell again, every call answered from the journal, and checks it ends as it did. */
   async #replay(cell: CellRecord): Promise<void> {
+    const trace = traceCell(this.id, cell.cell, 'replay');
     const running = this.#recorder.begin(cell, { kind: 'replay' });
+    running.trace = trace;
     const { outcome } = await this.#performCell(this.#rt!, running);
     if (workerLost(outcome)) {
       this.#stale = true;
+      trace.end({ errorType: outcome.errorType ?? 'WorkerCrashed' });
       throw new SessionStateError(`replaying the journal in a fresh worker failed at cell ${cell.cell}: ${outcome.errorType}: ${outcome.error}`);
     }
     const divergence = replayDivergence(cell, outcome, running.index);
+    trace.end(divergence === undefined ? undefined : { errorType: 'JournalError' });
     if (divergence !== undefined)
       throw await this.#fail(new JournalError(`cell ${cell.cell} diverged from the journal on replay: ${divergence}`, { cell: cell.cell }));
   }

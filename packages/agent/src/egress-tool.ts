@@ -23,6 +23,7 @@ import {
 import { describeThrown } from './describe.js';
 import type { RecordedError } from './journal.js';
 import type { SessionTool, ToolAnswer } from './tools.js';
+import { traceRequest } from './tracing.js';
 
 /** The tool the journal records the guest's fetch as: one argument, the request. */
 export const FETCH_TOOL = 'fetch';
@@ -59,7 +60,19 @@ export function egressTool(egress: IsolatedRuntimeOptions['egress'], redactHostE
   return {
     name: FETCH_TOOL,
     description: "the guest's fetch, under the session's egress",
-    execute: (request: EgressRequest) => handler(request, { signal }),
+    execute: async (request: EgressRequest) => {
+      const trace = traceRequest(request.method, request.url);
+      try {
+        const response = await handler(request, { signal });
+        trace.set({ 'http.response.status_code': response.status });
+        // As the HTTP conventions have a client span: a 4xx or 5xx is an error.
+        trace.end(response.status >= 400 ? { errorType: String(response.status) } : undefined);
+        return response;
+      } catch (error) {
+        trace.end({ errorType: recordedFailure(error, true).name });
+        throw error;
+      }
+    },
     needsApproval: async () => false,
     describeFailure: (thrown) => recordedFailure(thrown, redactHostErrors),
   };

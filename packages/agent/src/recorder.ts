@@ -27,6 +27,7 @@ import {
 } from './journal.js';
 import type { SessionTool, ToolAnswer } from './tools.js';
 import { runToolCall, type ToolCallContext } from './tool-call-context.js';
+import { traceToolCall, type Trace } from './tracing.js';
 import { deeperThan } from './value-depth.js';
 
 /** What happens in a cell, as it happens. */
@@ -109,6 +110,8 @@ export interface Running {
   readonly abort: AbortController;
   /** Why the journal could not be written during the cell (the store failed, or the lease was lost): the cell stopped there. */
   storeFailure: unknown;
+  /** The cell's span (set by whoever runs the cell), the parent of its tool calls' spans. */
+  trace: Trace | undefined;
 }
 
 const MiB = 1024 * 1024;
@@ -434,6 +437,7 @@ export class CellRecorder {
       inflight: new Set(),
       abort: new AbortController(),
       storeFailure: undefined,
+      trace: undefined,
     };
     this.#running = running;
     return running;
@@ -742,13 +746,15 @@ export class CellRecorder {
       signal: running.abort.signal,
       retry,
     };
+    const trace = traceToolCall(running.trace, { tool: tool.name, id: context.id, retry });
     let answer: ToolAnswer;
     try {
-      const value = await runToolCall(context, () => tool.execute(...args));
+      const value = await trace.within(() => runToolCall(context, () => tool.execute(...args)));
       answer = this.#settle(running, call, performance.now() - started, { ok: true, value });
     } catch (error) {
       answer = this.#settle(running, call, performance.now() - started, { ok: false, error: (tool.describeFailure ?? describeThrown)(error) });
     }
+    trace.end(answer.ok ? undefined : { errorType: answer.name });
     return this.#durably(running, answer);
   }
 

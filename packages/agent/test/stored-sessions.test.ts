@@ -29,7 +29,7 @@ import {
   type ToolCallContext,
 } from '../src/index.js';
 import { CHILD_CELL } from './fixtures/stored-session-cell.js';
-import { checkNoLeaks } from './helpers/leaks.js';
+import { checkNoLeaks, gate } from './helpers/leaks.js';
 
 checkNoLeaks(test);
 
@@ -205,6 +205,28 @@ test('a cell awaiting approval is kept in the store: approved after a resume in 
   t.deepEqual(sent, [{ to: 'ops', id: 'approve-later:1' }]);
   t.like((await store.load('approve-later'))?.cells[0], { cell: 1 });
   t.is(JSON.parse((await store.load('approve-later'))!.cells[0]!.record).status, 'ok');
+});
+
+test('close() while a cell runs (a machine drained) leaves the cell interrupted in the store, and resume + continue() finish it elsewhere', async (t) => {
+  const store = SqliteJournalStore.open(freshFile());
+  t.teardown(() => store.close());
+  const reached = gate();
+  const tools = {
+    wait: () => {
+      reached.open();
+      return new Promise<never>(() => {});
+    },
+  };
+  const draining = await AgentSandbox.start({ tools, store, sessionId: 'drained' });
+  await draining.run('globalThis.before = 1');
+  const running = draining.run('before + (await wait())');
+  await reached.promise;
+  await draining.close();
+  t.is((await running).errorType, 'RuntimeClosed');
+  t.is(JSON.parse((await store.load('drained'))!.cells[1]!.record).status, 'running');
+  await using resumed = await AgentSandbox.resume('drained', { tools: { wait: async () => 41 }, store });
+  t.like(resumed.interrupted, { cell: 2 });
+  t.is((await resumed.continue()).result, 42);
 });
 
 test('the lease: a second resume is LeaseHeld while the session lives (also after waiting), and takes it at once after close', async (t) => {
