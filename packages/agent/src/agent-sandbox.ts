@@ -161,6 +161,7 @@ export class AgentSandbox {
   readonly #storeOptions: { store: JournalStore; ttlMs: number; waitMs: number } | undefined;
   /** The cell running now, which the store is told is `running`. */
   #openCell: number | undefined;
+  #closing: Promise<void> | undefined;
   /** Why the session closed, when it was not by close() (its lease was lost). */
   #closeReason: Error | undefined;
   readonly #tools: ReadonlyMap<string, SessionTool>;
@@ -449,7 +450,13 @@ export class AgentSandbox {
    * cell there as it was when its process stops (`running`: a `resume` finds it `interrupted`,
    * to `continue()`), so that draining a machine hands its cells over.
    */
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    // A second close (while the first still runs) waits for the first.
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
     // Detached first: the cell the closing worker ends is not written as crashed.
     const midCell = this.#busy;

@@ -16,7 +16,9 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { egressHandler, InvalidOption, SandboxPool, type EgressPolicy, type IsolatedRuntime, type SandboxMode } from '@strata/runtime';
 import { toTaggedJson } from '@strata/wire';
-import { AgentSandbox } from './agent-sandbox.js';
+import { AgentSandbox, type AgentSandboxOptions } from './agent-sandbox.js';
+import { SESSION_ID_PATTERN } from './journal.js';
+import { SqliteJournalStore } from './stores/sqlite-store.js';
 import { executeCell } from './cell-code.js';
 import { normalizeCode } from './normalize-code.js';
 import { describeThrown } from './describe.js';
@@ -55,6 +57,14 @@ export interface McpServerConfig {
   readonly typecheckTimeout?: number;
   /** What the code's `fetch` may reach: an egress policy (`@strata/runtime`'s `EgressPolicy`). Default none: `fetch` refuses. */
   readonly egress?: EgressPolicy;
+  /**
+   * With `session`: a SQLite file (made if missing; relative to the config file) that keeps the
+   * session's journal, so that it outlives the server: started again with the same `sessionId`,
+   * the server resumes it (its state replayed, no tool called again).
+   */
+  readonly store?: string;
+  /** With `store`: the session to resume, or to start under this id. Default: a new random id, printed on stderr. */
+  readonly sessionId?: string;
 }
 
 /** The `execute` tool's name. */
@@ -81,6 +91,7 @@ export async function loadMcpConfig(path: string): Promise<McpServerConfig> {
         ? { ...entry, module: pathToFileURL(resolve(base, entry.module)).href }
         : entry,
     ),
+    ...(checked.store === undefined ? {} : { store: resolve(base, checked.store) }),
   };
 }
 
@@ -88,7 +99,20 @@ export async function loadMcpConfig(path: string): Promise<McpServerConfig> {
 export function checkConfig(config: unknown): McpServerConfig {
   if (config === null || typeof config !== 'object' || Array.isArray(config)) throw new InvalidOption('the MCP server config must be an object');
   const c = config as Record<string, unknown>;
-  const known = ['tools', 'session', 'sandbox', 'timeout', 'maxMemory', 'poolSize', 'isolatesPerWorker', 'typecheck', 'typecheckTimeout', 'egress'];
+  const known = [
+    'tools',
+    'session',
+    'sandbox',
+    'timeout',
+    'maxMemory',
+    'poolSize',
+    'isolatesPerWorker',
+    'typecheck',
+    'typecheckTimeout',
+    'egress',
+    'store',
+    'sessionId',
+  ];
   const unknown = Object.keys(c).filter((key) => !known.includes(key));
   if (unknown.length > 0) throw new InvalidOption(`the config has unknown fields: ${unknown.join(', ')} (known: ${known.join(', ')})`);
   if (c['tools'] !== undefined && !Array.isArray(c['tools']))
@@ -115,7 +139,46 @@ export function checkConfig(config: unknown): McpServerConfig {
     // Checked now, so a bad policy stops the server before it serves (InvalidOption names the field).
     egressHandler(c['egress'] as EgressPolicy);
   }
+  if (c['store'] !== undefined) {
+    if (typeof c['store'] !== 'string' || c['store'] === '') throw new InvalidOption('config.store must be the path of a SQLite file (made if missing)');
+    if (c['session'] !== true) throw new InvalidOption('config.store keeps a session: set session too (--session)');
+  }
+  if (c['sessionId'] !== undefined) {
+    if (typeof c['sessionId'] !== 'string' || !SESSION_ID_PATTERN.test(c['sessionId']))
+      throw new InvalidOption('config.sessionId must be 1 to 128 of A-Z a-z 0-9 . _ : -');
+    if (c['store'] === undefined) throw new InvalidOption('config.sessionId names a session in a store: set store too (--store FILE)');
+  }
   return c as McpServerConfig;
+}
+
+// How long a server that resumes its session waits for the lease of one that stopped without
+// giving it up (killed): a little longer than the lease lasts.
+const RESUME_WAIT_MS = 35_000;
+
+/** The session of a server with a store: resumed when the store has it, started otherwise. */
+async function storedSession(
+  store: SqliteJournalStore,
+  path: string,
+  sessionId: string | undefined,
+  options: AgentSandboxOptions,
+  log: (line: string) => void,
+): Promise<AgentSandbox> {
+  if (sessionId !== undefined && (await store.load(sessionId)) !== undefined) {
+    const session = await AgentSandbox.resume(sessionId, { ...options, store, lease: { waitMs: RESUME_WAIT_MS } });
+    const interrupted = session.interrupted;
+    if (interrupted !== undefined) {
+      // Its client had its answer cut off with the server that ran it, and asks anew.
+      await session.abandon();
+      log(
+        `strata mcp: cell ${interrupted.cell} of session ${sessionId} was interrupted when its server stopped; it is kept as crashed, its calls as they were`,
+      );
+    }
+    log(`strata mcp: resumed session ${sessionId} from ${path} (${session.journal.cells.length} cells)`);
+    return session;
+  }
+  const session = await AgentSandbox.start({ ...options, store, ...(sessionId === undefined ? {} : { sessionId }) });
+  log(`strata mcp: session ${session.id} kept in ${path} (resume it with --session-id ${session.id})`);
+  return session;
 }
 
 /** A running server: its bridges, and how to stop it (its sandboxes and upstream servers too). */
@@ -135,10 +198,17 @@ export async function startMcpServer(config: McpServerConfig, transport: Transpo
   const bridges: ToolBridge[] = [];
   let pool: SandboxPool | undefined;
   let session: AgentSandbox | undefined;
-  const close = async () => {
-    await session?.close();
-    await pool?.close();
-    for (const upstream of upstreams) await upstream.close().catch(() => undefined);
+  let store: SqliteJournalStore | undefined;
+  let closing: Promise<void> | undefined;
+  // Called by the server's onclose and by close(): once, in this order (the store after the session that writes to it).
+  const close = () => {
+    closing ??= (async () => {
+      await session?.close();
+      await store?.close();
+      await pool?.close();
+      for (const upstream of upstreams) await upstream.close().catch(() => undefined);
+    })();
+    return closing;
   };
   try {
     for (const entry of checked.tools ?? []) {
@@ -156,7 +226,12 @@ export async function startMcpServer(config: McpServerConfig, transport: Transpo
       ...(checked.maxMemory === undefined ? {} : { maxMemory: checked.maxMemory }),
       ...(checked.egress === undefined ? {} : { egress: checked.egress }),
     } as const;
-    if (checked.session === true) session = await AgentSandbox.start({ ...runtimeOptions, tools: bridges });
+    if (checked.session === true && checked.store !== undefined) {
+      store = SqliteJournalStore.open(checked.store);
+      session = await storedSession(store, checked.store, checked.sessionId, { ...runtimeOptions, tools: bridges }, (line) =>
+        process.stderr.write(`${line}\n`),
+      );
+    } else if (checked.session === true) session = await AgentSandbox.start({ ...runtimeOptions, tools: bridges });
     else
       pool = await SandboxPool.start({
         ...runtimeOptions,
@@ -318,8 +393,48 @@ export async function runMcpServer(config: McpServerConfig): Promise<void> {
   const closed = new Promise<void>((resolveClosed) => {
     transport.onclose = () => resolveClosed();
   });
-  const running = await startMcpServer(config, transport);
-  process.stdin.on('end', () => void running.close());
+  // A client that stops the server with a signal (as the SDK's does, after closing stdin) still
+  // lets it close, also while it starts: a stored session's lease is given up, not left to expire.
+  let running: RunningMcpServer | undefined;
+  let stopped: NodeJS.Signals | undefined;
+  let closing: Promise<void> | undefined;
+  // Closing awaits handles (the worker's exit) that do not keep the process alive by themselves.
+  const closeOnce = () => {
+    if (running === undefined) return Promise.resolve();
+    if (closing === undefined) {
+      const alive = setInterval(() => {}, 60_000);
+      closing = running.close().finally(() => clearInterval(alive));
+    }
+    return closing;
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    stopped = signal;
+    void closeOnce().finally(() => {
+      if (running !== undefined) process.kill(process.pid, signal);
+    });
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  const unlisten = () => {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  };
+  try {
+    running = await startMcpServer(config, transport);
+  } catch (error) {
+    unlisten();
+    if (stopped !== undefined) process.kill(process.pid, stopped);
+    throw error;
+  }
+  if (stopped !== undefined) {
+    // The signal came while it started: close now, then end by it.
+    await closeOnce();
+    unlisten();
+    process.kill(process.pid, stopped);
+    return;
+  }
+  process.stdin.on('end', () => void closeOnce());
   await closed;
-  await running.close();
+  await closeOnce();
+  unlisten();
 }

@@ -120,6 +120,61 @@ test('strata mcp --session: state persists across execute calls, with the calls 
   t.is((next.structuredContent as { result: unknown }).result, 12);
 });
 
+test('strata mcp --session --store: the session outlives the server; started again with its id, it resumes with its state', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-store-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'sessions.db');
+  const flags = ['--session', '--store', file, '--session-id', 'chat-7'];
+  const first = await strataMcp(t, { tools: [{ module: TOOLS_MODULE }] }, flags);
+  const ran = await first.callTool({ name: 'execute', arguments: { code: 'const w = await tools.weather({ city: "Bergen" }); globalThis.n = 20; w.tempC' } });
+  t.falsy(ran.isError, JSON.stringify(ran.content));
+  await first.close();
+
+  const second = await strataMcp(t, { tools: [{ module: TOOLS_MODULE }] }, flags);
+  const next = await second.callTool({ name: 'execute', arguments: { code: '[w.city, n + 1]' } });
+  t.falsy(next.isError, JSON.stringify(next.content));
+  t.deepEqual((next.structuredContent as { result: unknown }).result, ['Bergen', 21]);
+  await second.close();
+
+  const { SqliteJournalStore } = await import('../src/index.js');
+  const store = SqliteJournalStore.open(file);
+  t.teardown(() => store.close());
+  t.like((await store.list())[0], { sessionId: 'chat-7', cells: 2 });
+});
+
+test('strata mcp --store stopped by SIGTERM gives its lease up first: the next server resumes at once', async (t) => {
+  const { spawn } = await import('node:child_process');
+  const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-store-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'sessions.db');
+  const server = spawn(process.execPath, [STRATA, 'mcp', '--session', '--store', file, '--session-id', 'stopped'], { stdio: ['pipe', 'ignore', 'pipe'] });
+  t.teardown(() => server.kill('SIGKILL'));
+  await new Promise<void>((resolve) => server.stderr!.on('data', (chunk: Buffer) => String(chunk).includes('kept in') && resolve()));
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => server.once('exit', (_code, signal) => resolve(signal)));
+  server.kill('SIGTERM');
+  t.is(await exited, 'SIGTERM', 'it still ends by the signal');
+  const { SqliteJournalStore } = await import('../src/index.js');
+  const store = SqliteJournalStore.open(file);
+  t.teardown(() => store.close());
+  t.is((await store.load('stopped'))?.session.lease.owner, null, 'the lease was given up');
+});
+
+test('strata mcp: --store without --session, and a bad --session-id, are refused with exit status 2', async (t) => {
+  const { spawnSync } = await import('node:child_process');
+  const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-store-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'sessions.db');
+  const noSession = spawnSync(process.execPath, [STRATA, 'mcp', '--store', file], { encoding: 'utf8', input: '' });
+  t.is(noSession.status, 2);
+  t.regex(noSession.stderr, /config\.store keeps a session: set session too/);
+  const badId = spawnSync(process.execPath, [STRATA, 'mcp', '--session', '--store', file, '--session-id', 'no spaces'], { encoding: 'utf8', input: '' });
+  t.is(badId.status, 2);
+  t.regex(badId.stderr, /sessionId must be/);
+  const idOnly = spawnSync(process.execPath, [STRATA, 'mcp', '--session', '--session-id', 'x'], { encoding: 'utf8', input: '' });
+  t.is(idOnly.status, 2);
+  t.regex(idOnly.stderr, /set store too/);
+});
+
 test('strata mcp refuses a bad config before serving, with exit status 2', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-'));
   const file = join(dir, 'strata.json');

@@ -39,11 +39,14 @@ export interface DoctorArgs {
   readonly json: boolean;
 }
 
-/** `strata mcp [--config FILE] [--session] [--sandbox MODE] [--timeout MS]`: an MCP server over stdio. */
+/** `strata mcp [--config FILE] [--session [--store FILE] [--session-id ID]] [--sandbox MODE] [--timeout MS]`: an MCP server over stdio. */
 export interface McpArgs {
   readonly command: 'mcp';
   readonly config: string | undefined;
   readonly session: boolean;
+  /** A SQLite file that keeps the session (relative to the working directory). */
+  readonly store: string | undefined;
+  readonly sessionId: string | undefined;
   readonly sandbox: SandboxMode | undefined;
   readonly timeout: number | undefined;
 }
@@ -136,6 +139,8 @@ function parseMcp(argv: readonly string[]): McpArgs | HelpArgs {
   const { values, positionals } = strictParse('mcp', argv, {
     config: { type: 'string' },
     session: { type: 'boolean' },
+    store: { type: 'string' },
+    'session-id': { type: 'string' },
     sandbox: { type: 'string' },
     timeout: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
@@ -150,6 +155,8 @@ function parseMcp(argv: readonly string[]): McpArgs | HelpArgs {
     command: 'mcp',
     config: values['config'] as string | undefined,
     session: values['session'] === true,
+    store: values['store'] as string | undefined,
+    sessionId: values['session-id'] as string | undefined,
     sandbox: sandbox as SandboxMode | undefined,
     timeout: values['timeout'] === undefined ? undefined : parseMilliseconds(values['timeout'] as string),
   };

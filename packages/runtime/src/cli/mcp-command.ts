@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { resolve } from 'node:path';
 import type { McpArgs } from './args.js';
 import { ExitStatus, type ExitStatusCode } from './exit-status.js';
 import type { CliIo } from './terminal-text.js';
@@ -41,6 +42,8 @@ export async function mcpCommand(args: McpArgs, io: CliIo): Promise<ExitStatusCo
     config = agent.checkConfig({
       ...base,
       ...(args.session ? { session: true } : {}),
+      ...(args.store === undefined ? {} : { store: resolve(args.store) }),
+      ...(args.sessionId === undefined ? {} : { sessionId: args.sessionId }),
       ...(args.sandbox === undefined ? {} : { sandbox: args.sandbox }),
       ...(args.timeout === undefined ? {} : { timeout: args.timeout }),
     });

@@ -93,7 +93,7 @@ Exit status:
 `;
 
 /** The help text for `topic` (`undefined`: the main help). Ends with a newline. */
-const MCP = `Usage: strata mcp [--config FILE] [--session] [--sandbox MODE] [--timeout MS]
+const MCP = `Usage: strata mcp [--config FILE] [--session [--store FILE] [--session-id ID]] [--sandbox MODE] [--timeout MS]
 
 Serves code mode over MCP on stdin/stdout. Needs @strata/agent and the MCP SDK installed beside
 @strata/runtime: npm install @strata/agent @modelcontextprotocol/sdk.
@@ -108,6 +108,10 @@ Options:
                    "session": false, "sandbox": "auto", "timeout": 30000, "maxMemory": ..., "poolSize": 2,
                    "isolatesPerWorker": 1 }  (above 1: each call a fresh isolate of a shared worker)
   --session        one AgentSandbox for the connection: state persists across execute calls
+  --store FILE     with --session: keep the session's journal in this SQLite file, so that it
+                   outlives the server (made if missing; the file is readable by its owner only)
+  --session-id ID  with --store: resume this session if the file has it, or start it under this
+                   id (default: a new id, printed on stderr)
   --sandbox MODE   require, auto (default) or off
   --timeout MS     the soft timeout of each run (default 30000)
   -h, --help       print this help
