@@ -11,7 +11,18 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const PACKAGES = ['wire', 'polyfills', 'runtime', 'layer-clock', 'layer-seccomp', 'layer-landlock', 'layer-emptyroot', 'layer-seatbelt', 'agent'];
+const PACKAGES = [
+  'wire',
+  'polyfills',
+  'runtime',
+  'layer-clock',
+  'layer-seccomp',
+  'layer-landlock',
+  'layer-emptyroot',
+  'layer-seatbelt',
+  'agent',
+  'store-postgres',
+];
 
 function fail(message) {
   console.error(`pack-check: ${message}`);
@@ -118,6 +129,12 @@ try {
     out.typecheck = await typecheck('1', '').then(() => 'checked', (e) => e.code);
     await session.close();
     server.close();
+    // The PostgreSQL store imports with its driver (no server here): bad options, then no database, are Strata's own errors.
+    const { PostgresJournalStore } = await import('@strata/store-postgres');
+    out.postgres = [
+      await PostgresJournalStore.connect({ schema: 'Not Valid' }).then(() => 'connected', (e) => e.code),
+      await PostgresJournalStore.connect({ connectionString: 'postgresql://strata@/none?host=/nonexistent', connectTimeoutMs: 1000 }).then(() => 'connected', (e) => e.code),
+    ];
     console.log(JSON.stringify(out));`;
   writeFileSync(join(app, 'check.mjs'), program);
   const outcome = JSON.parse(run(join(bin, 'node'), ['check.mjs'], { cwd: app, env }).trim().split('\n').pop());
@@ -130,10 +147,11 @@ try {
     fetched: [42, 'fetch'],
     typescript: 42,
     typecheck: 'ERR_STRATA_INVALID_OPTION',
+    postgres: ['ERR_STRATA_INVALID_OPTION', 'ERR_STRATA_JOURNAL_STORE'],
   };
   if (JSON.stringify(outcome) !== JSON.stringify(expected)) fail(`the program printed ${JSON.stringify(outcome)}, expected ${JSON.stringify(expected)}`);
   console.log(
-    `pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}; its guest's fetch through an egress policy: ${outcome.fetched[0]}, journaled as ${outcome.fetched[1]}; a TypeScript cell (stripped in its worker thread): ${outcome.typescript}; typecheck without typescript: ${outcome.typecheck}`,
+    `pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}; its guest's fetch through an egress policy: ${outcome.fetched[0]}, journaled as ${outcome.fetched[1]}; a TypeScript cell (stripped in its worker thread): ${outcome.typescript}; typecheck without typescript: ${outcome.typecheck}; @strata/store-postgres imported, bad options and no database: ${outcome.postgres.join(', ')}`,
   );
   // 6. A parent on Node 22 (hosts/node22, when installed): refused until it has a Node 24 for
   // the worker, which the app does not install; then started on workerNode, fully sandboxed.

@@ -12,6 +12,8 @@ const PACKAGES = [
   'packages/layer-emptyroot',
   'packages/layer-seatbelt',
   'packages/agent',
+  // Its tests' PostgreSQL server then runs as this user (the root pass ran it as uid 65534).
+  'packages/store-postgres',
 ];
 const root = fileURLToPath(new URL('..', import.meta.url));
 
