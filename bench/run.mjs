@@ -665,6 +665,15 @@ if (density.status !== 0) {
   process.exitCode = 1;
 }
 
+// Sessions in stores (issue 23): appends, a cell in a stored session, resume, takeover; with a
+// local PostgreSQL server of its own. `npm run bench:stores` runs it alone.
+console.log('\nStores: sessions that outlive a machine (bench/stores.mjs)');
+const storesRun = spawnSync(process.execPath, [fileURLToPath(new URL('./stores.mjs', import.meta.url))], { stdio: 'inherit' });
+if (storesRun.status !== 0) {
+  console.error(`bench: bench/stores.mjs failed (${storesRun.status ?? storesRun.signal})`);
+  process.exitCode = 1;
+}
+
 // The timeline (issue 22): where a cold start and a warm round trip spend their time, step by
 // step, from the marks of both processes. `npm run bench:timeline` runs it alone.
 console.log('\nTimeline: a cold start and a round trip, step by step (bench/timeline.mjs)');

@@ -46,7 +46,9 @@ const CODE_LANGS = new Map([
   ['bash', 'sh'],
   ['shell', 'sh'],
 ]);
-const DECLARE_COMMENT = /<!--\s*doctest-declare:([\s\S]*?)-->\s*$/;
+// The comment right above the fence: one comment (no `-->` inside), so that an earlier block's
+// declarations never run on into this one's.
+const DECLARE_COMMENT = /<!--\s*doctest-declare:((?:(?!-->)[\s\S])*)-->\s*$/;
 
 /**
  * The fenced blocks of one Markdown text: `{ file, line, lang, markers, code, declare, expected }`

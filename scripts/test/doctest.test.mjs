@@ -57,6 +57,27 @@ test('extractBlocks: languages, markers, the declare comment and the shown outpu
   assert.equal(blocks[1].expected, '1');
 });
 
+test("extractBlocks: each block has the declare comment right above it only, not an earlier block's", () => {
+  const md = [
+    '<!-- doctest-declare: declare const a: (x: number) => Promise<number>; -->',
+    `${fence}ts fragment`,
+    'a(1)',
+    fence,
+    'text between',
+    `${fence}ts fragment`,
+    'b',
+    fence,
+    '<!-- doctest-declare: declare const c: 1; -->',
+    `${fence}ts fragment`,
+    'c',
+    fence,
+  ].join('\n');
+  assert.deepEqual(
+    extractBlocks(md, 'README.md').map((b) => b.declare),
+    ['declare const a: (x: number) => Promise<number>;', undefined, 'declare const c: 1;'],
+  );
+});
+
 test('extractBlocks: an unknown marker and an orphan output block are errors, never a silent skip', () => {
   assert.throws(() => extractBlocks(`${fence}js fragmnet\n1\n${fence}\n`, 'A.md'), /A\.md:1: unknown doctest marker 'fragmnet'/);
   assert.throws(() => extractBlocks(`${fence}text output\n1\n${fence}\n`, 'B.md'), /B\.md:1: an output block must follow/);

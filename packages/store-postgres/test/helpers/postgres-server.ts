@@ -66,8 +66,12 @@ export interface PostgresServer {
   dispose(): Promise<void>;
 }
 
-/** initdb into a fresh folder, then the server, resolved once it accepts connections. */
-export async function startPostgresServer(binaries: PostgresBinaries): Promise<PostgresServer> {
+/**
+ * initdb into a fresh folder, then the server, resolved once it accepts connections. `durable`
+ * (for the benchmarks): PostgreSQL's defaults for fsync and synchronous commit, so that a write
+ * costs what it costs a real server; otherwise a throwaway server's, neither.
+ */
+export async function startPostgresServer(binaries: PostgresBinaries, options: { durable?: boolean } = {}): Promise<PostgresServer> {
   const folder = mkdtempSync(join(tmpdir(), 'strata-pg-'));
   const port = 5432;
   const ids = process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : {};
@@ -94,8 +98,9 @@ export async function startPostgresServer(binaries: PostgresBinaries): Promise<P
       binaries.postgres,
       [
         ...['-D', join(folder, 'data'), '-k', folder, '-p', String(port)],
-        // A throwaway server: no TCP, no durability, little memory.
-        ...['-c', 'listen_addresses=', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'],
+        // A throwaway server: no TCP, little memory, and (unless durable) no durability.
+        ...['-c', 'listen_addresses='],
+        ...(options.durable === true ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
         ...['-c', 'shared_buffers=16MB', '-c', 'max_connections=60'],
       ],
       { ...ids, env, stdio: ['ignore', 'ignore', 'pipe'] },
