@@ -206,12 +206,13 @@ try {
       await store.close();
     }
     const ms = median(readies);
+    const worst = Math.max(...readies);
     figure({
-      figure: `takeover after the holder died (lease TTL ${TTL_MS} ms): death to a resumed session`,
+      figure: `takeover after the holder died (lease TTL ${TTL_MS} ms): death to a resumed session (worst of ${TAKEOVER_RUNS}: ${worst.toFixed(0)} ms)`,
       store: kind.name,
       ms,
       goalMs: TTL_MS + 100,
-      met: ms <= TTL_MS + 100,
+      met: worst <= TTL_MS + 100,
     });
   }
 } finally {
