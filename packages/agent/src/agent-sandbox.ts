@@ -251,16 +251,20 @@ export class AgentSandbox {
   static async start(options: AgentSandboxOptions = {}): Promise<AgentSandbox> {
     const session = new AgentSandbox(FACTORY, options, undefined);
     await session.#ready();
-    const kept = session.#storeOptions;
-    if (kept !== undefined) {
-      try {
-        session.#attach(await StoredSession.create(kept.store, session.#recorder.journal, session.id, randomUUID(), kept.ttlMs));
-      } catch (error) {
-        await session.close();
-        throw error;
-      }
-    }
+    await session.#createInStore();
     return session;
+  }
+
+  /** With `store`: the session is created there (as it is now: a restored journal's cells too), holding its lease. */
+  async #createInStore(): Promise<void> {
+    const kept = this.#storeOptions;
+    if (kept === undefined) return;
+    try {
+      this.#attach(await StoredSession.create(kept.store, this.#recorder.journal, this.id, randomUUID(), kept.ttlMs));
+    } catch (error) {
+      await this.close();
+      throw error;
+    }
   }
 
   /**
@@ -349,12 +353,15 @@ export class AgentSandbox {
    * @throws {@link JournalError} when the journal is malformed (every field and every recorded
    * value is checked), was recorded with other settings, or its replay diverges;
    * {@link SessionLimitExceeded} when it is over one of this session's limits (`maxJournalBytes`,
-   * `maxCells`, `maxCallsPerCell`, `maxValueBytes`): restore it with larger ones.
+   * `maxCells`, `maxCallsPerCell`, `maxValueBytes`): restore it with larger ones. With `store`,
+   * the restored session is created there (under `sessionId`, the journal's, or a new id) with
+   * every cell it has: `JournalConflict` when the store has that id already (resume it instead).
    */
   static async restore(journal: unknown, options: AgentSandboxOptions = {}): Promise<AgentSandbox> {
     if (journal === undefined) throw new JournalError('restore needs a journal (session.journal, or JSON.parse of one kept)');
     const session = new AgentSandbox(FACTORY, options, journal);
     await session.#ready();
+    await session.#createInStore();
     return session;
   }
 

@@ -106,6 +106,30 @@ test('start persists from the first cell; resume in another object replays it (n
   t.is(summaries[0]?.leasedBy, undefined, 'close gives the lease up');
 });
 
+test('restore with a store moves a journal kept in memory into the store, every cell; a second restore of that id is JournalConflict', async (t) => {
+  const store = SqliteJournalStore.open(freshFile());
+  t.teardown(() => store.close());
+  const { tools, count } = counted();
+  const inMemory = await AgentSandbox.start({ tools, sessionId: 'moved' });
+  await inMemory.run('const item = await lookup("AB"); item.price');
+  await inMemory.run('const paid = await charge(item.price)');
+  const journal = inMemory.journal;
+  await inMemory.close();
+  t.is(journal.session, 'moved');
+
+  const moved = await AgentSandbox.restore(journal, { tools, store });
+  t.is(moved.id, 'moved', "the journal's id");
+  await moved.close();
+  t.deepEqual(
+    (await store.load('moved'))?.cells.map((c) => c.cell),
+    [1, 2],
+  );
+  await t.throwsAsync(AgentSandbox.restore(journal, { tools, store }), { instanceOf: JournalConflict, message: /resume it/ });
+  await using resumed = await AgentSandbox.resume('moved', { tools, store });
+  t.deepEqual((await resumed.run('[item.price, paid.charged]')).result, [200, 200]);
+  t.deepEqual(count, { lookup: 1, charge: 1 });
+});
+
 test('appends are incremental: the running cell and its calls, never the cells before', async (t) => {
   const { store, appends } = recording(SqliteJournalStore.open(freshFile()));
   t.teardown(() => store.close());
