@@ -1,5 +1,5 @@
 /**
- * `strata mcp`: an MCP server (stdio, on the official SDK) with one tool, `execute`, that runs the
+ * `strata mcp`: an MCP server (stdio or Streamable HTTP, on the official SDK 1.x or 2.x) with one tool, `execute`, that runs the
  * model's code in a fresh pooled sandbox, with bridged tools in its namespaces, and answers with
  * the result, the console output and a receipt of every tool call. With `session`, one
  * `AgentSandbox` for the connection keeps state across calls. Whatever the code does (a throw, an
@@ -10,9 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { egressHandler, InvalidOption, SandboxPool, type EgressPolicy, type IsolatedRuntime, type SandboxMode } from '@strata/runtime';
 import { toTaggedJson } from '@strata/wire';
@@ -25,7 +23,10 @@ import { describeThrown } from './describe.js';
 import { TypeCheckFailed } from './errors.js';
 import { formatDiagnostics, typecheck } from './typecheck.js';
 import { mcpTools, type McpServerCommand, type McpTools } from './mcp-tools.js';
-import { LineStdioTransport } from './stdio-transport.js';
+export { checkMcpHttpOptions, type McpHttpOptions } from './mcp-http.js';
+export type { McpSdkVersion } from './mcp-server-sdk.js';
+import { checkMcpHttpOptions, DEFAULT_MAX_BODY_BYTES, listenMcpHttp, type McpHttpOptions } from './mcp-http.js';
+import { type ExecuteHandlers, loadServerSdk, type McpSdkVersion } from './mcp-server-sdk.js';
 import type { ToolCall } from './journal.js';
 import { ToolBridge, type BridgeTool } from './tool-bridge.js';
 
@@ -65,6 +66,12 @@ export interface McpServerConfig {
   readonly store?: string;
   /** With `store`: the session to resume, or to start under this id. Default: a new random id, printed on stderr. */
   readonly sessionId?: string;
+  /**
+   * The MCP SDK to serve on: 1 (`@modelcontextprotocol/sdk`) or 2 (`@modelcontextprotocol/server`,
+   * with `@modelcontextprotocol/node` for HTTP). Default: over stdio 1.x, over HTTP 2.x when it is
+   * installed (it serves the 2026-07-28 revision and the 2025 ones), else the one installed.
+   */
+  readonly sdk?: McpSdkVersion;
 }
 
 /** The `execute` tool's name. */
@@ -112,6 +119,7 @@ export function checkConfig(config: unknown): McpServerConfig {
     'egress',
     'store',
     'sessionId',
+    'sdk',
   ];
   const unknown = Object.keys(c).filter((key) => !known.includes(key));
   if (unknown.length > 0) throw new InvalidOption(`the config has unknown fields: ${unknown.join(', ')} (known: ${known.join(', ')})`);
@@ -143,6 +151,8 @@ export function checkConfig(config: unknown): McpServerConfig {
     if (typeof c['store'] !== 'string' || c['store'] === '') throw new InvalidOption('config.store must be the path of a SQLite file (made if missing)');
     if (c['session'] !== true) throw new InvalidOption('config.store keeps a session: set session too (--session)');
   }
+  if (c['sdk'] !== undefined && c['sdk'] !== 1 && c['sdk'] !== 2)
+    throw new InvalidOption('config.sdk must be 1 (@modelcontextprotocol/sdk) or 2 (@modelcontextprotocol/server)');
   if (c['sessionId'] !== undefined) {
     if (typeof c['sessionId'] !== 'string' || !SESSION_ID_PATTERN.test(c['sessionId']))
       throw new InvalidOption('config.sessionId must be 1 to 128 of A-Z a-z 0-9 . _ : -');
@@ -187,20 +197,29 @@ export interface RunningMcpServer {
   close(): Promise<void>;
 }
 
-/**
- * Serves `config` over `transport` (stdio by default) until the client goes away or `close()`.
- *
- * @throws `InvalidOption` (`@strata/runtime`) for a bad config or a tools module that does not export tools.
- */
-export async function startMcpServer(config: McpServerConfig, transport: Transport = new LineStdioTransport()): Promise<RunningMcpServer> {
-  const checked = checkConfig(config);
+/** A server running over Streamable HTTP: where it serves, too. */
+export interface RunningMcpHttpServer extends RunningMcpServer {
+  /** `http://HOST:PORT/mcp`. */
+  readonly url: URL;
+  /** The SDK it serves on. */
+  readonly sdk: McpSdkVersion;
+}
+
+/** What a config serves, built once: the bridges, the sandboxes, and the execute tool's handlers. */
+interface Execute {
+  readonly bridges: readonly ToolBridge[];
+  readonly handlers: ExecuteHandlers;
+  /** Once; the session, then its store, then the pool and the upstream servers. */
+  close(): Promise<void>;
+}
+
+async function prepareExecute(checked: McpServerConfig): Promise<Execute> {
   const upstreams: McpTools[] = [];
   const bridges: ToolBridge[] = [];
   let pool: SandboxPool | undefined;
   let session: AgentSandbox | undefined;
   let store: SqliteJournalStore | undefined;
   let closing: Promise<void> | undefined;
-  // Called by the server's onclose and by close(): once, in this order (the store after the session that writes to it).
   const close = () => {
     closing ??= (async () => {
       await session?.close();
@@ -244,53 +263,120 @@ export async function startMcpServer(config: McpServerConfig, transport: Transpo
     throw error;
   }
 
-  const server = new Server({ name: 'strata', version: '0.1.0' }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [
-      {
-        name: EXECUTE_TOOL,
-        description: executeDescription(bridges, checked.session === true),
-        inputSchema: {
-          type: 'object',
-          properties: {
-            code: { type: 'string', description: 'JavaScript to run; its last expression is the result. Top-level await is fine.' },
-            language: { type: 'string', enum: ['javascript', 'typescript'], description: "Default 'javascript'; 'typescript' has its types stripped." },
+  const handlers: ExecuteHandlers = {
+    listTools: () => ({
+      tools: [
+        {
+          name: EXECUTE_TOOL,
+          description: executeDescription(bridges, checked.session === true),
+          inputSchema: {
+            type: 'object',
+            properties: {
+              code: { type: 'string', description: 'JavaScript to run; its last expression is the result. Top-level await is fine.' },
+              language: { type: 'string', enum: ['javascript', 'typescript'], description: "Default 'javascript'; 'typescript' has its types stripped." },
+            },
+            required: ['code'],
           },
-          required: ['code'],
         },
-      },
-    ],
-  }));
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    try {
-      if (request.params.name !== EXECUTE_TOOL) return toolError(`there is no tool ${request.params.name}; the one tool is ${EXECUTE_TOOL}`);
-      const args = (request.params.arguments ?? {}) as Record<string, unknown>;
-      if (typeof args['code'] !== 'string') return toolError('execute needs code: a string of JavaScript');
-      const language = args['language'] ?? 'javascript';
-      if (language !== 'javascript' && language !== 'typescript') return toolError("language must be 'javascript' or 'typescript'");
-      const code = await normalizeCode(args['code']);
-      const timeout = checked.typecheckTimeout === undefined ? {} : { timeout: checked.typecheckTimeout };
-      if (checked.typecheck === true && session === undefined) {
-        const diagnostics = await typecheck(code, bridges.map((bridge) => bridge.declarations()).join('\n'), language, timeout);
-        if (diagnostics.length > 0)
-          return toolError(`TypeCheckFailed: the code does not check against the tools' declarations:\n${formatDiagnostics(diagnostics)}`);
+      ],
+    }),
+    callTool: async (params) => {
+      try {
+        if (params.name !== EXECUTE_TOOL) return toolError(`there is no tool ${params.name}; the one tool is ${EXECUTE_TOOL}`);
+        const args = (params.arguments ?? {}) as Record<string, unknown>;
+        if (typeof args['code'] !== 'string') return toolError('execute needs code: a string of JavaScript');
+        const language = args['language'] ?? 'javascript';
+        if (language !== 'javascript' && language !== 'typescript') return toolError("language must be 'javascript' or 'typescript'");
+        const code = await normalizeCode(args['code']);
+        const timeout = checked.typecheckTimeout === undefined ? {} : { timeout: checked.typecheckTimeout };
+        if (checked.typecheck === true && session === undefined) {
+          const diagnostics = await typecheck(code, bridges.map((bridge) => bridge.declarations()).join('\n'), language, timeout);
+          if (diagnostics.length > 0)
+            return toolError(`TypeCheckFailed: the code does not check against the tools' declarations:\n${formatDiagnostics(diagnostics)}`);
+        }
+        return session !== undefined
+          ? await runInSession(session, code, language, checked.typecheck === true, checked.typecheckTimeout)
+          : await runFresh(pool!, bridges, code, language);
+      } catch (error) {
+        if (error instanceof TypeCheckFailed) return toolError(`TypeCheckFailed: ${error.message}`);
+        return toolError(`the sandbox could not run the code: ${describeThrown(error).message}`);
       }
-      return session !== undefined
-        ? await runInSession(session, code, language, checked.typecheck === true, checked.typecheckTimeout)
-        : await runFresh(pool!, bridges, code, language);
-    } catch (error) {
-      if (error instanceof TypeCheckFailed) return toolError(`TypeCheckFailed: ${error.message}`);
-      return toolError(`the sandbox could not run the code: ${describeThrown(error).message}`);
-    }
-  });
-  server.onclose = () => void close();
-  await server.connect(transport);
+    },
+  };
+  return { bridges, handlers, close };
+}
+
+/**
+ * Serves `config` over `transport` (stdio by default) until the client goes away or `close()`.
+ * Over stdio it serves on SDK 1.x unless `config.sdk` is 2.
+ *
+ * @throws `InvalidOption` (`@strata/runtime`) for a bad config, a tools module that does not export
+ *   tools, or no MCP SDK installed.
+ */
+export async function startMcpServer(config: McpServerConfig, transport?: Transport): Promise<RunningMcpServer> {
+  const checked = checkConfig(config);
+  const sdk = await loadServerSdk(checked.sdk ?? 1);
+  const execute = await prepareExecute(checked);
+  let server: { close(): Promise<void> };
+  try {
+    // The stdio transport checks messages with SDK 1.x's schemas: loaded only when it is the one used.
+    const connection = transport ?? new (await import('./stdio-transport.js')).LineStdioTransport();
+    const closedBefore = connection.onclose;
+    connection.onclose = () => {
+      closedBefore?.();
+      void execute.close();
+    };
+    server = await sdk.connect(execute.handlers, connection);
+  } catch (error) {
+    await execute.close();
+    throw error;
+  }
   return {
-    bridges,
+    bridges: execute.bridges,
     close: async () => {
       await server.close();
-      await close();
+      await execute.close();
     },
+  };
+}
+
+/**
+ * Serves `config` over Streamable HTTP at `http://HOST:PORT/mcp`, statelessly (no
+ * `Mcp-Session-Id`): every request is answered by a fresh SDK server instance over the one set of
+ * sandboxes, so with `session` every client with the token shares the one session and its state.
+ *
+ * @throws `InvalidOption` (`@strata/runtime`) for a bad config, a non-loopback host without a
+ *   token, or no MCP SDK installed.
+ */
+export async function startMcpHttpServer(config: McpServerConfig, options: McpHttpOptions): Promise<RunningMcpHttpServer> {
+  const checked = checkConfig(config);
+  const http = checkMcpHttpOptions(options);
+  const sdk = await loadServerSdk(checked.sdk);
+  const execute = await prepareExecute(checked);
+  const handler = sdk.http(execute.handlers, http.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+  let edge: Awaited<ReturnType<typeof listenMcpHttp>>;
+  try {
+    edge = await listenMcpHttp(
+      http,
+      (req, res, body) => handler.handle(req, res, body),
+      (line) => process.stderr.write(`${line}\n`),
+    );
+  } catch (error) {
+    await handler.close();
+    await execute.close();
+    throw new InvalidOption(`strata mcp could not listen on ${http.host}:${http.port}: ${(error as Error).message}`);
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    bridges: execute.bridges,
+    url: edge.url,
+    sdk: sdk.version,
+    close: () =>
+      (closing ??= (async () => {
+        await edge.close();
+        await handler.close();
+        await execute.close();
+      })()),
   };
 }
 
@@ -387,8 +473,16 @@ async function bridgeFromModule(specifier: string, exportName: string | undefine
   return new ToolBridge({ ...(namespace === undefined ? {} : { namespace }), tools: value as Record<string, BridgeTool> });
 }
 
-/** `strata mcp`: serves over stdio until the client goes. */
-export async function runMcpServer(config: McpServerConfig): Promise<void> {
+/** Options of {@link runMcpServer}. */
+export interface RunMcpServerOptions {
+  /** Serve over Streamable HTTP here, instead of stdio. */
+  readonly http?: McpHttpOptions;
+}
+
+/** `strata mcp`: serves over stdio until the client goes, or over HTTP until SIGTERM or SIGINT. */
+export async function runMcpServer(config: McpServerConfig, options: RunMcpServerOptions = {}): Promise<void> {
+  if (options.http !== undefined) return runMcpHttpServer(config, options.http);
+  const { LineStdioTransport } = await import('./stdio-transport.js');
   const transport = new LineStdioTransport();
   const closed = new Promise<void>((resolveClosed) => {
     transport.onclose = () => resolveClosed();
@@ -437,4 +531,41 @@ export async function runMcpServer(config: McpServerConfig): Promise<void> {
   await closed;
   await closeOnce();
   unlisten();
+}
+
+/** Serves over HTTP until a signal; then closes (a stored session's lease given up) and ends by it. */
+async function runMcpHttpServer(config: McpServerConfig, http: McpHttpOptions): Promise<void> {
+  let stopped: NodeJS.Signals | undefined;
+  let wake: (() => void) | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    stopped = signal;
+    wake?.();
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  const unlisten = () => {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  };
+  let running: RunningMcpHttpServer;
+  try {
+    running = await startMcpHttpServer(config, http);
+  } catch (error) {
+    unlisten();
+    if (stopped !== undefined) process.kill(process.pid, stopped);
+    throw error;
+  }
+  process.stderr.write(
+    `strata mcp: serving MCP (SDK ${running.sdk}.x, Streamable HTTP) at ${running.url.href}${http.token === undefined ? ' (no token: loopback clients only)' : ', bearer token required'}\n`,
+  );
+  if (stopped === undefined) await new Promise<void>((resolve) => (wake = resolve));
+  // Closing awaits handles (the worker's exit) that do not keep the process alive by themselves.
+  const alive = setInterval(() => {}, 60_000);
+  try {
+    await running.close();
+  } finally {
+    clearInterval(alive);
+  }
+  unlisten();
+  process.kill(process.pid, stopped!);
 }

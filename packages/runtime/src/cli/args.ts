@@ -39,7 +39,15 @@ export interface DoctorArgs {
   readonly json: boolean;
 }
 
-/** `strata mcp [--config FILE] [--session [--store FILE] [--session-id ID]] [--sandbox MODE] [--timeout MS]`: an MCP server over stdio. */
+/** Where `strata mcp --http` listens. */
+export interface McpHttpAddress {
+  /** A host name or an IP address (IPv6 without its brackets). */
+  readonly host: string;
+  /** 0: any free port (the address served is printed on stderr). */
+  readonly port: number;
+}
+
+/** `strata mcp [--config FILE] [--session [--store FILE] [--session-id ID]] [--sandbox MODE] [--timeout MS] [--http HOST:PORT [--token-file FILE]]`: an MCP server over stdio, or Streamable HTTP. */
 export interface McpArgs {
   readonly command: 'mcp';
   readonly config: string | undefined;
@@ -49,6 +57,10 @@ export interface McpArgs {
   readonly sessionId: string | undefined;
   readonly sandbox: SandboxMode | undefined;
   readonly timeout: number | undefined;
+  /** Serve over Streamable HTTP at this address instead of stdio. */
+  readonly http: McpHttpAddress | undefined;
+  /** With `http`: the file that holds the bearer token (never the token itself on the command line). */
+  readonly tokenFile: string | undefined;
 }
 
 /** `strata help [COMMAND]`, `strata --help`, `strata COMMAND --help`. */
@@ -143,9 +155,14 @@ function parseMcp(argv: readonly string[]): McpArgs | HelpArgs {
     'session-id': { type: 'string' },
     sandbox: { type: 'string' },
     timeout: { type: 'string' },
+    http: { type: 'string' },
+    'token-file': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values['help'] === true) return { command: 'help', topic: 'mcp' };
+  if (values['token-file'] !== undefined && values['http'] === undefined) {
+    throw new UsageError('--token-file is the bearer token of --http HOST:PORT: give --http too', 'mcp');
+  }
   if (positionals.length > 0) throw new UsageError(`mcp takes no arguments (got ${quote(positionals[0]!)}); name the config with --config FILE`, 'mcp');
   const sandbox = values['sandbox'] as string | undefined;
   if (sandbox !== undefined && !(SANDBOX_MODES as readonly string[]).includes(sandbox)) {
@@ -159,7 +176,19 @@ function parseMcp(argv: readonly string[]): McpArgs | HelpArgs {
     sessionId: values['session-id'] as string | undefined,
     sandbox: sandbox as SandboxMode | undefined,
     timeout: values['timeout'] === undefined ? undefined : parseMilliseconds(values['timeout'] as string),
+    http: values['http'] === undefined ? undefined : parseHttpAddress(values['http'] as string),
+    tokenFile: values['token-file'] as string | undefined,
   };
+}
+
+/** `HOST:PORT`, `[IPv6]:PORT`: where `strata mcp --http` listens. */
+export function parseHttpAddress(text: string): McpHttpAddress {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(text);
+  const port = match === null ? NaN : Number(match[3]);
+  if (match === null || port > 65535) {
+    throw new UsageError(`--http must be HOST:PORT, such as 127.0.0.1:8808 or [::1]:8808 (port 0: any free port) (got ${quote(text)})`, 'mcp');
+  }
+  return { host: match[1] ?? match[2]!, port };
 }
 
 function parseHelp(argv: readonly string[]): HelpArgs {

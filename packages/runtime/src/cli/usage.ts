@@ -15,7 +15,7 @@ Runs untrusted JavaScript in a V8 isolate inside a supervised worker process.
 Commands:
   run FILE      run a program in a sandboxed worker and print its console and result
   doctor        print the protection this machine can provide (the layer report)
-  mcp           serve code mode over MCP (stdio): an execute tool with bridged tools
+  mcp           serve code mode over MCP (stdio or HTTP): an execute tool with bridged tools
   help [CMD]    print this help, or a command's
 
 Options:
@@ -94,9 +94,11 @@ Exit status:
 
 /** The help text for `topic` (`undefined`: the main help). Ends with a newline. */
 const MCP = `Usage: strata mcp [--config FILE] [--session [--store FILE] [--session-id ID]] [--sandbox MODE] [--timeout MS]
+                  [--http HOST:PORT [--token-file FILE]]
 
-Serves code mode over MCP on stdin/stdout. Needs @strata/agent and the MCP SDK installed beside
-@strata/runtime: npm install @strata/agent @modelcontextprotocol/sdk.
+Serves code mode over MCP on stdin/stdout, or over Streamable HTTP with --http. Needs
+@strata/agent and the MCP SDK installed beside @strata/runtime: npm install @strata/agent
+@modelcontextprotocol/sdk (1.x), or @modelcontextprotocol/server and @modelcontextprotocol/node (2.x).
 Its one tool, execute, runs the model's code (JavaScript or TypeScript) in a fresh pooled sandbox
 and answers with the result, the console output and a receipt of every tool call; its description
 holds the TypeScript declarations of the bridged tools. A throw, a timeout or a crash is an MCP
@@ -114,6 +116,13 @@ Options:
                    id (default: a new id, printed on stderr)
   --sandbox MODE   require, auto (default) or off
   --timeout MS     the soft timeout of each run (default 30000)
+  --http HOST:PORT serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: any
+                   free port; the address is printed on stderr). Every request needs the bearer
+                   token (Authorization: Bearer TOKEN) when one is given; one is required unless
+                   HOST is loopback (127.0.0.1, ::1, localhost). Stops on SIGTERM or SIGINT.
+                   With --session, every client with the token shares the one session.
+  --token-file FILE  with --http: the bearer token, read from FILE (at least 16 characters);
+                   or set STRATA_MCP_TOKEN. Never on the command line (other users can read it)
   -h, --help       print this help
 `;
 
