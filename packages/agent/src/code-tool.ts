@@ -9,13 +9,14 @@
  *
  * @module ai
  */
-import { jsonSchema, tool, type Tool, type ToolExecutionOptions } from 'ai';
+import { jsonSchema, tool, type ModelMessage, type Tool, type ToolExecutionOptions } from 'ai';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { egressHandler, InvalidOption, IsolatedRuntime, SandboxPool, type IsolatedRuntimeOptions, type StrataRuntime } from '@strata/runtime';
-import { toTaggedJson, type JsonValue } from '@strata/wire';
 import { executeCell } from './cell-code.js';
 import { normalizeCode } from './normalize-code.js';
-import { describeThrown } from './describe.js';
+import type { AgentSandboxOptions } from './agent-sandbox.js';
+import { ApprovalCells, approvalLimits, type CodeApprovalStatus, type CodeToolApprovalOptions, type WaitingCall } from './code-tool-approvals.js';
+import { failure, callOf, jsonOf, nameOf, messageOf, type CodeToolOutput } from './code-tool-output.js';
 import type { ToolCall } from './journal.js';
 import { ToolBridge } from './tool-bridge.js';
 
@@ -43,43 +44,41 @@ export interface CodeToolOptions {
   egress?: IsolatedRuntimeOptions['egress'];
   /** Extra text for the tool's description (after the declarations). */
   description?: string;
+  /**
+   * When a bridged tool has `needsApproval`: how paused code calls wait for the user's decision
+   * (in memory, by tool call id; see {@link CodeTool}).
+   */
+  approvals?: CodeToolApprovalOptions;
 }
+
+/**
+ * The code tool: an AI SDK `Tool`, plus its approval check. When a bridged tool has
+ * `needsApproval`, each code call runs in an `AgentSandbox` session, in the SDK's approval check:
+ * a call that needs approval pauses the code, and the SDK shows a `tool-approval-request` for the
+ * code call whose reason names the calls it waits on; approved, the code resumes by replay.
+ */
+export type CodeTool = Tool<CodeToolInput, CodeToolOutput> & {
+  /**
+   * The approval check, for `generateText`'s `toolApproval: { code: tool.toolApproval }`: as the
+   * tool's own `needsApproval`, with the waiting calls (tool and input) as the request's reason.
+   * A `toolApproval` of your own for the code tool must call it: without the check, a call that
+   * needs approval is denied in the guest.
+   */
+  readonly toolApproval: (
+    input: CodeToolInput,
+    options: { readonly toolCallId: string; readonly messages: readonly ModelMessage[] },
+  ) => Promise<CodeApprovalStatus>;
+  /** The bridged calls a paused code call waits on, by the code call's tool call id; undefined when it does not wait. */
+  waitingCalls(toolCallId: string): readonly WaitingCall[] | undefined;
+};
 
 /** The code tool's input, as the model writes it. */
 export interface CodeToolInput {
   readonly code: string;
 }
 
-/** A bridged tool's call during the run, as the model reads it (values as tagged JSON): a `ToolCall` with its one input for `args`. */
-export interface CodeToolCall {
-  /** `namespace.name`. */
-  readonly tool: string;
-  readonly input: JsonValue;
-  readonly status: 'completed' | 'failed';
-  readonly result?: JsonValue;
-  readonly error?: { readonly name: string; readonly message: string };
-  readonly ms: number;
-}
-
-/**
- * The code tool's answer. Values JSON cannot say (`undefined`, bigint, `Map`, `Date`, …) are
- * tagged, as `@strata/wire`'s `toTaggedJson` writes them (`{ "$undefined": true }`).
- */
-export interface CodeToolOutput {
-  readonly status: 'ok' | 'error';
-  /** The value of the code's last expression (a promise awaited); only when `status` is `'ok'`. */
-  readonly result?: JsonValue;
-  /** The error's message, when `status` is `'error'`. */
-  readonly error?: string;
-  /** The error's kind: the guest's (`'TypeError'`) or Strata's (`'RuntimeTimeout'`, `'WorkerCrashed'`, …). */
-  readonly errorType?: string;
-  readonly stdout: string;
-  readonly stderr: string;
-  /** Present when stdout or stderr was cut at the runtime's `maxOutputBytes`. */
-  readonly truncated?: true;
-  /** Every bridged tool call the code made, in the order they ended. */
-  readonly calls: readonly CodeToolCall[];
-}
+export type { CodeToolCall, CodeToolOutput } from './code-tool-output.js';
+export type { CodeApprovalStatus, CodeToolApprovalOptions, WaitingCall } from './code-tool-approvals.js';
 
 const DEFAULT_TIMEOUT = 30_000;
 
@@ -94,12 +93,13 @@ const DEFAULT_TIMEOUT = 30_000;
  * ```
  *
  * @throws `InvalidOption` (`@strata/runtime`) for bad options (not a bridge, two bridges with one namespace,
- * a bad timeout, a timeout beside a sandbox). Running never throws for the code's own failure.
+ * a bad timeout, a timeout beside a sandbox, a `sandbox` function beside a tool that needs approval).
+ * Running never throws for the code's own failure.
  */
-export function codeTool(options: CodeToolOptions): Tool<CodeToolInput, CodeToolOutput> {
-  const { bridges, start, description } = checkOptions(options);
-  return tool({
-    description: toolDescription(bridges, description),
+export function codeTool(options: CodeToolOptions): CodeTool {
+  const { bridges, start, description, cells } = checkOptions(options);
+  const base = tool({
+    description: toolDescription(bridges, description, cells !== undefined),
     inputSchema: jsonSchema<CodeToolInput>(
       {
         type: 'object',
@@ -112,13 +112,34 @@ export function codeTool(options: CodeToolOptions): Tool<CodeToolInput, CodeTool
           isInput(value) ? { success: true, value } : { success: false, error: new TypeError('the input must be { code: string }: the JavaScript to run') },
       },
     ),
-    execute: (input: CodeToolInput, execution: ToolExecutionOptions<unknown>) => run(bridges, start, input, execution?.abortSignal),
+    execute: (input: CodeToolInput, execution: ToolExecutionOptions<unknown>) => {
+      if (cells === undefined || !isInput(input)) return run(bridges, start, input, execution?.abortSignal);
+      return cells.execute(input.code, String(execution?.toolCallId), execution?.messages ?? [], execution?.abortSignal);
+    },
   });
+  const toolApproval: CodeTool['toolApproval'] = async (input, approval) =>
+    cells === undefined || !isInput(input) ? { type: 'not-applicable' } : cells.check(input.code, String(approval?.toolCallId), approval?.messages ?? []);
+  const approvalParts =
+    cells === undefined
+      ? {}
+      : {
+          needsApproval: async (input: CodeToolInput, approval: { toolCallId: string; messages: ModelMessage[] }) =>
+            (await toolApproval(input, approval)).type === 'user-approval',
+        };
+  return Object.assign(base, approvalParts, {
+    toolApproval,
+    waitingCalls: (toolCallId: string) => cells?.waitingCalls(toolCallId),
+  }) as CodeTool;
 }
 
 type StartRuntime = () => Promise<StrataRuntime>;
 
-function checkOptions(options: CodeToolOptions): { bridges: readonly ToolBridge[]; start: StartRuntime; description: string | undefined } {
+function checkOptions(options: CodeToolOptions): {
+  bridges: readonly ToolBridge[];
+  start: StartRuntime;
+  description: string | undefined;
+  cells: ApprovalCells | undefined;
+} {
   if (options === null || typeof options !== 'object')
     throw new InvalidOption('codeTool options must be an object ({ bridge, sandbox?, timeout?, egress?, description? })');
   const bridges: readonly ToolBridge[] = Array.isArray(options.bridge) ? options.bridge : [options.bridge as ToolBridge];
@@ -157,7 +178,19 @@ function checkOptions(options: CodeToolOptions): { bridges: readonly ToolBridge[
   else if (sandbox instanceof SandboxPool) start = () => sandbox.checkout();
   else if (typeof sandbox === 'function') start = sandbox;
   else throw new InvalidOption('sandbox must be a SandboxPool or a function that resolves to an IsolatedRuntime or a Runtime');
-  return { bridges, start, description: options.description };
+  const limits = approvalLimits(options.approvals);
+  if (!bridges.some((bridge) => bridge.mayNeedApproval)) return { bridges, start, description: options.description, cells: undefined };
+  // A tool may need approval: each code call is a session's cell, which can pause and be resumed by replay.
+  if (typeof sandbox === 'function') {
+    throw new InvalidOption(
+      'a bridged tool has needsApproval, and approvals need a session (AgentSandbox) that a sandbox function cannot give: give no sandbox, or a SandboxPool started with a clock',
+    );
+  }
+  const session = (): AgentSandboxOptions =>
+    sandbox instanceof SandboxPool
+      ? { tools: bridges, pool: sandbox }
+      : { tools: bridges, timeout: timeout ?? DEFAULT_TIMEOUT, ...(handler === undefined ? {} : { egress: handler }) };
+  return { bridges, start, description: options.description, cells: new ApprovalCells(session, limits) };
 }
 
 // What a run calls on its runtime: bindFunction and eval (binding the bridges), execute (the cell), close.
@@ -172,13 +205,17 @@ const isInput = (value: unknown): value is CodeToolInput =>
   value !== null && typeof value === 'object' && typeof (value as { code?: unknown }).code === 'string';
 
 /** What the tool does, the bridges' declarations for the model, then the caller's text. */
-function toolDescription(bridges: readonly ToolBridge[], extra: string | undefined): string {
+function toolDescription(bridges: readonly ToolBridge[], extra: string | undefined, approvals: boolean): string {
   const lines = [
     'Runs JavaScript in a sandbox, fresh for each call: no network, no files, no require, and no state kept between calls.',
     'The value of the last expression is the result; console output is returned too. Top-level await is fine.',
   ];
   if (bridges.length > 0)
     lines.push('The code can call these tools (each returns a promise: await it):', '```ts', ...bridges.map((bridge) => bridge.declarations()), '```');
+  if (approvals)
+    lines.push(
+      "Some tools need the user's approval: the code pauses before calling one until the user decides, and a denial refuses the whole code call. One decision per code call: make each such call in a code call of its own (a later one in the same code call is denied).",
+    );
   if (extra !== undefined && extra !== '') lines.push(extra);
   return lines.join('\n');
 }
@@ -222,33 +259,3 @@ async function run(bridges: readonly ToolBridge[], start: StartRuntime, input: C
     await runtime.close().catch(() => undefined);
   }
 }
-
-function failure(errorType: string, error: string, calls: readonly ToolCall[]): CodeToolOutput {
-  return { status: 'error', error, errorType, stdout: '', stderr: '', calls: calls.map(callOf) };
-}
-
-/** A bound call as the model reads it: a bridge's tool takes one input, so the call's `args[0]` is given as `input`. */
-function callOf(call: ToolCall): CodeToolCall {
-  return {
-    tool: call.tool,
-    input: jsonOf(call.args[0]),
-    // bind reports a call once it ended: completed or failed.
-    status: call.status as CodeToolCall['status'],
-    ...('result' in call ? { result: jsonOf(call.result) } : {}),
-    ...(call.error === undefined ? {} : { error: { name: call.error.name, message: call.error.message } }),
-    ms: call.ms,
-  };
-}
-
-/** A value as JSON the SDK can send: tagged where JSON cannot say it; a host tool's odd answer (a class instance) as text. */
-function jsonOf(value: unknown): JsonValue {
-  try {
-    return toTaggedJson(value);
-  } catch {
-    return String(value);
-  }
-}
-
-// What failed is described without running its code (no getter, toString or Proxy trap), as every other path does.
-const nameOf = (error: unknown) => describeThrown(error).name;
-const messageOf = (error: unknown) => describeThrown(error).message;

@@ -175,6 +175,11 @@ export class ToolBridge {
     }));
   }
 
+  /** @internal Whether a tool may need approval (`needsApproval` true or a function): a code tool then runs its code in a session. */
+  get mayNeedApproval(): boolean {
+    return [...this.#entries.values()].some(({ tool }) => tool.needsApproval !== undefined && tool.needsApproval !== false);
+  }
+
   /** TypeScript declarations of the namespace, for the model's prompt (`declare const tools: { … }`). They compile with `tsc`. */
   declarations(): string {
     // The tools do not change: rendered once (a type check asks for them on every cell).
