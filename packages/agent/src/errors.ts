@@ -15,7 +15,8 @@ export type AgentErrorCode =
   | 'ERR_STRATA_SESSION_LIMIT'
   | 'ERR_STRATA_SESSION_STATE'
   | 'ERR_STRATA_TYPECHECK'
-  | 'ERR_STRATA_UPSTREAM_MCP';
+  | 'ERR_STRATA_UPSTREAM_MCP'
+  | 'ERR_STRATA_UPSTREAM_HTTP';
 
 /**
  * A journal cannot be loaded or replayed: it is malformed, it was recorded with other settings
@@ -140,5 +141,19 @@ export class TypeCheckFailed extends StrataError<AgentErrorCode> {
 export class UpstreamMcpError extends StrataError<AgentErrorCode> {
   constructor(message: string) {
     super(message, { code: 'ERR_STRATA_UPSTREAM_MCP' });
+  }
+}
+
+/**
+ * An HTTP API bridged by `openApiTools` answered a call with a status outside 2xx. The message
+ * names the operation, the status and the start of the body (what the model needs to correct its
+ * call); the guest sees it as the call's rejection.
+ */
+export class UpstreamHttpError extends StrataError<AgentErrorCode> {
+  /** The response's status (after redirects). */
+  readonly status: number;
+  constructor(message: string, status: number) {
+    super(message, { code: 'ERR_STRATA_UPSTREAM_HTTP' });
+    this.status = status;
   }
 }
