@@ -4,8 +4,9 @@
  * another process, later), a crash or an approval replays exactly, and no completed tool call
  * ever runs twice. `ToolBridge` is code mode: tools with schemas as a validated, namespaced API
  * in the guest and as TypeScript declarations for the model; `mcpTools` bridges another MCP
- * server's tools; `@strata/agent/mcp` is the server behind `strata mcp`, `@strata/agent/ai` the
- * AI SDK tool.
+ * server's tools and `openApiTools` an HTTP API's operations; `@strata/agent/mcp` is the server
+ * behind `strata mcp`, `@strata/agent/ai` the AI SDK tool, `@strata/agent/codemode` an `Executor`
+ * for Cloudflare's `@cloudflare/codemode`.
  *
  * @packageDocumentation
  */
@@ -20,6 +21,7 @@ export {
   SessionLimitExceeded,
   SessionStateError,
   TypeCheckFailed,
+  UpstreamHttpError,
   UpstreamMcpError,
 } from './errors.js';
 export { MemoryJournalStore } from './stores/memory-store.js';
@@ -55,3 +57,5 @@ export { renderDeclarations, schemaToType } from './declarations.js';
 export type { DeclarationOptions, DeclaredTool } from './declarations.js';
 export type { TypeDiagnostic, TypecheckOptions } from './typecheck.js';
 export type { McpServerCommand, McpTools, McpToolsOptions } from './mcp-tools.js';
+export { openApiTools } from './openapi-tools.js';
+export type { OpenApiEgress, OpenApiOperation, OpenApiTools, OpenApiToolsOptions } from './openapi-tools.js';

@@ -89,6 +89,9 @@ const DEFAULT_MAX_OPERATIONS = 500;
 const MAX_SCHEMA_NODES = 200_000;
 const MAX_SCHEMA_DEPTH = 64;
 const MAX_DOCUMENT_DEPTH = 256;
+// The whole document once its references are resolved, as the parser's validation walks it.
+const MAX_EXPANDED_NODES = 1_000_000;
+const MAX_EXPANDED_DEPTH = 1_024;
 // What of a failed response's body the error shows the model.
 const MAX_ERROR_BODY = 1_000;
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
@@ -151,6 +154,7 @@ export async function openApiTools(document: unknown, options: OpenApiToolsOptio
   const copy = ownCopy(document, maxChars);
   const dialect = dialectOf(copy);
   refuseExternalRefs(copy);
+  refuseExpansion(copy);
   const api = await validated(copy);
   const operations = listOperations(api, maxOperations);
   const egress = options.egress ?? {};
@@ -238,7 +242,7 @@ function refuseExternalRefs(document: Json): void {
   while (stack.length > 0) {
     const { node, path, depth } = stack.pop()!;
     if (node === null || typeof node !== 'object') continue;
-    if (depth > MAX_DOCUMENT_DEPTH) throw new InvalidOption(`${path}: the document nests deeper than ${MAX_DOCUMENT_DEPTH} levels`);
+    if (depth > MAX_DOCUMENT_DEPTH) throw new InvalidOption(`${shortPath(path)}: the document nests deeper than ${MAX_DOCUMENT_DEPTH} levels`);
     for (const [key, value] of Object.entries(node)) {
       const at = path === '' ? key : `${path}.${key}`;
       if (key === '$ref' && typeof value === 'string' && !value.startsWith('#')) {
@@ -249,6 +253,67 @@ function refuseExternalRefs(document: Json): void {
       stack.push({ node: value, path: at, depth: depth + 1 });
     }
   }
+}
+
+/**
+ * Refuses, before the parser sees the document, one whose internal `$ref`s expand past
+ * {@link MAX_EXPANDED_NODES} nodes or {@link MAX_EXPANDED_DEPTH} levels (A uses B twice, B uses C
+ * twice, …: a few hundred bytes as written, exponential once dereferenced, and the parser's
+ * validation walks the dereferenced document), and a circular one, naming where. Linear in the
+ * document: each reference's target is measured once.
+ */
+function refuseExpansion(document: Json): void {
+  const measured = new Map<string, number>();
+  const measuring = new Set<string>();
+  const size = (node: unknown, path: string, depth: number): number => {
+    if (node === null || typeof node !== 'object') return 1;
+    if (depth > MAX_EXPANDED_DEPTH) throw new InvalidOption(`${shortPath(path)}: the document's references nest deeper than ${MAX_EXPANDED_DEPTH} levels once resolved`);
+    let total = 1;
+    for (const [key, value] of Object.entries(node)) {
+      const at = path === '' ? key : `${path}.${key}`;
+      total += key === '$ref' && typeof value === 'string' ? sizeOfTarget(value, at, depth + 1) : size(value, at, depth + 1);
+      if (total > MAX_EXPANDED_NODES) {
+        throw new InvalidOption(`${at}: the document's schemas expand past ${MAX_EXPANDED_NODES} nodes once their references are resolved; bridge a smaller document`);
+      }
+    }
+    return total;
+  };
+  const sizeOfTarget = (ref: string, at: string, depth: number): number => {
+    const known = measured.get(ref);
+    if (known !== undefined) return known;
+    if (measuring.has(ref)) {
+      throw new InvalidOption(`${at}: the document has a circular $ref; openApiTools refuses recursive schemas (describe the recursive field as an object without the reference)`);
+    }
+    const target = pointerTarget(document, ref);
+    if (target === undefined) return 1; // dangling: the parser names it
+    measuring.add(ref);
+    const total = size(target, pointerPath(ref.slice(1)), depth);
+    measuring.delete(ref);
+    measured.set(ref, total);
+    return total;
+  };
+  size(document, '', 0);
+}
+
+/** A path for a message: a deep one as its start and its end. */
+function shortPath(path: string): string {
+  return path.length <= 240 ? path : `${path.slice(0, 120)}…${path.slice(-100)}`;
+}
+
+/** What an internal reference (`#/components/schemas/Pet`) points at in the document, if anything. */
+function pointerTarget(document: Json, ref: string): unknown {
+  let node: unknown = document;
+  for (const raw of ref.slice(1).split('/').slice(1)) {
+    let part: string;
+    try {
+      part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    } catch {
+      return undefined;
+    }
+    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, part)) return undefined;
+    node = (node as Json)[part];
+  }
+  return node;
 }
 
 /** The parser, or a clear error when it is not installed. */
