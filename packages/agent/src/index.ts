@@ -49,7 +49,17 @@ export type { Tool, ToolFunction, ToolObject, ToolSet } from './tools.js';
 export { ToolBridge, toIdentifier } from './tool-bridge.js';
 export { currentToolCall } from './tool-call-context.js';
 export type { ToolCallContext } from './tool-call-context.js';
-export type { BindOptions, BridgeTool, BridgedTool, JsonSchema, StandardResult, StandardSchemaV1, ToolBridgeOptions } from './tool-bridge.js';
+export type {
+  ApprovalDecision,
+  ApprovalRequest,
+  BindOptions,
+  BridgeTool,
+  BridgedTool,
+  JsonSchema,
+  StandardResult,
+  StandardSchemaV1,
+  ToolBridgeOptions,
+} from './tool-bridge.js';
 export { mcpTools } from './mcp-tools.js';
 export { typecheck, formatDiagnostics, DEFAULT_TYPECHECK_TIMEOUT_MS } from './typecheck.js';
 export { normalizeCode } from './normalize-code.js';

@@ -69,6 +69,29 @@ export interface ToolBridgeOptions {
 export interface BindOptions {
   /** Called after each call ends, with its record: the same shape as a session's `calls` (a listener that throws is ignored). */
   readonly onCall?: (call: ToolCall) => void;
+  /**
+   * Decides a call of a tool whose `needsApproval` asks for approval, after its input is checked
+   * and before it runs: `true` runs it; `false` or `{ approved: false, reason }` refuses it with an
+   * Error in the guest (which the code may catch). The guest waits meanwhile (the runtime's
+   * timeouts still count). Without it, such a call is refused: a bound runtime has no journal to
+   * pause on. To pause the code until someone decides, run it in an `AgentSandbox` session.
+   */
+  readonly approve?: (request: ApprovalRequest) => boolean | ApprovalDecision | Promise<boolean | ApprovalDecision>;
+}
+
+/** A call that asks for approval, as {@link BindOptions.approve} sees it. */
+export interface ApprovalRequest {
+  /** `namespace.name`. */
+  readonly tool: string;
+  /** Its input, checked against the tool's schema. */
+  readonly input: unknown;
+}
+
+/** A decision of {@link BindOptions.approve}. */
+export interface ApprovalDecision {
+  readonly approved: boolean;
+  /** Why it was refused, for the guest's error. */
+  readonly reason?: string;
 }
 
 /** A tool as the bridge exposes it. */
@@ -209,16 +232,55 @@ export class ToolBridge {
    * the tool does not run), runs the tool, checks the answer against `outputSchema`.
    */
   async call(name: string, input: unknown): Promise<unknown> {
+    const entry = this.#entry(name);
+    return this.#execute(entry, await this.#checkedInput(entry, input));
+  }
+
+  #entry(name: string): Entry {
     const entry = this.#entries.get(name);
     if (entry === undefined) throw new TypeError(`${this.namespace}.${String(name)} is not a tool`);
-    let value = input;
+    return entry;
+  }
+
+  async #checkedInput(entry: Entry, input: unknown): Promise<unknown> {
     if (entry.input !== undefined) {
       const checked = await entry.input.check(input);
-      if (!checked.ok) throw new TypeError(`${this.namespace}.${name}: ${checked.problem}; the tool was not called`);
-      value = checked.value;
-    } else if (input !== undefined) {
-      throw new TypeError(`${this.namespace}.${name} takes no input`);
+      if (!checked.ok) throw new TypeError(`${this.namespace}.${entry.name}: ${checked.problem}; the tool was not called`);
+      return checked.value;
     }
+    if (input !== undefined) throw new TypeError(`${this.namespace}.${entry.name} takes no input`);
+    return input;
+  }
+
+  /** Whether the tool's `needsApproval` asks for approval of this (checked) input. */
+  async #needsApproval(entry: Entry, value: unknown): Promise<boolean> {
+    const rule = entry.tool.needsApproval;
+    return typeof rule === 'function' ? (await Reflect.apply(rule, entry.tool, [value])) === true : rule === true;
+  }
+
+  /** A bound call: checked, approved where the tool asks for it, run. */
+  async #boundCall(name: string, input: unknown, approve: BindOptions['approve']): Promise<unknown> {
+    const entry = this.#entry(name);
+    const value = await this.#checkedInput(entry, input);
+    if (await this.#needsApproval(entry, value)) {
+      const tool = `${this.namespace}.${entry.name}`;
+      if (approve === undefined) {
+        throw new Error(
+          `${tool} needs approval, and this runtime cannot ask for it (bind has no approve hook); the tool was not called`,
+        );
+      }
+      const decision = await approve({ tool, input: value });
+      const approved = decision === true || (typeof decision === 'object' && decision !== null && decision.approved === true);
+      if (!approved) {
+        const reason = typeof decision === 'object' && decision !== null && typeof decision.reason === 'string' ? `: ${decision.reason}` : '';
+        throw new Error(`${tool} was not approved${reason}; the tool was not called`);
+      }
+    }
+    return this.#execute(entry, value);
+  }
+
+  async #execute(entry: Entry, value: unknown): Promise<unknown> {
+    const name = entry.name;
     // In a session, the call's context (its id, signal) is the second argument, as the AI SDK gives its tools theirs.
     const context = currentToolCall();
     const answer = await Reflect.apply(entry.tool.execute, entry.tool, context === undefined ? [value] : [value, context]);
@@ -249,7 +311,7 @@ export class ToolBridge {
       const seq = nextSeq(rt);
       const started = performance.now();
       try {
-        const value = await this.call(member, given[0]);
+        const value = await this.#boundCall(member, given[0], options.approve);
         report({ seq, tool, args: given, status: 'completed', result: value, ms: Math.round(performance.now() - started) });
         return { ok: true, value };
       } catch (error) {
@@ -269,10 +331,7 @@ export class ToolBridge {
       name: `${this.namespace}.${entry.name}`,
       description: entry.description,
       execute: (...args: unknown[]) => this.call(entry.name, args[0]),
-      needsApproval: async (args: readonly unknown[]) => {
-        const rule = entry.tool.needsApproval;
-        return typeof rule === 'function' ? (await Reflect.apply(rule, entry.tool, [args[0]])) === true : rule === true;
-      },
+      needsApproval: (args: readonly unknown[]) => this.#needsApproval(entry, args[0]),
     }));
   }
 }

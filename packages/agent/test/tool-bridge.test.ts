@@ -234,3 +234,43 @@ test('bind: onCall gives each call as a session reports it (seq, tool, args, sta
     ],
   );
 });
+
+test('bind: a tool whose needsApproval asks is refused without an approve hook, and decided by one after its input is checked', async (t) => {
+  const ran: unknown[] = [];
+  const asked: unknown[] = [];
+  const bridge = new ToolBridge({
+    namespace: 'bank',
+    tools: {
+      transfer: {
+        inputSchema: { type: 'object', properties: { amount: { type: 'integer' } }, required: ['amount'] },
+        needsApproval: (input: { amount: number }) => input.amount > 100,
+        execute: async (input: { amount: number }) => (ran.push(input.amount), 'sent'),
+      },
+    },
+  });
+  const attempt = `(async () => {
+    const outcome = (p) => p.then((value) => ({ value }), (e) => e.message);
+    return [await outcome(bank.transfer({ amount: 5 })), await outcome(bank.transfer({ amount: 500 })), await outcome(bank.transfer({ amount: 'lots' }))];
+  })()`;
+  {
+    await using rt = await Runtime.start();
+    await bridge.bind(rt);
+    t.deepEqual(await rt.eval(attempt), [
+      { value: 'sent' },
+      'bank.transfer needs approval, and this runtime cannot ask for it (bind has no approve hook); the tool was not called',
+      'bank.transfer: input.amount must be integer; the tool was not called',
+    ]);
+  }
+  t.deepEqual(ran, [5], 'the call that needed approval never ran');
+  for (const [decision, expected] of [
+    [true, { value: 'sent' }],
+    [false, 'bank.transfer was not approved; the tool was not called'],
+    [{ approved: false, reason: 'over the limit' }, 'bank.transfer was not approved: over the limit; the tool was not called'],
+  ] as const) {
+    await using rt = await Runtime.start();
+    await bridge.bind(rt, { approve: async (request) => (asked.push(request), decision) });
+    t.deepEqual((await rt.eval(attempt)) as unknown[], [{ value: 'sent' }, expected, 'bank.transfer: input.amount must be integer; the tool was not called']);
+  }
+  t.deepEqual(asked, [1, 2, 3].map(() => ({ tool: 'bank.transfer', input: { amount: 500 } })), 'asked once per call that needs it, with its checked input; never for invalid input');
+  t.deepEqual(ran, [5, 5, 500, 5, 5]);
+});
