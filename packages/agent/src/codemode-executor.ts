@@ -176,7 +176,8 @@ export class StrataExecutor implements Executor {
       return { result: undefined, error, logs: logs.lines };
     } catch (error) {
       // The setup failed: the sandbox died under it, or was stopped.
-      if (stopped !== undefined) return { result: undefined, error: stopped === 'timeout' ? `Execution timed out after ${this.#timeout} ms` : 'Execution aborted' };
+      if (stopped !== undefined)
+        return { result: undefined, error: stopped === 'timeout' ? `Execution timed out after ${this.#timeout} ms` : 'Execution aborted' };
       return refused(`the sandbox failed before the code ran: ${describeThrown(error).message}`);
     } finally {
       gate.open = false;
@@ -331,7 +332,8 @@ async function answer(namespaces: readonly Namespace[], gate: { open: boolean },
     const bytes: Uint8Array[] = [];
     const text = JSON.stringify(value, (_key, v: unknown) => {
       if (v instanceof ArrayBuffer) return (bytes.push(new Uint8Array(v.slice(0))), { [marker]: 'ArrayBuffer', i: bytes.length - 1 });
-      if (ArrayBuffer.isView(v)) return (bytes.push(new Uint8Array(v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength))), { [marker]: 'Uint8Array', i: bytes.length - 1 });
+      if (ArrayBuffer.isView(v))
+        return (bytes.push(new Uint8Array(v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength))), { [marker]: 'Uint8Array', i: bytes.length - 1 });
       return v;
     }) as string | undefined;
     return { ok: true, text, bytes };

@@ -9,6 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { InvalidOption } from '@strata/runtime';
+import { ELICIT_TIMEOUT_MS, NO_ELICITATION, type ApprovalChannel, type InputRequiredAnswer } from './mcp-approvals.js';
 
 /** The MCP SDK generations Strata speaks: 1 (`@modelcontextprotocol/sdk`), 2 (the split packages). */
 export type McpSdkVersion = 1 | 2;
@@ -16,8 +17,23 @@ export type McpSdkVersion = 1 | 2;
 /** What the server answers, whatever SDK carries it. */
 export interface ExecuteHandlers {
   listTools(): { tools: unknown[] };
-  callTool(params: { name: string; arguments?: Record<string, unknown> | undefined }): Promise<Record<string, unknown>>;
+  /** A tool's answer, or (on the 2026-07-28 revision only) the input to ask the client for first. */
+  callTool(
+    params: { name: string; arguments?: Record<string, unknown> | undefined },
+    approvals: ApprovalChannel,
+  ): Promise<Record<string, unknown> | InputRequiredAnswer>;
 }
+
+type ElicitationCapability = { form?: unknown; url?: unknown } | undefined;
+
+/** Whether a client's capabilities let it be asked with a form (`elicitation: {}` means form, in 2025-06). */
+function canElicitForm(capabilities: unknown): boolean {
+  const elicitation = (capabilities as { elicitation?: ElicitationCapability } | undefined)?.elicitation;
+  if (elicitation === null || typeof elicitation !== 'object') return false;
+  return elicitation.form !== undefined || elicitation.url === undefined;
+}
+
+const STATELESS_2025 = 'the MCP client cannot be asked for approval over stateless HTTP on a 2025 revision (a 2026-07-28 client can be: serve on SDK 2.x)';
 
 /** An HTTP handler: one request (its body parsed) answered by a fresh stateless server. */
 export interface SdkHttpHandler {
@@ -47,10 +63,18 @@ async function sdk1(): Promise<ServerSdk> {
     import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
     import('@modelcontextprotocol/sdk/types.js'),
   ]);
-  const newServer = (handlers: ExecuteHandlers) => {
+  const newServer = (handlers: ExecuteHandlers, stateless = false) => {
     const server = new Server(INFO, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, async () => handlers.listTools() as never);
-    server.setRequestHandler(CallToolRequestSchema, async (request) => (await handlers.callTool(request.params)) as never);
+    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+      const approvals: ApprovalChannel = !stateless
+        ? canElicitForm(server.getClientCapabilities())
+          ? { kind: 'ask', elicit: (form) => server.elicitInput(form as never, { timeout: ELICIT_TIMEOUT_MS }) as never }
+          : { kind: 'none', why: NO_ELICITATION }
+        : { kind: 'none', why: STATELESS_2025 };
+      // On the 2025 revisions the answer is always complete: the channel never asks in rounds.
+      return (await handlers.callTool(request.params, approvals)) as never;
+    });
     return server;
   };
   return {
@@ -63,7 +87,7 @@ async function sdk1(): Promise<ServerSdk> {
     http(handlers) {
       return {
         async handle(req, res, body) {
-          const server = newServer(handlers);
+          const server = newServer(handlers, true);
           // Stateless (no Mcp-Session-Id) and JSON answers: the server's state is the sandbox's, not the connection's.
           const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
           res.on('close', () => void server.close());
@@ -77,11 +101,35 @@ async function sdk1(): Promise<ServerSdk> {
 }
 
 async function sdk2(): Promise<ServerSdk> {
-  const [{ Server, createMcpHandler }, { toNodeHandler }] = await Promise.all([import('@modelcontextprotocol/server'), import('@modelcontextprotocol/node')]);
-  const newServer = (handlers: ExecuteHandlers) => {
+  const [{ Server, createMcpHandler, inputRequired }, { toNodeHandler }] = await Promise.all([
+    import('@modelcontextprotocol/server'),
+    import('@modelcontextprotocol/node'),
+  ]);
+  const newServer = (handlers: ExecuteHandlers, stateless = false) => {
     const server = new Server(INFO, { capabilities: { tools: {} } });
     server.setRequestHandler('tools/list', async () => handlers.listTools() as never);
-    server.setRequestHandler('tools/call', async (request) => (await handlers.callTool(request.params)) as never);
+    server.setRequestHandler('tools/call', async (request, ctx) => {
+      const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+      const modern = envelope?.['io.modelcontextprotocol/protocolVersion'] !== undefined;
+      let approvals: ApprovalChannel;
+      if (modern) {
+        // 2026-07-28: the client is asked in rounds (input_required), if it said it can answer a form.
+        const state = ctx.mcpReq.requestState<unknown>();
+        approvals = canElicitForm(envelope?.['io.modelcontextprotocol/clientCapabilities'] ?? server.getClientCapabilities())
+          ? { kind: 'rounds', responses: ctx.mcpReq.inputResponses, state: typeof state === 'string' ? state : undefined }
+          : { kind: 'none', why: NO_ELICITATION };
+      } else if (stateless) approvals = { kind: 'none', why: STATELESS_2025 };
+      else if (canElicitForm(server.getClientCapabilities())) {
+        approvals = { kind: 'ask', elicit: (form) => ctx.mcpReq.elicitInput(form as never, { timeout: ELICIT_TIMEOUT_MS }) as never };
+      } else approvals = { kind: 'none', why: NO_ELICITATION };
+      const answer = await handlers.callTool(request.params, approvals);
+      if ('inputRequired' in answer) {
+        const { inputRequests, requestState } = answer.inputRequired as InputRequiredAnswer['inputRequired'];
+        const requests = Object.fromEntries(Object.entries(inputRequests).map(([key, form]) => [key, inputRequired.elicit(form as never)]));
+        return inputRequired({ inputRequests: requests, requestState }) as never;
+      }
+      return answer as never;
+    });
     return server;
   };
   return {
@@ -94,7 +142,7 @@ async function sdk2(): Promise<ServerSdk> {
     http(handlers, maxBodyBytes) {
       // The 2026-07-28 revision per request, and 2025-era clients served statelessly beside it; answers
       // are JSON ("auto": execute sends no notification before its result).
-      const entry = createMcpHandler(() => newServer(handlers), { legacy: 'stateless', maxRequestBodySize: maxBodyBytes });
+      const entry = createMcpHandler(() => newServer(handlers, true), { legacy: 'stateless', maxRequestBodySize: maxBodyBytes });
       const node = toNodeHandler(entry, { maxRequestBodySize: maxBodyBytes });
       return { handle: (req, res, body) => node(req, res, body), close: () => entry.close() };
     },

@@ -14,7 +14,8 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { WEB_POLYFILLS } from '@strata/polyfills';
 import { egressHandler, InvalidOption, SandboxPool, type EgressPolicy, type IsolatedRuntime, type SandboxMode } from '@strata/runtime';
 import { toTaggedJson } from '@strata/wire';
-import { AgentSandbox, type AgentSandboxOptions } from './agent-sandbox.js';
+import { AgentSandbox, type AgentSandboxOptions, type CellResult } from './agent-sandbox.js';
+import { McpApprovals, type InputRequiredAnswer } from './mcp-approvals.js';
 import { SESSION_ID_PATTERN } from './journal.js';
 import { SqliteJournalStore } from './stores/sqlite-store.js';
 import { executeCell } from './cell-code.js';
@@ -229,6 +230,12 @@ async function prepareExecute(checked: McpServerConfig): Promise<Execute> {
     })();
     return closing;
   };
+  const runtimeOptions = {
+    sandbox: checked.sandbox ?? 'auto',
+    timeout: checked.timeout ?? 30_000,
+    ...(checked.maxMemory === undefined ? {} : { maxMemory: checked.maxMemory }),
+    ...(checked.egress === undefined ? {} : { egress: checked.egress }),
+  } as const;
   try {
     for (const entry of checked.tools ?? []) {
       if ('mcp' in entry) {
@@ -239,12 +246,6 @@ async function prepareExecute(checked: McpServerConfig): Promise<Execute> {
         bridges.push(await bridgeFromModule(entry.module, entry.export, entry.namespace));
       }
     }
-    const runtimeOptions = {
-      sandbox: checked.sandbox ?? 'auto',
-      timeout: checked.timeout ?? 30_000,
-      ...(checked.maxMemory === undefined ? {} : { maxMemory: checked.maxMemory }),
-      ...(checked.egress === undefined ? {} : { egress: checked.egress }),
-    } as const;
     if (checked.session === true && checked.store !== undefined) {
       store = SqliteJournalStore.open(checked.store);
       session = await storedSession(store, checked.store, checked.sessionId, { ...runtimeOptions, tools: bridges }, (line) =>
@@ -263,6 +264,8 @@ async function prepareExecute(checked: McpServerConfig): Promise<Execute> {
     throw error;
   }
 
+  const approvals = new McpApprovals();
+  const needsSessions = bridges.some((bridge) => bridge.mayNeedApproval);
   const handlers: ExecuteHandlers = {
     listTools: () => ({
       tools: [
@@ -280,7 +283,7 @@ async function prepareExecute(checked: McpServerConfig): Promise<Execute> {
         },
       ],
     }),
-    callTool: async (params) => {
+    callTool: async (params, channel) => {
       try {
         if (params.name !== EXECUTE_TOOL) return toolError(`there is no tool ${params.name}; the one tool is ${EXECUTE_TOOL}`);
         const args = (params.arguments ?? {}) as Record<string, unknown>;
@@ -294,9 +297,21 @@ async function prepareExecute(checked: McpServerConfig): Promise<Execute> {
           if (diagnostics.length > 0)
             return toolError(`TypeCheckFailed: the code does not check against the tools' declarations:\n${formatDiagnostics(diagnostics)}`);
         }
-        return session !== undefined
-          ? await runInSession(session, code, language, checked.typecheck === true, checked.typecheckTimeout)
-          : await runFresh(pool!, bridges, code, language);
+        const runOptions = {
+          language,
+          typecheck: checked.typecheck === true,
+          ...(checked.typecheckTimeout === undefined ? {} : { typecheckTimeout: checked.typecheckTimeout }),
+        } as const;
+        if (session !== undefined) return settled(await approvals.execute(channel, { session }, (s) => s.run(code, runOptions)));
+        if (needsSessions) {
+          // A tool may need approval: the code runs in a session of its own, which can pause for it.
+          const start = (journal?: unknown) =>
+            journal === undefined
+              ? AgentSandbox.start({ ...runtimeOptions, tools: bridges })
+              : AgentSandbox.restore(journal, { ...runtimeOptions, tools: bridges });
+          return settled(await approvals.execute(channel, { start }, (s) => s.run(code, { language })));
+        }
+        return await runFresh(pool!, bridges, code, language);
       } catch (error) {
         if (error instanceof TypeCheckFailed) return toolError(`TypeCheckFailed: ${error.message}`);
         return toolError(`the sandbox could not run the code: ${describeThrown(error).message}`);
@@ -404,8 +419,10 @@ async function runFresh(pool: SandboxPool, bridges: readonly ToolBridge[], code:
   }
 }
 
-async function runInSession(session: AgentSandbox, code: string, language: 'javascript' | 'typescript', check: boolean, typecheckTimeout: number | undefined) {
-  const outcome = await session.run(code, { language, typecheck: check, ...(typecheckTimeout === undefined ? {} : { typecheckTimeout }) });
+/** A session's cell as the MCP answer; or what to ask the client first; or why its answer was refused. */
+function settled(outcome: CellResult | InputRequiredAnswer | { readonly refused: string }) {
+  if ('inputRequired' in outcome) return outcome;
+  if ('refused' in outcome) return toolError(outcome.refused);
   return answer({ ...outcome, calls: outcome.calls });
 }
 

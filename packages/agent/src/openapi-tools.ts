@@ -267,13 +267,16 @@ function refuseExpansion(document: Json): void {
   const measuring = new Set<string>();
   const size = (node: unknown, path: string, depth: number): number => {
     if (node === null || typeof node !== 'object') return 1;
-    if (depth > MAX_EXPANDED_DEPTH) throw new InvalidOption(`${shortPath(path)}: the document's references nest deeper than ${MAX_EXPANDED_DEPTH} levels once resolved`);
+    if (depth > MAX_EXPANDED_DEPTH)
+      throw new InvalidOption(`${shortPath(path)}: the document's references nest deeper than ${MAX_EXPANDED_DEPTH} levels once resolved`);
     let total = 1;
     for (const [key, value] of Object.entries(node)) {
       const at = path === '' ? key : `${path}.${key}`;
       total += key === '$ref' && typeof value === 'string' ? sizeOfTarget(value, at, depth + 1) : size(value, at, depth + 1);
       if (total > MAX_EXPANDED_NODES) {
-        throw new InvalidOption(`${at}: the document's schemas expand past ${MAX_EXPANDED_NODES} nodes once their references are resolved; bridge a smaller document`);
+        throw new InvalidOption(
+          `${at}: the document's schemas expand past ${MAX_EXPANDED_NODES} nodes once their references are resolved; bridge a smaller document`,
+        );
       }
     }
     return total;
@@ -282,7 +285,9 @@ function refuseExpansion(document: Json): void {
     const known = measured.get(ref);
     if (known !== undefined) return known;
     if (measuring.has(ref)) {
-      throw new InvalidOption(`${at}: the document has a circular $ref; openApiTools refuses recursive schemas (describe the recursive field as an object without the reference)`);
+      throw new InvalidOption(
+        `${at}: the document has a circular $ref; openApiTools refuses recursive schemas (describe the recursive field as an object without the reference)`,
+      );
     }
     const target = pointerTarget(document, ref);
     if (target === undefined) return 1; // dangling: the parser names it

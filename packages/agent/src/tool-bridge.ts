@@ -265,9 +265,7 @@ export class ToolBridge {
     if (await this.#needsApproval(entry, value)) {
       const tool = `${this.namespace}.${entry.name}`;
       if (approve === undefined) {
-        throw new Error(
-          `${tool} needs approval, and this runtime cannot ask for it (bind has no approve hook); the tool was not called`,
-        );
+        throw new Error(`${tool} needs approval, and this runtime cannot ask for it (bind has no approve hook); the tool was not called`);
       }
       const decision = await approve({ tool, input: value });
       const approved = decision === true || (typeof decision === 'object' && decision !== null && decision.approved === true);

@@ -104,7 +104,15 @@ test('arguments and answers cross as JSON does in codemode, bytes kept: Uint8Arr
     [codemode({ accept })],
   );
   t.deepEqual(result, {
-    result: { isBytes: true, bytes: [1, 2, 3], isBuffer: true, buffer: [4, 5], view: [20, 30], when: '1970-01-01T00:00:00.000Z', keys: ['bytes', 'buffer', 'view', 'when'] },
+    result: {
+      isBytes: true,
+      bytes: [1, 2, 3],
+      isBuffer: true,
+      buffer: [4, 5],
+      view: [20, 30],
+      when: '1970-01-01T00:00:00.000Z',
+      keys: ['bytes', 'buffer', 'view', 'when'],
+    },
     logs: [],
   });
   const input = received[0] as { bytes: Uint8Array; buffer: ArrayBuffer; view: Uint8Array; when: unknown };
@@ -132,9 +140,10 @@ test("a tool that throws: the execution's error, or the code catches its message
 test("a tool's answer JSON cannot say (a cycle) rejects the call with JSON's message; the namespace is not a thenable", async (t) => {
   const cyclic: Record<string, unknown> = {};
   cyclic['self'] = cyclic;
-  const result = await executor.execute('async () => { const ns = await codemode; try { await ns.loop(); } catch (e) { return [typeof ns, e.message.includes("circular")]; } }', [
-    codemode({ loop: async () => cyclic }),
-  ]);
+  const result = await executor.execute(
+    'async () => { const ns = await codemode; try { await ns.loop(); } catch (e) { return [typeof ns, e.message.includes("circular")]; } }',
+    [codemode({ loop: async () => cyclic })],
+  );
   t.deepEqual(result.result, ['object', true]);
 });
 
@@ -148,7 +157,9 @@ test('code that throws is its message as error, result undefined; a syntax error
 });
 
 test('console.log, warn and error are the logs, one line per call, as codemode prefixes them', async (t) => {
-  const result = await executor.execute('async () => { console.log("hello", "world"); console.warn("careful"); console.error("bad"); return 1; }', [codemode({})]);
+  const result = await executor.execute('async () => { console.log("hello", "world"); console.warn("careful"); console.error("bad"); return 1; }', [
+    codemode({}),
+  ]);
   t.deepEqual(result, { result: 1, logs: ['hello world', '[warn] careful', '[error] bad'] });
 });
 
@@ -178,7 +189,9 @@ test('a tool that never answers meets the wall-clock timeout (tool time counts, 
 
 test('a crash of the sandbox (the worker killed past maxHostCalls) is an error result', async (t) => {
   const capped = new StrataExecutor({ runtime: { maxHostCalls: 2 } });
-  const result = await capped.execute('async () => { for (let i = 0; i < 5; i++) await codemode.ping(); return "never"; }', [codemode({ ping: async () => 'pong' })]);
+  const result = await capped.execute('async () => { for (let i = 0; i < 5; i++) await codemode.ping(); return "never"; }', [
+    codemode({ ping: async () => 'pong' }),
+  ]);
   t.is(result.result, undefined);
   t.regex(result.error ?? '', /maxHostCalls|host call/i);
 });
@@ -218,9 +231,13 @@ test('an abort signal stops the execution: before it runs, or while a tool works
   t.deepEqual(await executor.execute('42', [], { signal: before.signal }), { result: undefined, error: 'Execution aborted before the code ran' });
   const during = new AbortController();
   const never = gate();
-  const result = await executor.execute('async () => { console.log("calling"); return await codemode.wait(); }', [codemode({ wait: () => (during.abort(), never.promise) })], {
-    signal: during.signal,
-  });
+  const result = await executor.execute(
+    'async () => { console.log("calling"); return await codemode.wait(); }',
+    [codemode({ wait: () => (during.abort(), never.promise) })],
+    {
+      signal: during.signal,
+    },
+  );
   t.deepEqual(result, { result: undefined, error: 'Execution aborted', logs: ['calling'] });
   never.open();
 });
@@ -283,7 +300,10 @@ test("a provider's prelude defines functions in the sandbox that win over dispat
       return value;
     };`,
   };
-  const result = await executor.execute('async () => { let ran = 0; const v = await codemode.step(0, async () => { ran++; return 21 * 2; }); return { v, ran }; }', [provider]);
+  const result = await executor.execute(
+    'async () => { let ran = 0; const v = await codemode.step(0, async () => { ran++; return 21 * 2; }); return { v, ran }; }',
+    [provider],
+  );
   t.deepEqual(result, { result: { v: 42, ran: 1 }, logs: [] });
   t.deepEqual(decided, [0]);
   t.deepEqual(recorded, [42]);

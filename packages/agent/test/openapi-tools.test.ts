@@ -87,7 +87,8 @@ function petstoreRoute(): Route {
       pet.status = url.searchParams.get('status') ?? pet.status;
       return { status: 200, json: pet };
     }
-    if (method === 'GET' && path === '/pet/findByStatus') return { status: 200, json: [...pets.values()].filter((p) => p.status === url.searchParams.get('status')) };
+    if (method === 'GET' && path === '/pet/findByStatus')
+      return { status: 200, json: [...pets.values()].filter((p) => p.status === url.searchParams.get('status')) };
     if (method === 'GET' && path === '/pet/findByTags') {
       const tags = url.searchParams.getAll('tags');
       return { status: 200, json: [...pets.values()].filter((p) => p.tags?.some((tag) => tags.includes(tag.name ?? ''))) };
@@ -145,7 +146,13 @@ test('the Petstore in a session: path, query and JSON body sent as the document 
     ],
   );
   t.is(seen[0]!.headers['content-type'], 'application/json');
-  t.deepEqual(JSON.parse(seen[0]!.body), { id: 12, name: 'Fido', photoUrls: ['https://example.com/fido.jpg'], status: 'pending', tags: [{ id: 1, name: 'good' }] });
+  t.deepEqual(JSON.parse(seen[0]!.body), {
+    id: 12,
+    name: 'Fido',
+    photoUrls: ['https://example.com/fido.jpg'],
+    status: 'pending',
+    tags: [{ id: 1, name: 'good' }],
+  });
   t.is(seen[0]!.headers['accept'], 'application/json');
   t.true(
     seen.every((request) => request.headers['api_key'] === SECRET),
@@ -198,7 +205,10 @@ test('declarations show each operation as a typed function; the allow-list and m
   const { origin, bridged, bridge } = await petstoreTools(t);
   const declarations = bridge.declarations();
   t.true(declarations.startsWith('declare const petstore: {'));
-  t.regex(declarations, /\/\*\* Find pet by ID\. Returns a single pet\. \(GET \/pet\/\{petId\}\) \*\/\n {2}getPetById\(input: \{\n\s+\/\*\* ID of pet to return \*\/\n\s+petId: number;\n {2}\}\): Promise<\{/);
+  t.regex(
+    declarations,
+    /\/\*\* Find pet by ID\. Returns a single pet\. \(GET \/pet\/\{petId\}\) \*\/\n {2}getPetById\(input: \{\n\s+\/\*\* ID of pet to return \*\/\n\s+petId: number;\n {2}\}\): Promise<\{/,
+  );
   t.regex(declarations, /getInventory\(\): Promise<Record<string, number>>;/);
   t.regex(declarations, /findPetsByTags\(input: \{\n\s+\/\*\* Tags to filter by \*\/\n\s+tags\?: string\[\];\n {2}\}\): Promise<Array<\{/);
   t.regex(declarations, /status\?: "available" \| "pending" \| "sold";/);
@@ -237,7 +247,12 @@ test('declarations show each operation as a typed function; the allow-list and m
   const own = await openApiTools(petstore(), { include: (operation) => operation.tags.includes('store') });
   t.deepEqual(
     own.operations.map((operation) => `${operation.method} ${operation.path} ${operation.name}`),
-    ['GET /store/inventory getInventory', 'POST /store/order placeOrder', 'GET /store/order/{orderId} getOrderById', 'DELETE /store/order/{orderId} deleteOrder'],
+    [
+      'GET /store/inventory getInventory',
+      'POST /store/order placeOrder',
+      'GET /store/order/{orderId} getOrderById',
+      'DELETE /store/order/{orderId} deleteOrder',
+    ],
   );
   t.deepEqual(own.allow, [
     'https://petstore3.swagger.io/api/v3/store/inventory',
@@ -268,19 +283,28 @@ function notesDocument(): Record<string, any> {
             required: true,
             content: {
               'application/json': {
-                schema: { type: 'object', properties: { text: { type: 'string' }, tag: { type: ['string', 'null'] } }, required: ['text'], additionalProperties: false },
+                schema: {
+                  type: 'object',
+                  properties: { text: { type: 'string' }, tag: { type: ['string', 'null'] } },
+                  required: ['text'],
+                  additionalProperties: false,
+                },
               },
             },
           },
           responses: {
             '201': {
               description: 'Created',
-              content: { 'application/json': { schema: { type: 'object', properties: { id: { type: 'integer' }, text: { type: 'string' } }, required: ['id'] } } },
+              content: {
+                'application/json': { schema: { type: 'object', properties: { id: { type: 'integer' }, text: { type: 'string' } }, required: ['id'] } },
+              },
             },
           },
         },
       },
-      '/things': { get: { responses: { '200': { description: 'All things', content: { 'application/json': { schema: { type: 'array', items: { type: 'string' } } } } } } } },
+      '/things': {
+        get: { responses: { '200': { description: 'All things', content: { 'application/json': { schema: { type: 'array', items: { type: 'string' } } } } } } },
+      },
     },
   };
 }
@@ -307,7 +331,11 @@ test('OpenAPI 3.1 in a runtime: 2020-12 schemas, every parameter location, names
     ];
   })()`);
   const [added, listed, dots, slash, tag] = result as unknown[];
-  t.deepEqual(added, { value: { id: 1, text: 'hello', at: '/v1/things/box%209/notes' } }, 'the answer as its schema says (an extra field passes: the schema allows it)');
+  t.deepEqual(
+    added,
+    { value: { id: 1, text: 'hello', at: '/v1/things/box%209/notes' } },
+    'the answer as its schema says (an extra field passes: the schema allows it)',
+  );
   t.deepEqual(listed, { value: ['a'] });
   t.is(dots, 'the path parameters of /things/{thingId}/notes cannot make a segment "." or "..": it would leave the path');
   t.regex(String(slash), /an encoded '\/' or '\\' in the path is refused/);
@@ -323,7 +351,10 @@ test('OpenAPI 3.1 in a runtime: 2020-12 schemas, every parameter location, names
 
 test('OpenAPI 2.0, another version, and a document that is not OpenAPI are refused, naming the path of what is wrong', async (t) => {
   const refused: [unknown, RegExp][] = [
-    [{ swagger: '2.0', info: { title: 'x', version: '1' }, paths: {} }, /the document is Swagger\/OpenAPI 2\.0: openApiTools reads OpenAPI 3\.0 and 3\.1; convert it first/],
+    [
+      { swagger: '2.0', info: { title: 'x', version: '1' }, paths: {} },
+      /the document is Swagger\/OpenAPI 2\.0: openApiTools reads OpenAPI 3\.0 and 3\.1; convert it first/,
+    ],
     [{ openapi: '4.0.0', info: { title: 'x', version: '1' }, paths: {} }, /^openapi: expected an OpenAPI version 3\.0\.x or 3\.1\.x \(got "4\.0\.0"\)$/],
     ['{"openapi": "3.0.4", ', /^the OpenAPI document is not valid JSON/],
     [[], /^openApiTools takes an OpenAPI document/],
@@ -367,15 +398,26 @@ test('a circular $ref, a document too large, too many operations, schemas that f
   });
   // Each schema uses the next twice: 2^40 nodes once expanded, a few hundred bytes as written.
   const schemas: Record<string, unknown> = { S40: { type: 'string' } };
-  for (let i = 0; i < 40; i++) schemas[`S${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/S${i + 1}` }, b: { $ref: `#/components/schemas/S${i + 1}` } } };
+  for (let i = 0; i < 40; i++)
+    schemas[`S${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/S${i + 1}` }, b: { $ref: `#/components/schemas/S${i + 1}` } } };
   const fanOut = {
     openapi: '3.0.4',
     info: { title: 'fan-out', version: '1' },
     servers: [{ url: 'https://api.example.com' }],
-    paths: { '/x': { get: { operationId: 'x', responses: { '200': { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/S0' } } } } } } } },
+    paths: {
+      '/x': {
+        get: {
+          operationId: 'x',
+          responses: { '200': { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/S0' } } } } },
+        },
+      },
+    },
     components: { schemas },
   };
-  await t.throwsAsync(openApiTools(fanOut), { instanceOf: InvalidOption, message: /^components\.schemas\.S\d+\.properties\.[ab](\.\$ref)?: the document's schemas expand past 1000000 nodes once their references are resolved/ });
+  await t.throwsAsync(openApiTools(fanOut), {
+    instanceOf: InvalidOption,
+    message: /^components\.schemas\.S\d+\.properties\.[ab](\.\$ref)?: the document's schemas expand past 1000000 nodes once their references are resolved/,
+  });
   let deep: unknown = { type: 'string' };
   for (let i = 0; i < 2_000; i++) deep = { type: 'array', items: deep };
   const nested = { ...fanOut, components: { schemas: { S0: deep } } };
@@ -403,7 +445,9 @@ test("the caller's document is not changed, as an object or as text; names are c
     openapi: '3.0.4',
     info: { title: 'names', version: '1' },
     servers: [{ url: 'https://api.example.com' }],
-    paths: Object.fromEntries(ids.map((id, i) => [`/r${i}`, { get: { ...(id === undefined ? {} : { operationId: id }), responses: { '200': { description: 'ok' } } } }])),
+    paths: Object.fromEntries(
+      ids.map((id, i) => [`/r${i}`, { get: { ...(id === undefined ? {} : { operationId: id }), responses: { '200': { description: 'ok' } } } }]),
+    ),
   });
   await t.throwsAsync(openApiTools(named(['list-things', 'list_things'])), {
     instanceOf: InvalidOption,
@@ -434,6 +478,8 @@ test('the egress: a relative server needs baseUrl; the policy is checked; an all
   const narrow = await openApiTools(petstore(), { baseUrl: `${origin}/api/v3`, egress: { allow: [`${origin}/api/v3/pet/findByStatus`] } });
   t.deepEqual(narrow.allow, [`${origin}/api/v3/pet/findByStatus`]);
   await t.throwsAsync(Promise.resolve(narrow.tools['getPetById']!.execute({ petId: 7 })), { message: /is not in the egress allow-list/ });
-  t.deepEqual(await narrow.tools['findPetsByStatus']!.execute({ status: 'sold' }), [{ id: 7, name: 'Rex', photoUrls: [], status: 'sold', tags: [{ id: 2, name: 'old' }] }]);
+  t.deepEqual(await narrow.tools['findPetsByStatus']!.execute({ status: 'sold' }), [
+    { id: 7, name: 'Rex', photoUrls: [], status: 'sold', tags: [{ id: 2, name: 'old' }] },
+  ]);
   t.is(seen.length, 1);
 });

@@ -271,6 +271,10 @@ test('bind: a tool whose needsApproval asks is refused without an approve hook, 
     await bridge.bind(rt, { approve: async (request) => (asked.push(request), decision) });
     t.deepEqual((await rt.eval(attempt)) as unknown[], [{ value: 'sent' }, expected, 'bank.transfer: input.amount must be integer; the tool was not called']);
   }
-  t.deepEqual(asked, [1, 2, 3].map(() => ({ tool: 'bank.transfer', input: { amount: 500 } })), 'asked once per call that needs it, with its checked input; never for invalid input');
+  t.deepEqual(
+    asked,
+    [1, 2, 3].map(() => ({ tool: 'bank.transfer', input: { amount: 500 } })),
+    'asked once per call that needs it, with its checked input; never for invalid input',
+  );
   t.deepEqual(ran, [5, 5, 500, 5, 5]);
 });
