@@ -129,6 +129,15 @@ try {
     out.typecheck = await typecheck('1', '').then(() => 'checked', (e) => e.code);
     await session.close();
     server.close();
+    // codemode's Executor from its subpath, without codemode installed (its types only are imported).
+    const { StrataExecutor } = await import('@strata/agent/codemode');
+    const executed = await new StrataExecutor({ runtime: { sandbox: 'require' } }).execute('async () => await codemode.twice({ n: 21 })', [
+      { name: 'codemode', fns: { twice: async ({ n }) => n * 2 } },
+    ]);
+    out.codemode = executed.error ?? executed.result;
+    // openApiTools without its optional peer, the OpenAPI parser: InvalidOption saying what to install.
+    const { openApiTools } = await import('@strata/agent');
+    out.openapi = await openApiTools({ openapi: '3.1.0', info: { title: 'x', version: '1' }, paths: {} }).then(() => 'bridged', (e) => e.code);
     // The PostgreSQL store imports with its driver (no server here): bad options, then no database, are Strata's own errors.
     const { PostgresJournalStore } = await import('@strata/store-postgres');
     out.postgres = [
@@ -147,11 +156,13 @@ try {
     fetched: [42, 'fetch'],
     typescript: 42,
     typecheck: 'ERR_STRATA_INVALID_OPTION',
+    codemode: 42,
+    openapi: 'ERR_STRATA_INVALID_OPTION',
     postgres: ['ERR_STRATA_INVALID_OPTION', 'ERR_STRATA_JOURNAL_STORE'],
   };
   if (JSON.stringify(outcome) !== JSON.stringify(expected)) fail(`the program printed ${JSON.stringify(outcome)}, expected ${JSON.stringify(expected)}`);
   console.log(
-    `pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}; its guest's fetch through an egress policy: ${outcome.fetched[0]}, journaled as ${outcome.fetched[1]}; a TypeScript cell (stripped in its worker thread): ${outcome.typescript}; typecheck without typescript: ${outcome.typecheck}; @strata/store-postgres imported, bad options and no database: ${outcome.postgres.join(', ')}`,
+    `pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}; its guest's fetch through an egress policy: ${outcome.fetched[0]}, journaled as ${outcome.fetched[1]}; a TypeScript cell (stripped in its worker thread): ${outcome.typescript}; typecheck without typescript: ${outcome.typecheck}; StrataExecutor (@strata/agent/codemode): ${outcome.codemode}; openApiTools without its parser: ${outcome.openapi}; @strata/store-postgres imported, bad options and no database: ${outcome.postgres.join(', ')}`,
   );
   // 6. A parent on Node 22 (hosts/node22, when installed): refused until it has a Node 24 for
   // the worker, which the app does not install; then started on workerNode, fully sandboxed.

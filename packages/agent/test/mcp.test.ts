@@ -336,3 +336,18 @@ test('strata mcp: a receipt has one shape with and without --session (seq, tool,
   ]);
   t.deepEqual(await receipts(['--session']), fresh);
 });
+
+test('SDK 2.x over stdio both ways: strata mcp serving on the 2.x server, bridged by mcpTools on the 2.x client', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-mcp-'));
+  const file = join(dir, 'strata.json');
+  writeFileSync(file, JSON.stringify({ tools: [{ module: TOOLS_MODULE, namespace: 'tools' }], sdk: 2, timeout: 5_000, poolSize: 1 }));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const upstream = await mcpTools({ command: process.execPath, args: [STRATA, 'mcp', '--config', file] }, { sdk: 2 });
+  t.teardown(() => upstream.close());
+  t.deepEqual(Object.keys(upstream.tools), ['execute']);
+  const bridge = new ToolBridge({ namespace: 'remote', tools: upstream.tools });
+  await using rt = await Runtime.start();
+  await bridge.bind(rt);
+  const answer = await rt.eval('(async () => (await remote.execute({ code: "(await tools.weather({ city: \\"Oslo\\" })).tempC" })))()');
+  t.like(answer, { status: 'ok', result: 4, calls: [{ tool: 'tools.weather', status: 'completed' }] });
+});
