@@ -261,12 +261,13 @@ test('the lease: a second resume is LeaseHeld while the session lives (also afte
     await store.close();
     await other.close();
   });
-  const session = await AgentSandbox.start({ store, sessionId: 'held', lease: { ttlMs: 300 } });
+  // A TTL that a loaded test machine's timers cannot miss (renewed every third of it), waited on for more than two.
+  const session = await AgentSandbox.start({ store, sessionId: 'held', lease: { ttlMs: 1_500 } });
   await session.run('globalThis.x = 41');
   await t.throwsAsync(AgentSandbox.resume('held', { store: other }), { instanceOf: LeaseHeld, message: /runs elsewhere/ });
   // Renewed every third of its TTL, the lease outlives several TTLs of waiting.
-  const waited = await t.throwsAsync(AgentSandbox.resume('held', { store: other, lease: { waitMs: 1_000 } }), { instanceOf: LeaseHeld });
-  t.regex(waited.message, /waited 1000 ms/);
+  const waited = await t.throwsAsync(AgentSandbox.resume('held', { store: other, lease: { waitMs: 3_500 } }), { instanceOf: LeaseHeld });
+  t.regex(waited.message, /waited 3500 ms/);
   await session.close();
   await using resumed = await AgentSandbox.resume('held', { store: other });
   t.is((await resumed.run('x + 1')).result, 42);
