@@ -20,7 +20,9 @@ import {
   type EgressRequest,
   type EgressResponse,
 } from '@strata/runtime';
+import { BoundedWorker } from '@strata/runtime/bounded-worker';
 import { UpstreamHttpError } from './errors.js';
+import { PARSE_REFUSED, pointerPath } from './openapi-parse.js';
 import { toIdentifier, type BridgeTool, type JsonSchema } from './tool-bridge.js';
 
 /** One operation of the document, as {@link OpenApiToolsOptions.include} and the result describe it. */
@@ -67,6 +69,8 @@ export interface OpenApiToolsOptions {
   readonly maxDocumentChars?: number;
   /** Most operations a document may have (counted before `include`). Default 500. */
   readonly maxOperations?: number;
+  /** How long the parser may take to validate the document and resolve its references, in its worker thread, ms. Default 10 000. */
+  readonly parseTimeoutMs?: number;
 }
 
 /** The tools of a document, and what was left out. */
@@ -84,6 +88,9 @@ export interface OpenApiTools {
 
 const DEFAULT_MAX_CHARS = 5_000_000;
 const DEFAULT_MAX_OPERATIONS = 500;
+const DEFAULT_PARSE_TIMEOUT_MS = 10_000;
+const PARSER_START_TIMEOUT_MS = 10_000;
+const PARSER_HEAP_MB = 512;
 // Schemas are copied out of the document, shared `$ref`s expanded: a document whose references fan
 // out (A uses B twice, B uses C twice, …) would otherwise make the validators and declarations exponential.
 const MAX_SCHEMA_NODES = 200_000;
@@ -155,7 +162,7 @@ export async function openApiTools(document: unknown, options: OpenApiToolsOptio
   const dialect = dialectOf(copy);
   refuseExternalRefs(copy);
   refuseExpansion(copy);
-  const api = await validated(copy);
+  const api = await validated(copy, positiveInteger(options.parseTimeoutMs, 'parseTimeoutMs', DEFAULT_PARSE_TIMEOUT_MS));
   const operations = listOperations(api, maxOperations);
   const egress = options.egress ?? {};
   if (egress === null || typeof egress !== 'object' || Array.isArray(egress)) throw new InvalidOption('egress must be an egress policy object');
@@ -321,72 +328,42 @@ function pointerTarget(document: Json, ref: string): unknown {
   return node;
 }
 
-/** The parser, or a clear error when it is not installed. */
-async function loadParser(): Promise<typeof import('@apidevtools/swagger-parser')> {
-  try {
-    return (await import('@apidevtools/swagger-parser')).default;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error;
-    throw new InvalidOption(
-      'openApiTools needs @apidevtools/swagger-parser: npm install @apidevtools/swagger-parser (an optional peer dependency of @strata/agent)',
-    );
+/**
+ * The document validated against its OpenAPI version and its internal `$ref`s resolved: the parser
+ * runs in a worker thread of its own (off the host's event loop, under `timeout` and a heap
+ * limit), which is replaced after any failure; the answer is a structured clone (shared references
+ * stay shared).
+ */
+async function validated(copy: Json, timeout: number): Promise<Json> {
+  parser ??= new BoundedWorker({
+    script: new URL('./openapi-parse-worker.js', import.meta.url),
+    startTimeout: PARSER_START_TIMEOUT_MS,
+    resourceLimits: { maxOldGenerationSizeMb: PARSER_HEAP_MB },
+  });
+  const outcome = await parser.run(copy, timeout);
+  switch (outcome.status) {
+    case 'ok':
+      return outcome.value;
+    case 'timeout':
+      throw new InvalidOption(`the OpenAPI parser took longer than ${timeout} ms (parseTimeoutMs) and was stopped: bridge a smaller document, or raise it`);
+    case 'crashed':
+      throw new InvalidOption(`the OpenAPI parser failed on this document (its thread died: ${outcome.message}): bridge a smaller document`);
+    case 'unavailable':
+      throw new InvalidOption(`the OpenAPI parser's worker thread could not be started (${outcome.message})`);
+    case 'error':
+      // The worker's refusals are ours, written for the caller (the parser missing, the document invalid or circular).
+      if (outcome.error.code === PARSE_REFUSED) throw new InvalidOption(outcome.error.message);
+      throw new InvalidOption(`the OpenAPI parser failed on this document (${outcome.error.name}: ${outcome.error.message.split('\n', 1)[0]})`);
   }
 }
 
-/** The document validated against its OpenAPI version and its internal `$ref`s resolved (in this module's copy). */
-async function validated(copy: Json): Promise<Json> {
-  const SwaggerParser = await loadParser();
-  let circular: string | undefined;
-  try {
-    return (await new SwaggerParser().validate(
-      copy as never,
-      {
-        // Nothing outside the document is ever read: no resolver, and external references off.
-        resolve: { external: false, file: false, http: false },
-        dereference: {
-          circular: false,
-          onCircular: (path: string) => {
-            circular ??= path;
-          },
-        },
-      } as never,
-    )) as unknown as Json;
-  } catch (error) {
-    if (circular !== undefined || (error instanceof ReferenceError && /circular/i.test(error.message))) {
-      const at = circular === undefined ? '' : `${pointerPath(circular.slice(circular.indexOf('#') + 1))}: `;
-      throw new InvalidOption(
-        `${at}the document has a circular $ref; openApiTools refuses recursive schemas (describe the recursive field as an object without the reference)`,
-      );
-    }
-    throw new InvalidOption(`the OpenAPI document is not valid: ${parserProblem(error)}`);
-  }
+/** Terminates the parser's thread (a later call starts a new one): for tests that count threads. */
+export async function closeOpenApiParser(): Promise<void> {
+  await parser?.close();
+  parser = undefined;
 }
 
-/** What the parser said, its JSON pointers (`#/paths/~1pets/get`) written as paths (`paths./pets.get`). */
-function parserProblem(error: unknown): string {
-  const details = (error as { details?: unknown }).details;
-  if (Array.isArray(details) && details.length > 0) {
-    return details
-      .slice(0, 5)
-      .map((detail: { instancePath?: unknown; message?: unknown; params?: { missingProperty?: unknown } }) => {
-        const at = pointerPath(String(detail.instancePath ?? ''));
-        const missing = detail.params?.missingProperty;
-        if (typeof missing === 'string') return `${at === '' ? missing : `${at}.${missing}`} is required`;
-        return `${at === '' ? '(the document)' : at} ${String(detail.message ?? 'is invalid')}`;
-      })
-      .join('; ');
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return message.replace(/#(\/[^\s'"]*)/g, (_, pointer: string) => pointerPath(pointer)).slice(0, 2_000);
-}
-
-function pointerPath(pointer: string): string {
-  return pointer
-    .split('/')
-    .slice(1)
-    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .join('.');
-}
+let parser: BoundedWorker<Json, Json> | undefined;
 
 interface FoundOperation {
   readonly operation: OpenApiOperation;

@@ -8,13 +8,14 @@ import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { InvalidOption, Runtime } from '@strata/runtime';
 import { AgentSandbox } from '../src/agent-sandbox.js';
-import { openApiTools } from '../src/openapi-tools.js';
+import { closeOpenApiParser, openApiTools } from '../src/openapi-tools.js';
 import { ToolBridge } from '../src/tool-bridge.js';
 import { closeTypechecker } from '../src/typecheck.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
-// The checker's worker thread, started by the declarations test, is closed before the leak check.
+// The checker's and the parser's worker threads are closed before the leak check.
 test.after.always(() => closeTypechecker());
+test.after.always(() => closeOpenApiParser());
 checkNoLeaks(test);
 
 const PETSTORE_TEXT = readFileSync(new URL('../../test/fixtures/petstore-openapi.json', import.meta.url), 'utf8');
@@ -482,4 +483,30 @@ test('the egress: a relative server needs baseUrl; the policy is checked; an all
     { id: 7, name: 'Rex', photoUrls: [], status: 'sold', tags: [{ id: 2, name: 'old' }] },
   ]);
   t.is(seen.length, 1);
+});
+
+test("the parser runs in a worker thread under parseTimeoutMs: a slow document is stopped, the host's event loop ticks meanwhile, and the next document parses", async (t) => {
+  // Within the expansion bound, but slow to validate once dereferenced (about half a second here).
+  const schemas: Record<string, unknown> = { S14: { type: 'string' } };
+  for (let i = 0; i < 14; i++) schemas[`S${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/S${i + 1}` }, b: { $ref: `#/components/schemas/S${i + 1}` } } };
+  const slow = {
+    openapi: '3.0.4',
+    info: { title: 'slow', version: '1' },
+    servers: [{ url: 'https://api.example.com' }],
+    paths: { '/x': { get: { operationId: 'x', responses: { '200': { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/S0' } } } } } } } },
+    components: { schemas },
+  };
+  let ticks = 0;
+  const ticking = setInterval(() => ticks++, 5);
+  try {
+    await t.throwsAsync(openApiTools(slow, { parseTimeoutMs: 20 }), {
+      instanceOf: InvalidOption,
+      message: 'the OpenAPI parser took longer than 20 ms (parseTimeoutMs) and was stopped: bridge a smaller document, or raise it',
+    });
+  } finally {
+    clearInterval(ticking);
+  }
+  t.true(ticks > 0, 'the event loop ran while the parser worked');
+  t.is(Object.keys((await openApiTools(petstore(), { baseUrl: 'https://api.example.com/v3' })).tools).length, 18, 'a new parser thread took over');
+  await t.throwsAsync(openApiTools(petstore(), { parseTimeoutMs: 0 }), { instanceOf: InvalidOption, message: /parseTimeoutMs must be a positive integer/ });
 });

@@ -212,18 +212,25 @@ export interface BoundedWorkerData<Options> {
  * `warmUp` runs before the worker reports ready, so its cost is not a request's.
  */
 export function serveBoundedRequests<Request, Response>(
-  handle: (request: Request) => Response,
+  handle: (request: Request) => Response | Promise<Response>,
   options: { recoverable?: (error: unknown) => boolean; warmUp?: () => void } = {},
 ): void {
   const port = threads().parentPort;
   if (port === null) throw new Error('serveBoundedRequests runs in a worker thread');
   options.warmUp?.();
+  const failed = (id: number, error: unknown) =>
+    port.postMessage({ id, ok: false, error: serializeError(error), keep: options.recoverable?.(error) === true });
   port.on('message', ({ id, request }: { id: number; request: Request }) => {
+    let value: Response | Promise<Response>;
     try {
-      port.postMessage({ id, ok: true, value: handle(request) });
+      value = handle(request);
     } catch (error) {
-      port.postMessage({ id, ok: false, error: serializeError(error), keep: options.recoverable?.(error) === true });
+      failed(id, error);
+      return;
     }
+    // An async handler (a library whose API is promises) answers when it settles; the parent's deadline still holds.
+    if (value instanceof Promise) value.then((settled) => port.postMessage({ id, ok: true, value: settled }), (error: unknown) => failed(id, error));
+    else port.postMessage({ id, ok: true, value });
   });
   port.postMessage({ ready: true });
 }
