@@ -488,12 +488,20 @@ test('the egress: a relative server needs baseUrl; the policy is checked; an all
 test("the parser runs in a worker thread under parseTimeoutMs: a slow document is stopped, the host's event loop ticks meanwhile, and the next document parses", async (t) => {
   // Within the expansion bound, but slow to validate once dereferenced (about half a second here).
   const schemas: Record<string, unknown> = { S14: { type: 'string' } };
-  for (let i = 0; i < 14; i++) schemas[`S${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/S${i + 1}` }, b: { $ref: `#/components/schemas/S${i + 1}` } } };
+  for (let i = 0; i < 14; i++)
+    schemas[`S${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/S${i + 1}` }, b: { $ref: `#/components/schemas/S${i + 1}` } } };
   const slow = {
     openapi: '3.0.4',
     info: { title: 'slow', version: '1' },
     servers: [{ url: 'https://api.example.com' }],
-    paths: { '/x': { get: { operationId: 'x', responses: { '200': { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/S0' } } } } } } } },
+    paths: {
+      '/x': {
+        get: {
+          operationId: 'x',
+          responses: { '200': { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/S0' } } } } },
+        },
+      },
+    },
     components: { schemas },
   };
   let ticks = 0;

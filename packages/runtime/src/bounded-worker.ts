@@ -218,8 +218,7 @@ export function serveBoundedRequests<Request, Response>(
   const port = threads().parentPort;
   if (port === null) throw new Error('serveBoundedRequests runs in a worker thread');
   options.warmUp?.();
-  const failed = (id: number, error: unknown) =>
-    port.postMessage({ id, ok: false, error: serializeError(error), keep: options.recoverable?.(error) === true });
+  const failed = (id: number, error: unknown) => port.postMessage({ id, ok: false, error: serializeError(error), keep: options.recoverable?.(error) === true });
   port.on('message', ({ id, request }: { id: number; request: Request }) => {
     let value: Response | Promise<Response>;
     try {
@@ -229,7 +228,11 @@ export function serveBoundedRequests<Request, Response>(
       return;
     }
     // An async handler (a library whose API is promises) answers when it settles; the parent's deadline still holds.
-    if (value instanceof Promise) value.then((settled) => port.postMessage({ id, ok: true, value: settled }), (error: unknown) => failed(id, error));
+    if (value instanceof Promise)
+      value.then(
+        (settled) => port.postMessage({ id, ok: true, value: settled }),
+        (error: unknown) => failed(id, error),
+      );
     else port.postMessage({ id, ok: true, value });
   });
   port.postMessage({ ready: true });
