@@ -263,6 +263,23 @@ test('declarations show each operation as a typed function; the allow-list and m
   t.deepEqual(own.methods, ['GET', 'POST', 'DELETE']);
 });
 
+/** A document whose one operation answers S0, and each schema Si uses S(i+1) twice: tiny as written, 2^levels nodes once its references are expanded. */
+function fanOutDocument(levels: number): Record<string, any> {
+  const schemas: Record<string, unknown> = { [`S${levels}`]: { type: 'string' } };
+  for (let i = 0; i < levels; i++) {
+    const next = { $ref: `#/components/schemas/S${i + 1}` };
+    schemas[`S${i}`] = { type: 'object', properties: { a: next, b: { ...next } } };
+  }
+  const answer = { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/S0' } } } };
+  return {
+    openapi: '3.0.4',
+    info: { title: 'fan-out', version: '1' },
+    servers: [{ url: 'https://api.example.com' }],
+    paths: { '/x': { get: { operationId: 'x', responses: { '200': answer } } } },
+    components: { schemas },
+  };
+}
+
 /** An OpenAPI 3.1 document: JSON Schema 2020-12 types, a path, query, header and cookie parameter and a JSON body in one operation. */
 function notesDocument(): Record<string, any> {
   return {
@@ -397,24 +414,8 @@ test('a circular $ref, a document too large, too many operations, schemas that f
     instanceOf: InvalidOption,
     message: 'the OpenAPI document has more than 5 operations (maxOperations): bridge a smaller document, or raise it',
   });
-  // Each schema uses the next twice: 2^40 nodes once expanded, a few hundred bytes as written.
-  const schemas: Record<string, unknown> = { S40: { type: 'string' } };
-  for (let i = 0; i < 40; i++)
-    schemas[`S${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/S${i + 1}` }, b: { $ref: `#/components/schemas/S${i + 1}` } } };
-  const fanOut = {
-    openapi: '3.0.4',
-    info: { title: 'fan-out', version: '1' },
-    servers: [{ url: 'https://api.example.com' }],
-    paths: {
-      '/x': {
-        get: {
-          operationId: 'x',
-          responses: { '200': { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/S0' } } } } },
-        },
-      },
-    },
-    components: { schemas },
-  };
+  // 2^40 nodes once expanded, a few hundred bytes as written.
+  const fanOut = fanOutDocument(40);
   await t.throwsAsync(openApiTools(fanOut), {
     instanceOf: InvalidOption,
     message: /^components\.schemas\.S\d+\.properties\.[ab](\.\$ref)?: the document's schemas expand past 1000000 nodes once their references are resolved/,
@@ -487,23 +488,7 @@ test('the egress: a relative server needs baseUrl; the policy is checked; an all
 
 test("the parser runs in a worker thread under parseTimeoutMs: a slow document is stopped, the host's event loop ticks meanwhile, and the next document parses", async (t) => {
   // Within the expansion bound, but slow to validate once dereferenced (about half a second here).
-  const schemas: Record<string, unknown> = { S14: { type: 'string' } };
-  for (let i = 0; i < 14; i++)
-    schemas[`S${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/S${i + 1}` }, b: { $ref: `#/components/schemas/S${i + 1}` } } };
-  const slow = {
-    openapi: '3.0.4',
-    info: { title: 'slow', version: '1' },
-    servers: [{ url: 'https://api.example.com' }],
-    paths: {
-      '/x': {
-        get: {
-          operationId: 'x',
-          responses: { '200': { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/S0' } } } } },
-        },
-      },
-    },
-    components: { schemas },
-  };
+  const slow = fanOutDocument(14);
   let ticks = 0;
   const ticking = setInterval(() => ticks++, 5);
   try {
