@@ -1,0 +1,130 @@
+#!/bin/sh
+# Fetches what the VM matrix needs into the cache folder (default: .matrix-cache/ at the
+# repository root, gitignored; override with MATRIX_CACHE), from Debian's archive with
+# `apt-get download`, and records the exact versions in versions.txt, which it prints.
+#
+#   - the kernel: linux-image-6.1.0-N-amd64 (Debian 12's 6.1; MATRIX_KERNEL_PKG picks one,
+#     otherwise the highest N the apt lists offer), extracted for /boot/vmlinuz-* and config-*;
+#   - busybox-static (the initramfs's shell and tools);
+#   - qemu-system-x86, downloaded and extracted (not installed: nothing outside the cache is
+#     touched), with qemu-system-common/-data, seabios (the BIOS) and every package in their
+#     Depends closure that is not installed on this machine; run.mjs runs the extracted binary
+#     with LD_LIBRARY_PATH pointing into the cache and -L at its firmware. If the extracted qemu
+#     still misses a shared library, this script names it and fails.
+#
+# Idempotent: a .deb already in the cache is not downloaded again, an extracted package is
+# not extracted again. Needs apt-get, apt-cache, dpkg-deb (Debian/Ubuntu host). Run
+# `apt-get update` first if the lists are old (the kernel ABI numbers move with updates).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${MATRIX_CACHE:-"$here/../../.matrix-cache"}
+mkdir -p "$cache/debs" "$cache/root" "$cache/extracted"
+cache=$(cd "$cache" && pwd)
+debs="$cache/debs"
+root="$cache/root"
+
+fail() { echo "matrix fetch: FAILED: $*" >&2; exit 1; }
+
+for tool in apt-get apt-cache dpkg-deb dpkg-query; do
+  command -v "$tool" >/dev/null 2>&1 || fail "$tool is not on PATH (a Debian-based host is needed)"
+done
+
+# The kernel package: explicit, or the highest linux-image-6.1.0-N-amd64 the lists know.
+kernel_pkg=${MATRIX_KERNEL_PKG:-}
+if [ -z "$kernel_pkg" ]; then
+  kernel_pkg=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' \
+    | awk '{print $1}' | sort -t- -k5,5n | tail -n 1)
+  [ -n "$kernel_pkg" ] || fail "no linux-image-6.1.0-*-amd64 in the apt lists (is this Debian 12? try apt-get update)"
+fi
+
+# The package list: the fixed set, then the Depends closure of qemu's packages minus what is
+# installed here (the first alternative of each dependency; virtual packages are skipped).
+# One apt-cache/dpkg-query call per level, so that a cached run takes seconds.
+want="$kernel_pkg busybox-static qemu-system-x86 qemu-system-common qemu-system-data seabios"
+seen=" $want "
+queue="qemu-system-x86 qemu-system-common"
+while [ -n "$queue" ]; do
+  deps=$(apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks \
+           --no-replaces --no-enhances $queue 2>/dev/null \
+         | awk '/^ *\|?(Pre)?Depends:/ { if (!alt) print $2; alt = ($1 ~ /^\|/); next } { alt = 0 }' \
+         | grep -v '^<' | sed 's/:any$//' | sort -u)
+  fresh=""
+  for d in $deps; do
+    case "$seen" in *" $d "*) continue ;; esac
+    seen="$seen$d "
+    fresh="$fresh $d"
+  done
+  queue=""
+  [ -n "$fresh" ] || break
+  installed=$(dpkg-query -W -f='${Package} ${Status}\n' $fresh 2>/dev/null \
+              | awk '/install ok installed/ {print $1}' | sed 's/:.*//' | tr '\n' ' ')
+  for d in $fresh; do
+    case " $installed " in *" $d "*) continue ;; esac
+    want="$want $d"
+    queue="$queue $d"
+  done
+done
+
+# Every package must have a candidate version (one apt-cache call).
+known=$(apt-cache policy $want 2>/dev/null \
+        | awk '/^[^ ].*:$/ { p = substr($0, 1, length($0) - 1) } /^  Candidate:/ && $2 != "(none)" { print p }' | tr '\n' ' ')
+absent=""
+for p in $want; do case " $known " in *" $p "*) ;; *) absent="$absent $p" ;; esac; done
+[ -z "$absent" ] || fail "apt knows no installable version of:$absent (apt-get update? MATRIX_KERNEL_PKG names another linux-image-6.1.0-N-amd64; \`apt-cache search --names-only '^linux-image-6.1.0-[0-9]+-amd64$'\` lists them)"
+
+# One --print-uris call gives each package's .deb name, size and hash (run where no .deb is:
+# apt prints nothing for a file already in the current directory).
+uris=$(cd "$cache" && apt-get download --print-uris $want 2>&1) \
+  || fail "apt-get download --print-uris: $(echo "$uris" | grep -v "^'")"
+: > "$cache/versions.new"
+get=""
+echo "$uris" | grep "^'" > "$cache/uris.txt" || fail "apt-get download --print-uris printed no URIs: $uris"
+while read -r url file size hash; do
+  if [ -s "$debs/$file" ] && [ "$(stat -c %s "$debs/$file")" = "$size" ]; then continue; fi
+  rm -f "$debs/$file"
+  get="$get $(echo "$file" | sed 's/_.*//')"
+done < "$cache/uris.txt"
+if [ -n "$get" ]; then
+  echo "matrix fetch: downloading$get"
+  (cd "$debs" && apt-get download -q $get 2>&1) | grep -v '^W: Download is performed unsandboxed' || true
+fi
+while read -r url file size hash; do
+  f="$debs/$file"
+  [ -s "$f" ] && [ "$(stat -c %s "$f")" = "$size" ] || fail "apt-get download did not produce $file ($size bytes) from $url"
+  stamp="$cache/extracted/$file.done"
+  if [ ! -e "$stamp" ]; then
+    echo "matrix fetch: extracting $file"
+    dpkg-deb -x "$f" "$root" || fail "dpkg-deb -x $f"
+    : > "$stamp"
+  fi
+  # name_version_arch.deb, the version URL-encoded (%3a for the epoch's colon).
+  echo "$file" | sed 's/\.deb$//; s/%3a/:/g' | awk -F_ '{print $1, $2, $3}' >> "$cache/versions.new"
+done < "$cache/uris.txt"
+rm -f "$cache/uris.txt"
+[ "$(wc -l < "$cache/versions.new")" -eq "$(echo $want | wc -w)" ] \
+  || fail "asked for $(echo $want | wc -w) packages, apt gave $(wc -l < "$cache/versions.new"): $want"
+
+# Check the results.
+kver=${kernel_pkg#linux-image-}
+[ -s "$root/boot/vmlinuz-$kver" ] || fail "no $root/boot/vmlinuz-$kver after extracting $kernel_pkg"
+[ -s "$root/boot/config-$kver" ] || fail "no $root/boot/config-$kver"
+[ -x "$root/bin/busybox" ] || fail "no busybox in busybox-static"
+qemu="$root/usr/bin/qemu-system-x86_64"
+[ -x "$qemu" ] || fail "no $qemu after extracting qemu-system-x86"
+libs="$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
+missing=$(LD_LIBRARY_PATH="$libs" ldd "$qemu" | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')
+[ -z "$missing" ] || fail "the extracted qemu still misses: $missing(install them, or add their packages here)"
+[ -s "$root/usr/share/seabios/bios-256k.bin" ] || fail "no seabios bios-256k.bin"
+qv=$(LD_LIBRARY_PATH="$libs" "$qemu" --version | head -n 1) || fail "the extracted qemu does not run"
+
+{
+  echo "# scripts/matrix/fetch.sh, $(date -u +%Y-%m-%dT%H:%M:%SZ); package version architecture (from Debian's archive)"
+  sort "$cache/versions.new"
+  echo "# kernel $kver: CONFIG_LSM=$(sed -n 's/^CONFIG_LSM="\(.*\)"/\1/p' "$root/boot/config-$kver")"
+  echo "# $qv"
+} > "$cache/versions.txt"
+rm -f "$cache/versions.new"
+echo "$kver" > "$cache/kernel-release"
+cat "$cache/versions.txt"
+echo "matrix fetch: ok, cache at $cache"

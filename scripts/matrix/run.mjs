@@ -1,0 +1,330 @@
+#!/usr/bin/env node
+// Boots configurations of Debian's 6.1 kernel under qemu (TCG by default: on the machine this
+// was written on a KVM boot stops after the BIOS) with the initramfs of initramfs.mjs, and
+// prints what `strata doctor --json` reported inside each VM, next to what the kernel itself
+// says (its release, /sys/kernel/security/lsm, the namespace and seccomp sysctls) and the
+// kernel's config-* file.
+//
+//   node scripts/matrix/run.mjs                 the default configurations (see CONFIGS)
+//   node scripts/matrix/run.mjs NAME...         the named ones; --list names them all
+//   node scripts/matrix/run.mjs --append 'lsm=...' --sysctl user.max_user_namespaces=0 --uid 1000
+//                                               one ad-hoc configuration
+//   options: --timeout SECONDS (per boot, default 300), --accel tcg|kvm, --json FILE (all
+//   results, with the doctor reports), --build (run fetch.sh and initramfs.mjs first)
+//
+// Needs the cache that scripts/matrix/fetch.sh fills (.matrix-cache/ at the repository root, or
+// MATRIX_CACHE) and <cache>/initrd.gz from scripts/matrix/initramfs.mjs. Serial logs are kept
+// in <cache>/logs/. Exit status: 0 when every VM ran doctor and printed a report (whatever its
+// verdict), 1 otherwise.
+
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '../..');
+const cache = resolve(process.env.MATRIX_CACHE ?? join(repo, '.matrix-cache'));
+const root = join(cache, 'root');
+
+function fail(message) {
+  console.error(`matrix run: FAILED: ${message}`);
+  process.exit(1);
+}
+
+// ---- arguments
+const args = process.argv.slice(2);
+const opt = { timeout: 300, accel: 'tcg', json: null, build: false, list: false, names: [], adhoc: null };
+for (let i = 0; i < args.length; i++) {
+  const a = args[i];
+  const value = () => {
+    if (i + 1 >= args.length) fail(`${a} needs a value`);
+    return args[++i];
+  };
+  if (a === '--timeout') opt.timeout = Number(value());
+  else if (a === '--accel') opt.accel = value();
+  else if (a === '--json') opt.json = resolve(value());
+  else if (a === '--build') opt.build = true;
+  else if (a === '--list') opt.list = true;
+  else if (a === '--append' || a === '--sysctl' || a === '--uid' || a === '--name') {
+    opt.adhoc ??= { name: 'custom', append: [], sysctl: [], uid: 0, about: 'given on the command line' };
+    if (a === '--append') opt.adhoc.append.push(value());
+    else if (a === '--sysctl') opt.adhoc.sysctl.push(value());
+    else if (a === '--uid') opt.adhoc.uid = Number(value());
+    else opt.adhoc.name = value();
+  } else if (a.startsWith('-')) fail(`unknown option ${a}`);
+  else opt.names.push(a);
+}
+if (!['tcg', 'kvm'].includes(opt.accel)) fail(`--accel is tcg or kvm, not ${opt.accel}`);
+if (!(opt.timeout > 0)) fail('--timeout needs a positive number of seconds');
+
+if (opt.build) {
+  execFileSync('sh', [join(here, 'fetch.sh')], { stdio: 'inherit' });
+  execFileSync(process.execPath, [join(here, 'initramfs.mjs')], { stdio: 'inherit' });
+}
+
+// ---- the kernel and its config
+const releaseFile = join(cache, 'kernel-release');
+if (!existsSync(releaseFile)) fail(`no ${releaseFile}: run scripts/matrix/fetch.sh first`);
+const kernelRelease = readFileSync(releaseFile, 'utf8').trim();
+const vmlinuz = join(root, 'boot', `vmlinuz-${kernelRelease}`);
+const configText = readFileSync(join(root, 'boot', `config-${kernelRelease}`), 'utf8');
+const config = Object.fromEntries(
+  configText.split('\n').filter((l) => l.startsWith('CONFIG_')).map((l) => {
+    const [k, ...v] = l.split('=');
+    return [k, v.join('=').replace(/^"(.*)"$/, '$1')];
+  }),
+);
+const defaultLsm = (config.CONFIG_LSM ?? '').split(',').filter(Boolean);
+const initrd = join(cache, 'initrd.gz');
+if (!existsSync(initrd)) fail(`no ${initrd}: run scripts/matrix/initramfs.mjs first`);
+const qemu = join(root, 'usr/bin/qemu-system-x86_64');
+if (!existsSync(qemu)) fail(`no ${qemu}: run scripts/matrix/fetch.sh first`);
+
+// ---- configurations
+// Not here: seccomp switched off (Debian's kernel has CONFIG_SECCOMP=y, CONFIG_SECCOMP_FILTER=y
+// and no boot parameter or sysctl that disables filtering; only another kernel build could),
+// this machine's own kernel (no image of it in /boot here), aarch64 (not fetched yet).
+const CONFIGS = [
+  { name: 'debian-6.1', about: `Debian's ${kernelRelease} as shipped, doctor as root`, append: [], sysctl: [], uid: 0 },
+  { name: 'debian-6.1-uid1000', about: 'as shipped, doctor as uid 1000', append: [], sysctl: [], uid: 1000 },
+  {
+    name: 'debian-6.1-no-landlock',
+    about: `lsm= the config's default list (CONFIG_LSM) without landlock`,
+    append: [`lsm=${defaultLsm.filter((l) => l !== 'landlock').join(',')}`], sysctl: [], uid: 0,
+  },
+  { name: 'debian-6.1-userns-off', about: 'user.max_user_namespaces=0, doctor as root', append: [], sysctl: ['user.max_user_namespaces=0'], uid: 0 },
+  { name: 'debian-6.1-userns-off-uid1000', about: 'user.max_user_namespaces=0, doctor as uid 1000', append: [], sysctl: ['user.max_user_namespaces=0'], uid: 1000 },
+  {
+    name: 'debian-6.1-unpriv-userns-off-uid1000', about: "Debian's kernel.unprivileged_userns_clone=0, doctor as uid 1000",
+    append: [], sysctl: ['kernel.unprivileged_userns_clone=0'], uid: 1000,
+  },
+  {
+    name: 'debian-6.1-rootfs', about: 'as shipped, but / left on the initramfs rootfs (no switch_root to a tmpfs)',
+    append: ['matrix_root=initramfs'], sysctl: [], uid: 0, extra: true,
+  },
+];
+if (opt.list) {
+  for (const c of CONFIGS) console.log(`${c.name.padEnd(38)} ${c.about}${c.extra ? ' (not in the default run)' : ''}`);
+  process.exit(0);
+}
+let chosen;
+if (opt.adhoc) chosen = [opt.adhoc];
+else if (opt.names.length) {
+  chosen = opt.names.map((n) => CONFIGS.find((c) => c.name === n) ?? fail(`no configuration ${n} (--list names them)`));
+} else chosen = CONFIGS.filter((c) => !c.extra);
+
+// ---- one boot
+const MARK = (what) => `===STRATA-MATRIX-${what}===`;
+function between(text, begin, end) {
+  const b = text.indexOf(MARK(begin));
+  const e = text.indexOf(MARK(end), b + 1);
+  if (b < 0 || e < 0) return null;
+  return text.slice(b + MARK(begin).length, e).replace(/\r/g, '').trim();
+}
+
+function boot(cfg) {
+  const append = ['console=ttyS0', 'quiet', 'panic=-1', ...cfg.append];
+  if (cfg.sysctl.length) append.push(`matrix_sysctl=${cfg.sysctl.join(',')}`);
+  if (cfg.uid) append.push(`matrix_uid=${cfg.uid}`);
+  const qemuArgs = [
+    '-L', join(root, 'usr/share/qemu'), '-L', join(root, 'usr/share/seabios'),
+    '-accel', opt.accel, '-m', '2048', '-smp', '2', '-nographic', '-no-reboot',
+    '-nic', 'none', '-vga', 'none',
+    '-kernel', vmlinuz, '-initrd', initrd, '-append', append.join(' '),
+  ];
+  const env = {
+    ...process.env,
+    LD_LIBRARY_PATH: [join(root, 'usr/lib/x86_64-linux-gnu'), join(root, 'lib/x86_64-linux-gnu'), process.env.LD_LIBRARY_PATH].filter(Boolean).join(':'),
+  };
+  return new Promise((resolveBoot) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(qemu, qemuArgs, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const chunks = [];
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, opt.timeout * 1000);
+    const onSignal = () => {
+      child.kill('SIGKILL');
+      process.exit(130);
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    child.stdout.on('data', (d) => chunks.push(d));
+    child.stderr.on('data', (d) => chunks.push(d));
+    child.on('error', (error) => chunks.push(Buffer.from(`\n[spawn error: ${error.message}]\n`)));
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const serial = Buffer.concat(chunks).toString('utf8');
+      resolveBoot({ cfg, append: append.join(' '), seconds, code, signal, timedOut, serial });
+    });
+  });
+}
+
+// ---- reading a boot's output
+function parse(run) {
+  const result = { name: run.cfg.name, about: run.cfg.about, append: run.append, bootSeconds: Number(run.seconds.toFixed(1)), problems: [] };
+  const logDir = join(cache, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  result.log = join(logDir, `${run.cfg.name}.${opt.accel}.log`);
+  writeFileSync(result.log, run.serial);
+  if (run.timedOut) result.problems.push(`qemu was killed after the ${opt.timeout} s timeout`);
+  else if (run.code !== 0) result.problems.push(`qemu exited with ${run.code ?? run.signal}`);
+  const info = between(run.serial, 'INFO-BEGIN', 'INFO-END');
+  if (info === null) {
+    result.problems.push('the VM printed no INFO block (the kernel or /init did not get that far)');
+    const tail = run.serial.replace(/\x1b\[[0-9;?]*[a-zA-Z]|\x1bc/g, '').trim().split('\n').slice(-8).join('\n    ');
+    result.problems.push(`last lines of the serial console:\n    ${tail}`);
+    return result;
+  }
+  result.kernel = {};
+  result.sysctlSet = [];
+  for (const line of info.split('\n')) {
+    const i = line.indexOf('=');
+    if (i < 0) continue;
+    const [k, v] = [line.slice(0, i), line.slice(i + 1)];
+    if (k === 'sysctl_set') result.sysctlSet.push(v);
+    else result.kernel[k] = v;
+  }
+  for (const s of result.sysctlSet) if (s.includes('FAILED')) result.problems.push(`sysctl ${s}`);
+  const done = run.serial.match(/===STRATA-MATRIX-DONE rc=(\d+) uptime_before=([\d.]+) uptime_after=([\d.]+)===/);
+  if (done) {
+    result.doctorExit = Number(done[1]);
+    result.uptimeAtInit = Number(done[2]);
+    result.doctorSeconds = Number((Number(done[3]) - Number(done[2])).toFixed(2));
+  } else result.problems.push('no DONE line: doctor did not finish');
+  const doctorText = between(run.serial, 'DOCTOR-BEGIN', 'DOCTOR-END');
+  result.stderr = between(run.serial, 'STDERR-BEGIN', 'STDERR-END') ?? '';
+  try {
+    result.doctor = JSON.parse(doctorText);
+  } catch {
+    result.problems.push(`doctor printed no JSON (exit ${result.doctorExit}); its stderr: ${result.stderr.slice(0, 2000) || '(empty)'}`);
+  }
+  return result;
+}
+
+// The Landlock ABI each mainline release introduced (Documentation/userspace-api/landlock.rst).
+const LANDLOCK_ABI = [[[5, 13], 1], [[5, 19], 2], [[6, 2], 3], [[6, 7], 4], [[6, 10], 5], [[6, 12], 6], [[6, 15], 7]];
+function landlockAbiFor(uname) {
+  const m = uname.match(/^(\d+)\.(\d+)/);
+  if (!m) return null;
+  const [maj, min] = [Number(m[1]), Number(m[2])];
+  let abi = 0;
+  for (const [[a, b], n] of LANDLOCK_ABI) if (maj > a || (maj === a && min >= b)) abi = n;
+  // Past the table's last entry the kernel may have a newer ABI: say nothing.
+  return maj > 6 || (maj === 6 && min > 15) ? null : abi;
+}
+
+// What the kernel itself says, set against what doctor reported: each line a mismatch to look at.
+function crossCheck(r) {
+  const out = [];
+  const d = r.doctor;
+  if (!d?.report) return out;
+  const layer = (n) => d.report.layers.find((l) => l.name === n);
+  const lsm = (r.kernel.lsm ?? '').split(',');
+  const landlock = layer('landlock');
+  if (landlock) {
+    const on = lsm.includes('landlock');
+    if (!on && landlock.enforcement !== 'none') out.push(`landlock is not in the active LSMs (${r.kernel.lsm}) but doctor reports it ${landlock.enforcement}`);
+    if (on && landlock.enforcement === 'none') out.push(`landlock is an active LSM but doctor reports it not in force`);
+    if (config.CONFIG_SECURITY_LANDLOCK !== 'y' && landlock.enforcement !== 'none') out.push('the kernel has no CONFIG_SECURITY_LANDLOCK but doctor reports Landlock');
+    const abi = landlock.capability?.detail?.abi;
+    const expected = landlockAbiFor(r.kernel.uname ?? '');
+    if (on && typeof abi === 'number' && expected !== null && abi !== expected) {
+      out.push(`doctor reports Landlock ABI ${abi}; mainline ${(r.kernel.uname ?? '').split(' ')[0]} has ABI ${expected} (a distribution backport, or a misreading)`);
+    }
+  }
+  const seccomp = layer('seccomp');
+  if (seccomp) {
+    const actions = r.kernel.proc_sys_kernel_seccomp_actions_avail ?? '';
+    const filterable = config.CONFIG_SECCOMP_FILTER === 'y' && /errno|kill/.test(actions);
+    if (!filterable && seccomp.enforcement !== 'none') out.push(`seccomp filtering looks unavailable (actions: ${actions || 'none'}) but doctor reports ${seccomp.enforcement}`);
+    if (filterable && seccomp.enforcement === 'none') out.push('seccomp filtering is available but doctor reports the layer not in force');
+    if (seccomp.enforcement === 'full' && d.report.verified && d.report.verified.seccomp !== 2) out.push(`seccomp reported full, but the worker's Seccomp field is ${d.report.verified.seccomp}`);
+  }
+  const emptyroot = layer('emptyroot');
+  if (emptyroot) {
+    const max = Number(r.kernel.proc_sys_user_max_user_namespaces);
+    const clone = r.kernel.proc_sys_kernel_unprivileged_userns_clone;
+    const uid = Number(r.kernel.run_as_uid ?? 0);
+    const workerUid = d.privileges?.workerUid;
+    const unprivileged = uid !== 0 || (workerUid !== null && workerUid !== 0);
+    const userns = max > 0 && !(unprivileged && clone === '0');
+    if (!userns && emptyroot.enforcement !== 'none') out.push(`user namespaces look unavailable (max_user_namespaces=${max}, unprivileged_userns_clone=${clone}) but emptyroot reports ${emptyroot.enforcement}`);
+    if (max === 0 && emptyroot.capability?.detail?.userNamespaces === 'exhausted') {
+      out.push('user.max_user_namespaces is 0 (user namespaces switched off), but doctor calls them exhausted and advises ending processes that hold many');
+    }
+    const owns = d.report.verified?.ownNamespaces ?? [];
+    if (emptyroot.enforcement === 'full' && !owns.includes('user')) out.push('emptyroot reported full, but the worker has no user namespace of its own');
+    if (emptyroot.enforcement === 'none' && owns.includes('user')) out.push('emptyroot reported not in force, but the worker is in its own user namespace');
+  }
+  if (d.status === 'ok' && d.sandbox !== 'landlock+seccomp') out.push(`status ok with sandbox ${d.sandbox}`);
+  const fullish = d.report.layers.filter((l) => ['landlock', 'seccomp'].includes(l.name) && l.enforcement !== 'none').map((l) => `${l.name} ${l.enforcement}`);
+  if (d.sandbox === 'none' && fullish.length && /no OS sandbox is in force/.test(d.summary ?? '')) {
+    out.push(`the summary says "no OS sandbox is in force" while ${fullish.join(' and ')} (sandbox names only a fully enforced landlock+seccomp)`);
+  }
+  return out;
+}
+
+function summarise(r) {
+  const lines = [`== ${r.name}: ${r.about}`, `   kernel command line: ${r.append}`];
+  const t = [`boot+doctor ${r.bootSeconds} s wall (qemu ${opt.accel})`];
+  if (r.uptimeAtInit !== undefined) t.push(`/init at ${r.uptimeAtInit} s of VM uptime`, `doctor ${r.doctorSeconds} s`);
+  lines.push(`   time: ${t.join(', ')}`);
+  if (r.kernel) {
+    const k = r.kernel;
+    lines.push(`   kernel: ${k.uname}; root fs ${k.root_fs}; node ${k.node}; run as uid ${k.run_as_uid}`);
+    lines.push(`   LSMs: ${k.lsm}`);
+    lines.push(`   user.max_user_namespaces=${k.proc_sys_user_max_user_namespaces} kernel.unprivileged_userns_clone=${k.proc_sys_kernel_unprivileged_userns_clone}; seccomp actions: ${k.proc_sys_kernel_seccomp_actions_avail}`);
+    for (const s of r.sysctlSet) lines.push(`   sysctl set: ${s}`);
+  }
+  const d = r.doctor;
+  if (d) {
+    const layer = (n) => d.report?.layers?.find((l) => l.name === n);
+    const ll = layer('landlock');
+    const sc = layer('seccomp');
+    const er = layer('emptyroot');
+    lines.push(`   doctor: ${d.status} (exit ${r.doctorExit}); sandbox ${d.sandbox}${(d.sandboxExtras ?? []).length ? ' + ' + d.sandboxExtras.join(',') : ''}; worker uid ${d.privileges?.workerUid}`);
+    lines.push(`   Landlock ABI: ${ll?.capability?.detail?.abi ?? 'none'}${ll?.capability?.detail?.errata !== undefined ? ` (errata ${ll.capability.detail.errata})` : ''}; seccomp: ${sc?.enforcement ?? 'absent'} (worker Seccomp field ${d.report?.verified?.seccomp ?? '?'}); user namespaces: ${er?.capability?.detail?.userNamespaces ?? '?'} (worker's own: ${(d.report?.verified?.ownNamespaces ?? []).join(',') || 'none'})`);
+    for (const l of d.report?.layers ?? []) {
+      const missing = l.capability?.missing ?? [];
+      lines.push(`   layer ${l.name.padEnd(10)} requirement ${l.requirement}, enforcement ${l.enforcement.padEnd(7)} self-test ${l.selfTest}${missing.length ? `; missing: ${missing.join('; ')}` : ''}`);
+    }
+    lines.push(`   summary: ${d.summary}`);
+  }
+  for (const c of r.checks ?? []) lines.push(`   MISMATCH? ${c}`);
+  for (const p of r.problems) lines.push(`   PROBLEM: ${p}`);
+  lines.push(`   serial log: ${r.log}`);
+  return lines.join('\n');
+}
+
+// ---- run
+console.log(`matrix: kernel ${kernelRelease} (CONFIG_LSM=${config.CONFIG_LSM}; LANDLOCK=${config.CONFIG_SECURITY_LANDLOCK ?? 'n'} SECCOMP_FILTER=${config.CONFIG_SECCOMP_FILTER ?? 'n'} USER_NS=${config.CONFIG_USER_NS ?? 'n'}), qemu ${opt.accel}, ${chosen.length} configuration(s)`);
+const results = [];
+for (const cfg of chosen) {
+  const r = parse(await boot(cfg));
+  r.checks = crossCheck(r);
+  results.push(r);
+  console.log(summarise(r));
+}
+
+const pad = (s, n) => String(s).padEnd(n);
+console.log('\nconfiguration                          boot s  status     sandbox           emptyroot  landlock(ABI)  seccomp');
+for (const r of results) {
+  const layer = (n) => r.doctor?.report?.layers?.find((l) => l.name === n);
+  const ll = layer('landlock');
+  console.log([
+    pad(r.name, 38), pad(r.bootSeconds, 7), pad(r.doctor?.status ?? 'NO REPORT', 10), pad(r.doctor?.sandbox ?? '-', 17),
+    pad(layer('emptyroot')?.enforcement ?? '-', 10), pad(ll ? `${ll.enforcement}(${ll.capability?.detail?.abi ?? '-'})` : '-', 14), layer('seccomp')?.enforcement ?? '-',
+  ].join(' ') + (r.checks?.length ? `  [${r.checks.length} mismatch?]` : ''));
+}
+if (opt.json) {
+  writeFileSync(opt.json, JSON.stringify({ kernelRelease, accel: opt.accel, results }, null, 2) + '\n');
+  console.log(`matrix: results in ${opt.json}`);
+}
+process.exit(results.every((r) => r.doctor && !r.problems.length) ? 0 : 1);
