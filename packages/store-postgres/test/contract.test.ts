@@ -5,31 +5,22 @@ import test, { type TestFn } from 'ava';
 import type { JournalStore } from '@strata/agent';
 import pg from 'pg';
 import { PostgresJournalStore } from '../src/index.js';
-import { findPostgresBinaries, type PostgresServer, postgresTest, startPostgresServer } from './helpers/postgres-server.js';
+import { postgresFileServer } from './helpers/postgres-server.js';
 
 // The contract is compiled beside the agent package's tests, not published with it.
 const { journalStoreContract } = (await import(new URL('../../../agent/dist/test/helpers/store-contract.js', import.meta.url).href)) as {
   journalStoreContract: (test: TestFn, label: string, make: () => Promise<JournalStore>) => void;
 };
 
-const binaries = await findPostgresBinaries();
-const withServer = postgresTest(test, binaries);
-let server: PostgresServer | undefined;
-if (!('missing' in binaries)) {
-  test.before(async () => {
-    server = await startPostgresServer(binaries);
-  });
-  test.after.always(async () => {
-    await server?.dispose();
-  });
-}
+const files = await postgresFileServer(test);
+const withServer = files.withServer;
 
 let schemas = 0;
 journalStoreContract(withServer, 'postgres', () =>
-  PostgresJournalStore.connect({ connectionString: server!.connectionString(), schema: `contract_${++schemas}`, maxConnections: 3 }),
+  PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema: `contract_${++schemas}`, maxConnections: 3 }),
 );
 journalStoreContract(withServer, 'postgres on a pool of the caller', async () => {
-  const pool = new pg.Pool({ connectionString: server!.connectionString(), max: 2 }).on('error', () => {});
+  const pool = new pg.Pool({ connectionString: files.server.connectionString(), max: 2 }).on('error', () => {});
   const store = await PostgresJournalStore.connect({ pool, schema: 'contract_pool', tablePrefix: `p${++schemas}_` });
   // The contract closes the store; the pool is the caller's, so it is ended here after the store.
   return {

@@ -9,24 +9,15 @@ import { AgentSandbox, assembleJournal, JournalConflict, JournalError, JournalSt
 import { InvalidOption } from '@strata/runtime';
 import pg from 'pg';
 import { PostgresJournalStore, type PostgresJournalStoreOptions } from '../src/index.js';
-import { findPostgresBinaries, type PostgresServer, postgresTest, startPostgresServer } from './helpers/postgres-server.js';
+import { postgresFileServer } from './helpers/postgres-server.js';
 
-const binaries = await findPostgresBinaries();
-const withServer = postgresTest(test, binaries);
-let server: PostgresServer;
-if (!('missing' in binaries)) {
-  test.before(async () => {
-    server = await startPostgresServer(binaries);
-  });
-  test.after.always(async () => {
-    await server?.dispose();
-  });
-}
+const files = await postgresFileServer(test);
+const withServer = files.withServer;
 
 let schemas = 0;
 /** A store on a pool of its own, in a schema no other test uses (or `options.schema`), closed after the test. */
 async function connect(t: ExecutionContext, options: PostgresJournalStoreOptions = {}): Promise<PostgresJournalStore> {
-  const store = await PostgresJournalStore.connect({ connectionString: server.connectionString(), schema: `own_${++schemas}`, ...options });
+  const store = await PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema: `own_${++schemas}`, ...options });
   t.teardown(() => store.close());
   return store;
 }
@@ -86,7 +77,7 @@ withServer("leases are on the database's clock: a machine whose clock is an hour
   Date.now = () => realNow() + 3_600_000;
   try {
     const { lease } = await store.create('clock', '{}', { owner: 'a', ttlMs: 60_000 });
-    const [{ now }] = (await server.query('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now')).rows as [{ now: number }];
+    const [{ now }] = (await files.server.query('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now')).rows as [{ now: number }];
     t.true(Math.abs(lease!.expiresAt - (now + 60_000)) < 5_000, `expires ${lease!.expiresAt - now} ms after the database's now`);
     await t.throwsAsync(store.acquireLease('clock', 'b', 1000), { instanceOf: LeaseHeld }, 'still held by the database');
     const renewed = await store.renewLease(lease!, 200);
@@ -103,7 +94,7 @@ withServer('a statement that fails half-way through an append leaves nothing wri
   await store.create('half', '{}', undefined);
   await store.append('half', { cells: [cellRow(1, '{"before":true}')], calls: [], nextSeq: 1 }, { version: 1 });
   // The second call row fails, after the cell rows, the first call row and the truncation went in.
-  await server.query(`
+  await files.server.query(`
     CREATE FUNCTION half.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk says no'; END $$;
     CREATE TRIGGER refuse BEFORE INSERT ON half.strata_calls FOR EACH ROW WHEN (NEW.seq = 2) EXECUTE FUNCTION half.refuse();`);
   const write = {
@@ -123,7 +114,7 @@ withServer('a statement that fails half-way through an append leaves nothing wri
   t.deepEqual(rows?.calls, []);
   t.is(rows?.session.version, 2);
   t.is(rows?.session.nextSeq, 1);
-  await server.query('DROP TRIGGER refuse ON half.strata_calls');
+  await files.server.query('DROP TRIGGER refuse ON half.strata_calls');
   t.is(await store.append('half', write, { version: 2 }), 3);
   t.is((await store.load('half'))?.calls.length, 2);
 });
@@ -133,7 +124,7 @@ withServer('a statement past statementTimeoutMs is cancelled by the database, wr
   const patient = await connect(t, { schema: 'slow' });
   const store = await connect(t, { schema: 'slow', statementTimeoutMs: 300 });
   await store.create('slow', '{}', undefined);
-  await server.query(`
+  await files.server.query(`
     CREATE FUNCTION slow.dawdle() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(5); RETURN NEW; END $$;
     CREATE TRIGGER dawdle BEFORE INSERT ON slow.strata_calls FOR EACH ROW WHEN (NEW.seq = 2) EXECUTE FUNCTION slow.dawdle();`);
   const write = { cells: [cellRow(1)], calls: [1, 2].map((seq) => ({ cell: 1, seq, record: '{}' })), nextSeq: 3 };
@@ -141,11 +132,11 @@ withServer('a statement past statementTimeoutMs is cancelled by the database, wr
   const failed = await t.throwsAsync(store.append('slow', write, { version: 1 }), { instanceOf: JournalStoreError });
   t.regex(failed.message, /session "slow": a statement ran past statementTimeoutMs \(300 ms\) and the database cancelled it; nothing was written/);
   t.true(performance.now() - started < 3_000);
-  await server.query('DROP TRIGGER dawdle ON slow.strata_calls');
+  await files.server.query('DROP TRIGGER dawdle ON slow.strata_calls');
   t.deepEqual((await store.load('slow'))?.cells, []);
 
   // Another writer (another machine, mid-transaction) holds the session's row: this one waits for it...
-  const other = await new pg.Pool({ connectionString: server.connectionString(), max: 1 }).on('error', () => {}).connect();
+  const other = await new pg.Pool({ connectionString: files.server.connectionString(), max: 1 }).on('error', () => {}).connect();
   t.teardown(() => other.release(true));
   await other.query("BEGIN; SELECT 1 FROM slow.strata_sessions WHERE session_id = 'slow' FOR UPDATE");
   const waiting = patient.append('slow', write, { version: 1 });
@@ -163,13 +154,13 @@ withServer('stores that start at once on an empty schema create its tables once'
   const stores = await Promise.all([1, 2, 3, 4].map(() => connect(t, { schema: 'together' })));
   await stores[0]!.create('one', '{}', undefined);
   t.is((await stores[3]!.list()).length, 1);
-  const { rows } = await server.query('SELECT key, value FROM together.strata_meta');
+  const { rows } = await files.server.query('SELECT key, value FROM together.strata_meta');
   t.deepEqual(rows, [{ key: 'schema', value: '1' }]);
   // Two prefixes in one new schema: each its own tables.
   const [x, y] = await Promise.all([connect(t, { schema: 'prefixed', tablePrefix: 'x_' }), connect(t, { schema: 'prefixed', tablePrefix: '' })]);
   await x.create('only-x', '{}', undefined);
   t.deepEqual(await y.list(), []);
-  const tables = await server.query("SELECT tablename FROM pg_tables WHERE schemaname = 'prefixed' ORDER BY tablename");
+  const tables = await files.server.query("SELECT tablename FROM pg_tables WHERE schemaname = 'prefixed' ORDER BY tablename");
   t.deepEqual(
     tables.rows.map((row) => row.tablename),
     ['calls', 'cells', 'meta', 'sessions', 'x_calls', 'x_cells', 'x_meta', 'x_sessions'],
@@ -177,10 +168,10 @@ withServer('stores that start at once on an empty schema create its tables once'
 });
 
 withServer('tables of another schema version are refused, naming both versions', async (t) => {
-  await server.query(
+  await files.server.query(
     "CREATE SCHEMA future; CREATE TABLE future.strata_meta (key text PRIMARY KEY, value text NOT NULL); INSERT INTO future.strata_meta VALUES ('schema', '99')",
   );
-  await t.throwsAsync(PostgresJournalStore.connect({ connectionString: server.connectionString(), schema: 'future' }), {
+  await t.throwsAsync(PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema: 'future' }), {
     instanceOf: JournalStoreError,
     message: /its tables are of schema version 99; this release reads version 1/,
   });
@@ -188,11 +179,11 @@ withServer('tables of another schema version are refused, naming both versions',
 
 withServer('a role with only SELECT, INSERT, UPDATE and DELETE uses tables made for it; one that cannot create them is told why', async (t) => {
   await connect(t, { schema: 'granted' });
-  await server.query(`
+  await files.server.query(`
     CREATE ROLE app LOGIN;
     GRANT USAGE ON SCHEMA granted TO app;
     GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA granted TO app;`);
-  const asApp = server.connectionString().replace('postgres@', 'app@');
+  const asApp = files.server.connectionString().replace('postgres@', 'app@');
   const store = await PostgresJournalStore.connect({ connectionString: asApp, schema: 'granted' });
   t.teardown(() => store.close());
   const { lease } = await store.create('app-1', '{}', { owner: 'app', ttlMs: 1000 });
@@ -207,8 +198,8 @@ withServer('a role with only SELECT, INSERT, UPDATE and DELETE uses tables made 
 });
 
 withServer('session ids sort by code point even where the database sorts by a locale', async (t) => {
-  await server.query("CREATE DATABASE localized LOCALE_PROVIDER icu ICU_LOCALE 'en' LOCALE 'C' TEMPLATE template0");
-  const store = await PostgresJournalStore.connect({ connectionString: server.connectionString('localized') });
+  await files.server.query("CREATE DATABASE localized LOCALE_PROVIDER icu ICU_LOCALE 'en' LOCALE 'C' TEMPLATE template0");
+  const store = await PostgresJournalStore.connect({ connectionString: files.server.connectionString('localized') });
   t.teardown(() => store.close());
   const ids = ['b', 'B', 'a-2', 'a.1', 'A', '_x', '0', 'a:3', 'a_4'];
   for (const id of ids) await store.create(id, '{}', undefined);
@@ -233,13 +224,13 @@ withServer('rows corrupted by SQL load back as a JournalError naming the session
   const rows = (await store.load('edited'))!;
   t.is(assembleJournal(rows).journal.cells.length, 2, 'as written, the rows make a journal');
 
-  await server.query("UPDATE edited.strata_cells SET record = left(record, 10) WHERE session_id = 'edited' AND cell = 2");
+  await files.server.query("UPDATE edited.strata_cells SET record = left(record, 10) WHERE session_id = 'edited' AND cell = 2");
   const truncated = await t.throwsAsync(AgentSandbox.resume('edited', { tools, store }), { instanceOf: JournalError });
   t.regex(truncated.message, /^session "edited": the row of cell 2 is not JSON/);
   t.is(truncated.cell, 2);
 
-  await server.query("UPDATE edited.strata_cells SET record = $1 WHERE session_id = 'edited' AND cell = 2", [rows.cells[1]!.record]);
-  await server.query(`UPDATE edited.strata_calls SET record = replace(record, '"completed"', '"done"') WHERE session_id = 'edited' AND seq = 1`);
+  await files.server.query("UPDATE edited.strata_cells SET record = $1 WHERE session_id = 'edited' AND cell = 2", [rows.cells[1]!.record]);
+  await files.server.query(`UPDATE edited.strata_calls SET record = replace(record, '"completed"', '"done"') WHERE session_id = 'edited' AND seq = 1`);
   const status = await t.throwsAsync(AgentSandbox.resume('edited', { tools, store }), { instanceOf: JournalError });
   t.regex(status.message, /^session "edited": cells\[0\]\.calls\[0\]\.status must be one of/);
   t.is(status.cell, 1);
@@ -278,12 +269,13 @@ withServer('U+0000, which PostgreSQL text cannot hold, is refused before the dat
 });
 
 withServer("close() ends the store's own pool, and leaves a caller's pool open", async (t) => {
-  await server.query('CREATE DATABASE closing');
-  const own = await PostgresJournalStore.connect({ connectionString: server.connectionString('closing') });
+  await files.server.query('CREATE DATABASE closing');
+  const own = await PostgresJournalStore.connect({ connectionString: files.server.connectionString('closing') });
   await own.list();
   const count = async () =>
     Number(
-      (await server.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = 'closing' AND application_name = 'strata-journal-store'")).rows[0]!.n,
+      (await files.server.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = 'closing' AND application_name = 'strata-journal-store'")).rows[0]!
+        .n,
     );
   t.true((await count()) >= 1);
   await own.close();
@@ -295,7 +287,7 @@ withServer("close() ends the store's own pool, and leaves a caller's pool open",
   t.is(left, 0, "the store's connections are closed");
   await t.throwsAsync(own.list(), { instanceOf: JournalStoreError, message: /is closed/ });
 
-  const pool = new pg.Pool({ connectionString: server.connectionString('closing'), max: 2 }).on('error', () => {});
+  const pool = new pg.Pool({ connectionString: files.server.connectionString('closing'), max: 2 }).on('error', () => {});
   t.teardown(() => pool.end());
   {
     await using borrowed = await PostgresJournalStore.connect({ pool, schema: 'borrowing' });

@@ -8,19 +8,10 @@ import test from 'ava';
 import { JournalStoreError } from '@strata/agent';
 import pg from 'pg';
 import { PostgresJournalStore } from '../src/index.js';
-import { findPostgresBinaries, type PostgresServer, postgresTest, startPostgresServer } from './helpers/postgres-server.js';
+import { postgresFileServer } from './helpers/postgres-server.js';
 
-const binaries = await findPostgresBinaries();
-const serial = postgresTest(test.serial as typeof test, binaries);
-let server: PostgresServer;
-if (!('missing' in binaries)) {
-  test.before(async () => {
-    server = await startPostgresServer(binaries);
-  });
-  test.after.always(async () => {
-    await server?.dispose();
-  });
-}
+const files = await postgresFileServer(test, { serial: true });
+const serial = files.withServer;
 
 const write = {
   cells: [{ cell: 1, record: '{"n":1}' }],
@@ -30,12 +21,12 @@ const write = {
 
 /** Makes the second call row of `schema`'s appends sleep (mid-append: the first rows are in), and resolves with the backend's pid once it does. */
 async function stallSecondCall(schema: string): Promise<() => Promise<number>> {
-  await server.query(`
+  await files.server.query(`
     CREATE FUNCTION ${schema}.stall() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(60); RETURN NEW; END $$;
     CREATE TRIGGER stall BEFORE INSERT ON ${schema}.strata_calls FOR EACH ROW WHEN (NEW.seq = 2) EXECUTE FUNCTION ${schema}.stall();`);
   return async () => {
     for (let i = 0; i < 500; i++) {
-      const { rows } = await server.query("SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE 'INSERT INTO%'");
+      const { rows } = await files.server.query("SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE 'INSERT INTO%'");
       if (rows[0] !== undefined) return Number(rows[0].pid);
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -44,17 +35,17 @@ async function stallSecondCall(schema: string): Promise<() => Promise<number>> {
 }
 
 serial('a connection ended mid-append is a JournalStoreError naming the session; nothing is written, and the next call works', async (t) => {
-  const store = await PostgresJournalStore.connect({ connectionString: server.connectionString(), schema: 'ended' });
+  const store = await PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema: 'ended' });
   t.teardown(() => store.close());
   await store.create('ended', '{}', undefined);
   const stalled = await stallSecondCall('ended');
   const appending = store.append('ended', write, { version: 1 });
   const pid = await stalled();
-  await server.query('SELECT pg_terminate_backend($1)', [pid]);
+  await files.server.query('SELECT pg_terminate_backend($1)', [pid]);
   const failed = await t.throwsAsync(appending, { instanceOf: JournalStoreError });
   t.is(failed.sessionId, 'ended');
   t.regex(failed.message, /could not write to session "ended": the database ended the connection: .*administrator command.*; nothing was written$/);
-  await server.query('DROP TRIGGER stall ON ended.strata_calls');
+  await files.server.query('DROP TRIGGER stall ON ended.strata_calls');
   const rows = await store.load('ended');
   t.is(rows?.session.version, 1);
   t.deepEqual(rows?.cells, []);
@@ -63,25 +54,25 @@ serial('a connection ended mid-append is a JournalStoreError naming the session;
 });
 
 serial('a connection lost during COMMIT is a JournalStoreError that says the write may have been kept or not', async (t) => {
-  const store = await PostgresJournalStore.connect({ connectionString: server.connectionString(), schema: 'committing' });
+  const store = await PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema: 'committing' });
   t.teardown(() => store.close());
   await store.create('committing', '{}', undefined);
   // A deferred trigger runs at COMMIT: the connection is ended while the server commits.
-  await server.query(`
+  await files.server.query(`
     CREATE FUNCTION committing.stall() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(60); RETURN NULL; END $$;
     CREATE CONSTRAINT TRIGGER stall AFTER UPDATE ON committing.strata_sessions DEFERRABLE INITIALLY DEFERRED
       FOR EACH ROW EXECUTE FUNCTION committing.stall();`);
   const appending = store.append('committing', write, { version: 1 });
   let pid: number | undefined;
   for (let i = 0; i < 500 && pid === undefined; i++) {
-    const { rows } = await server.query("SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query = 'COMMIT'");
+    const { rows } = await files.server.query("SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query = 'COMMIT'");
     pid = rows[0]?.pid;
     if (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  await server.query('SELECT pg_terminate_backend($1)', [pid]);
+  await files.server.query('SELECT pg_terminate_backend($1)', [pid]);
   const failed = await t.throwsAsync(appending, { instanceOf: JournalStoreError });
   t.regex(failed.message, /the connection was lost during COMMIT, so the write may have been kept or not: load the session to see$/);
-  await server.query('DROP TRIGGER stall ON committing.strata_sessions');
+  await files.server.query('DROP TRIGGER stall ON committing.strata_sessions');
   // Here the server had not committed it: the session is as it was, and the write goes through again.
   t.is((await store.load('committing'))?.session.version, 1);
   t.is(await store.append('committing', write, { version: 1 }), 2);
@@ -89,8 +80,8 @@ serial('a connection lost during COMMIT is a JournalStoreError that says the wri
 
 serial('a server that stops answering (its backend frozen) fails the call after statementTimeoutMs and a second; nothing is written', async (t) => {
   // The tables first, by a store of the default timeout: DDL on a busy machine may take longer.
-  await (await PostgresJournalStore.connect({ connectionString: server.connectionString(), schema: 'frozen' })).close();
-  const store = await PostgresJournalStore.connect({ connectionString: server.connectionString(), schema: 'frozen', statementTimeoutMs: 300 });
+  await (await PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema: 'frozen' })).close();
+  const store = await PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema: 'frozen', statementTimeoutMs: 300 });
   t.teardown(() => store.close());
   await store.create('frozen', '{}', undefined);
   const stalled = await stallSecondCall('frozen');
@@ -109,20 +100,20 @@ serial('a server that stops answering (its backend frozen) fails the call after 
   } finally {
     process.kill(pid, 'SIGCONT');
   }
-  await server.query('DROP TRIGGER stall ON frozen.strata_calls');
+  await files.server.query('DROP TRIGGER stall ON frozen.strata_calls');
   t.deepEqual((await store.load('frozen'))?.calls, []);
   t.is(await store.append('frozen', write, { version: 1 }), 2);
 });
 
 serial("idle connections the server ended are replaced, on the store's pool and on a caller's", async (t) => {
-  const pool = new pg.Pool({ connectionString: server.connectionString(), max: 3, application_name: 'callers-pool' }).on('error', () => {});
+  const pool = new pg.Pool({ connectionString: files.server.connectionString(), max: 3, application_name: 'callers-pool' }).on('error', () => {});
   t.teardown(() => pool.end());
-  const own = await PostgresJournalStore.connect({ connectionString: server.connectionString(), schema: 'idle' });
+  const own = await PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema: 'idle' });
   t.teardown(() => own.close());
   const borrowing = await PostgresJournalStore.connect({ pool, schema: 'idle' });
   await own.create('idle', '{}', undefined);
   t.is((await borrowing.load('idle'))?.session.version, 1);
-  const ended = await server.query(
+  const ended = await files.server.query(
     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name IN ('strata-journal-store', 'callers-pool') AND pid <> pg_backend_pid()",
   );
   t.true(ended.rowCount! >= 2);
@@ -133,20 +124,20 @@ serial("idle connections the server ended are replaced, on the store's pool and 
 });
 
 serial('a server restart mid-append: JournalStoreError, every call fails while it is down, and the same store works once it is back', async (t) => {
-  const store = await PostgresJournalStore.connect({ connectionString: server.connectionString(), schema: 'restart', connectTimeoutMs: 2_000 });
+  const store = await PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema: 'restart', connectTimeoutMs: 2_000 });
   t.teardown(() => store.close());
   await store.create('restart', '{}', undefined);
   const stalled = await stallSecondCall('restart');
   const appending = store.append('restart', write, { version: 1 });
   await stalled();
-  await server.stop();
+  await files.server.stop();
   const failed = await t.throwsAsync(appending, { instanceOf: JournalStoreError });
   t.regex(failed.message, /could not write to session "restart": the database ended the connection: .*; nothing was written$/);
   const down = await t.throwsAsync(store.load('restart'), { instanceOf: JournalStoreError });
   t.regex(down.message, /could not load session "restart": cannot reach the database \(connect ENOENT .*\)$/);
   await t.throwsAsync(store.list(), { instanceOf: JournalStoreError, message: /could not list sessions: cannot reach the database/ });
-  await server.start();
-  await server.query('DROP TRIGGER stall ON restart.strata_calls');
+  await files.server.start();
+  await files.server.query('DROP TRIGGER stall ON restart.strata_calls');
   const rows = await store.load('restart');
   t.is(rows?.session.version, 1, 'the append in flight left nothing');
   t.deepEqual(rows?.calls, []);
@@ -154,10 +145,10 @@ serial('a server restart mid-append: JournalStoreError, every call fails while i
 });
 
 serial('a store that cannot reach its database at connect says so', async (t) => {
-  await server.stop();
-  t.teardown(() => server.start());
+  await files.server.stop();
+  t.teardown(() => files.server.start());
   const started = performance.now();
-  await t.throwsAsync(PostgresJournalStore.connect({ connectionString: server.connectionString(), connectTimeoutMs: 1_000 }), {
+  await t.throwsAsync(PostgresJournalStore.connect({ connectionString: files.server.connectionString(), connectTimeoutMs: 1_000 }), {
     instanceOf: JournalStoreError,
     message: /could not start: cannot reach the database \(connect ENOENT .*\.s\.PGSQL\.5432\)/,
   });

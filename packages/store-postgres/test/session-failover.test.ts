@@ -6,23 +6,14 @@
 import test from 'ava';
 import { AgentSandbox, SessionStateError } from '@strata/agent';
 import { PostgresJournalStore } from '../src/index.js';
-import { findPostgresBinaries, type PostgresServer, postgresTest, startPostgresServer } from './helpers/postgres-server.js';
+import { postgresFileServer } from './helpers/postgres-server.js';
 
-const binaries = await findPostgresBinaries();
-const withServer = postgresTest(test, binaries);
-let server: PostgresServer;
-if (!('missing' in binaries)) {
-  test.before(async () => {
-    server = await startPostgresServer(binaries);
-  });
-  test.after.always(async () => {
-    await server?.dispose();
-  });
-}
+const files = await postgresFileServer(test);
+const withServer = files.withServer;
 
 withServer('the database goes away mid-cell: the cell is interrupted, nothing is lost, and once it is back continue() finishes it', async (t) => {
   const store = await PostgresJournalStore.connect({
-    connectionString: server.connectionString(),
+    connectionString: files.server.connectionString(),
     schema: 'failover',
     statementTimeoutMs: 2_000,
     connectTimeoutMs: 1_000,
@@ -33,7 +24,7 @@ withServer('the database goes away mid-cell: the cell is interrupted, nothing is
     reserve: async (seats: number) => {
       count.reserve++;
       // The server stops while this tool runs: its answer cannot be written.
-      if (count.reserve === 1) await server.stop();
+      if (count.reserve === 1) await files.server.stop();
       return { seats, ref: 'R-1' };
     },
     confirm: async (ref: string) => {
@@ -51,7 +42,7 @@ withServer('the database goes away mid-cell: the cell is interrupted, nothing is
   t.deepEqual(count, { reserve: 1, confirm: 0 }, 'the guest never heard reserve answer');
   await t.throwsAsync(session.run('1'), { instanceOf: SessionStateError });
 
-  await server.start();
+  await files.server.start();
   const stored = await store.load('failover');
   t.deepEqual(
     stored!.cells.map((c) => JSON.parse(c.record).status),
@@ -68,7 +59,7 @@ withServer('the database goes away mid-cell: the cell is interrupted, nothing is
   await session.close();
 
   // A full reconnect: another connection (as another process after a restart) resumes the session.
-  const other = await PostgresJournalStore.connect({ connectionString: server.connectionString(), schema: 'failover' });
+  const other = await PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema: 'failover' });
   t.teardown(() => other.close());
   await using resumed = await AgentSandbox.resume('failover', { tools, store: other, timeout: 30_000 });
   t.deepEqual((await resumed.run('[party, booking.ref, done]')).result, [2, 'R-1', 'R-1 confirmed']);

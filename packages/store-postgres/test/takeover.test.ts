@@ -10,25 +10,16 @@ import test, { type ExecutionContext } from 'ava';
 import { AgentSandbox, currentToolCall, LeaseHeld, SessionStateError, type ToolCallContext } from '@strata/agent';
 import { PostgresJournalStore } from '../src/index.js';
 import { HOLDER_CELL } from './fixtures/holder-cell.js';
-import { findPostgresBinaries, type PostgresServer, postgresTest, startPostgresServer } from './helpers/postgres-server.js';
+import { postgresFileServer } from './helpers/postgres-server.js';
 
 const HOLDER = fileURLToPath(new URL('./fixtures/holder.js', import.meta.url));
-const binaries = await findPostgresBinaries();
-const withServer = postgresTest(test, binaries);
-let server: PostgresServer;
-if (!('missing' in binaries)) {
-  test.before(async () => {
-    server = await startPostgresServer(binaries);
-  });
-  test.after.always(async () => {
-    await server?.dispose();
-  });
-}
+const files = await postgresFileServer(test);
+const withServer = files.withServer;
 let schemas = 0;
 
 /** The other machine: a holder process on `schema`, and its report lines as they come. */
 function holder(t: ExecutionContext, schema: string, sessionId: string, ttlMs: number, chargeMs: number) {
-  const child = spawn(process.execPath, [HOLDER, server.connectionString(), schema, sessionId, String(ttlMs), String(chargeMs)], {
+  const child = spawn(process.execPath, [HOLDER, files.server.connectionString(), schema, sessionId, String(ttlMs), String(chargeMs)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   t.teardown(() => {
@@ -83,7 +74,7 @@ withServer(
     const died = performance.now();
     await machineA.exited;
 
-    const store = await PostgresJournalStore.connect({ connectionString: server.connectionString(), schema });
+    const store = await PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema });
     t.teardown(() => store.close());
     await t.throwsAsync(AgentSandbox.resume('killed', { store }), { instanceOf: LeaseHeld }, "the dead holder's lease lasts until its TTL");
     const machineB = tools();
@@ -113,7 +104,7 @@ withServer(
     await machineA.next((line) => line['tool'] === 'charge');
     machineA.child.kill('SIGSTOP');
 
-    const store = await PostgresJournalStore.connect({ connectionString: server.connectionString(), schema });
+    const store = await PostgresJournalStore.connect({ connectionString: files.server.connectionString(), schema });
     t.teardown(() => store.close());
     const machineB = tools();
     const session = await AgentSandbox.resume('paused', { tools: machineB.tools, store, timeout: 30_000, lease: { waitMs: 10_000 } });

@@ -227,3 +227,33 @@ async function waitUntilReady(host: string, port: number): Promise<void> {
     }
   }
 }
+
+/** One server for a test file: the registrar its tests use, and the server once it runs. */
+export interface PostgresFileServer {
+  /** `test` (or `test.serial`), skipping or failing as {@link postgresTest} says where there are no binaries. */
+  readonly withServer: TestFn;
+  /** The file's server: started before its tests, disposed after them. */
+  readonly server: PostgresServer;
+}
+
+/** The setup every test file here shares: the binaries found, one server started before the file's tests and disposed after. */
+export async function postgresFileServer(test: TestFn, options: { serial?: boolean } = {}): Promise<PostgresFileServer> {
+  const binaries = await findPostgresBinaries();
+  const withServer = postgresTest(options.serial === true ? (test.serial as TestFn) : test, binaries);
+  let running: PostgresServer | undefined;
+  if (!('missing' in binaries)) {
+    test.before(async () => {
+      running = await startPostgresServer(binaries);
+    });
+    test.after.always(async () => {
+      await running?.dispose();
+    });
+  }
+  return {
+    withServer,
+    get server(): PostgresServer {
+      if (running === undefined) throw new Error('the PostgreSQL server of this file is not running (its before hook failed or was skipped)');
+      return running;
+    },
+  };
+}
