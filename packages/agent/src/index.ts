@@ -27,8 +27,16 @@ export {
 export { MemoryJournalStore } from './stores/memory-store.js';
 export { SqliteJournalStore } from './stores/sqlite-store.js';
 // For authors of other stores: the same checks of the same arguments, and the rows read back as a checked journal.
-export { checkAppend, checkLeaseRequest, checkListOptions, checkStoreSessionId, MAX_LEASE_TTL_MS, MAX_LIST_LIMIT } from './stores/store-checks.js';
-export { assembleJournal } from './stores/journal-rows.js';
+export {
+  checkAppend,
+  checkExpectation,
+  checkLeaseRequest,
+  checkListOptions,
+  checkStoreSessionId,
+  MAX_LEASE_TTL_MS,
+  MAX_LIST_LIMIT,
+} from './stores/store-checks.js';
+export { assembleJournal, storedRowsOf } from './stores/journal-rows.js';
 export type { JournalLimits } from './journal.js';
 export type { SqliteJournalStoreOptions } from './stores/sqlite-store.js';
 export type {

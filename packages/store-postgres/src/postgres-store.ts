@@ -15,6 +15,7 @@
  */
 import {
   checkAppend,
+  checkExpectation,
   checkLeaseRequest,
   checkListOptions,
   checkStoreSessionId,
@@ -28,6 +29,7 @@ import {
   LeaseLost,
   type SessionSummary,
   type StoredRows,
+  storedRowsOf,
   type WriteExpectation,
 } from '@strata/agent';
 import { InvalidOption } from '@strata/runtime';
@@ -183,24 +185,7 @@ export class PostgresJournalStore implements JournalStore {
       if (session === undefined) return undefined;
       const cells = await query(`SELECT cell, record FROM ${t.cells} WHERE session_id = $1 ORDER BY cell`, [sessionId]);
       const calls = await query(`SELECT seq, cell, record FROM ${t.calls} WHERE session_id = $1 ORDER BY seq`, [sessionId]);
-      return {
-        session: {
-          sessionId,
-          format: Number(session['format']),
-          settings: String(session['settings']),
-          nextSeq: Number(session['next_seq']),
-          version: Number(session['version']),
-          lease: {
-            owner: session['lease_owner'] === null ? null : String(session['lease_owner']),
-            token: Number(session['lease_token']),
-            expiresAt: session['lease_expires_at'] === null ? null : Number(session['lease_expires_at']),
-          },
-          createdAt: Number(session['created_at']),
-          updatedAt: Number(session['updated_at']),
-        },
-        cells: cells.map((row) => ({ cell: Number(row['cell']), record: String(row['record']) })),
-        calls: calls.map((row) => ({ cell: Number(row['cell']), seq: Number(row['seq']), record: String(row['record']) })),
-      };
+      return storedRowsOf(sessionId, session, cells, calls);
     });
   }
 
@@ -217,16 +202,7 @@ export class PostgresJournalStore implements JournalStore {
       const [session] = await query(`SELECT version, lease_token FROM ${t.sessions} WHERE session_id = $1 FOR UPDATE`, [sessionId]);
       if (session === undefined) throw new LeaseLost(sessionId, `the session ${JSON.stringify(sessionId)} is no longer in the store (deleted)`);
       const stored = Number(session['version']);
-      if (expect.lease !== undefined && Number(session['lease_token']) !== expect.lease.token)
-        throw new LeaseLost(
-          sessionId,
-          `the lease on session ${JSON.stringify(sessionId)} was taken over (token ${String(session['lease_token'])}, this writer's ${expect.lease.token}): nothing was written`,
-        );
-      if (stored !== expect.version)
-        throw new JournalConflict(
-          sessionId,
-          `session ${JSON.stringify(sessionId)} is at version ${stored} in the store, this writer read ${expect.version}: nothing was written`,
-        );
+      checkExpectation(sessionId, { version: stored, leaseToken: Number(session['lease_token']) }, expect);
       if (append.truncateFrom !== undefined) {
         await query(`DELETE FROM ${t.calls} WHERE session_id = $1 AND cell >= $2`, [sessionId, append.truncateFrom]);
         await query(`DELETE FROM ${t.cells} WHERE session_id = $1 AND cell >= $2`, [sessionId, append.truncateFrom]);

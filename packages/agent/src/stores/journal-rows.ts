@@ -10,6 +10,9 @@ import { JournalError, SessionLimitExceeded } from '../errors.js';
 import { checkJournalSized, type CallRecord, type CellRecord, type Journal, type JournalLimits } from '../journal.js';
 import type { CallRow, CellRow, JournalAppend, StoredRows } from './journal-store.js';
 
+/** A row as a database driver gives it: columns by name. */
+type DatabaseRow = Readonly<Record<string, unknown>>;
+
 /**
  * A journal from a store's rows, checked as `checkJournal` checks one read from outside.
  * Refuses before parsing anything when the rows are larger than `maxJournalBytes`.
@@ -176,4 +179,31 @@ export class JournalRows {
       if (cell.calls.every((call) => written.calls.get(call.seq) === callRowText(call))) this.#written.delete(n);
     }
   }
+}
+
+/**
+ * What `load` answers, from a session's header row and its cell and call rows as a SQL store
+ * reads them (columns named as Strata's tables name them: `format`, `settings`, `next_seq`,
+ * `version`, `lease_owner`, `lease_token`, `lease_expires_at`, `created_at`, `updated_at`, times
+ * in milliseconds; `cell`, `seq`, `record`).
+ */
+export function storedRowsOf(sessionId: string, session: DatabaseRow, cells: readonly DatabaseRow[], calls: readonly DatabaseRow[]): StoredRows {
+  return {
+    session: {
+      sessionId,
+      format: Number(session['format']),
+      settings: String(session['settings']),
+      nextSeq: Number(session['next_seq']),
+      version: Number(session['version']),
+      lease: {
+        owner: session['lease_owner'] === null ? null : String(session['lease_owner']),
+        token: Number(session['lease_token']),
+        expiresAt: session['lease_expires_at'] === null ? null : Number(session['lease_expires_at']),
+      },
+      createdAt: Number(session['created_at']),
+      updatedAt: Number(session['updated_at']),
+    },
+    cells: cells.map((row) => ({ cell: Number(row['cell']), record: String(row['record']) })),
+    calls: calls.map((row) => ({ cell: Number(row['cell']), seq: Number(row['seq']), record: String(row['record']) })),
+  };
 }

@@ -16,7 +16,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidOption } from '@strata/runtime';
 import { JournalConflict, JournalStoreError, LeaseHeld, LeaseLost } from '../errors.js';
 import type { JournalAppend, JournalStore, Lease, SessionSummary, StoredRows, WriteExpectation } from './journal-store.js';
-import { checkAppend, checkLeaseRequest, checkListOptions, checkStoreSessionId } from './store-checks.js';
+import { storedRowsOf } from './journal-rows.js';
+import { checkAppend, checkExpectation, checkLeaseRequest, checkListOptions, checkStoreSessionId } from './store-checks.js';
 
 /** Options of {@link SqliteJournalStore.open}. */
 export interface SqliteJournalStoreOptions {
@@ -172,24 +173,7 @@ export class SqliteJournalStore implements JournalStore {
         if (session === undefined) return undefined;
         const cells = this.#db.prepare('SELECT cell, record FROM strata_cells WHERE session_id = ? ORDER BY cell').all(sessionId) as Row[];
         const calls = this.#db.prepare('SELECT seq, cell, record FROM strata_calls WHERE session_id = ? ORDER BY seq').all(sessionId) as Row[];
-        return {
-          session: {
-            sessionId,
-            format: Number(session['format']),
-            settings: String(session['settings']),
-            nextSeq: Number(session['next_seq']),
-            version: Number(session['version']),
-            lease: {
-              owner: session['lease_owner'] === null ? null : String(session['lease_owner']),
-              token: Number(session['lease_token']),
-              expiresAt: session['lease_expires_at'] === null ? null : Number(session['lease_expires_at']),
-            },
-            createdAt: Number(session['created_at']),
-            updatedAt: Number(session['updated_at']),
-          },
-          cells: cells.map((row) => ({ cell: Number(row['cell']), record: String(row['record']) })),
-          calls: calls.map((row) => ({ cell: Number(row['cell']), seq: Number(row['seq']), record: String(row['record']) })),
-        };
+        return storedRowsOf(sessionId, session, cells, calls);
       },
       'BEGIN',
     );
@@ -201,16 +185,7 @@ export class SqliteJournalStore implements JournalStore {
     return this.#transaction(sessionId, () => {
       const session = this.#db.prepare('SELECT version, lease_token FROM strata_sessions WHERE session_id = ?').get(sessionId) as Row | undefined;
       if (session === undefined) throw new LeaseLost(sessionId, `the session ${JSON.stringify(sessionId)} is no longer in the store (deleted)`);
-      if (expect.lease !== undefined && Number(session['lease_token']) !== expect.lease.token)
-        throw new LeaseLost(
-          sessionId,
-          `the lease on session ${JSON.stringify(sessionId)} was taken over (token ${String(session['lease_token'])}, this writer's ${expect.lease.token}): nothing was written`,
-        );
-      if (Number(session['version']) !== expect.version)
-        throw new JournalConflict(
-          sessionId,
-          `session ${JSON.stringify(sessionId)} is at version ${String(session['version'])} in the store, this writer read ${expect.version}: nothing was written`,
-        );
+      checkExpectation(sessionId, { version: Number(session['version']), leaseToken: Number(session['lease_token']) }, expect);
       if (append.truncateFrom !== undefined) {
         this.#db.prepare('DELETE FROM strata_calls WHERE session_id = ? AND cell >= ?').run(sessionId, append.truncateFrom);
         this.#db.prepare('DELETE FROM strata_cells WHERE session_id = ? AND cell >= ?').run(sessionId, append.truncateFrom);

@@ -6,6 +6,7 @@
  * @module
  */
 import { InvalidOption } from '@strata/runtime';
+import { JournalConflict, LeaseLost } from '../errors.js';
 import { SESSION_ID_PATTERN } from '../journal.js';
 import type { JournalAppend, WriteExpectation } from './journal-store.js';
 
@@ -65,4 +66,25 @@ function positive(value: unknown, what: string): void {
 function preview(value: unknown): string {
   const text = typeof value === 'string' ? JSON.stringify(value) : String(value);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/**
+ * A write's expectation against the session's header as the store holds it, read in the write's
+ * own transaction (locked): the lease it was made under still held, the version it read still
+ * current. Throws before anything is written.
+ *
+ * @throws `LeaseLost` when the lease was taken over (its token changed); `JournalConflict` when
+ *   another write came first (the version moved).
+ */
+export function checkExpectation(sessionId: string, stored: { readonly version: number; readonly leaseToken: number }, expect: WriteExpectation): void {
+  if (expect.lease !== undefined && stored.leaseToken !== expect.lease.token)
+    throw new LeaseLost(
+      sessionId,
+      `the lease on session ${JSON.stringify(sessionId)} was taken over (token ${stored.leaseToken}, this writer's ${expect.lease.token}): nothing was written`,
+    );
+  if (stored.version !== expect.version)
+    throw new JournalConflict(
+      sessionId,
+      `session ${JSON.stringify(sessionId)} is at version ${stored.version} in the store, this writer read ${expect.version}: nothing was written`,
+    );
 }
