@@ -49,22 +49,24 @@ async function closedOnFailure(client: { close(): Promise<void> }, connect: () =
   }
 }
 
+/** A server to start over stdio as both SDKs' transports take it (its stderr ignored). */
+function stdioParameters(target: Extract<UpstreamTarget, { kind: 'stdio' }>) {
+  return {
+    command: target.command,
+    args: [...target.args],
+    ...(target.env === undefined ? {} : { env: { ...target.env } }),
+    ...(target.cwd === undefined ? {} : { cwd: target.cwd }),
+    stderr: 'ignore' as const,
+  };
+}
+
 async function connect1(target: UpstreamTarget, timeout: number): Promise<UpstreamConnection> {
   const [{ Client }, { ResultSchema }] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/types.js')]);
   const client = new Client(INFO);
   await closedOnFailure(client, async () => {
     if (target.kind === 'stdio') {
       const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
-      await client.connect(
-        new StdioClientTransport({
-          command: target.command,
-          args: [...target.args],
-          ...(target.env === undefined ? {} : { env: { ...target.env } }),
-          ...(target.cwd === undefined ? {} : { cwd: target.cwd }),
-          stderr: 'ignore',
-        }),
-        { timeout },
-      );
+      await client.connect(new StdioClientTransport(stdioParameters(target)), { timeout });
     } else {
       const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
       await client.connect(new StreamableHTTPClientTransport(target.url, { requestInit: { headers: { ...target.headers } } }), { timeout });
@@ -88,16 +90,7 @@ async function connect2(target: UpstreamTarget, timeout: number): Promise<Upstre
   await closedOnFailure(client, async () => {
     if (target.kind === 'stdio') {
       const { StdioClientTransport } = await import('@modelcontextprotocol/client/stdio');
-      await client.connect(
-        new StdioClientTransport({
-          command: target.command,
-          args: [...target.args],
-          ...(target.env === undefined ? {} : { env: { ...target.env } }),
-          ...(target.cwd === undefined ? {} : { cwd: target.cwd }),
-          stderr: 'ignore',
-        }),
-        { timeout },
-      );
+      await client.connect(new StdioClientTransport(stdioParameters(target)), { timeout });
     } else {
       await client.connect(new StreamableHTTPClientTransport(target.url, { requestInit: { headers: { ...target.headers } } }), { timeout });
     }
