@@ -14,7 +14,8 @@
 //     sysctls named by matrix_sysctl= on the kernel command line; prints what the kernel says
 //     (release, LSMs, namespace and seccomp knobs) and then `strata doctor --json`, run as root
 //     or as the uid matrix_uid= names (/matrix/as-uid.mjs), between marker lines on the console;
-//     then powers off.
+//     then /matrix/outside.mjs (outside.mjs here: what /proc shows of a running worker), as the
+//     same uid, and `strata run --sandbox require` on 1 + 1; then powers off.
 // No kernel modules are added: Debian's 6.1 has Landlock, seccomp, user namespaces, the 8250
 // serial console, devtmpfs and gzip'd initramfs support built in (checked against config-*).
 //
@@ -269,6 +270,22 @@ else
   rc=$?
 fi
 read up1 rest < /proc/uptime
+# The outside look at a running worker (/matrix/outside.mjs), as the same uid.
+if [ "$uid" = 0 ]; then
+  timeout 600 node /matrix/outside.mjs ${join(APP, 'packages/runtime/dist/src/index.js')} > /tmp/outside.json 2> /tmp/outside.err
+else
+  timeout 600 node /matrix/as-uid.mjs "$uid" node /matrix/outside.mjs ${join(APP, 'packages/runtime/dist/src/index.js')} > /tmp/outside.json 2> /tmp/outside.err
+fi
+orc=$?
+read up2 rest < /proc/uptime
+# strata run --sandbox require on 1 + 1: must refuse (exit 3) wherever doctor is not ok.
+if [ "$uid" = 0 ]; then
+  timeout 600 node ${doctor} run --sandbox require --json /matrix/one-plus-one.js > /tmp/require.json 2> /tmp/require.err
+else
+  timeout 600 node /matrix/as-uid.mjs "$uid" node ${doctor} run --sandbox require --json /matrix/one-plus-one.js > /tmp/require.json 2> /tmp/require.err
+fi
+qrc=$?
+read up3 rest < /proc/uptime
 echo "===STRATA-MATRIX-DOCTOR-BEGIN==="
 cat /tmp/doctor.json
 echo
@@ -277,7 +294,19 @@ echo "===STRATA-MATRIX-STDERR-BEGIN==="
 head -c 20000 /tmp/doctor.err
 echo
 echo "===STRATA-MATRIX-STDERR-END==="
-echo "===STRATA-MATRIX-DONE rc=$rc uptime_before=$up0 uptime_after=$up1==="
+echo "===STRATA-MATRIX-OUTSIDE-BEGIN==="
+cat /tmp/outside.json
+echo
+echo "===STRATA-MATRIX-OUTSIDE-END==="
+echo "===STRATA-MATRIX-OUTSIDE-STDERR-BEGIN==="
+head -c 20000 /tmp/outside.err
+echo
+echo "===STRATA-MATRIX-OUTSIDE-STDERR-END==="
+echo "===STRATA-MATRIX-REQUIRE-BEGIN==="
+head -c 100000 /tmp/require.json
+echo
+echo "===STRATA-MATRIX-REQUIRE-END==="
+echo "===STRATA-MATRIX-DONE rc=$rc outside_rc=$orc require_rc=$qrc uptime_before=$up0 uptime_after=$up1 uptime_outside=$up2 uptime_require=$up3==="
 sync
 poweroff -f
 `;
@@ -285,6 +314,8 @@ writeFileSync(inStage('init'), init, { mode: 0o755 });
 // busybox's setpriv has no --reuid: a small Node helper drops to the uid (libuv's spawn also
 // clears the supplementary groups when it sets a uid/gid).
 ensureDir('matrix');
+copyFile(join(here, 'outside.mjs'), 'matrix/outside.mjs');
+writeFileSync(inStage('matrix/one-plus-one.js'), '1 + 1\n');
 writeFileSync(inStage('matrix/as-uid.mjs'), `// node /matrix/as-uid.mjs UID COMMAND ARGS...: runs COMMAND as UID:UID, no supplementary groups.
 import { spawnSync } from 'node:child_process';
 const [uid, command, ...args] = process.argv.slice(2);

@@ -2,8 +2,11 @@
 // Boots configurations of Debian's 6.1 kernel under qemu (TCG by default: on the machine this
 // was written on a KVM boot stops after the BIOS) with the initramfs of initramfs.mjs, and
 // prints what `strata doctor --json` reported inside each VM, next to what the kernel itself
-// says (its release, /sys/kernel/security/lsm, the namespace and seccomp sysctls) and the
-// kernel's config-* file.
+// says (its release, /sys/kernel/security/lsm, the namespace and seccomp sysctls), the
+// kernel's config-* file, what /proc shows of a running worker (outside.mjs: Seccomp,
+// NoNewPrivs, capabilities, uid, namespaces; Landlock is not visible there), and whether
+// `strata run --sandbox require` ran or refused. Lines marked "MISMATCH?" are disagreements
+// between the report and those observations, each one to look at.
 //
 //   node scripts/matrix/run.mjs                 the default configurations (see CONFIGS)
 //   node scripts/matrix/run.mjs NAME...         the named ones; --list names them all
@@ -192,12 +195,25 @@ function parse(run) {
     else result.kernel[k] = v;
   }
   for (const s of result.sysctlSet) if (s.includes('FAILED')) result.problems.push(`sysctl ${s}`);
-  const done = run.serial.match(/===STRATA-MATRIX-DONE rc=(\d+) uptime_before=([\d.]+) uptime_after=([\d.]+)===/);
+  const done = run.serial.match(/===STRATA-MATRIX-DONE rc=(\d+) outside_rc=(\d+) require_rc=(\d+) uptime_before=([\d.]+) uptime_after=([\d.]+) uptime_outside=([\d.]+) uptime_require=([\d.]+)===/);
   if (done) {
-    result.doctorExit = Number(done[1]);
-    result.uptimeAtInit = Number(done[2]);
-    result.doctorSeconds = Number((Number(done[3]) - Number(done[2])).toFixed(2));
-  } else result.problems.push('no DONE line: doctor did not finish');
+    const [, rc, orc, qrc, u0, u1, u2, u3] = done.map(Number);
+    const span = (a, b) => Number((b - a).toFixed(2));
+    result.doctorExit = rc;
+    result.outsideExit = orc;
+    result.requireExit = qrc;
+    result.uptimeAtInit = u0;
+    result.doctorSeconds = span(u0, u1);
+    result.outsideSeconds = span(u1, u2);
+    result.requireSeconds = span(u2, u3);
+  } else result.problems.push('no DONE line: the runner did not finish');
+  const requireText = between(run.serial, 'REQUIRE-BEGIN', 'REQUIRE-END');
+  try {
+    const q = JSON.parse(requireText);
+    result.require = { exit: result.requireExit, status: q.status, errorType: q.errorType ?? null, error: q.error ?? null, result: q.result, sandbox: q.sandbox ?? null };
+  } catch {
+    result.require = { exit: result.requireExit, status: null, errorType: null, error: `no JSON: ${(requireText ?? '').slice(0, 500)}` };
+  }
   const doctorText = between(run.serial, 'DOCTOR-BEGIN', 'DOCTOR-END');
   result.stderr = between(run.serial, 'STDERR-BEGIN', 'STDERR-END') ?? '';
   try {
@@ -205,7 +221,41 @@ function parse(run) {
   } catch {
     result.problems.push(`doctor printed no JSON (exit ${result.doctorExit}); its stderr: ${result.stderr.slice(0, 2000) || '(empty)'}`);
   }
+  const outsideText = between(run.serial, 'OUTSIDE-BEGIN', 'OUTSIDE-END');
+  try {
+    result.outside = JSON.parse(outsideText);
+    if (result.outside.error) result.problems.push(`the outside check could not start a worker: ${result.outside.error}`);
+  } catch {
+    result.problems.push(`the outside check printed no JSON; its stderr: ${(between(run.serial, 'OUTSIDE-STDERR-BEGIN', 'OUTSIDE-STDERR-END') ?? '').slice(0, 2000) || '(empty)'}`);
+  }
   return result;
+}
+
+// What /proc showed of a running worker (outside.mjs), against what that worker's report says.
+function outsideCheck(r) {
+  const out = [];
+  const o = r.outside?.observed;
+  const rep = r.outside?.reported;
+  if (!o || !rep) return out;
+  const enf = (n) => rep.layers.find((l) => l.name === n)?.enforcement ?? 'absent';
+  const allTwo = o.seccomp.length === 1 && o.seccomp[0] === '2';
+  if (enf('seccomp') === 'full' && !allTwo) out.push(`seccomp reported full, but /proc shows Seccomp ${o.seccomp.join('/')} across ${o.threads} threads`);
+  if (enf('seccomp') === 'none' && o.seccomp.includes('2')) out.push(`seccomp reported not in force, but /proc shows a filter (Seccomp ${o.seccomp.join('/')})`);
+  const own = ['user', 'mnt', 'net', 'ipc'].filter((ns) => o.namespaces[ns] === 'own');
+  if (enf('emptyroot') === 'full' && own.length !== 4) out.push(`emptyroot reported full, but the worker has its own ${own.join(',') || 'no'} namespaces only (of user,mnt,net,ipc)`);
+  if (enf('emptyroot') === 'none' && own.length > 0) out.push(`emptyroot reported not in force, but the worker has its own ${own.join(',')} namespaces`);
+  if (!(o.noNewPrivs.length === 1 && o.noNewPrivs[0] === '1')) out.push(`NoNewPrivs is ${o.noNewPrivs.join('/')} on the worker's threads`);
+  if (o.capEff.some((c) => !/^0+$/.test(c))) out.push(`the worker has effective capabilities: CapEff ${o.capEff.join('/')}`);
+  const uid = o.uid.map((u) => u.split(' ')[0]);
+  if (rep.verified && uid.length === 1 && Number(uid[0]) !== rep.verified.uid) out.push(`the report verified uid ${rep.verified.uid}, /proc shows ${uid.join('/')}`);
+  return out;
+}
+
+function outsideLine(r) {
+  const o = r.outside?.observed;
+  if (!o) return null;
+  const own = Object.entries(o.namespaces).filter(([, v]) => v === 'own').map(([k]) => k);
+  return `observed (/proc of a running worker, outside.mjs): ${o.threads} threads, Seccomp ${o.seccomp.join('/')} (filters ${o.seccompFilters.join('/')}), NoNewPrivs ${o.noNewPrivs.join('/')}, CapEff ${o.capEff.map((c) => (/^0+$/.test(c) ? '0' : c)).join('/')}, uid ${o.uid.map((u) => u.split(' ')[0]).join('/')}, own namespaces ${own.join(',') || 'none'}; uid_map ${o.uidMap}`;
 }
 
 // The Landlock ABI each mainline release introduced (Documentation/userspace-api/landlock.rst).
@@ -264,6 +314,11 @@ function crossCheck(r) {
     if (emptyroot.enforcement === 'none' && owns.includes('user')) out.push('emptyroot reported not in force, but the worker is in its own user namespace');
   }
   if (d.status === 'ok' && d.sandbox !== 'landlock+seccomp') out.push(`status ok with sandbox ${d.sandbox}`);
+  const q = r.require;
+  if (q) {
+    if (d.status !== 'ok' && q.exit !== 3) out.push(`doctor says ${d.status}, but strata run --sandbox require exited ${q.exit} (${q.errorType ?? q.status}), not 3 (refused)`);
+    if (d.status === 'ok' && q.exit !== 0) out.push(`doctor says ok, but strata run --sandbox require exited ${q.exit} (${q.errorType ?? q.status}: ${q.error})`);
+  }
   const fullish = d.report.layers.filter((l) => ['landlock', 'seccomp'].includes(l.name) && l.enforcement !== 'none').map((l) => `${l.name} ${l.enforcement}`);
   if (d.sandbox === 'none' && fullish.length && /no OS sandbox is in force/.test(d.summary ?? '')) {
     out.push(`the summary says "no OS sandbox is in force" while ${fullish.join(' and ')} (sandbox names only a fully enforced landlock+seccomp)`);
@@ -273,8 +328,8 @@ function crossCheck(r) {
 
 function summarise(r) {
   const lines = [`== ${r.name}: ${r.about}`, `   kernel command line: ${r.append}`];
-  const t = [`boot+doctor ${r.bootSeconds} s wall (qemu ${opt.accel})`];
-  if (r.uptimeAtInit !== undefined) t.push(`/init at ${r.uptimeAtInit} s of VM uptime`, `doctor ${r.doctorSeconds} s`);
+  const t = [`the whole boot ${r.bootSeconds} s wall (qemu ${opt.accel})`];
+  if (r.uptimeAtInit !== undefined) t.push(`/init at ${r.uptimeAtInit} s of VM uptime`, `doctor ${r.doctorSeconds} s`, `outside check ${r.outsideSeconds} s`, `require run ${r.requireSeconds} s`);
   lines.push(`   time: ${t.join(', ')}`);
   if (r.kernel) {
     const k = r.kernel;
@@ -289,13 +344,19 @@ function summarise(r) {
     const ll = layer('landlock');
     const sc = layer('seccomp');
     const er = layer('emptyroot');
-    lines.push(`   doctor: ${d.status} (exit ${r.doctorExit}); sandbox ${d.sandbox}${(d.sandboxExtras ?? []).length ? ' + ' + d.sandboxExtras.join(',') : ''}; worker uid ${d.privileges?.workerUid}`);
+    lines.push(`   doctor: ${d.status} (exit ${r.doctorExit}); sandbox ${d.sandbox}${(d.sandboxExtras ?? []).length ? ' + ' + d.sandboxExtras.join(',') : ''}; worker uid ${d.privileges?.workerUid}, started in ${d.worker?.startMs ?? '?'} ms`);
     lines.push(`   Landlock ABI: ${ll?.capability?.detail?.abi ?? 'none'}${ll?.capability?.detail?.errata !== undefined ? ` (errata ${ll.capability.detail.errata})` : ''}; seccomp: ${sc?.enforcement ?? 'absent'} (worker Seccomp field ${d.report?.verified?.seccomp ?? '?'}); user namespaces: ${er?.capability?.detail?.userNamespaces ?? '?'} (worker's own: ${(d.report?.verified?.ownNamespaces ?? []).join(',') || 'none'})`);
     for (const l of d.report?.layers ?? []) {
       const missing = l.capability?.missing ?? [];
       lines.push(`   layer ${l.name.padEnd(10)} requirement ${l.requirement}, enforcement ${l.enforcement.padEnd(7)} self-test ${l.selfTest}${missing.length ? `; missing: ${missing.join('; ')}` : ''}`);
     }
     lines.push(`   summary: ${d.summary}`);
+  }
+  const seen = outsideLine(r);
+  if (seen) lines.push(`   ${seen}`);
+  if (r.require) {
+    const q = r.require;
+    lines.push(`   strata run --sandbox require (1 + 1): exit ${q.exit}, ${q.exit === 0 ? `ran (result ${JSON.stringify(q.result)}, sandbox ${q.sandbox})` : `${q.errorType ?? q.status}: ${String(q.error ?? '').slice(0, 300)}`}`);
   }
   for (const c of r.checks ?? []) lines.push(`   MISMATCH? ${c}`);
   for (const p of r.problems) lines.push(`   PROBLEM: ${p}`);
@@ -308,19 +369,20 @@ console.log(`matrix: kernel ${kernelRelease} (CONFIG_LSM=${config.CONFIG_LSM}; L
 const results = [];
 for (const cfg of chosen) {
   const r = parse(await boot(cfg));
-  r.checks = crossCheck(r);
+  r.checks = [...crossCheck(r), ...outsideCheck(r)];
   results.push(r);
   console.log(summarise(r));
 }
 
 const pad = (s, n) => String(s).padEnd(n);
-console.log('\nconfiguration                          boot s  status     sandbox           emptyroot  landlock(ABI)  seccomp');
+console.log('\nconfiguration                          boot s  status     sandbox           emptyroot  landlock(ABI)  seccomp  require  observed: Seccomp ownNS');
 for (const r of results) {
   const layer = (n) => r.doctor?.report?.layers?.find((l) => l.name === n);
   const ll = layer('landlock');
   console.log([
     pad(r.name, 38), pad(r.bootSeconds, 7), pad(r.doctor?.status ?? 'NO REPORT', 10), pad(r.doctor?.sandbox ?? '-', 17),
-    pad(layer('emptyroot')?.enforcement ?? '-', 10), pad(ll ? `${ll.enforcement}(${ll.capability?.detail?.abi ?? '-'})` : '-', 14), layer('seccomp')?.enforcement ?? '-',
+    pad(layer('emptyroot')?.enforcement ?? '-', 10), pad(ll ? `${ll.enforcement}(${ll.capability?.detail?.abi ?? '-'})` : '-', 14), pad(layer('seccomp')?.enforcement ?? '-', 8), pad(r.require ? (r.require.exit === 0 ? 'ran' : r.require.exit === 3 ? 'refused' : `exit ${r.require.exit}`) : '-', 8),
+    r.outside?.observed ? `${r.outside.observed.seccomp.join('/')}       ${Object.entries(r.outside.observed.namespaces).filter(([, v]) => v === 'own').map(([k]) => k).join(',') || 'none'}` : '-',
   ].join(' ') + (r.checks?.length ? `  [${r.checks.length} mismatch?]` : ''));
 }
 if (opt.json) {
