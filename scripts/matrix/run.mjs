@@ -21,7 +21,7 @@
 // verdict), 1 otherwise.
 
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -81,6 +81,22 @@ const config = Object.fromEntries(
 const defaultLsm = (config.CONFIG_LSM ?? '').split(',').filter(Boolean);
 const initrd = join(cache, 'initrd.gz');
 if (!existsSync(initrd)) fail(`no ${initrd}: run scripts/matrix/initramfs.mjs first`);
+// A built package newer than the initramfs: say so (--build rebuilds it).
+{
+  const built = statSync(initrd).mtimeMs;
+  const newer = [];
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (statSync(p).mtimeMs > built) newer.push(p);
+    }
+  };
+  for (const name of ['runtime', 'wire', 'polyfills', 'layer-emptyroot', 'layer-landlock', 'layer-seccomp']) {
+    for (const sub of ['dist', 'build/Release']) if (existsSync(join(repo, 'packages', name, sub))) walk(join(repo, 'packages', name, sub));
+  }
+  if (newer.length) console.log(`matrix: warning: ${newer.length} built file(s) are newer than ${initrd} (e.g. ${newer[0].slice(repo.length + 1)}): the VMs run the older build; --build rebuilds it`);
+}
 const qemu = join(root, 'usr/bin/qemu-system-x86_64');
 if (!existsSync(qemu)) fail(`no ${qemu}: run scripts/matrix/fetch.sh first`);
 
