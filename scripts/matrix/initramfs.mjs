@@ -207,7 +207,7 @@ for (const [named, real] of libs) {
 writeFileSync(inStage('etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n');
 writeFileSync(inStage('etc/group'), 'root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n');
 chmodSync(inStage('home/user'), 0o755);
-execFileSync('chown', ['1000:1000', inStage('home/user')]);
+// /home/user is given to 1000:1000 in the archive (the writer below), not here: no root needed.
 chmodSync(inStage('tmp'), 0o1777);
 
 const doctor = join(APP, 'packages/runtime/dist/src/cli/strata.js');
@@ -262,27 +262,27 @@ echo "===STRATA-MATRIX-INFO-END==="
 cd /tmp
 export HOME=/tmp
 if [ "$uid" = 0 ]; then
-  timeout 600 node ${doctor} doctor --json > /tmp/doctor.json 2> /tmp/doctor.err
+  timeout 90 node ${doctor} doctor --json > /tmp/doctor.json 2> /tmp/doctor.err
   rc=$?
 else
   export HOME=/home/user
-  timeout 600 node /matrix/as-uid.mjs "$uid" node ${doctor} doctor --json > /tmp/doctor.json 2> /tmp/doctor.err
+  timeout 90 node /matrix/as-uid.mjs "$uid" node ${doctor} doctor --json > /tmp/doctor.json 2> /tmp/doctor.err
   rc=$?
 fi
 read up1 rest < /proc/uptime
 # The outside look at a running worker (/matrix/outside.mjs), as the same uid.
 if [ "$uid" = 0 ]; then
-  timeout 600 node /matrix/outside.mjs ${join(APP, 'packages/runtime/dist/src/index.js')} > /tmp/outside.json 2> /tmp/outside.err
+  timeout 90 node /matrix/outside.mjs ${join(APP, 'packages/runtime/dist/src/index.js')} > /tmp/outside.json 2> /tmp/outside.err
 else
-  timeout 600 node /matrix/as-uid.mjs "$uid" node /matrix/outside.mjs ${join(APP, 'packages/runtime/dist/src/index.js')} > /tmp/outside.json 2> /tmp/outside.err
+  timeout 90 node /matrix/as-uid.mjs "$uid" node /matrix/outside.mjs ${join(APP, 'packages/runtime/dist/src/index.js')} > /tmp/outside.json 2> /tmp/outside.err
 fi
 orc=$?
 read up2 rest < /proc/uptime
 # strata run --sandbox require on 1 + 1: must refuse (exit 3) wherever doctor is not ok.
 if [ "$uid" = 0 ]; then
-  timeout 600 node ${doctor} run --sandbox require --json /matrix/one-plus-one.js > /tmp/require.json 2> /tmp/require.err
+  timeout 90 node ${doctor} run --sandbox require --json /matrix/one-plus-one.js > /tmp/require.json 2> /tmp/require.err
 else
-  timeout 600 node /matrix/as-uid.mjs "$uid" node ${doctor} run --sandbox require --json /matrix/one-plus-one.js > /tmp/require.json 2> /tmp/require.err
+  timeout 90 node /matrix/as-uid.mjs "$uid" node ${doctor} run --sandbox require --json /matrix/one-plus-one.js > /tmp/require.json 2> /tmp/require.err
 fi
 qrc=$?
 read up3 rest < /proc/uptime
@@ -308,6 +308,9 @@ echo
 echo "===STRATA-MATRIX-REQUIRE-END==="
 echo "===STRATA-MATRIX-DONE rc=$rc outside_rc=$orc require_rc=$qrc uptime_before=$up0 uptime_after=$up1 uptime_outside=$up2 uptime_require=$up3==="
 sync
+# Let the serial driver drain what is queued: the kernel's "reboot: Power down" is written to the
+# console directly and would land in the middle of it.
+sleep 2
 poweroff -f
 `;
 writeFileSync(inStage('init'), init, { mode: 0o755 });
