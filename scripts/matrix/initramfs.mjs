@@ -15,7 +15,9 @@
 //     (release, LSMs, namespace and seccomp knobs) and then `strata doctor --json`, run as root
 //     or as the uid matrix_uid= names (/matrix/as-uid.mjs), between marker lines on the console;
 //     then /matrix/outside.mjs (outside.mjs here: what /proc shows of a running worker), as the
-//     same uid, and `strata run --sandbox require` on 1 + 1; then powers off.
+//     same uid, /matrix/landlock-probe.mjs (landlock-probe.mjs here: what Landlock refuses when
+//     tried), and `strata run --sandbox require` on 1 + 1; then powers off. The loopback
+//     interface is brought up (for the probe's TCP attempt); there is no other network.
 // No kernel modules are added: Debian's 6.1 has Landlock, seccomp, user namespaces, the 8250
 // serial console, devtmpfs and gzip'd initramfs support built in (checked against config-*).
 //
@@ -235,6 +237,7 @@ mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
 dmesg -n 1
+ip link set lo up 2>/dev/null
 read up0 rest < /proc/uptime
 sysctls=""
 uid=0
@@ -277,6 +280,12 @@ else
   timeout 90 node /matrix/as-uid.mjs "$uid" node /matrix/outside.mjs ${join(APP, 'packages/runtime/dist/src/index.js')} > /tmp/outside.json 2> /tmp/outside.err
 fi
 orc=$?
+# What Landlock refuses when tried (/matrix/landlock-probe.mjs), as the same uid.
+if [ "$uid" = 0 ]; then
+  timeout 90 node /matrix/landlock-probe.mjs ${join(APP, 'packages/layer-landlock')} > /tmp/landlock.json 2> /tmp/landlock.err
+else
+  timeout 90 node /matrix/as-uid.mjs "$uid" node /matrix/landlock-probe.mjs ${join(APP, 'packages/layer-landlock')} > /tmp/landlock.json 2> /tmp/landlock.err
+fi
 read up2 rest < /proc/uptime
 # strata run --sandbox require on 1 + 1: must refuse (exit 3) wherever doctor is not ok.
 if [ "$uid" = 0 ]; then
@@ -302,6 +311,11 @@ echo "===STRATA-MATRIX-OUTSIDE-STDERR-BEGIN==="
 head -c 20000 /tmp/outside.err
 echo
 echo "===STRATA-MATRIX-OUTSIDE-STDERR-END==="
+echo "===STRATA-MATRIX-LANDLOCK-BEGIN==="
+cat /tmp/landlock.json
+head -c 4000 /tmp/landlock.err
+echo
+echo "===STRATA-MATRIX-LANDLOCK-END==="
 echo "===STRATA-MATRIX-REQUIRE-BEGIN==="
 head -c 100000 /tmp/require.json
 echo
@@ -318,6 +332,7 @@ writeFileSync(inStage('init'), init, { mode: 0o755 });
 // clears the supplementary groups when it sets a uid/gid).
 ensureDir('matrix');
 copyFile(join(here, 'outside.mjs'), 'matrix/outside.mjs');
+copyFile(join(here, 'landlock-probe.mjs'), 'matrix/landlock-probe.mjs');
 writeFileSync(inStage('matrix/one-plus-one.js'), '1 + 1\n');
 writeFileSync(inStage('matrix/as-uid.mjs'), `// node /matrix/as-uid.mjs UID COMMAND ARGS...: runs COMMAND as UID:UID, no supplementary groups.
 import { spawnSync } from 'node:child_process';

@@ -4,7 +4,8 @@
 // prints what `strata doctor --json` reported inside each VM, next to what the kernel itself
 // says (its release, /sys/kernel/security/lsm, the namespace and seccomp sysctls), the
 // kernel's config-* file, what /proc shows of a running worker (outside.mjs: Seccomp,
-// NoNewPrivs, capabilities, uid, namespaces; Landlock is not visible there), and whether
+// NoNewPrivs, capabilities, uid, namespaces; Landlock is not visible there), what Landlock
+// refuses when tried (landlock-probe.mjs), and whether
 // `strata run --sandbox require` ran or refused. Lines marked "MISMATCH?" are disagreements
 // between the report and those observations, each one to look at.
 //
@@ -223,6 +224,13 @@ function parse(run) {
     result.outsideSeconds = span(u1, u2);
     result.requireSeconds = span(u2, u3);
   } else result.problems.push('no DONE line: the runner did not finish');
+  const landlockText = between(run.serial, 'LANDLOCK-BEGIN', 'LANDLOCK-END') ?? '';
+  try {
+    result.landlockProbe = JSON.parse(landlockText.split('\n')[0]);
+    if (result.landlockProbe.error) result.problems.push(`the Landlock probe: ${result.landlockProbe.error}`);
+  } catch {
+    result.problems.push(`the Landlock probe printed no JSON: ${landlockText.slice(0, 1000) || '(nothing)'}`);
+  }
   const requireText = between(run.serial, 'REQUIRE-BEGIN', 'REQUIRE-END');
   try {
     const q = JSON.parse(requireText);
@@ -265,6 +273,36 @@ function outsideCheck(r) {
   const uid = o.uid.map((u) => u.split(' ')[0]);
   if (rep.verified && uid.length === 1 && Number(uid[0]) !== rep.verified.uid) out.push(`the report verified uid ${rep.verified.uid}, /proc shows ${uid.join('/')}`);
   return out;
+}
+
+// What the Landlock probe saw refused or allowed, against the rights the landlock layer claims
+// (capability.provides) and admits missing (capability.missing) in doctor's report.
+function landlockCheck(r) {
+  const out = [];
+  const p = r.landlockProbe;
+  const layer = r.doctor?.report?.layers?.find((l) => l.name === 'landlock');
+  if (!p?.attempts || !layer) return out;
+  const provides = layer.enforcement === 'none' ? [] : layer.capability?.provides ?? [];
+  const missing = (layer.capability?.missing ?? []).join(' ');
+  for (const right of p.allowed) {
+    if (provides.includes(right)) out.push(`Landlock: doctor reports ${right} provided, but the probe was allowed (${probeCodes(p, right)})`);
+  }
+  for (const right of p.denied) {
+    if (layer.enforcement === 'none') out.push(`Landlock: doctor reports the layer not in force, but the probe was refused ${right} (${probeCodes(p, right)})`);
+    else if (!provides.includes(right) && missing.includes(right)) out.push(`Landlock: doctor reports ${right} missing, but the probe was refused (${probeCodes(p, right)})`);
+  }
+  return out;
+}
+const PROBE_RIGHTS = {
+  'fs-read-only-runtime': ['read /etc/passwd', 'list /'],
+  'fs-no-write': ['create a file', 'mkdir'],
+  'fs-truncate': ['truncate'],
+  'tcp-deny': ['tcp connect 127.0.0.1'],
+  'scope-signal': ['kill(parent, 0)'],
+  'scope-abstract-unix': ['abstract unix connect'],
+};
+function probeCodes(p, right) {
+  return (PROBE_RIGHTS[right] ?? []).map((n) => `${n}: ${p.attempts[n]?.code}`).join(', ');
 }
 
 function outsideLine(r) {
@@ -370,6 +408,10 @@ function summarise(r) {
   }
   const seen = outsideLine(r);
   if (seen) lines.push(`   ${seen}`);
+  if (r.landlockProbe?.attempts) {
+    const p = r.landlockProbe;
+    lines.push(`   observed Landlock (landlock-probe.mjs, tried under strata-landlock alone): refused ${p.denied.join(', ') || 'nothing'}; allowed ${p.allowed.map((x) => `${x} (${probeCodes(p, x)})`).join(', ') || 'nothing'}`);
+  }
   if (r.require) {
     const q = r.require;
     lines.push(`   strata run --sandbox require (1 + 1): exit ${q.exit}, ${q.exit === 0 ? `ran (result ${JSON.stringify(q.result)}, sandbox ${q.sandbox})` : `${q.errorType ?? q.status}: ${String(q.error ?? '').slice(0, 300)}`}`);
@@ -385,13 +427,13 @@ console.log(`matrix: kernel ${kernelRelease} (CONFIG_LSM=${config.CONFIG_LSM}; L
 const results = [];
 for (const cfg of chosen) {
   const r = parse(await boot(cfg));
-  r.checks = [...crossCheck(r), ...outsideCheck(r)];
+  r.checks = [...crossCheck(r), ...outsideCheck(r), ...landlockCheck(r)];
   results.push(r);
   console.log(summarise(r));
 }
 
 const pad = (s, n) => String(s).padEnd(n);
-console.log('\nconfiguration                          boot s  status     sandbox           emptyroot  landlock(ABI)  seccomp  require  observed: Seccomp ownNS');
+console.log('\nconfiguration                          boot s  status     sandbox           emptyroot  landlock(ABI)  seccomp  require  observed: Seccomp ownNS / Landlock refused');
 for (const r of results) {
   const layer = (n) => r.doctor?.report?.layers?.find((l) => l.name === n);
   const ll = layer('landlock');
@@ -399,6 +441,7 @@ for (const r of results) {
     pad(r.name, 38), pad(r.bootSeconds, 7), pad(r.doctor?.status ?? 'NO REPORT', 10), pad(r.doctor?.sandbox ?? '-', 17),
     pad(layer('emptyroot')?.enforcement ?? '-', 10), pad(ll ? `${ll.enforcement}(${ll.capability?.detail?.abi ?? '-'})` : '-', 14), pad(layer('seccomp')?.enforcement ?? '-', 8), pad(r.require ? (r.require.exit === 0 ? 'ran' : r.require.exit === 3 ? 'refused' : `exit ${r.require.exit}`) : '-', 8),
     r.outside?.observed ? `${r.outside.observed.seccomp.join('/')}       ${Object.entries(r.outside.observed.namespaces).filter(([, v]) => v === 'own').map(([k]) => k).join(',') || 'none'}` : '-',
+    r.landlockProbe?.attempts ? `/ ${r.landlockProbe.denied.length ? r.landlockProbe.denied.join(',') : 'nothing'}` : '/ -',
   ].join(' ') + (r.checks?.length ? `  [${r.checks.length} mismatch?]` : ''));
 }
 if (opt.json) {
