@@ -12,7 +12,8 @@
 //   scope-abstract-unix   connect to the parent's abstract unix socket (ABI 6)
 //
 // Only Landlock is applied (no seccomp, no namespaces), so each answer is Landlock's. Prints one
-// JSON object: { abi, attempts: { name: { denied, code } }, denied: [rights], allowed: [rights] }.
+// JSON object: { abi, attempts: { name: { denied, code } }, denied: [rights], allowed: [rights] },
+// or { abi, unavailable: why } when the kernel has no Landlock.
 //
 // Usage: node landlock-probe.mjs LAYER_LANDLOCK_PACKAGE_DIR   (the parent)
 
@@ -96,6 +97,11 @@ unix.close();
 const sizeAfter = statSync(join(dir, 'writable')).size;
 rmSync(dir, { recursive: true, force: true });
 
+if (status === 121) {
+  // strata-landlock's "abi" exit: the kernel has no Landlock to confine the child with.
+  console.log(JSON.stringify({ abi, unavailable: stderr.trim().slice(0, 1000) }));
+  process.exit(0);
+}
 if (status !== 0) {
   console.log(JSON.stringify({ abi, error: `the confined child exited ${status}: ${stderr.trim().slice(0, 1000)}` }));
   process.exit(1);

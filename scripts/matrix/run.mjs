@@ -281,6 +281,7 @@ function landlockCheck(r) {
   const out = [];
   const p = r.landlockProbe;
   const layer = r.doctor?.report?.layers?.find((l) => l.name === 'landlock');
+  if (p?.unavailable && layer && layer.enforcement !== 'none') out.push(`Landlock: doctor reports the layer ${layer.enforcement}, but strata-landlock could not confine the probe: ${p.unavailable}`);
   if (!p?.attempts || !layer) return out;
   const provides = layer.enforcement === 'none' ? [] : layer.capability?.provides ?? [];
   const missing = (layer.capability?.missing ?? []).join(' ');
@@ -408,6 +409,7 @@ function summarise(r) {
   }
   const seen = outsideLine(r);
   if (seen) lines.push(`   ${seen}`);
+  if (r.landlockProbe?.unavailable) lines.push(`   observed Landlock (landlock-probe.mjs): none, the probe could not be confined: ${r.landlockProbe.unavailable}`);
   if (r.landlockProbe?.attempts) {
     const p = r.landlockProbe;
     lines.push(`   observed Landlock (landlock-probe.mjs, tried under strata-landlock alone): refused ${p.denied.join(', ') || 'nothing'}; allowed ${p.allowed.map((x) => `${x} (${probeCodes(p, x)})`).join(', ') || 'nothing'}`);
@@ -441,7 +443,7 @@ for (const r of results) {
     pad(r.name, 38), pad(r.bootSeconds, 7), pad(r.doctor?.status ?? 'NO REPORT', 10), pad(r.doctor?.sandbox ?? '-', 17),
     pad(layer('emptyroot')?.enforcement ?? '-', 10), pad(ll ? `${ll.enforcement}(${ll.capability?.detail?.abi ?? '-'})` : '-', 14), pad(layer('seccomp')?.enforcement ?? '-', 8), pad(r.require ? (r.require.exit === 0 ? 'ran' : r.require.exit === 3 ? 'refused' : `exit ${r.require.exit}`) : '-', 8),
     r.outside?.observed ? `${r.outside.observed.seccomp.join('/')}       ${Object.entries(r.outside.observed.namespaces).filter(([, v]) => v === 'own').map(([k]) => k).join(',') || 'none'}` : '-',
-    r.landlockProbe?.attempts ? `/ ${r.landlockProbe.denied.length ? r.landlockProbe.denied.join(',') : 'nothing'}` : '/ -',
+    r.landlockProbe?.attempts ? `/ ${r.landlockProbe.denied.length ? r.landlockProbe.denied.join(',') : 'nothing'}` : r.landlockProbe?.unavailable ? '/ nothing (no Landlock)' : '/ -',
   ].join(' ') + (r.checks?.length ? `  [${r.checks.length} mismatch?]` : ''));
 }
 if (opt.json) {
