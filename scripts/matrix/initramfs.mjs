@@ -26,9 +26,23 @@
 
 import { execFileSync } from 'node:child_process';
 import {
-  copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync,
-  realpathSync, rmSync, statSync, symlinkSync, writeFileSync, createWriteStream, chmodSync,
-  openSync, readSync, closeSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  createWriteStream,
+  chmodSync,
+  openSync,
+  readSync,
+  closeSync,
 } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -79,7 +93,8 @@ function copyFile(from, to) {
 }
 
 // The merged-/usr skeleton.
-for (const d of ['usr/bin', 'usr/sbin', 'usr/lib/x86_64-linux-gnu', 'usr/lib64', 'proc', 'sys', 'dev', 'tmp', 'etc', 'root', 'home/user', 'run', 'mnt']) ensureDir(d);
+for (const d of ['usr/bin', 'usr/sbin', 'usr/lib/x86_64-linux-gnu', 'usr/lib64', 'proc', 'sys', 'dev', 'tmp', 'etc', 'root', 'home/user', 'run', 'mnt'])
+  ensureDir(d);
 link('usr/bin', 'bin');
 link('usr/sbin', 'sbin');
 link('usr/lib', 'lib');
@@ -99,8 +114,7 @@ function isElf(file) {
   return b.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
 }
 
-const SKIP_ALWAYS = (name) => name.endsWith('.tgz') || name.endsWith('.d.ts') || name.endsWith('.d.ts.map')
-  || name.endsWith('.map') || name === '.bin';
+const SKIP_ALWAYS = (name) => name.endsWith('.tgz') || name.endsWith('.d.ts') || name.endsWith('.d.ts.map') || name.endsWith('.map') || name === '.bin';
 function copyTree(from, to, skip = () => false) {
   const st = lstatSync(from);
   if (st.isSymbolicLink()) {
@@ -155,10 +169,7 @@ const missingOptional = [];
 while (queue.length) {
   const dir = queue.shift();
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-  const deps = [
-    ...Object.keys(pkg.dependencies ?? {}).map((d) => [d, false]),
-    ...Object.keys(pkg.optionalDependencies ?? {}).map((d) => [d, true]),
-  ];
+  const deps = [...Object.keys(pkg.dependencies ?? {}).map((d) => [d, false]), ...Object.keys(pkg.optionalDependencies ?? {}).map((d) => [d, true])];
   for (const [dep, optional] of deps) {
     if (dep.startsWith('@strata/')) continue;
     const found = resolvePackage(dir, dep);
@@ -206,7 +217,10 @@ for (const [named, real] of libs) {
 }
 
 // Users: root, and user (1000) for the unprivileged configurations.
-writeFileSync(inStage('etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n');
+writeFileSync(
+  inStage('etc/passwd'),
+  'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n',
+);
 writeFileSync(inStage('etc/group'), 'root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n');
 chmodSync(inStage('home/user'), 0o755);
 // /home/user is given to 1000:1000 in the archive (the writer below), not here: no root needed.
@@ -334,13 +348,16 @@ ensureDir('matrix');
 copyFile(join(here, 'outside.mjs'), 'matrix/outside.mjs');
 copyFile(join(here, 'landlock-probe.mjs'), 'matrix/landlock-probe.mjs');
 writeFileSync(inStage('matrix/one-plus-one.js'), '1 + 1\n');
-writeFileSync(inStage('matrix/as-uid.mjs'), `// node /matrix/as-uid.mjs UID COMMAND ARGS...: runs COMMAND as UID:UID, no supplementary groups.
+writeFileSync(
+  inStage('matrix/as-uid.mjs'),
+  `// node /matrix/as-uid.mjs UID COMMAND ARGS...: runs COMMAND as UID:UID, no supplementary groups.
 import { spawnSync } from 'node:child_process';
 const [uid, command, ...args] = process.argv.slice(2);
 const r = spawnSync(command, args, { uid: Number(uid), gid: Number(uid), stdio: 'inherit' });
 if (r.error) { console.error('as-uid: ' + r.error.message); process.exit(127); }
 process.exit(r.status ?? 128);
-`);
+`,
+);
 
 // The cpio (newc) writer: every entry of the staging tree, owned by root, mtime 0 (so the same
 // inputs give the same archive), plus the device nodes the kernel wants before /init runs.
@@ -366,7 +383,10 @@ async function entry(name, mode, data = Buffer.alloc(0), { rdevMajor = 0, rdevMi
     await write(pad4(data.length));
   }
 }
-const S_IFDIR = 0o040000, S_IFREG = 0o100000, S_IFLNK = 0o120000, S_IFCHR = 0o020000;
+const S_IFDIR = 0o040000,
+  S_IFREG = 0o100000,
+  S_IFLNK = 0o120000,
+  S_IFCHR = 0o020000;
 async function walk(rel) {
   const abs = inStage(rel);
   const st = lstatSync(abs);
@@ -391,6 +411,11 @@ execFileSync('mv', [out + '.tmp', out]);
 
 const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
 console.log(`matrix initramfs: ${out}: ${mb(statSync(out).size)} gzip'd, ${mb(total)} unpacked, ${ino - 1} entries`);
-console.log(`  node ${nodeVersion} (${relative(repo, nodeBin)}), busybox, ${libs.size} shared libraries (${[...new Set(libs.values())].map((l) => l.split('/').pop()).join(' ')})`);
+console.log(
+  `  node ${nodeVersion} (${relative(repo, nodeBin)}), busybox, ${libs.size} shared libraries (${[...new Set(libs.values())].map((l) => l.split('/').pop()).join(' ')})`,
+);
 console.log(`  packages: ${PACKAGES.join(' ')}; dependencies: ${[...copiedDeps].map((d) => relative(join(repo, 'node_modules'), d)).join(' ')}`);
-if (missingOptional.length) console.log(`  ${missingOptional.length} optional dependencies are not installed here, so not included: ${missingOptional.map((m) => m.split(' ')[0]).join(' ')}`);
+if (missingOptional.length)
+  console.log(
+    `  ${missingOptional.length} optional dependencies are not installed here, so not included: ${missingOptional.map((m) => m.split(' ')[0]).join(' ')}`,
+  );

@@ -38,23 +38,42 @@ if (process.argv[2] === '--child') {
   };
   const denied = (c) => c === 'EACCES' || c === 'EPERM';
   const note = (name, c) => (attempts[name] = { denied: denied(c), code: c });
-  note('read /etc/passwd', code(() => readFileSync('/etc/passwd')));
-  note('list /', code(() => readdirSync('/')));
-  note('create a file', code(() => writeFileSync(join(dir, 'new-file'), 'x')));
-  note('mkdir', code(() => mkdirSync(join(dir, 'new-dir'))));
+  note(
+    'read /etc/passwd',
+    code(() => readFileSync('/etc/passwd')),
+  );
+  note(
+    'list /',
+    code(() => readdirSync('/')),
+  );
+  note(
+    'create a file',
+    code(() => writeFileSync(join(dir, 'new-file'), 'x')),
+  );
+  note(
+    'mkdir',
+    code(() => mkdirSync(join(dir, 'new-dir'))),
+  );
   // Not fs.truncateSync: Node opens the file for writing, which write_file already refuses.
   // open(O_RDONLY | O_TRUNC) asks for no write access, so only the truncate right (ABI 3) stops
   // it; the file is in the read set.
-  note('truncate', code(() => closeSync(openSync(join(dir, 'writable'), constants.O_RDONLY | constants.O_TRUNC))));
-  note('kill(parent, 0)', code(() => process.kill(process.ppid, 0)));
-  const tryConnect = (options) => new Promise((resolveConnect) => {
-    const socket = connect(options);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolveConnect('ok');
+  note(
+    'truncate',
+    code(() => closeSync(openSync(join(dir, 'writable'), constants.O_RDONLY | constants.O_TRUNC))),
+  );
+  note(
+    'kill(parent, 0)',
+    code(() => process.kill(process.ppid, 0)),
+  );
+  const tryConnect = (options) =>
+    new Promise((resolveConnect) => {
+      const socket = connect(options);
+      socket.once('connect', () => {
+        socket.destroy();
+        resolveConnect('ok');
+      });
+      socket.once('error', (error) => resolveConnect(error.code ?? String(error)));
     });
-    socket.once('error', (error) => resolveConnect(error.code ?? String(error)));
-  });
   note('tcp connect 127.0.0.1', await tryConnect({ host: '127.0.0.1', port: Number(port) }));
   note('abstract unix connect', await tryConnect({ path: `\0${abstract}` }));
   console.log(JSON.stringify(attempts));

@@ -74,10 +74,13 @@ const kernelRelease = readFileSync(releaseFile, 'utf8').trim();
 const vmlinuz = join(root, 'boot', `vmlinuz-${kernelRelease}`);
 const configText = readFileSync(join(root, 'boot', `config-${kernelRelease}`), 'utf8');
 const config = Object.fromEntries(
-  configText.split('\n').filter((l) => l.startsWith('CONFIG_')).map((l) => {
-    const [k, ...v] = l.split('=');
-    return [k, v.join('=').replace(/^"(.*)"$/, '$1')];
-  }),
+  configText
+    .split('\n')
+    .filter((l) => l.startsWith('CONFIG_'))
+    .map((l) => {
+      const [k, ...v] = l.split('=');
+      return [k, v.join('=').replace(/^"(.*)"$/, '$1')];
+    }),
 );
 const defaultLsm = (config.CONFIG_LSM ?? '').split(',').filter(Boolean);
 const initrd = join(cache, 'initrd.gz');
@@ -96,7 +99,10 @@ if (!existsSync(initrd)) fail(`no ${initrd}: run scripts/matrix/initramfs.mjs fi
   for (const name of ['runtime', 'wire', 'polyfills', 'layer-emptyroot', 'layer-landlock', 'layer-seccomp']) {
     for (const sub of ['dist', 'build/Release']) if (existsSync(join(repo, 'packages', name, sub))) walk(join(repo, 'packages', name, sub));
   }
-  if (newer.length) console.log(`matrix: warning: ${newer.length} built file(s) are newer than ${initrd} (e.g. ${newer[0].slice(repo.length + 1)}): the VMs run the older build; --build rebuilds it`);
+  if (newer.length)
+    console.log(
+      `matrix: warning: ${newer.length} built file(s) are newer than ${initrd} (e.g. ${newer[0].slice(repo.length + 1)}): the VMs run the older build; --build rebuilds it`,
+    );
 }
 const qemu = join(root, 'usr/bin/qemu-system-x86_64');
 if (!existsSync(qemu)) fail(`no ${qemu}: run scripts/matrix/fetch.sh first`);
@@ -111,17 +117,32 @@ const CONFIGS = [
   {
     name: 'debian-6.1-no-landlock',
     about: `lsm= the config's default list (CONFIG_LSM) without landlock`,
-    append: [`lsm=${defaultLsm.filter((l) => l !== 'landlock').join(',')}`], sysctl: [], uid: 0,
+    append: [`lsm=${defaultLsm.filter((l) => l !== 'landlock').join(',')}`],
+    sysctl: [],
+    uid: 0,
   },
   { name: 'debian-6.1-userns-off', about: 'user.max_user_namespaces=0, doctor as root', append: [], sysctl: ['user.max_user_namespaces=0'], uid: 0 },
-  { name: 'debian-6.1-userns-off-uid1000', about: 'user.max_user_namespaces=0, doctor as uid 1000', append: [], sysctl: ['user.max_user_namespaces=0'], uid: 1000 },
   {
-    name: 'debian-6.1-unpriv-userns-off-uid1000', about: "Debian's kernel.unprivileged_userns_clone=0, doctor as uid 1000",
-    append: [], sysctl: ['kernel.unprivileged_userns_clone=0'], uid: 1000,
+    name: 'debian-6.1-userns-off-uid1000',
+    about: 'user.max_user_namespaces=0, doctor as uid 1000',
+    append: [],
+    sysctl: ['user.max_user_namespaces=0'],
+    uid: 1000,
   },
   {
-    name: 'debian-6.1-rootfs', about: 'as shipped, but / left on the initramfs rootfs (no switch_root to a tmpfs)',
-    append: ['matrix_root=initramfs'], sysctl: [], uid: 0, extra: true,
+    name: 'debian-6.1-unpriv-userns-off-uid1000',
+    about: "Debian's kernel.unprivileged_userns_clone=0, doctor as uid 1000",
+    append: [],
+    sysctl: ['kernel.unprivileged_userns_clone=0'],
+    uid: 1000,
+  },
+  {
+    name: 'debian-6.1-rootfs',
+    about: 'as shipped, but / left on the initramfs rootfs (no switch_root to a tmpfs)',
+    append: ['matrix_root=initramfs'],
+    sysctl: [],
+    uid: 0,
+    extra: true,
   },
 ];
 if (opt.list) {
@@ -140,7 +161,10 @@ function between(text, begin, end) {
   const b = text.indexOf(MARK(begin));
   const e = text.indexOf(MARK(end), b + 1);
   if (b < 0 || e < 0) return null;
-  return text.slice(b + MARK(begin).length, e).replace(/\r/g, '').trim();
+  return text
+    .slice(b + MARK(begin).length, e)
+    .replace(/\r/g, '')
+    .trim();
 }
 
 function boot(cfg) {
@@ -148,10 +172,28 @@ function boot(cfg) {
   if (cfg.sysctl.length) append.push(`matrix_sysctl=${cfg.sysctl.join(',')}`);
   if (cfg.uid) append.push(`matrix_uid=${cfg.uid}`);
   const qemuArgs = [
-    '-L', join(root, 'usr/share/qemu'), '-L', join(root, 'usr/share/seabios'),
-    '-accel', opt.accel, '-m', '2048', '-smp', '2', '-nographic', '-no-reboot',
-    '-nic', 'none', '-vga', 'none',
-    '-kernel', vmlinuz, '-initrd', initrd, '-append', append.join(' '),
+    '-L',
+    join(root, 'usr/share/qemu'),
+    '-L',
+    join(root, 'usr/share/seabios'),
+    '-accel',
+    opt.accel,
+    '-m',
+    '2048',
+    '-smp',
+    '2',
+    '-nographic',
+    '-no-reboot',
+    '-nic',
+    'none',
+    '-vga',
+    'none',
+    '-kernel',
+    vmlinuz,
+    '-initrd',
+    initrd,
+    '-append',
+    append.join(' '),
   ];
   const env = {
     ...process.env,
@@ -198,7 +240,12 @@ function parse(run) {
   const info = between(run.serial, 'INFO-BEGIN', 'INFO-END');
   if (info === null) {
     result.problems.push('the VM printed no INFO block (the kernel or /init did not get that far)');
-    const tail = run.serial.replace(/\x1b\[[0-9;?]*[a-zA-Z]|\x1bc/g, '').trim().split('\n').slice(-8).join('\n    ');
+    const tail = run.serial
+      .replace(/\x1b\[[0-9;?]*[a-zA-Z]|\x1bc/g, '')
+      .trim()
+      .split('\n')
+      .slice(-8)
+      .join('\n    ');
     result.problems.push(`last lines of the serial console:\n    ${tail}`);
     return result;
   }
@@ -212,7 +259,9 @@ function parse(run) {
     else result.kernel[k] = v;
   }
   for (const s of result.sysctlSet) if (s.includes('FAILED')) result.problems.push(`sysctl ${s}`);
-  const done = run.serial.match(/===STRATA-MATRIX-DONE rc=(\d+) outside_rc=(\d+) require_rc=(\d+) uptime_before=([\d.]+) uptime_after=([\d.]+) uptime_outside=([\d.]+) uptime_require=([\d.]+)===/);
+  const done = run.serial.match(
+    /===STRATA-MATRIX-DONE rc=(\d+) outside_rc=(\d+) require_rc=(\d+) uptime_before=([\d.]+) uptime_after=([\d.]+) uptime_outside=([\d.]+) uptime_require=([\d.]+)===/,
+  );
   if (done) {
     const [, rc, orc, qrc, u0, u1, u2, u3] = done.map(Number);
     const span = (a, b) => Number((b - a).toFixed(2));
@@ -234,7 +283,14 @@ function parse(run) {
   const requireText = between(run.serial, 'REQUIRE-BEGIN', 'REQUIRE-END');
   try {
     const q = JSON.parse(requireText);
-    result.require = { exit: result.requireExit, status: q.status, errorType: q.errorType ?? null, error: q.error ?? null, result: q.result, sandbox: q.sandbox ?? null };
+    result.require = {
+      exit: result.requireExit,
+      status: q.status,
+      errorType: q.errorType ?? null,
+      error: q.error ?? null,
+      result: q.result,
+      sandbox: q.sandbox ?? null,
+    };
   } catch {
     result.require = { exit: result.requireExit, status: null, errorType: null, error: `no JSON: ${(requireText ?? '').slice(0, 500)}` };
   }
@@ -250,7 +306,9 @@ function parse(run) {
     result.outside = JSON.parse(outsideText);
     if (result.outside.error) result.problems.push(`the outside check could not start a worker: ${result.outside.error}`);
   } catch {
-    result.problems.push(`the outside check printed no JSON; its stderr: ${(between(run.serial, 'OUTSIDE-STDERR-BEGIN', 'OUTSIDE-STDERR-END') ?? '').slice(0, 2000) || '(empty)'}`);
+    result.problems.push(
+      `the outside check printed no JSON; its stderr: ${(between(run.serial, 'OUTSIDE-STDERR-BEGIN', 'OUTSIDE-STDERR-END') ?? '').slice(0, 2000) || '(empty)'}`,
+    );
   }
   return result;
 }
@@ -264,14 +322,17 @@ function outsideCheck(r) {
   const enf = (n) => rep.layers.find((l) => l.name === n)?.enforcement ?? 'absent';
   const allTwo = o.seccomp.length === 1 && o.seccomp[0] === '2';
   if (enf('seccomp') === 'full' && !allTwo) out.push(`seccomp reported full, but /proc shows Seccomp ${o.seccomp.join('/')} across ${o.threads} threads`);
-  if (enf('seccomp') === 'none' && o.seccomp.includes('2')) out.push(`seccomp reported not in force, but /proc shows a filter (Seccomp ${o.seccomp.join('/')})`);
+  if (enf('seccomp') === 'none' && o.seccomp.includes('2'))
+    out.push(`seccomp reported not in force, but /proc shows a filter (Seccomp ${o.seccomp.join('/')})`);
   const own = ['user', 'mnt', 'net', 'ipc'].filter((ns) => o.namespaces[ns] === 'own');
-  if (enf('emptyroot') === 'full' && own.length !== 4) out.push(`emptyroot reported full, but the worker has its own ${own.join(',') || 'no'} namespaces only (of user,mnt,net,ipc)`);
+  if (enf('emptyroot') === 'full' && own.length !== 4)
+    out.push(`emptyroot reported full, but the worker has its own ${own.join(',') || 'no'} namespaces only (of user,mnt,net,ipc)`);
   if (enf('emptyroot') === 'none' && own.length > 0) out.push(`emptyroot reported not in force, but the worker has its own ${own.join(',')} namespaces`);
   if (!(o.noNewPrivs.length === 1 && o.noNewPrivs[0] === '1')) out.push(`NoNewPrivs is ${o.noNewPrivs.join('/')} on the worker's threads`);
   if (o.capEff.some((c) => !/^0+$/.test(c))) out.push(`the worker has effective capabilities: CapEff ${o.capEff.join('/')}`);
   const uid = o.uid.map((u) => u.split(' ')[0]);
-  if (rep.verified && uid.length === 1 && Number(uid[0]) !== rep.verified.uid) out.push(`the report verified uid ${rep.verified.uid}, /proc shows ${uid.join('/')}`);
+  if (rep.verified && uid.length === 1 && Number(uid[0]) !== rep.verified.uid)
+    out.push(`the report verified uid ${rep.verified.uid}, /proc shows ${uid.join('/')}`);
   return out;
 }
 
@@ -281,16 +342,18 @@ function landlockCheck(r) {
   const out = [];
   const p = r.landlockProbe;
   const layer = r.doctor?.report?.layers?.find((l) => l.name === 'landlock');
-  if (p?.unavailable && layer && layer.enforcement !== 'none') out.push(`Landlock: doctor reports the layer ${layer.enforcement}, but strata-landlock could not confine the probe: ${p.unavailable}`);
+  if (p?.unavailable && layer && layer.enforcement !== 'none')
+    out.push(`Landlock: doctor reports the layer ${layer.enforcement}, but strata-landlock could not confine the probe: ${p.unavailable}`);
   if (!p?.attempts || !layer) return out;
-  const provides = layer.enforcement === 'none' ? [] : layer.capability?.provides ?? [];
+  const provides = layer.enforcement === 'none' ? [] : (layer.capability?.provides ?? []);
   const missing = (layer.capability?.missing ?? []).join(' ');
   for (const right of p.allowed) {
     if (provides.includes(right)) out.push(`Landlock: doctor reports ${right} provided, but the probe was allowed (${probeCodes(p, right)})`);
   }
   for (const right of p.denied) {
     if (layer.enforcement === 'none') out.push(`Landlock: doctor reports the layer not in force, but the probe was refused ${right} (${probeCodes(p, right)})`);
-    else if (!provides.includes(right) && missing.includes(right)) out.push(`Landlock: doctor reports ${right} missing, but the probe was refused (${probeCodes(p, right)})`);
+    else if (!provides.includes(right) && missing.includes(right))
+      out.push(`Landlock: doctor reports ${right} missing, but the probe was refused (${probeCodes(p, right)})`);
   }
   return out;
 }
@@ -309,12 +372,22 @@ function probeCodes(p, right) {
 function outsideLine(r) {
   const o = r.outside?.observed;
   if (!o) return null;
-  const own = Object.entries(o.namespaces).filter(([, v]) => v === 'own').map(([k]) => k);
+  const own = Object.entries(o.namespaces)
+    .filter(([, v]) => v === 'own')
+    .map(([k]) => k);
   return `observed (/proc of a running worker, outside.mjs): ${o.threads} threads, Seccomp ${o.seccomp.join('/')} (filters ${o.seccompFilters.join('/')}), NoNewPrivs ${o.noNewPrivs.join('/')}, CapEff ${o.capEff.map((c) => (/^0+$/.test(c) ? '0' : c)).join('/')}, uid ${o.uid.map((u) => u.split(' ')[0]).join('/')}, own namespaces ${own.join(',') || 'none'}; uid_map ${o.uidMap}`;
 }
 
 // The Landlock ABI each mainline release introduced (Documentation/userspace-api/landlock.rst).
-const LANDLOCK_ABI = [[[5, 13], 1], [[5, 19], 2], [[6, 2], 3], [[6, 7], 4], [[6, 10], 5], [[6, 12], 6], [[6, 15], 7]];
+const LANDLOCK_ABI = [
+  [[5, 13], 1],
+  [[5, 19], 2],
+  [[6, 2], 3],
+  [[6, 7], 4],
+  [[6, 10], 5],
+  [[6, 12], 6],
+  [[6, 15], 7],
+];
 function landlockAbiFor(uname) {
   const m = uname.match(/^(\d+)\.(\d+)/);
   if (!m) return null;
@@ -337,20 +410,25 @@ function crossCheck(r) {
     const on = lsm.includes('landlock');
     if (!on && landlock.enforcement !== 'none') out.push(`landlock is not in the active LSMs (${r.kernel.lsm}) but doctor reports it ${landlock.enforcement}`);
     if (on && landlock.enforcement === 'none') out.push(`landlock is an active LSM but doctor reports it not in force`);
-    if (config.CONFIG_SECURITY_LANDLOCK !== 'y' && landlock.enforcement !== 'none') out.push('the kernel has no CONFIG_SECURITY_LANDLOCK but doctor reports Landlock');
+    if (config.CONFIG_SECURITY_LANDLOCK !== 'y' && landlock.enforcement !== 'none')
+      out.push('the kernel has no CONFIG_SECURITY_LANDLOCK but doctor reports Landlock');
     const abi = landlock.capability?.detail?.abi;
     const expected = landlockAbiFor(r.kernel.uname ?? '');
     if (on && typeof abi === 'number' && expected !== null && abi !== expected) {
-      out.push(`doctor reports Landlock ABI ${abi}; mainline ${(r.kernel.uname ?? '').split(' ')[0]} has ABI ${expected} (a distribution backport, or a misreading)`);
+      out.push(
+        `doctor reports Landlock ABI ${abi}; mainline ${(r.kernel.uname ?? '').split(' ')[0]} has ABI ${expected} (a distribution backport, or a misreading)`,
+      );
     }
   }
   const seccomp = layer('seccomp');
   if (seccomp) {
     const actions = r.kernel.proc_sys_kernel_seccomp_actions_avail ?? '';
     const filterable = config.CONFIG_SECCOMP_FILTER === 'y' && /errno|kill/.test(actions);
-    if (!filterable && seccomp.enforcement !== 'none') out.push(`seccomp filtering looks unavailable (actions: ${actions || 'none'}) but doctor reports ${seccomp.enforcement}`);
+    if (!filterable && seccomp.enforcement !== 'none')
+      out.push(`seccomp filtering looks unavailable (actions: ${actions || 'none'}) but doctor reports ${seccomp.enforcement}`);
     if (filterable && seccomp.enforcement === 'none') out.push('seccomp filtering is available but doctor reports the layer not in force');
-    if (seccomp.enforcement === 'full' && d.report.verified && d.report.verified.seccomp !== 2) out.push(`seccomp reported full, but the worker's Seccomp field is ${d.report.verified.seccomp}`);
+    if (seccomp.enforcement === 'full' && d.report.verified && d.report.verified.seccomp !== 2)
+      out.push(`seccomp reported full, but the worker's Seccomp field is ${d.report.verified.seccomp}`);
   }
   const emptyroot = layer('emptyroot');
   if (emptyroot) {
@@ -360,7 +438,10 @@ function crossCheck(r) {
     const workerUid = d.privileges?.workerUid;
     const unprivileged = uid !== 0 || (workerUid !== null && workerUid !== 0);
     const userns = max > 0 && !(unprivileged && clone === '0');
-    if (!userns && emptyroot.enforcement !== 'none') out.push(`user namespaces look unavailable (max_user_namespaces=${max}, unprivileged_userns_clone=${clone}) but emptyroot reports ${emptyroot.enforcement}`);
+    if (!userns && emptyroot.enforcement !== 'none')
+      out.push(
+        `user namespaces look unavailable (max_user_namespaces=${max}, unprivileged_userns_clone=${clone}) but emptyroot reports ${emptyroot.enforcement}`,
+      );
     if (max === 0 && emptyroot.capability?.detail?.userNamespaces === 'exhausted') {
       out.push('user.max_user_namespaces is 0 (user namespaces switched off), but doctor calls them exhausted and advises ending processes that hold many');
     }
@@ -371,8 +452,10 @@ function crossCheck(r) {
   if (d.status === 'ok' && d.sandbox !== 'landlock+seccomp') out.push(`status ok with sandbox ${d.sandbox}`);
   const q = r.require;
   if (q) {
-    if (d.status !== 'ok' && q.exit !== 3) out.push(`doctor says ${d.status}, but strata run --sandbox require exited ${q.exit} (${q.errorType ?? q.status}), not 3 (refused)`);
-    if (d.status === 'ok' && q.exit !== 0) out.push(`doctor says ok, but strata run --sandbox require exited ${q.exit} (${q.errorType ?? q.status}: ${q.error})`);
+    if (d.status !== 'ok' && q.exit !== 3)
+      out.push(`doctor says ${d.status}, but strata run --sandbox require exited ${q.exit} (${q.errorType ?? q.status}), not 3 (refused)`);
+    if (d.status === 'ok' && q.exit !== 0)
+      out.push(`doctor says ok, but strata run --sandbox require exited ${q.exit} (${q.errorType ?? q.status}: ${q.error})`);
   }
   const fullish = d.report.layers.filter((l) => ['landlock', 'seccomp'].includes(l.name) && l.enforcement !== 'none').map((l) => `${l.name} ${l.enforcement}`);
   if (d.sandbox === 'none' && fullish.length && /no OS sandbox is in force/.test(d.summary ?? '')) {
@@ -384,13 +467,21 @@ function crossCheck(r) {
 function summarise(r) {
   const lines = [`== ${r.name}: ${r.about}`, `   kernel command line: ${r.append}`];
   const t = [`the whole boot ${r.bootSeconds} s wall (qemu ${opt.accel})`];
-  if (r.uptimeAtInit !== undefined) t.push(`/init at ${r.uptimeAtInit} s of VM uptime`, `doctor ${r.doctorSeconds} s`, `outside check ${r.outsideSeconds} s`, `require run ${r.requireSeconds} s`);
+  if (r.uptimeAtInit !== undefined)
+    t.push(
+      `/init at ${r.uptimeAtInit} s of VM uptime`,
+      `doctor ${r.doctorSeconds} s`,
+      `outside check ${r.outsideSeconds} s`,
+      `require run ${r.requireSeconds} s`,
+    );
   lines.push(`   time: ${t.join(', ')}`);
   if (r.kernel) {
     const k = r.kernel;
     lines.push(`   kernel: ${k.uname}; root fs ${k.root_fs}; node ${k.node}; run as uid ${k.run_as_uid}`);
     lines.push(`   LSMs: ${k.lsm}`);
-    lines.push(`   user.max_user_namespaces=${k.proc_sys_user_max_user_namespaces} kernel.unprivileged_userns_clone=${k.proc_sys_kernel_unprivileged_userns_clone}; seccomp actions: ${k.proc_sys_kernel_seccomp_actions_avail}`);
+    lines.push(
+      `   user.max_user_namespaces=${k.proc_sys_user_max_user_namespaces} kernel.unprivileged_userns_clone=${k.proc_sys_kernel_unprivileged_userns_clone}; seccomp actions: ${k.proc_sys_kernel_seccomp_actions_avail}`,
+    );
     for (const s of r.sysctlSet) lines.push(`   sysctl set: ${s}`);
   }
   const d = r.doctor;
@@ -399,24 +490,35 @@ function summarise(r) {
     const ll = layer('landlock');
     const sc = layer('seccomp');
     const er = layer('emptyroot');
-    lines.push(`   doctor: ${d.status} (exit ${r.doctorExit}); sandbox ${d.sandbox}${(d.sandboxExtras ?? []).length ? ' + ' + d.sandboxExtras.join(',') : ''}; worker uid ${d.privileges?.workerUid}, started in ${d.worker?.startMs ?? '?'} ms`);
-    lines.push(`   Landlock ABI: ${ll?.capability?.detail?.abi ?? 'none'}${ll?.capability?.detail?.errata !== undefined ? ` (errata ${ll.capability.detail.errata})` : ''}; seccomp: ${sc?.enforcement ?? 'absent'} (worker Seccomp field ${d.report?.verified?.seccomp ?? '?'}); user namespaces: ${er?.capability?.detail?.userNamespaces ?? '?'} (worker's own: ${(d.report?.verified?.ownNamespaces ?? []).join(',') || 'none'})`);
+    lines.push(
+      `   doctor: ${d.status} (exit ${r.doctorExit}); sandbox ${d.sandbox}${(d.sandboxExtras ?? []).length ? ' + ' + d.sandboxExtras.join(',') : ''}; worker uid ${d.privileges?.workerUid}, started in ${d.worker?.startMs ?? '?'} ms`,
+    );
+    lines.push(
+      `   Landlock ABI: ${ll?.capability?.detail?.abi ?? 'none'}${ll?.capability?.detail?.errata !== undefined ? ` (errata ${ll.capability.detail.errata})` : ''}; seccomp: ${sc?.enforcement ?? 'absent'} (worker Seccomp field ${d.report?.verified?.seccomp ?? '?'}); user namespaces: ${er?.capability?.detail?.userNamespaces ?? '?'} (worker's own: ${(d.report?.verified?.ownNamespaces ?? []).join(',') || 'none'})`,
+    );
     for (const l of d.report?.layers ?? []) {
       const missing = l.capability?.missing ?? [];
-      lines.push(`   layer ${l.name.padEnd(10)} requirement ${l.requirement}, enforcement ${l.enforcement.padEnd(7)} self-test ${l.selfTest}${missing.length ? `; missing: ${missing.join('; ')}` : ''}`);
+      lines.push(
+        `   layer ${l.name.padEnd(10)} requirement ${l.requirement}, enforcement ${l.enforcement.padEnd(7)} self-test ${l.selfTest}${missing.length ? `; missing: ${missing.join('; ')}` : ''}`,
+      );
     }
     lines.push(`   summary: ${d.summary}`);
   }
   const seen = outsideLine(r);
   if (seen) lines.push(`   ${seen}`);
-  if (r.landlockProbe?.unavailable) lines.push(`   observed Landlock (landlock-probe.mjs): none, the probe could not be confined: ${r.landlockProbe.unavailable}`);
+  if (r.landlockProbe?.unavailable)
+    lines.push(`   observed Landlock (landlock-probe.mjs): none, the probe could not be confined: ${r.landlockProbe.unavailable}`);
   if (r.landlockProbe?.attempts) {
     const p = r.landlockProbe;
-    lines.push(`   observed Landlock (landlock-probe.mjs, tried under strata-landlock alone): refused ${p.denied.join(', ') || 'nothing'}; allowed ${p.allowed.map((x) => `${x} (${probeCodes(p, x)})`).join(', ') || 'nothing'}`);
+    lines.push(
+      `   observed Landlock (landlock-probe.mjs, tried under strata-landlock alone): refused ${p.denied.join(', ') || 'nothing'}; allowed ${p.allowed.map((x) => `${x} (${probeCodes(p, x)})`).join(', ') || 'nothing'}`,
+    );
   }
   if (r.require) {
     const q = r.require;
-    lines.push(`   strata run --sandbox require (1 + 1): exit ${q.exit}, ${q.exit === 0 ? `ran (result ${JSON.stringify(q.result)}, sandbox ${q.sandbox})` : `${q.errorType ?? q.status}: ${String(q.error ?? '').slice(0, 300)}`}`);
+    lines.push(
+      `   strata run --sandbox require (1 + 1): exit ${q.exit}, ${q.exit === 0 ? `ran (result ${JSON.stringify(q.result)}, sandbox ${q.sandbox})` : `${q.errorType ?? q.status}: ${String(q.error ?? '').slice(0, 300)}`}`,
+    );
   }
   for (const c of r.checks ?? []) lines.push(`   MISMATCH? ${c}`);
   for (const p of r.problems) lines.push(`   PROBLEM: ${p}`);
@@ -425,7 +527,9 @@ function summarise(r) {
 }
 
 // ---- run
-console.log(`matrix: kernel ${kernelRelease} (CONFIG_LSM=${config.CONFIG_LSM}; LANDLOCK=${config.CONFIG_SECURITY_LANDLOCK ?? 'n'} SECCOMP_FILTER=${config.CONFIG_SECCOMP_FILTER ?? 'n'} USER_NS=${config.CONFIG_USER_NS ?? 'n'}), qemu ${opt.accel}, ${chosen.length} configuration(s)`);
+console.log(
+  `matrix: kernel ${kernelRelease} (CONFIG_LSM=${config.CONFIG_LSM}; LANDLOCK=${config.CONFIG_SECURITY_LANDLOCK ?? 'n'} SECCOMP_FILTER=${config.CONFIG_SECCOMP_FILTER ?? 'n'} USER_NS=${config.CONFIG_USER_NS ?? 'n'}), qemu ${opt.accel}, ${chosen.length} configuration(s)`,
+);
 const results = [];
 for (const cfg of chosen) {
   const r = parse(await boot(cfg));
@@ -435,16 +539,37 @@ for (const cfg of chosen) {
 }
 
 const pad = (s, n) => String(s).padEnd(n);
-console.log('\nconfiguration                          boot s  status     sandbox           emptyroot  landlock(ABI)  seccomp  require  observed: Seccomp ownNS / Landlock refused');
+console.log(
+  '\nconfiguration                          boot s  status     sandbox           emptyroot  landlock(ABI)  seccomp  require  observed: Seccomp ownNS / Landlock refused',
+);
 for (const r of results) {
   const layer = (n) => r.doctor?.report?.layers?.find((l) => l.name === n);
   const ll = layer('landlock');
-  console.log([
-    pad(r.name, 38), pad(r.bootSeconds, 7), pad(r.doctor?.status ?? 'NO REPORT', 10), pad(r.doctor?.sandbox ?? '-', 17),
-    pad(layer('emptyroot')?.enforcement ?? '-', 10), pad(ll ? `${ll.enforcement}(${ll.capability?.detail?.abi ?? '-'})` : '-', 14), pad(layer('seccomp')?.enforcement ?? '-', 8), pad(r.require ? (r.require.exit === 0 ? 'ran' : r.require.exit === 3 ? 'refused' : `exit ${r.require.exit}`) : '-', 8),
-    r.outside?.observed ? `${r.outside.observed.seccomp.join('/')}       ${Object.entries(r.outside.observed.namespaces).filter(([, v]) => v === 'own').map(([k]) => k).join(',') || 'none'}` : '-',
-    r.landlockProbe?.attempts ? `/ ${r.landlockProbe.denied.length ? r.landlockProbe.denied.join(',') : 'nothing'}` : r.landlockProbe?.unavailable ? '/ nothing (no Landlock)' : '/ -',
-  ].join(' ') + (r.checks?.length ? `  [${r.checks.length} mismatch?]` : ''));
+  console.log(
+    [
+      pad(r.name, 38),
+      pad(r.bootSeconds, 7),
+      pad(r.doctor?.status ?? 'NO REPORT', 10),
+      pad(r.doctor?.sandbox ?? '-', 17),
+      pad(layer('emptyroot')?.enforcement ?? '-', 10),
+      pad(ll ? `${ll.enforcement}(${ll.capability?.detail?.abi ?? '-'})` : '-', 14),
+      pad(layer('seccomp')?.enforcement ?? '-', 8),
+      pad(r.require ? (r.require.exit === 0 ? 'ran' : r.require.exit === 3 ? 'refused' : `exit ${r.require.exit}`) : '-', 8),
+      r.outside?.observed
+        ? `${r.outside.observed.seccomp.join('/')}       ${
+            Object.entries(r.outside.observed.namespaces)
+              .filter(([, v]) => v === 'own')
+              .map(([k]) => k)
+              .join(',') || 'none'
+          }`
+        : '-',
+      r.landlockProbe?.attempts
+        ? `/ ${r.landlockProbe.denied.length ? r.landlockProbe.denied.join(',') : 'nothing'}`
+        : r.landlockProbe?.unavailable
+          ? '/ nothing (no Landlock)'
+          : '/ -',
+    ].join(' ') + (r.checks?.length ? `  [${r.checks.length} mismatch?]` : ''),
+  );
 }
 if (opt.json) {
   writeFileSync(opt.json, JSON.stringify({ kernelRelease, accel: opt.accel, results }, null, 2) + '\n');
