@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// `npm run matrix`: the platform matrix. Boots each configuration of run.mjs in a VM (what the
+// kernel says, what doctor reports, what /proc and tried operations show), runs doctor and
+// `strata run --sandbox require` on this machine's own kernel and under each simulated platform
+// (strata-simulate-platform), checks each simulated platform against its real counterpart
+// (platform-table.mjs), and writes it all to bench/matrix-results.json and the README's table.
+//
+//   node scripts/matrix/matrix.mjs                  the full matrix; writes the results and README.md
+//   node scripts/matrix/matrix.mjs --short --out F  the CI form: the configurations that have a
+//                                                   simulated counterpart and the one as shipped;
+//                                                   results to F, README untouched
+//   --strict   exit 1 on any mismatch a VM found (the full run reports them and exits 0)
+//
+// Exit status 1 when a VM gave no report, a simulated platform disagrees with its real
+// counterpart, or (with --strict) any mismatch; 0 otherwise.
+
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { release, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { COUNTERPARTS, compareSimulated, platformTable, RESULTS, withTable } from './platform-table.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '../..');
+const STRATA = join(repo, 'packages/runtime/dist/src/cli/strata.js');
+const SIMULATE = join(repo, 'packages/runtime/build/Release/strata-simulate-platform');
+const SHORT = ['debian-6.1', ...COUNTERPARTS.map((c) => c.real).filter((name) => name !== null)];
+
+const args = process.argv.slice(2);
+const short = args.includes('--short');
+const strict = args.includes('--strict');
+const outIndex = args.indexOf('--out');
+const out = outIndex >= 0 ? resolve(args[outIndex + 1] ?? '') : RESULTS;
+const extra = args.filter((a, i) => !['--short', '--strict', '--out'].includes(a) && i !== outIndex + 1);
+
+const scratch = mkdtempSync(join(tmpdir(), 'strata-matrix-'));
+let status = 1;
+try {
+  status = matrix();
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}
+process.exit(status);
+
+function matrix() {
+  // The VMs.
+  const vmJson = join(scratch, 'vm.json');
+  const booted = spawnSync(process.execPath, [join(here, 'run.mjs'), '--build', '--json', vmJson, ...(short ? SHORT : []), ...extra], { stdio: 'inherit' });
+  let vm;
+  try {
+    vm = JSON.parse(readFileSync(vmJson, 'utf8'));
+  } catch {
+    console.error(`matrix: run.mjs wrote no results (exit ${booted.status ?? booted.signal})`);
+    return 1;
+  }
+
+  // This machine's kernel, and the simulated platforms on it.
+  const program = join(scratch, 'one-plus-one.js');
+  writeFileSync(program, '1 + 1\n');
+  const observe = (prefix) => {
+    const doctor = spawnSync(prefix[0], [...prefix.slice(1), STRATA, 'doctor', '--json'], { encoding: 'utf8' });
+    const required = spawnSync(prefix[0], [...prefix.slice(1), STRATA, 'run', '--sandbox', 'require', '--json', program], { encoding: 'utf8' });
+    let report = null;
+    try {
+      report = JSON.parse(doctor.stdout);
+    } catch {
+      console.error(`matrix: doctor printed no JSON (${prefix.join(' ')}): ${doctor.stderr.slice(0, 2000)}`);
+    }
+    return { doctor: report, doctorExit: doctor.status, requireExit: required.status };
+  };
+  const host = { kernel: `Linux ${release()} ${process.arch}`, ...observe([process.execPath]) };
+  const simulated = {};
+  for (const { flag } of COUNTERPARTS) simulated[flag] = observe([SIMULATE, flag, '--', process.execPath]);
+
+  const results = { kernelRelease: vm.kernelRelease, accel: vm.accel, date: new Date().toISOString().slice(0, 10), host, simulated, vm: vm.results };
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+
+  // The simulator's fake answers against the real kernels.
+  const problems = [];
+  for (const { flag, layer, real } of COUNTERPARTS) {
+    const counterpart = vm.results.find((r) => r.name === real);
+    if (real === null || counterpart === undefined) continue;
+    const diff = compareSimulated(simulated[flag].doctor, counterpart.doctor, layer);
+    console.log(`matrix: simulated ${flag} against the real ${real} (${layer}): ${diff.length === 0 ? 'the same verdict' : diff.join('; ')}`);
+    if (diff.length > 0) problems.push(`simulated ${flag} differs from the real ${real}: ${diff.join('; ')}`);
+  }
+  for (const r of vm.results) {
+    if (!r.doctor || r.problems.length > 0) problems.push(`${r.name}: ${r.problems.join('; ') || 'no doctor report'}`);
+    if (strict && r.checks?.length) problems.push(`${r.name}: ${r.checks.join('; ')}`);
+  }
+  if (!short) {
+    const readme = join(repo, 'README.md');
+    const updated = withTable(readFileSync(readme, 'utf8'), platformTable(results));
+    if (updated !== undefined) writeFileSync(readme, updated);
+    execFileSync(process.execPath, [join(repo, 'node_modules/@biomejs/biome/bin/biome'), 'format', '--write', out], { stdio: 'ignore' });
+    console.log(`matrix: results in ${out.slice(repo.length + 1)}, README.md's platform table updated`);
+  }
+  console.log(`\n${platformTable(results)}\n`);
+  for (const p of problems) console.error(`matrix: PROBLEM: ${p}`);
+  return problems.length > 0 ? 1 : 0;
+}
