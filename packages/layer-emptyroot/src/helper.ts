@@ -5,7 +5,7 @@
  * @module
  */
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { nativeArtifactPath } from '@strata/runtime/native';
 
@@ -23,8 +23,23 @@ export const EMPTYROOT_HELPER = nativeArtifactPath(PACKAGE_ROOT, 'strata-emptyro
 /** The helper's exit statuses (native/emptyroot.c). */
 export const HELPER_EXIT = Object.freeze({ usage: 120, unshare: 121, maps: 122, root: 123, caps: 124, check: 125, exec: 126 });
 
-/** Why the empty root can or cannot be made here. */
-export type UsernsVerdict = 'available' | 'unsupported' | 'forbidden' | 'exhausted' | 'failed';
+/**
+ * Why the empty root can or cannot be made here. `disabled`: `user.max_user_namespaces` is 0
+ * (the kernel answers ENOSPC, as when the count is `exhausted`); `chrooted`: this process is in a
+ * chroot, where the kernel refuses a user namespace (EPERM, as when `forbidden`).
+ */
+export type UsernsVerdict = 'available' | 'unsupported' | 'forbidden' | 'chrooted' | 'disabled' | 'exhausted' | 'failed';
+
+/**
+ * What the parent reads of its host to tell apart failures the kernel gives one errno for:
+ * `maxUserNamespaces`, the sysctl `user.max_user_namespaces` (as this user namespace sees it), and
+ * `chrooted`, whether this process's root is not its mount namespace's root. `undefined`: could not
+ * be told.
+ */
+export interface HostFacts {
+  readonly maxUserNamespaces?: number | undefined;
+  readonly chrooted?: boolean | undefined;
+}
 
 /** A dry run's outcome: the verdict, the errno the helper named, and a sentence for a person. */
 export interface DryRunResult {
@@ -36,13 +51,15 @@ export interface DryRunResult {
 const WHAT_TO_DO_OFF = "or turn the layer off (requirement: 'off'), knowing that an escaped guest can then learn which host paths exist";
 
 /**
- * Reads a dry run's exit status and stderr (pure). The kernel answers `unshare(CLONE_NEWUSER)`
- * with EINVAL when it has no user namespaces, EPERM when they are forbidden (a sysctl, a
- * container's seccomp profile), ENOSPC (EUSERS before 4.9) when `user.max_user_namespaces` is
- * reached. Ubuntu's AppArmor restriction lets unshare succeed and takes the capabilities inside,
- * so its EPERM comes later, writing the maps or mounting.
+ * Reads a dry run's exit status and stderr, with what `host` says (pure). The kernel answers
+ * `unshare(CLONE_NEWUSER)` with EINVAL when it has no user namespaces; EPERM when they are
+ * forbidden (Debian's `kernel.unprivileged_userns_clone=0`, a container's seccomp profile) and
+ * also when the caller is chrooted (kernel/user_namespace.c refuses a chrooted process); ENOSPC
+ * (EUSERS before 4.9) when `user.max_user_namespaces` is reached, and so also when it is 0.
+ * Ubuntu's AppArmor restriction lets unshare succeed and takes the capabilities inside, so its
+ * EPERM comes later, writing the maps or mounting.
  */
-export function classifyDryRun(status: number | null, signal: string | null, stdout: string, stderr: string): DryRunResult {
+export function classifyDryRun(status: number | null, signal: string | null, stdout: string, stderr: string, host: HostFacts = {}): DryRunResult {
   if (status === 0 && stdout.trim() === 'ok')
     return { verdict: 'available', message: 'a dry run made the namespaces, the empty root and dropped every capability' };
   const line = stderr.trim().split('\n').pop() ?? '';
@@ -56,17 +73,36 @@ export function classifyDryRun(status: number | null, signal: string | null, std
     };
   }
   if (status === HELPER_EXIT.unshare && (errno === 'ENOSPC' || errno === 'EUSERS')) {
+    if (host.maxUserNamespaces === 0) {
+      return {
+        verdict: 'disabled',
+        errno,
+        message: `user namespaces are switched off: user.max_user_namespaces is 0 (${said}): allow them with \`sysctl user.max_user_namespaces=15000\` (any number above 0; to keep it, a file in /etc/sysctl.d), ${WHAT_TO_DO_OFF}`,
+      };
+    }
+    const limit =
+      host.maxUserNamespaces === undefined
+        ? ''
+        : ` (user.max_user_namespaces is ${host.maxUserNamespaces} here; an enclosing namespace's own limit also counts)`;
     return {
       verdict: 'exhausted',
       errno,
-      message: `no user namespace is left (${said}): raise the sysctl user.max_user_namespaces, or end processes holding many, ${WHAT_TO_DO_OFF}`,
+      message: `no user namespace is left${limit} (${said}): raise the sysctl user.max_user_namespaces, or end processes holding many, ${WHAT_TO_DO_OFF}`,
     };
   }
   if (status === HELPER_EXIT.unshare && errno === 'EPERM') {
+    if (host.chrooted === true) {
+      return {
+        verdict: 'chrooted',
+        errno,
+        message: `this process runs in a chroot, and the kernel refuses a user namespace to a chrooted process (${said}): run Strata outside the chroot (a container or a pivot_root into that tree works; chroot does not), ${WHAT_TO_DO_OFF}`,
+      };
+    }
+    const chroot = host.chrooted === false ? '' : '; or this process is in a chroot, where the kernel refuses user namespaces: run it outside the chroot';
     return {
       verdict: 'forbidden',
       errno,
-      message: `unprivileged user namespaces are forbidden here (${said}): allow them (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0; in a container, a seccomp profile that permits unshare), ${WHAT_TO_DO_OFF}`,
+      message: `unprivileged user namespaces are forbidden here (${said}): allow them (sysctl kernel.unprivileged_userns_clone=1; in a container, a seccomp profile that permits unshare)${chroot}, ${WHAT_TO_DO_OFF}`,
     };
   }
   if ((status === HELPER_EXIT.maps || status === HELPER_EXIT.root) && (errno === 'EPERM' || errno === 'EACCES')) {
@@ -97,5 +133,46 @@ export function dryRun(args: readonly string[], helper: string = EMPTYROOT_HELPE
     ...asWorker,
   });
   if (child.error) return { verdict: 'failed', message: `the dry run of strata-emptyroot could not run: ${child.error.message}` };
-  return classifyDryRun(child.status, child.signal, child.stdout, child.stderr);
+  if (child.status === 0) return classifyDryRun(child.status, child.signal, child.stdout, child.stderr);
+  return classifyDryRun(child.status, child.signal, child.stdout, child.stderr, readHostFacts());
+}
+
+/** Reads {@link HostFacts} from /proc (`proc`: where it is, for tests). Never throws. */
+export function readHostFacts(proc = '/proc'): HostFacts {
+  let maxUserNamespaces: number | undefined;
+  try {
+    const text = readFileSync(`${proc}/sys/user/max_user_namespaces`, 'utf8').trim();
+    if (/^\d+$/.test(text)) maxUserNamespaces = Number(text);
+  } catch {
+    // No such sysctl (no CONFIG_USER_NS), or no /proc: unknown.
+  }
+  return { maxUserNamespaces, chrooted: isChrooted(proc) };
+}
+
+/**
+ * Whether this process is chrooted, as the kernel decides it for `unshare(CLONE_NEWUSER)`: its
+ * root is not the root of its mount namespace. Where pid 1 shares the mount namespace and its root
+ * can be read (root can), that root is compared with ours; else /proc/self/mountinfo shows no
+ * mount at "/" when the root is a directory inside a mount (a chroot into a mount point shows one,
+ * so that alone cannot clear it). `undefined`: could not be told.
+ */
+export function isChrooted(proc = '/proc'): boolean | undefined {
+  try {
+    if (readlinkSync(`${proc}/1/ns/mnt`) === readlinkSync(`${proc}/self/ns/mnt`)) {
+      const ours = statSync('/');
+      const init = statSync(`${proc}/1/root/`);
+      return ours.dev !== init.dev || ours.ino !== init.ino;
+    }
+  } catch {
+    // pid 1's root is not ours to read (another user's process): ask mountinfo.
+  }
+  try {
+    const mountPoints = readFileSync(`${proc}/self/mountinfo`, 'utf8')
+      .split('\n')
+      .map((line) => line.split(' ')[4]);
+    if (!mountPoints.includes('/')) return true;
+  } catch {
+    // No /proc: unknown.
+  }
+  return undefined;
 }

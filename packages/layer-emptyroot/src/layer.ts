@@ -3,7 +3,8 @@
  * factory the worker (and the parent) call with the layer's options.
  *
  * - probe (parent): Linux, the helper built, and a full dry run of the real plan in a throwaway
- *   child, as the worker's user: it tells apart no user namespaces, forbidden, and exhausted.
+ *   child, as the worker's user: it tells apart no user namespaces, forbidden, chrooted, switched
+ *   off (`user.max_user_namespaces=0`) and exhausted.
  * - launch (parent): the pre-exec link `strata-emptyroot --stage DIR OP... -- next...`, with the
  *   namespaces entered and the files bound as its part of the report.
  * - apply (worker): checks the host is gone (its /proc/1 does not exist) and, as a positive

@@ -1,7 +1,10 @@
 // Pure tests: the new root's plan against a fake host file system, and the dry run's verdicts.
 import test from 'ava';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { WorkerFile } from '@strata/runtime/layers';
-import { classifyDryRun } from '../src/helper.js';
+import { classifyDryRun, isChrooted, readHostFacts } from '../src/helper.js';
 import { emptyroot, EMPTYROOT_LAYER_MODULE } from '../src/index.js';
 import { helperArguments, planRoot, resolveOnHost, STAGE_CANDIDATES, type HostFs } from '../src/root-plan.js';
 import emptyrootLayer from '../src/layer.js';
@@ -157,6 +160,84 @@ test('classifyDryRun tells apart no user namespaces, forbidden, exhausted, AppAr
   const killed = classifyDryRun(null, 'SIGKILL', '', '');
   t.is(killed.verdict, 'failed');
   t.regex(killed.message, /SIGKILL/);
+});
+
+test('classifyDryRun: ENOSPC with user.max_user_namespaces at 0 is switched off, not exhausted, and says how to allow them', (t) => {
+  const line = (errno: string) => `strata-emptyroot: unshare: ${errno}: new user, mount, network and IPC namespaces: x\n`;
+  for (const errno of ['ENOSPC', 'EUSERS']) {
+    const off = classifyDryRun(121, null, '', line(errno), { maxUserNamespaces: 0 });
+    t.deepEqual([off.verdict, off.errno], ['disabled', errno]);
+    t.regex(off.message, /^user namespaces are switched off: user\.max_user_namespaces is 0 /);
+    t.regex(off.message, /`sysctl user\.max_user_namespaces=\d+`/);
+    t.regex(off.message, /requirement: 'off'/);
+    t.false(/exhausted|end processes|no user namespace is left/.test(off.message), off.message);
+  }
+  // Any other limit, or none read: the count is used up.
+  for (const max of [15000, 1, undefined]) {
+    const result = classifyDryRun(121, null, '', line('ENOSPC'), { maxUserNamespaces: max });
+    t.is(result.verdict, 'exhausted', String(max));
+    t.regex(result.message, /no user namespace is left.*end processes holding many/, String(max));
+    if (max !== undefined) t.regex(result.message, new RegExp(`user\\.max_user_namespaces is ${max} here`));
+  }
+  // The limit does not change other verdicts.
+  t.is(classifyDryRun(121, null, '', line('EINVAL'), { maxUserNamespaces: 0 }).verdict, 'unsupported');
+  t.is(classifyDryRun(0, null, 'ok\n', '', { maxUserNamespaces: 0 }).verdict, 'available');
+});
+
+test('classifyDryRun: EPERM in a chroot is chrooted; not chrooted is forbidden; unknown is forbidden naming a chroot as one cause', (t) => {
+  const eperm = 'strata-emptyroot: unshare: EPERM: new user, mount, network and IPC namespaces: Operation not permitted\n';
+  const chrooted = classifyDryRun(121, null, '', eperm, { chrooted: true });
+  t.deepEqual([chrooted.verdict, chrooted.errno], ['chrooted', 'EPERM']);
+  t.regex(chrooted.message, /^this process runs in a chroot, and the kernel refuses a user namespace to a chrooted process /);
+  t.false(/forbidden|unprivileged_userns_clone/.test(chrooted.message), chrooted.message);
+  const plain = classifyDryRun(121, null, '', eperm, { chrooted: false });
+  t.is(plain.verdict, 'forbidden');
+  t.regex(plain.message, /forbidden.*unprivileged_userns_clone/);
+  t.false(plain.message.includes('chroot'), plain.message);
+  t.false(plain.message.includes('max_user_namespaces'), 'a limit of 0 gives ENOSPC, not EPERM');
+  const unknown = classifyDryRun(121, null, '', eperm, {});
+  t.is(unknown.verdict, 'forbidden');
+  t.regex(unknown.message, /or this process is in a chroot, where the kernel refuses user namespaces/);
+  // AppArmor's EPERM comes after unshare: a chroot does not explain it.
+  t.regex(classifyDryRun(122, null, '', 'strata-emptyroot: maps: EPERM: x: y\n', { chrooted: true }).message, /AppArmor/);
+});
+
+test('readHostFacts reads the limit and mountinfo from a /proc; isChrooted: a root that is no mount point is a chroot', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-emptyroot-proc-'));
+  try {
+    mkdirSync(join(dir, 'sys', 'user'), { recursive: true });
+    mkdirSync(join(dir, 'self'));
+    writeFileSync(join(dir, 'sys', 'user', 'max_user_namespaces'), '0\n');
+    // No 1/ns/mnt here: mountinfo decides. Mounts under the root only, none at "/": a chroot.
+    writeFileSync(join(dir, 'self', 'mountinfo'), '30 1 0:26 / /proc rw - proc proc rw\n');
+    t.deepEqual(readHostFacts(dir), { maxUserNamespaces: 0, chrooted: true });
+    writeFileSync(join(dir, 'self', 'mountinfo'), '1 0 8:1 / / rw - ext4 /dev/sda1 rw\n30 1 0:26 / /proc rw - proc proc rw\n');
+    writeFileSync(join(dir, 'sys', 'user', 'max_user_namespaces'), '15000\n');
+    t.deepEqual(readHostFacts(dir), { maxUserNamespaces: 15000, chrooted: undefined }, 'a mount at "/" may still be a chroot into a mount point');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  t.deepEqual(readHostFacts('/does/not/exist'), { maxUserNamespaces: undefined, chrooted: undefined });
+  // pid 1 in the same mount namespace: its root against ours decides, whatever mountinfo says.
+  const fake = mkdtempSync(join(tmpdir(), 'strata-emptyroot-proc-'));
+  try {
+    mkdirSync(join(fake, '1', 'ns'), { recursive: true });
+    mkdirSync(join(fake, 'self', 'ns'), { recursive: true });
+    mkdirSync(join(fake, 'elsewhere'));
+    symlinkSync('mnt:[4026531841]', join(fake, '1', 'ns', 'mnt'));
+    symlinkSync('mnt:[4026531841]', join(fake, 'self', 'ns', 'mnt'));
+    symlinkSync('/', join(fake, '1', 'root'));
+    t.false(isChrooted(fake), "pid 1's root is ours");
+    rmSync(join(fake, '1', 'root'));
+    symlinkSync(join(fake, 'elsewhere'), join(fake, '1', 'root'));
+    t.true(isChrooted(fake), "pid 1's root is another directory than ours");
+    rmSync(join(fake, 'self', 'ns', 'mnt'));
+    symlinkSync('mnt:[4026532000]', join(fake, 'self', 'ns', 'mnt'));
+    t.is(isChrooted(fake), undefined, 'pid 1 in another mount namespace, and no mountinfo: unknown');
+  } finally {
+    rmSync(fake, { recursive: true, force: true });
+  }
+  if (process.platform === 'linux') t.not(isChrooted(), true, 'this test process is not chrooted');
 });
 
 test('emptyroot() names the layer module, checks its options and passes the requirement through', (t) => {
