@@ -10,7 +10,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseBytes, parseCliArgs, UsageError, type CliArgs } from '../src/cli/args.js';
 import { ConsoleStream, MAX_PENDING_OUTPUT_BYTES } from '../src/cli/console-stream.js';
-import { assess, type DoctorFacts } from '../src/cli/doctor-report.js';
+import { assess, layersOf, type DoctorFacts } from '../src/cli/doctor-report.js';
 import { ExitStatus, exitStatusForStartError } from '../src/cli/exit-status.js';
 import { formatDoctorReport, LAYER_COLUMNS, renderTable } from '../src/cli/format-report.js';
 import { formatResult, guestFrames, type RunJsonOutput } from '../src/cli/run-command.js';
@@ -533,6 +533,68 @@ test('doctor verdict: a partial layer or a failed self-test is degraded and name
   t.is(report.status, 'degraded');
   t.regex(report.summary, /landlock is only partly in force \(missing net-deny\)/);
   t.regex(report.summary, /seccomp failed its self-test/);
+});
+
+test("doctor verdict: sandbox 'none' with seccomp full and Landlock partial says what is in force, in the summary, the table and the JSON", (t) => {
+  const partialLandlock = layer('landlock', {
+    enforcement: 'partial',
+    capability: { available: true, provides: ['fs-read-deny'], missing: ['tcp-deny', 'fs-truncate'] },
+  });
+  const deniedEmptyroot = layer('emptyroot', {
+    enforcement: 'none',
+    selfTest: 'skipped',
+    capability: { available: false, provides: [], missing: ['user namespaces are switched off: user.max_user_namespaces is 0'] },
+  });
+  const table: [string, LayerReport[], RegExp, RegExp][] = [
+    // Debian's 6.1 as shipped: Landlock ABI 2.
+    [
+      'emptyroot and seccomp full, landlock partial',
+      [layer('emptyroot'), partialLandlock, layer('seccomp')],
+      /^degraded: emptyroot and seccomp are in force, but not the whole OS sandbox \(sandbox 'none': it names only landlock\+seccomp, or seatbelt, fully in force\); landlock is only partly in force \(missing tcp-deny, fs-truncate\)\. .*--sandbox require' refuses here\.$/,
+      /^sandbox +none \(not the whole OS sandbox; in force: emptyroot, seccomp; partly: landlock\)$/m,
+    ],
+    // user.max_user_namespaces=0.
+    [
+      'seccomp full, landlock partial, emptyroot none',
+      [deniedEmptyroot, partialLandlock, layer('seccomp')],
+      /^degraded: seccomp is in force, but not the whole OS sandbox \(sandbox 'none'.*\); emptyroot is not in force \(missing user namespaces are switched off: .*\); landlock is only partly in force \(missing tcp-deny, fs-truncate\)\./,
+      /^sandbox +none \(not the whole OS sandbox; in force: seccomp; partly: landlock\)$/m,
+    ],
+    [
+      'landlock partial only',
+      [partialLandlock, layer('seccomp', { enforcement: 'none' })],
+      /^degraded: no layer is fully in force, but not the whole OS sandbox .*; landlock is only partly in force .*; seccomp is not in force/,
+      /^sandbox +none \(not the whole OS sandbox; no layer fully in force; partly: landlock\)$/m,
+    ],
+    [
+      'nothing in force',
+      [layer('landlock', { enforcement: 'none' }), layer('seccomp', { enforcement: 'none' })],
+      /^degraded: no OS sandbox is in force \(sandbox off\): no layer is in force; landlock is not in force/,
+      /^sandbox +none$/m,
+    ],
+  ];
+  for (const [name, layers, summary, row] of table) {
+    const report = assess(facts('none', layers));
+    t.is(report.status, 'degraded', name);
+    t.regex(report.summary, summary, name);
+    t.false(report.summary.includes('\n'), name);
+    if (layers.some((l) => l.enforcement !== 'none')) t.false(/no OS sandbox is in force/.test(report.summary), `${name}: ${report.summary}`);
+    t.regex(formatDoctorReport(report), row, name);
+    t.true(formatDoctorReport(report).includes(`\n${report.summary}\n`), `${name}: the text ends with the summary`);
+    // --json prints the report as it is: the same summary, and each layer's enforcement.
+    const json = JSON.parse(JSON.stringify(report)) as typeof report;
+    t.is(json.summary, report.summary, name);
+    t.is(json.sandbox, 'none', name);
+    t.deepEqual(
+      layersOf(json.report).map((l) => [l.name, l.enforcement]),
+      layers.map((l) => [l.name, l.enforcement]),
+      name,
+    );
+  }
+  // Landlock and seccomp full: the sandbox has its name, and the row is just that.
+  const whole = assess(facts('landlock+seccomp', [layer('emptyroot', { enforcement: 'none' }), layer('landlock'), layer('seccomp')]));
+  t.regex(whole.summary, /^degraded: emptyroot is not in force\. /);
+  t.regex(formatDoctorReport(whole), /^sandbox +landlock\+seccomp$/m);
 });
 
 test('doctor verdict: no worker is unavailable, with how to build the helpers', (t) => {

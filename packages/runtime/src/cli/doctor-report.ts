@@ -68,9 +68,7 @@ export function assess(facts: DoctorFacts): DoctorReport {
     );
   if (facts.sandbox === 'none' || facts.sandbox === null) {
     problems.unshift(
-      layers.length === 0
-        ? 'no OS sandbox layer is in force (sandbox off): this release of Strata has none for this platform'
-        : 'no OS sandbox is in force (sandbox off)',
+      layers.length === 0 ? 'no OS sandbox layer is in force (sandbox off): this release of Strata has none for this platform' : whatIsInForce(layers),
     );
   }
   if (problems.length === 0) {
@@ -84,6 +82,28 @@ export function assess(facts: DoctorFacts): DoctorReport {
         ? "'strata run --sandbox require' refuses with the default layers until they are."
         : "the missing column says what this machine lacks (often an older kernel); 'strata run --sandbox require' refuses here.";
   return verdict('degraded', `degraded: ${problems.join('; ')}. ${capitalise(advice)}`);
+}
+
+/** The names of the layers at each enforcement, in report order. */
+export function layersByEnforcement(layers: readonly LayerReport[]): { readonly full: string[]; readonly partial: string[]; readonly none: string[] } {
+  const at = (enforcement: LayerReport['enforcement']) => layers.filter((l) => l.enforcement === enforcement).map((l) => l.name);
+  return { full: at('full'), partial: at('partial'), none: at('none') };
+}
+
+/**
+ * When `sandbox` is `'none'`: what is in force all the same. That name says only that the OS
+ * sandbox is not whole (landlock and seccomp both fully in force, or seatbelt), not that nothing
+ * is: seccomp may be full with Landlock partial. The layers not fully in force follow as problems.
+ */
+function whatIsInForce(layers: readonly LayerReport[]): string {
+  const { full, partial } = layersByEnforcement(layers);
+  if (full.length === 0 && partial.length === 0) return 'no OS sandbox is in force (sandbox off): no layer is in force';
+  const inForce = full.length === 0 ? 'no layer is fully in force' : `${listed(full)} ${full.length === 1 ? 'is' : 'are'} in force`;
+  return `${inForce}, but not the whole OS sandbox (sandbox 'none': it names only landlock+seccomp, or seatbelt, fully in force)`;
+}
+
+function listed(names: readonly string[]): string {
+  return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
 }
 
 function adviceWhenUnavailable(facts: DoctorFacts): string {

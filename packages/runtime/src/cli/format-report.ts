@@ -4,7 +4,7 @@
  * @module
  */
 import type { LayerReport } from '../layers/layer.js';
-import { layersOf, type DoctorReport } from './doctor-report.js';
+import { layersByEnforcement, layersOf, type DoctorReport } from './doctor-report.js';
 
 /** The columns of the layer table, named as the fields of a layer report. */
 export const LAYER_COLUMNS = ['name', 'version', 'requirement', 'enforcement', 'selfTest', 'provides', 'missing'] as const;
@@ -26,7 +26,7 @@ export function formatDoctorReport(report: DoctorReport): string {
     ],
     ['worker node', base === undefined ? '-' : base.workerNode],
     ['worker flags', base === undefined ? '-' : base.flags.join(' ') || '-'],
-    ['sandbox', report.sandbox ?? 'unknown (no worker)'],
+    ['sandbox', sandboxRow(report)],
     ['sandbox extras', report.sandboxExtras === null ? '-' : report.sandboxExtras.join(', ') || 'none'],
   ];
   const layers = layersOf(report.report);
@@ -46,6 +46,18 @@ export function formatDoctorReport(report: DoctorReport): string {
     report.summary,
     '',
   ].join('\n');
+}
+
+/** The sandbox's name, and when it is `'none'`, which layers are in force all the same. */
+function sandboxRow(report: DoctorReport): string {
+  if (report.sandbox === null) return 'unknown (no worker)';
+  const { full, partial } = layersByEnforcement(layersOf(report.report));
+  if (report.sandbox !== 'none' || (full.length === 0 && partial.length === 0)) return report.sandbox;
+  const parts = [
+    full.length > 0 ? `in force: ${full.join(', ')}` : 'no layer fully in force',
+    ...(partial.length > 0 ? [`partly: ${partial.join(', ')}`] : []),
+  ];
+  return `none (not the whole OS sandbox; ${parts.join('; ')})`;
 }
 
 /** One layer's row, in {@link LAYER_COLUMNS} order. */
