@@ -14,7 +14,10 @@ import { nativeArtifactPath } from '@strata/runtime/native';
 export interface LandlockAddon {
   /** The kernel's Landlock ABI. Throws when Landlock is missing or disabled. */
   abi(): number;
-  /** The kernel's errata bitmask, or -errno when it cannot say (-EINVAL before Linux 6.15). */
+  /**
+   * The kernel's errata bitmask, or -errno when it cannot say (-EINVAL where the kernel lacks the
+   * query: mainline before 6.15, unless the distribution backported it, as Debian's 6.1.192 did).
+   */
   errata(): number;
   /**
    * PR_SET_NO_NEW_PRIVS, then a domain handling every filesystem right of the running ABI with no

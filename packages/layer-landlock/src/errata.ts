@@ -1,6 +1,8 @@
 /**
  * Landlock errata: fixes the kernel reports with `landlock_create_ruleset(NULL, 0,
- * LANDLOCK_CREATE_RULESET_ERRATA)` (Linux 6.15). Bit N-1 set: erratum N is fixed in the running
+ * LANDLOCK_CREATE_RULESET_ERRATA)` (mainline Linux 6.15; distributions backport it to older
+ * kernels, e.g. Debian's 6.1.192 answers it, so the release alone does not say whether the query
+ * works: EINVAL means this kernel lacks it). Bit N-1 set: erratum N is fixed in the running
  * kernel (1: TCP rights no longer apply to other stream sockets, ABI 4; 2: scoped signals between
  * threads of one process, ABI 6; 3: disconnected directories, ABI 1). Reported, never acted on:
  * the kernel docs advise against weakening a sandbox because an erratum is not fixed.
