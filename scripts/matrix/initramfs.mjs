@@ -16,7 +16,8 @@
 //     or as the uid matrix_uid= names (/matrix/as-uid.mjs), between marker lines on the console;
 //     then /matrix/outside.mjs (outside.mjs here: what /proc shows of a running worker), as the
 //     same uid, /matrix/landlock-probe.mjs (landlock-probe.mjs here: what Landlock refuses when
-//     tried), and `strata run --sandbox require` on 1 + 1; then powers off. The loopback
+//     tried), the seccomp layer's compromised-worker suite (its test fixture: each dangerous call
+//     fired, refused or reached), and `strata run --sandbox require` on 1 + 1; then powers off. The loopback
 //     interface is brought up (for the probe's TCP attempt); there is no other network.
 // No kernel modules are added: Debian's 6.1 has Landlock, seccomp, user namespaces, the 8250
 // serial console, devtmpfs and gzip'd initramfs support built in (checked against config-*).
@@ -300,6 +301,13 @@ if [ "$uid" = 0 ]; then
 else
   timeout 90 node /matrix/as-uid.mjs "$uid" node /matrix/landlock-probe.mjs ${join(APP, 'packages/layer-landlock')} > /tmp/landlock.json 2> /tmp/landlock.err
 fi
+# The seccomp layer's compromised-worker suite (its own test fixture): the filter applied in a
+# child, then every dangerous call fired with bad arguments; each result says refused or reached.
+if [ "$uid" = 0 ]; then
+  timeout 90 env -i PATH="$PATH" node ${join(APP, 'packages/layer-seccomp/dist/test/fixtures/compromised-worker.js')} > /tmp/seccomp.json 2> /tmp/seccomp.err
+else
+  timeout 90 env -i PATH="$PATH" node /matrix/as-uid.mjs "$uid" node ${join(APP, 'packages/layer-seccomp/dist/test/fixtures/compromised-worker.js')} > /tmp/seccomp.json 2> /tmp/seccomp.err
+fi
 read up2 rest < /proc/uptime
 # strata run --sandbox require on 1 + 1: must refuse (exit 3) wherever doctor is not ok.
 if [ "$uid" = 0 ]; then
@@ -330,6 +338,11 @@ cat /tmp/landlock.json
 head -c 4000 /tmp/landlock.err
 echo
 echo "===STRATA-MATRIX-LANDLOCK-END==="
+echo "===STRATA-MATRIX-SECCOMP-BEGIN==="
+tail -n 1 /tmp/seccomp.json
+head -c 4000 /tmp/seccomp.err
+echo
+echo "===STRATA-MATRIX-SECCOMP-END==="
 echo "===STRATA-MATRIX-REQUIRE-BEGIN==="
 head -c 100000 /tmp/require.json
 echo

@@ -280,6 +280,12 @@ function parse(run) {
   } catch {
     result.problems.push(`the Landlock probe printed no JSON: ${landlockText.slice(0, 1000) || '(nothing)'}`);
   }
+  const seccompText = between(run.serial, 'SECCOMP-BEGIN', 'SECCOMP-END') ?? '';
+  try {
+    result.seccompSuite = JSON.parse(seccompText.split('\n')[0]);
+  } catch {
+    result.problems.push(`the seccomp compromised-worker suite printed no JSON: ${seccompText.slice(0, 1000) || '(nothing)'}`);
+  }
   const requireText = between(run.serial, 'REQUIRE-BEGIN', 'REQUIRE-END');
   try {
     const q = JSON.parse(requireText);
@@ -464,6 +470,18 @@ function crossCheck(r) {
   return out;
 }
 
+// The seccomp layer's own compromised-worker suite, run in the VM: every case as the policy says.
+function seccompCheck(r) {
+  const suite = r.seccompSuite;
+  if (!suite?.results) return [];
+  const seccomp = r.doctor?.report?.layers?.find((l) => l.name === 'seccomp');
+  const out = suite.results.filter((c) => !c.ok).map((c) => `seccomp suite: ${c.what}: got ${c.result}, expected ${c.expect}`);
+  if (suite.selfTest !== 'passed') out.push(`seccomp suite: the layer's self-test in the VM: ${suite.selfTest}`);
+  if (seccomp?.enforcement === 'full' && (suite.threads ?? []).some((t) => t.mode !== 2))
+    out.push('seccomp reported full, but a thread of the suite is not in filter mode');
+  return out;
+}
+
 function summarise(r) {
   const lines = [`== ${r.name}: ${r.about}`, `   kernel command line: ${r.append}`];
   const t = [`the whole boot ${r.bootSeconds} s wall (qemu ${opt.accel})`];
@@ -514,6 +532,10 @@ function summarise(r) {
       `   observed Landlock (landlock-probe.mjs, tried under strata-landlock alone): refused ${p.denied.join(', ') || 'nothing'}; allowed ${p.allowed.map((x) => `${x} (${probeCodes(p, x)})`).join(', ') || 'nothing'}`,
     );
   }
+  if (r.seccompSuite?.results) {
+    const cases = r.seccompSuite.results;
+    lines.push(`   observed seccomp (its compromised-worker suite in the VM): ${cases.filter((c) => c.ok).length} of ${cases.length} cases as the policy says`);
+  }
   if (r.require) {
     const q = r.require;
     lines.push(
@@ -533,7 +555,7 @@ console.log(
 const results = [];
 for (const cfg of chosen) {
   const r = parse(await boot(cfg));
-  r.checks = [...crossCheck(r), ...outsideCheck(r), ...landlockCheck(r)];
+  r.checks = [...crossCheck(r), ...outsideCheck(r), ...landlockCheck(r), ...seccompCheck(r)];
   results.push(r);
   console.log(summarise(r));
 }
