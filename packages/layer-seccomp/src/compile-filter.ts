@@ -7,9 +7,10 @@
  *  1. the architecture: anything but the native one is killed (SECCOMP_RET_KILL_PROCESS)
  *  2. numbers ≥ 0x40000000 (the x32 ABI's bit, and every negative number): EPERM
  *  3. numbers above the highest reviewed: ENOSYS
- *  4. the ENOSYS calls (clone3)
+ *  4. the ENOSYS calls (clone3, openat2)
  *  5. the deny list: EPERM
- *  6. the argument rules (clone, socket, ioctl, signals and scheduling of the worker itself)
+ *  6. the argument rules (clone, socket, ioctl, signals and scheduling of the worker itself,
+ *     open/openat: no O_TRUNC unless with O_CREAT | O_EXCL)
  *  7. everything else: allowed
  *
  * @module
@@ -154,6 +155,19 @@ function ruleBody(rule: ArgRule, pid: number): BpfInstruction[] {
         EPERM,
       ];
     }
+    case 'deny-if-bits': {
+      // ld arg; none of `bits` → ALLOW; then each bit of `unlessAll` missing → EPERM; else ALLOW.
+      // (A bit test is BPF_JSET: jump when (A & k) != 0, on the 32-bit word loaded.)
+      const unless = requiredBits(rule.unlessAll ?? 0);
+      return [
+        load(SECCOMP_DATA.argLow(rule.arg)),
+        insn(BPF.JMP_JSET_K, rule.bits, 1, 0),
+        ALLOW,
+        ...unless.map((bit, i) => insn(BPF.JMP_JSET_K, bit, 0, unless.length - i)),
+        ...(unless.length > 0 ? [ALLOW] : []),
+        EPERM,
+      ];
+    }
     case 'deny-if': {
       const { body, matchTargets } = conditionBlock(rule.condition, pid);
       // matches → EPERM (after ALLOW), no match → ALLOW
@@ -227,7 +241,11 @@ export function compileFilter(arch: Arch, pid: number, options: CompileOptions =
   let argRules = 0;
   for (const rule of ARG_RULES) {
     const nr = syscallNumber(rule.name, arch);
-    if (nr === undefined) throw new Error(`seccomp policy: the argument rule's ${rule.name} does not exist on ${arch}`);
+    const markedAbsent = rule.absentOn?.includes(arch) ?? false;
+    if (nr !== undefined && markedAbsent)
+      throw new Error(`seccomp policy: the argument rule's ${rule.name} is marked absent on ${arch} but is number ${nr} there`);
+    if (markedAbsent) continue;
+    if (nr === undefined) throw new Error(`seccomp policy: the argument rule's ${rule.name} does not exist on ${arch}; mark it absentOn: ['${arch}']`);
     if (denied.includes(nr) || enosys.includes(nr)) throw new Error(`seccomp policy: ${rule.name} is both denied and given an argument rule`);
     const body = ruleBody(rule, pid);
     if (body.length > 255) throw new Error(`seccomp policy: the rule for ${rule.name} is too long`);

@@ -39,6 +39,7 @@ const PROVIDES = Object.freeze([
   'no-network-sockets',
   'no-namespaces',
   'signals-self-only',
+  'no-path-truncate',
 ]);
 
 /** The test-fire's answer is the same for the whole process: it runs once. */
@@ -146,6 +147,10 @@ export function selfTestAttempts(arch: Arch, parentPid: number): Attempt[] {
     { what: 'io_uring_setup', nr: nr('io_uring_setup'), args: [0, 0], expect: -ERRNO.EPERM },
     { what: 'bpf', nr: nr('bpf'), args: [0, 0, 0], expect: -ERRNO.EPERM },
     { what: 'mount', nr: nr('mount'), args: [0, 0, 0, 0, 0], expect: -ERRNO.EPERM },
+    // a NULL path: EFAULT to the kernel, were these let through
+    { what: 'openat(AT_FDCWD, NULL, O_RDONLY | O_TRUNC)', nr: nr('openat'), args: [-100, 0, C.O_TRUNC, 0], expect: -ERRNO.EPERM },
+    { what: 'truncate(NULL, 0)', nr: nr('truncate'), args: [0, 0], expect: -ERRNO.EPERM },
+    { what: 'openat2', nr: nr('openat2'), args: [-100, 0, 0, 0], expect: -ERRNO.ENOSYS },
     { what: 'x32 getpid', nr: (X32_SYSCALL_BIT | (syscallNumber('getpid', arch) ?? 0)) >>> 0, args: [], expect: -ERRNO.EPERM },
   ];
 }
@@ -165,6 +170,8 @@ function selfTest(context: SelfTestContext): void {
   if (getpid !== process.pid) through.push(`getpid returned ${getpid}: allowed calls are broken`);
   const killSelf = addon.rawSyscall(syscallNumber('kill', arch)!, process.pid, 0);
   if (killSelf !== 0) through.push(`kill(self, 0) returned ${killSelf}: signals to the worker itself are broken`);
+  const openNull = addon.rawSyscall(syscallNumber('openat', arch)!, -100, 0, 0, 0);
+  if (openNull !== -14) through.push(`openat(AT_FDCWD, NULL, O_RDONLY) returned ${openNull}, expected EFAULT: opens without O_TRUNC are broken`);
   if (through.length > 0) throw new Error(`the seccomp filter let through: ${through.join('; ')}`);
   let threads: string | number;
   try {

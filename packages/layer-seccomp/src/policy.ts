@@ -8,6 +8,15 @@
  * tables list up to {@link HIGHEST_REVIEWED}, and answers ENOSYS to every number above it (calls
  * newer than this review, so a newer kernel adds nothing reachable).
  *
+ * Paths are Landlock's business, with one exception: truncation. Landlock before ABI 3 (Linux 6.2)
+ * has no truncate right, so under it `open(path, O_RDONLY | O_TRUNC)` truncates any file the worker
+ * may read and its uid may write (found booting Debian's 6.1, ABI 2), and `truncate(2)` on a path
+ * is not governed at all. So, on every kernel: `truncate` and `creat` are denied, `open`/`openat`
+ * with O_TRUNC are denied (unless with O_CREAT | O_EXCL, which can only make a new file: Landlock's
+ * make-file right decides that, and the other layers' self-tests create their probe files so), and
+ * `openat2`, whose flags the filter cannot read, is answered ENOSYS. `ftruncate` stays: it needs an
+ * fd opened for writing, which Landlock refuses on every ABI.
+ *
  * @module
  */
 import type { Arch } from './syscall-table.js';
@@ -160,6 +169,13 @@ export const DENY_GROUPS: readonly DenyGroup[] = Object.freeze([
     ],
   },
   {
+    group: 'truncating files, which Landlock governs only from ABI 3 (Linux 6.2)',
+    calls: [
+      eperm('truncate', 'no truncating a file by path: Landlock ABI 1-2 does not govern it, and the worker has no reason to'),
+      eperm('creat', 'open(O_CREAT | O_WRONLY | O_TRUNC): truncates an existing file (see the open/openat rules)', X86_ONLY),
+    ],
+  },
+  {
     group: 'identity and time',
     calls: [
       ...['setuid', 'setgid', 'setreuid', 'setregid', 'setresuid', 'setresgid', 'setfsuid', 'setfsgid', 'setgroups'].map((n) =>
@@ -198,6 +214,12 @@ export const ENOSYS_CALLS: readonly DeniedCall[] = Object.freeze([
     errno: 'ENOSYS' as const,
     reason: 'its flags are behind a pointer the filter cannot read; ENOSYS makes glibc fall back to clone, whose flags it can',
   }),
+  Object.freeze({
+    name: 'openat2',
+    errno: 'ENOSYS' as const,
+    reason:
+      "its flags (O_TRUNC among them) are behind a pointer the filter cannot read; glibc's open/openat and libuv do not use it, and ENOSYS is what kernels before 5.6 answer, so its callers fall back to openat, whose flags it can",
+  }),
 ]);
 
 /** A value an argument rule compares with: a number, or the worker's own pid (baked in when compiled). */
@@ -213,18 +235,27 @@ export interface ArgCondition {
  * A call allowed only with certain arguments:
  * - `allow-if`: allowed when every condition holds, else EPERM;
  * - `deny-if`: EPERM when the condition holds, else allowed;
- * - `clone-thread`: allowed when arg 0 has every bit of `required` and none of `forbidden`, else EPERM.
+ * - `clone-thread`: allowed when arg 0 has every bit of `required` and none of `forbidden`, else EPERM;
+ * - `deny-if-bits`: EPERM when `arg` (its low 32 bits) has any bit of `bits`, unless it also has
+ *   every bit of `unlessAll` (when given); else allowed.
+ *
+ * `absentOn` names the architectures whose kernel has no such call (the rule is left out there).
  */
-export type ArgRule =
+export type ArgRule = (
   | { readonly kind: 'allow-if'; readonly name: string; readonly conditions: readonly ArgCondition[]; readonly reason: string }
   | { readonly kind: 'deny-if'; readonly name: string; readonly condition: ArgCondition; readonly reason: string }
-  | { readonly kind: 'clone-thread'; readonly name: string; readonly required: number; readonly forbidden: number; readonly reason: string };
+  | { readonly kind: 'clone-thread'; readonly name: string; readonly required: number; readonly forbidden: number; readonly reason: string }
+  | { readonly kind: 'deny-if-bits'; readonly name: string; readonly arg: number; readonly bits: number; readonly unlessAll?: number; readonly reason: string }
+) & { readonly absentOn?: readonly Arch[] };
 
 /** Constants the rules use (uapi headers; the same values on x86_64 and aarch64). */
 export const CONSTANTS = Object.freeze({
   AF_UNIX: 1,
   AF_INET: 2,
   AF_INET6: 10,
+  O_CREAT: 0x40,
+  O_EXCL: 0x80,
+  O_TRUNC: 0x200,
   TIOCSTI: 0x5412,
   TIOCLINUX: 0x541c,
   PRIO_PROCESS: 0,
@@ -259,6 +290,18 @@ export const CLONE_NAMESPACE_FLAGS =
 
 const self = (name: string, arg: number, reason: string, orZero = true): ArgRule =>
   Object.freeze({ kind: 'allow-if' as const, name, conditions: [{ arg, values: orZero ? [0, 'pid' as const] : ['pid' as const] }], reason });
+
+/** open/openat with O_TRUNC: what an open with these flags can do that Landlock ABI 1-2 does not govern. */
+const noTruncatingOpen = (name: string, arg: number, absentOn?: readonly Arch[]): ArgRule =>
+  Object.freeze({
+    kind: 'deny-if-bits' as const,
+    name,
+    arg,
+    bits: C.O_TRUNC,
+    unlessAll: C.O_CREAT | C.O_EXCL,
+    reason: `no O_TRUNC (arg ${arg}, the flags): Landlock ABI 1-2 lets O_RDONLY | O_TRUNC truncate a readable file; allowed with O_CREAT | O_EXCL, which only ever makes a new file`,
+    ...(absentOn ? { absentOn } : {}),
+  });
 
 /** Calls allowed only with certain arguments. Pids are compared on their low 32 bits, as the kernel reads a pid_t. */
 export const ARG_RULES: readonly ArgRule[] = Object.freeze([
@@ -312,6 +355,8 @@ export const ARG_RULES: readonly ArgRule[] = Object.freeze([
     ],
     reason: 'I/O priority of the worker only: IOPRIO_WHO_PROCESS of itself (0 or its pid); found reachable on other processes by the sweep',
   },
+  noTruncatingOpen('open', 1, X86_ONLY),
+  noTruncatingOpen('openat', 2),
 ] as ArgRule[]);
 
 /** Every name the policy mentions (deny list, ENOSYS calls, argument rules). */
