@@ -152,9 +152,12 @@ export function readHostFacts(proc = '/proc'): HostFacts {
 /**
  * Whether this process is chrooted, as the kernel decides it for `unshare(CLONE_NEWUSER)`: its
  * root is not the root of its mount namespace. Where pid 1 shares the mount namespace and its root
- * can be read (root can), that root is compared with ours; else /proc/self/mountinfo shows no
- * mount at "/" when the root is a directory inside a mount (a chroot into a mount point shows one,
- * so that alone cannot clear it). `undefined`: could not be told.
+ * can be stat'd (root can), that root is compared with ours. Else the mount tables: each process's
+ * /proc/PID/mountinfo (world-readable) lists the mounts seen from its own root, with ids unique to
+ * the namespace. No mount at "/" in ours: the root is a directory inside a mount, a chroot. Ids in
+ * common with pid 1's: the same namespace, and then a chroot iff the mounts at "/" differ (a
+ * chroot into a mount point). `undefined`: could not be told (no /proc, or pid 1 in another mount
+ * namespace and a mount at our "/"). Assumes pid 1 itself is not chrooted.
  */
 export function isChrooted(proc = '/proc'): boolean | undefined {
   try {
@@ -164,15 +167,28 @@ export function isChrooted(proc = '/proc'): boolean | undefined {
       return ours.dev !== init.dev || ours.ino !== init.ino;
     }
   } catch {
-    // pid 1's root is not ours to read (another user's process): ask mountinfo.
+    // pid 1's namespace and root are not ours to read (another user's process): the mount tables.
   }
+  const ours = mountTable(`${proc}/self/mountinfo`);
+  if (ours === undefined) return undefined;
+  if (ours.atRoot.length === 0) return true;
+  const init = mountTable(`${proc}/1/mountinfo`);
+  if (init === undefined || !init.ids.some((id) => ours.ids.includes(id))) return undefined;
+  return ours.atRoot.join(' ') !== init.atRoot.join(' ');
+}
+
+/** The mount ids of a mountinfo file, and those mounted at "/" (in order); `undefined` if unreadable. */
+function mountTable(path: string): { ids: string[]; atRoot: string[] } | undefined {
+  let text: string;
   try {
-    const mountPoints = readFileSync(`${proc}/self/mountinfo`, 'utf8')
-      .split('\n')
-      .map((line) => line.split(' ')[4]);
-    if (!mountPoints.includes('/')) return true;
+    text = readFileSync(path, 'utf8');
   } catch {
-    // No /proc: unknown.
+    return undefined;
   }
-  return undefined;
+  // "ID PARENT MAJOR:MINOR ROOT MOUNT-POINT ...".
+  const rows = text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.split(' '));
+  return { ids: rows.map((row) => row[0]!), atRoot: rows.filter((row) => row[4] === '/').map((row) => row[0]!) };
 }

@@ -202,7 +202,7 @@ test('classifyDryRun: EPERM in a chroot is chrooted; not chrooted is forbidden; 
   t.regex(classifyDryRun(122, null, '', 'strata-emptyroot: maps: EPERM: x: y\n', { chrooted: true }).message, /AppArmor/);
 });
 
-test('readHostFacts reads the limit and mountinfo from a /proc; isChrooted: a root that is no mount point is a chroot', (t) => {
+test('readHostFacts reads the limit and mountinfo from a /proc; isChrooted: a root that is no mount point, or other mounts at "/" than pid 1 has, is a chroot', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'strata-emptyroot-proc-'));
   try {
     mkdirSync(join(dir, 'sys', 'user'), { recursive: true });
@@ -213,7 +213,22 @@ test('readHostFacts reads the limit and mountinfo from a /proc; isChrooted: a ro
     t.deepEqual(readHostFacts(dir), { maxUserNamespaces: 0, chrooted: true });
     writeFileSync(join(dir, 'self', 'mountinfo'), '1 0 8:1 / / rw - ext4 /dev/sda1 rw\n30 1 0:26 / /proc rw - proc proc rw\n');
     writeFileSync(join(dir, 'sys', 'user', 'max_user_namespaces'), '15000\n');
-    t.deepEqual(readHostFacts(dir), { maxUserNamespaces: 15000, chrooted: undefined }, 'a mount at "/" may still be a chroot into a mount point');
+    t.deepEqual(readHostFacts(dir), { maxUserNamespaces: 15000, chrooted: undefined }, 'a mount at "/", and no pid 1 to compare with');
+    // pid 1's mount table (world-readable, unlike its root and namespace links): the same ids are the same namespace.
+    mkdirSync(join(dir, '1'));
+    const table: [string, string, boolean | undefined][] = [
+      ['the same mounts at "/" as pid 1', '1 0 8:1 / / rw - ext4 /dev/sda1 rw\n30 1 0:26 / /proc rw - proc proc rw\n', false],
+      [
+        'pid 1 has another mount at "/": a chroot into a mount point',
+        '7 0 8:1 / / rw - ext4 /dev/sda1 rw\n1 7 8:1 / /srv rw - ext4 /dev/sda1 rw\n30 1 0:26 / /srv/proc rw - proc proc rw\n',
+        true,
+      ],
+      ['no mount id in common: another mount namespace', '101 0 8:1 / / rw - ext4 /dev/sda1 rw\n', undefined],
+    ];
+    for (const [name, init, chrooted] of table) {
+      writeFileSync(join(dir, '1', 'mountinfo'), init);
+      t.is(isChrooted(dir), chrooted, name);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
