@@ -2,7 +2,7 @@
  * strata-emptyroot — runs a program in new user, mount, network and IPC namespaces whose root is an
  * empty tmpfs holding read-only binds of exactly the given paths, with every capability dropped.
  *
- *   strata-emptyroot --stage DIR [--dry-run] OP... -- /abs/path/to/program [arg...]
+ *   strata-emptyroot --stage DIR [--dry-run] [--no-pivot] OP... -- /abs/path/to/program [arg...]
  *
  *   OP, executed in the order given; P is an absolute path in the new root, the same as on the host:
  *     --mkdir P       an empty directory
@@ -22,7 +22,12 @@
  *   3. identity maps: setgroups denied, uid U -> U, gid G -> G (the ids inside are those outside)
  *   4. every mount private: nothing done here propagates back to the host
  *   5. a small tmpfs on DIR, then the ops into it, each bind made read-only, nosuid, nodev
- *   6. the tmpfs itself read-only; pivot_root into it; the old root detached
+ *   6. the tmpfs itself read-only; pivot_root into it; the old root detached. Where / is the
+ *      initramfs's rootfs (a mount with no parent), pivot_root answers EINVAL: then, as runc does,
+ *      the tmpfs is moved onto / (MS_MOVE) and made the root with chroot("."). The old root's
+ *      mounts then stay in this mount namespace, beneath the tmpfs and out of reach of any path;
+ *      leaving a chroot takes CAP_SYS_CHROOT, dropped in step 7 (and a chrooted process can make
+ *      no user namespace). --no-pivot takes that way anywhere (for the tests).
  *   7. securebits locked, bounding and ambient sets emptied, every capability dropped, checked
  *   8. execv() the program (--dry-run: check the host is gone, print "ok", exit 0)
  *
@@ -116,7 +121,7 @@ static void die(int status, const char *step, int err, const char *what) {
 }
 
 static void usage(const char *what) {
-  fprintf(stderr, "strata-emptyroot: usage: %s; usage: --stage DIR [--dry-run] [--mkdir P | --symlink T P | --bind-dir P | --bind-file P]... -- /abs/program [arg...]\n", what);
+  fprintf(stderr, "strata-emptyroot: usage: %s; usage: --stage DIR [--dry-run] [--no-pivot] [--mkdir P | --symlink T P | --bind-dir P | --bind-file P]... -- /abs/program [arg...]\n", what);
   exit(EXIT_USAGE);
 }
 
@@ -131,6 +136,7 @@ struct op {
 struct options {
   const char *stage;
   bool dry_run;
+  bool no_pivot;
   struct op *ops;
   int op_count;
   char **program; /* argv of the program, NULL-terminated */
@@ -159,6 +165,10 @@ static void parse_arguments(int argc, char **argv, struct options *opt) {
     struct op *op = &opt->ops[opt->op_count];
     if (strcmp(flag, "--dry-run") == 0) {
       opt->dry_run = true;
+      continue;
+    }
+    if (strcmp(flag, "--no-pivot") == 0) {
+      opt->no_pivot = true;
       continue;
     }
     if (i + 1 >= argc) usage("an option lacks its value");
@@ -250,6 +260,30 @@ static void run_op(const char *stage, const struct op *op) {
   make_read_only(where, op->path);
 }
 
+/* Whether "/" is on this mount namespace's root mount, the one with no parent: the initramfs's
+ * rootfs, which pivot_root(2) cannot move. /proc/self/mountinfo gives it as its own parent. */
+static bool root_is_rootfs(void) {
+  FILE *mountinfo = fopen("/proc/self/mountinfo", "re");
+  if (mountinfo == NULL) return false;
+  char *line = NULL;
+  size_t size = 0;
+  bool rootfs = false;
+  while (!rootfs && getline(&line, &size, mountinfo) > 0) {
+    int id, parent, end = 0;
+    /* "ID PARENT MAJOR:MINOR ROOT MOUNT-POINT ...": the mount point "/" is written as "/ ". */
+    if (sscanf(line, "%d %d %*s %*s /%n", &id, &parent, &end) == 2 && end > 0 && line[end] == ' ') rootfs = id == parent;
+  }
+  free(line);
+  fclose(mountinfo);
+  return rootfs;
+}
+
+/* Step 6 on the rootfs (the working directory is the new root): runc's way without pivot_root. */
+static void move_root(void) {
+  if (mount(".", "/", NULL, MS_MOVE, NULL) != 0) die(EXIT_ROOT, "root", errno, "moving the new root onto / (the rootfs, where pivot_root cannot be used)");
+  if (chroot(".") != 0) die(EXIT_ROOT, "root", errno, "chroot into the new root");
+}
+
 /* Steps 4 to 6. */
 static void build_root(const struct options *opt) {
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die(EXIT_ROOT, "root", errno, "making every mount private");
@@ -258,8 +292,15 @@ static void build_root(const struct options *opt) {
   if (mount(NULL, opt->stage, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) die(EXIT_ROOT, "root", errno, "making the new root read-only");
   /* pivot_root(".", "."): the old root ends up on top of the new one, and is then detached. */
   if (chdir(opt->stage) != 0) die(EXIT_ROOT, "root", errno, opt->stage);
-  if (syscall(SYS_pivot_root, ".", ".") != 0) die(EXIT_ROOT, "root", errno, "pivot_root");
-  if (umount2(".", MNT_DETACH) != 0) die(EXIT_ROOT, "root", errno, "detaching the old root");
+  if (opt->no_pivot) {
+    move_root();
+  } else if (syscall(SYS_pivot_root, ".", ".") == 0) {
+    if (umount2(".", MNT_DETACH) != 0) die(EXIT_ROOT, "root", errno, "detaching the old root");
+  } else {
+    int err = errno;
+    if (err != EINVAL || !root_is_rootfs()) die(EXIT_ROOT, "root", err, "pivot_root");
+    move_root();
+  }
   if (chdir("/") != 0) die(EXIT_ROOT, "root", errno, "/");
 }
 

@@ -63,37 +63,42 @@ async function hostListeners(): Promise<{ port: number; abstract: string; server
 
 for (const nobody of root ? [false, true] : [false]) {
   const who = nobody ? 'as uid 65534' : root ? 'as root' : 'as this user';
-  maybe(`${who}: inside the empty root the host's paths do not exist, nothing is writable, and the host's network is out of reach`, async (t) => {
-    const listeners = await hostListeners();
-    try {
-      const nodeModules = realpathSync(join(dirname(fileURLToPath(import.meta.resolve('@strata/runtime/package.json'))), '..', '..', 'node_modules'));
-      const script = ATTACK.replace('__ARGS__', JSON.stringify([listeners.port, listeners.abstract, nodeModules]));
-      const out = await new Promise<Record<string, any>>((resolve, reject) => {
-        // Asynchronously: the listeners answer from this process's event loop.
-        const args = [...helperArguments(rootPlanFor({})), '--', process.execPath, '--input-type=module', '-e', script];
-        const child = spawn(EMPTYROOT_HELPER, args, { env: {}, cwd: '/', stdio: ['ignore', 'pipe', 'pipe'], ...as(nobody) });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (c: Buffer) => (stdout += c));
-        child.stderr.on('data', (c: Buffer) => (stderr += c));
-        child.on('close', (code) => (code === 0 ? resolve(JSON.parse(stdout.trim().split('\n').pop()!)) : reject(new Error(`exit ${code}: ${stderr}`))));
-      });
-      t.is(out.uid, nobody && root ? 65534 : process.getuid!(), 'the uid inside is the uid outside');
-      for (const [path, code] of Object.entries(out.hostPaths)) t.is(code, 'ENOENT', path);
-      // Only what the plan made: no etc/passwd, tmp, home, var... at the top of the new root.
-      const top = new Set(rootPlanFor({}).ops.map((o) => o.path.split('/')[1]));
-      t.deepEqual(out.root, [...top].sort());
-      t.is(out.writeRoot, 'EROFS');
-      t.is(out.writeBound, 'EROFS', 'a bound directory is read-only, even to root inside');
-      t.is(out.mkdirProc, 'EROFS');
-      t.is(out.readBound, 'none', 'the bound files are readable');
-      t.true(['ENETUNREACH', 'ECONNREFUSED'].includes(out.tcp), `TCP to the host's 127.0.0.1 gave ${out.tcp}`);
-      t.is(out.abstractUnix, 'ECONNREFUSED', "the host's abstract unix sockets are in another network namespace");
-      t.is(listeners.accepted(), 0, 'the host accepted no connection');
-    } finally {
-      for (const server of listeners.servers) server.close();
-    }
-  });
+  // --no-pivot: the way taken where / is the initramfs's rootfs (pivot_root answers EINVAL there):
+  // the new root moved onto / and chroot("."), with the old root's mounts left beneath it.
+  for (const noPivot of [false, true]) {
+    const how = noPivot ? ' (--no-pivot: MS_MOVE onto / and chroot, as on the initramfs rootfs)' : '';
+    maybe(`${who}${how}: inside the empty root the host's paths do not exist, nothing is writable, and the host's network is out of reach`, async (t) => {
+      const listeners = await hostListeners();
+      try {
+        const nodeModules = realpathSync(join(dirname(fileURLToPath(import.meta.resolve('@strata/runtime/package.json'))), '..', '..', 'node_modules'));
+        const script = ATTACK.replace('__ARGS__', JSON.stringify([listeners.port, listeners.abstract, nodeModules]));
+        const out = await new Promise<Record<string, any>>((resolve, reject) => {
+          // Asynchronously: the listeners answer from this process's event loop.
+          const args = [...(noPivot ? ['--no-pivot'] : []), ...helperArguments(rootPlanFor({})), '--', process.execPath, '--input-type=module', '-e', script];
+          const child = spawn(EMPTYROOT_HELPER, args, { env: {}, cwd: '/', stdio: ['ignore', 'pipe', 'pipe'], ...as(nobody) });
+          let stdout = '';
+          let stderr = '';
+          child.stdout.on('data', (c: Buffer) => (stdout += c));
+          child.stderr.on('data', (c: Buffer) => (stderr += c));
+          child.on('close', (code) => (code === 0 ? resolve(JSON.parse(stdout.trim().split('\n').pop()!)) : reject(new Error(`exit ${code}: ${stderr}`))));
+        });
+        t.is(out.uid, nobody && root ? 65534 : process.getuid!(), 'the uid inside is the uid outside');
+        for (const [path, code] of Object.entries(out.hostPaths)) t.is(code, 'ENOENT', path);
+        // Only what the plan made: no etc/passwd, tmp, home, var... at the top of the new root.
+        const top = new Set(rootPlanFor({}).ops.map((o) => o.path.split('/')[1]));
+        t.deepEqual(out.root, [...top].sort());
+        t.is(out.writeRoot, 'EROFS');
+        t.is(out.writeBound, 'EROFS', 'a bound directory is read-only, even to root inside');
+        t.is(out.mkdirProc, 'EROFS');
+        t.is(out.readBound, 'none', 'the bound files are readable');
+        t.true(['ENETUNREACH', 'ECONNREFUSED'].includes(out.tcp), `TCP to the host's 127.0.0.1 gave ${out.tcp}`);
+        t.is(out.abstractUnix, 'ECONNREFUSED', "the host's abstract unix sockets are in another network namespace");
+        t.is(listeners.accepted(), 0, 'the host accepted no connection');
+      } finally {
+        for (const server of listeners.servers) server.close();
+      }
+    });
+  }
 
   maybe(`${who}: from outside, the child has its own user, mount, network and IPC namespaces and no capability at all`, async (t) => {
     const args = [
@@ -137,6 +142,18 @@ maybe('user namespaces forbidden (simulated): the dry run says forbidden, EPERM,
   const child = spawnSync(SIMULATE, args, { env: {}, encoding: 'utf8', timeout: 10_000, cwd: '/', ...as(true) });
   t.is(child.status, HELPER_EXIT.unshare);
   t.regex(child.stderr, /^strata-emptyroot: unshare: EPERM: /m);
+});
+
+maybe('--no-pivot: the dry run passes, and the host is out of reach from the moved root as from the pivoted one', (t) => {
+  const child = spawnSync(EMPTYROOT_HELPER, ['--no-pivot', '--dry-run', ...helperArguments(rootPlanFor({})), '--', EMPTYROOT_HELPER], {
+    env: {},
+    encoding: 'utf8',
+    timeout: 10_000,
+    cwd: '/',
+    ...as(true),
+  });
+  t.is(child.status, 0, child.stderr);
+  t.is(child.stdout, 'ok\n');
 });
 
 maybe('bad arguments are usage errors (status 120), before anything is unshared', (t) => {
