@@ -90,7 +90,7 @@ export function platformTable(results) {
   }
   for (const r of results.vm ?? []) {
     row([
-      `Debian ${results.kernelRelease}, ${r.about.replace(`Debian's ${results.kernelRelease} `, '')} (\`${r.name}\`)`,
+      `${/^Debian's \S+-(amd64|arm64) /.test(r.about) ? `Debian ${r.about.slice(9)}` : `Debian ${results.kernelRelease}, ${r.about.replace(/^Debian's /, "Debian's ")}`} (\`${r.name}\`)`,
       `**observed on a real kernel** (qemu ${results.accel}, ${r.bootSeconds} s)${r.checks?.length ? `; ${r.checks.length} mismatch(es) open` : ''}`,
       layerCell(r.doctor, 'emptyroot'),
       layerCell(r.doctor, 'landlock'),
@@ -118,7 +118,8 @@ export function platformTable(results) {
       requireCell(s.requireExit, s.doctor),
     ]);
   }
-  row(['Linux aarch64', '*not verified* (its prebuilds are cross-compiled and checked; no arm64 VM run yet)', '—', '—', '—', '—']);
+  if (!(results.vm ?? []).some((r) => r.name.endsWith('-arm64') && r.doctor))
+    row(['Linux aarch64', '*not verified* (its prebuilds are cross-compiled and checked; no arm64 VM run)', '—', '—', '—', '—']);
   row(['macOS (Seatbelt)', '*not verified* (no Mac here; the worker does not start on macOS yet)', '—', '—', '—', '—']);
   return rows.join('\n');
 }
