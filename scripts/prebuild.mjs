@@ -8,59 +8,25 @@
 //   node scripts/prebuild.mjs [--arch x64|arm64]...   (default: both; an arch whose toolchain is
 //   missing is skipped by default and an error when asked for by name)
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NATIVE_TARGETS } from '../packages/runtime/native/scripts/targets.mjs';
+import { compileFlags, elfMachine, nodeHeaders } from './native-flags.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const TOOLCHAIN = { x64: { prefix: 'x86_64-linux-gnu-', elfMachine: 62 }, arm64: { prefix: 'aarch64-linux-gnu-', elfMachine: 183 } };
 const arches = process.argv.flatMap((a, i, all) => (all[i - 1] === '--arch' ? [a] : []));
 const wanted = arches.length > 0 ? arches : ['x64', 'arm64'];
 
-// Node-API and V8's headers are the same for every arch (the node-linux-<cpu> packages differ only
-// in config.gypi, and not in anything an addon is compiled with): the host's are used for both.
-const headers = [join(root, 'node_modules', `node-linux-${process.arch}`), resolve(dirname(process.execPath), '..')]
-  .map((dir) => join(dir, 'include', 'node'))
-  .find((dir) => existsSync(join(dir, 'node_api.h')) && existsSync(join(dir, 'v8.h')));
+const headers = nodeHeaders(root);
 if (!headers) fail(`no Node headers (include/node) in node_modules/node-linux-${process.arch} nor beside ${process.execPath}: run \`npm ci\``);
-
-// What node-gyp's common.gypi gives every target, then each kind's own flags (binding.gyp).
-const COMMON = ['-O2', '-fno-omit-frame-pointer', '-pthread', '-D_FILE_OFFSET_BITS=64', '-D_LARGEFILE_SOURCE'];
-const C = ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'];
 // strata-napi.h, shared by every addon (the layers' binding.gyp finds it through @strata/runtime).
 const SHARED_HEADERS = join(root, 'packages', 'runtime', 'native');
-const NODE = (t) => [
-  '-fPIC',
-  '-shared',
-  `-I${headers}`,
-  `-I${SHARED_HEADERS}`,
-  '-DBUILDING_NODE_EXTENSION',
-  `-DNODE_GYP_MODULE_NAME=${t.name.replace(/\.node$/, '')}`,
-];
-const CXX = ['-std=gnu++20', '-fno-rtti', '-fno-exceptions', '-fno-strict-aliasing', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Werror'];
-const V8 = ['-DUSING_V8_SHARED=1', '-DUSING_UV_SHARED=1', '-DV8_DEPRECATION_WARNINGS=1', '-DV8_ENABLE_WEBASSEMBLY', '-D_GLIBCXX_USE_CXX11_ABI=1'];
 
 function fail(message) {
   console.error(`prebuild: ${message}`);
   process.exit(1);
-}
-
-function flagsFor(target) {
-  const relro = target.relro ? ['-Wl,-z,relro,-z,now'] : [];
-  if (target.kind === 'executable') return { compiler: 'gcc', flags: [...COMMON, ...C, ...relro] };
-  if (target.kind === 'addon') return { compiler: 'gcc', flags: [...COMMON, ...C, ...NODE(target), ...relro] };
-  if (target.kind === 'cxx-addon') return { compiler: 'g++', flags: [...COMMON, ...CXX, ...NODE(target), ...V8, ...relro] };
-  fail(`${target.name}: unknown kind ${target.kind}`);
-}
-
-/** e_machine of an ELF file (62 x86-64, 183 AArch64). */
-function elfMachine(path) {
-  const fd = openSync(path, 'r');
-  const head = Buffer.alloc(20);
-  readSync(fd, head, 0, 20, 0);
-  closeSync(fd);
-  return head.readUInt32BE(0) === 0x7f454c46 ? head.readUInt16LE(18) : undefined;
 }
 
 /** Debian's package names for a cross toolchain, for the error that says what to install. */
@@ -95,7 +61,7 @@ for (const arch of wanted) {
     rmSync(building, { recursive: true, force: true });
     mkdirSync(building, { recursive: true });
     for (const target of targets) {
-      const { compiler, flags } = flagsFor(target);
+      const { compiler, flags } = compileFlags(target, headers, SHARED_HEADERS);
       const output = join(building, target.name);
       const args = [...flags, '-o', output, ...target.sources];
       const result = spawnSync(prefix + compiler, args, { cwd: dir, stdio: 'inherit' });

