@@ -54,6 +54,25 @@ try {
 }
 process.exit(status);
 
+/** What fetch.sh got, by arch: its versions.txt lines (package version architecture). */
+function fetchedVersions() {
+  const cache = resolve(process.env.MATRIX_CACHE ?? join(repo, '.matrix-cache'));
+  const versions = {};
+  for (const [arch, dir] of [
+    ['x64', cache],
+    ['arm64', join(cache, 'arm64')],
+  ]) {
+    try {
+      versions[arch] = readFileSync(join(dir, 'versions.txt'), 'utf8')
+        .split('\n')
+        .filter((line) => line !== '' && !line.startsWith('#'));
+    } catch {
+      // Not fetched for this arch.
+    }
+  }
+  return versions;
+}
+
 function matrix() {
   // The VMs.
   const vmJson = join(scratch, 'vm.json');
@@ -90,7 +109,15 @@ function matrix() {
 
   // The serial logs stay in the cache: the results name them relative to it, never by this machine's paths.
   for (const r of vm.results) if (typeof r.log === 'string') r.log = r.log.replace(/^.*\/logs\//, 'logs/');
-  const results = { kernelRelease: vm.kernelRelease, accel: vm.accel, date: new Date().toISOString().slice(0, 10), host, simulated, vm: vm.results };
+  const results = {
+    kernelRelease: vm.kernelRelease,
+    accel: vm.accel,
+    date: new Date().toISOString().slice(0, 10),
+    versions: fetchedVersions(),
+    host,
+    simulated,
+    vm: vm.results,
+  };
   // Doctor on this machine names its files (helpers, node): as <repo>/…, never this machine's paths.
   writeFileSync(out, `${JSON.stringify(results, null, 2).replaceAll(repo, '<repo>')}\n`);
 
