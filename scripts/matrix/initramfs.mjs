@@ -17,7 +17,8 @@
 //     then /matrix/outside.mjs (outside.mjs here: what /proc shows of a running worker), as the
 //     same uid, /matrix/landlock-probe.mjs (landlock-probe.mjs here: what Landlock refuses when
 //     tried), the seccomp layer's compromised-worker suite (its test fixture: each dangerous call
-//     fired, refused or reached), and `strata run --sandbox require` on 1 + 1; then powers off. The loopback
+//     fired, refused or reached), the same suite under the whole sandbox through the real launch
+//     chain (/matrix/full-chain.mjs), and `strata run --sandbox require` on 1 + 1; then powers off. The loopback
 //     interface is brought up (for the probe's TCP attempt); there is no other network.
 // No kernel modules are added: Debian's 6.1 has Landlock, seccomp, user namespaces, the 8250
 // serial console, devtmpfs and gzip'd initramfs support built in (checked against config-*).
@@ -408,6 +409,12 @@ if [ "$uid" = 0 ]; then
 else
   timeout 90 env -i PATH="$PATH" node /matrix/as-uid.mjs "$uid" node ${join(APP, 'packages/layer-seccomp/dist/test/fixtures/compromised-worker.js')} > /tmp/seccomp.json 2> /tmp/seccomp.err
 fi
+# The same suite under the whole sandbox, through the real launch chain (/matrix/full-chain.mjs).
+if [ "$uid" = 0 ]; then
+  timeout 90 env -i PATH="$PATH" node /matrix/full-chain.mjs ${APP} > /tmp/chain.json 2> /tmp/chain.err
+else
+  timeout 90 env -i PATH="$PATH" node /matrix/as-uid.mjs "$uid" node /matrix/full-chain.mjs ${APP} > /tmp/chain.json 2> /tmp/chain.err
+fi
 read up2 rest < /proc/uptime
 # strata run --sandbox require on 1 + 1: must refuse (exit 3) wherever doctor is not ok.
 if [ "$uid" = 0 ]; then
@@ -443,6 +450,11 @@ tail -n 1 /tmp/seccomp.json
 head -c 4000 /tmp/seccomp.err
 echo
 echo "===STRATA-MATRIX-SECCOMP-END==="
+echo "===STRATA-MATRIX-CHAIN-BEGIN==="
+tail -n 1 /tmp/chain.json
+head -c 4000 /tmp/chain.err
+echo
+echo "===STRATA-MATRIX-CHAIN-END==="
 echo "===STRATA-MATRIX-REQUIRE-BEGIN==="
 head -c 100000 /tmp/require.json
 echo
@@ -460,6 +472,7 @@ writeFileSync(inStage('init'), init, { mode: 0o755 });
 ensureDir('matrix');
 copyFile(join(here, 'outside.mjs'), 'matrix/outside.mjs');
 copyFile(join(here, 'landlock-probe.mjs'), 'matrix/landlock-probe.mjs');
+copyFile(join(here, 'full-chain.mjs'), 'matrix/full-chain.mjs');
 writeFileSync(inStage('matrix/one-plus-one.js'), '1 + 1\n');
 writeFileSync(
   inStage('matrix/as-uid.mjs'),

@@ -342,6 +342,12 @@ function parse(run) {
   } catch {
     result.problems.push(`the seccomp compromised-worker suite printed no JSON: ${seccompText.slice(0, 1000) || '(nothing)'}`);
   }
+  const chainText = between(run.serial, 'CHAIN-BEGIN', 'CHAIN-END') ?? '';
+  try {
+    result.chainSuite = JSON.parse(chainText.split('\n')[0]);
+  } catch {
+    result.problems.push(`the full-chain suite printed no JSON: ${chainText.slice(0, 1000) || '(nothing)'}`);
+  }
   const requireText = between(run.serial, 'REQUIRE-BEGIN', 'REQUIRE-END');
   try {
     const q = JSON.parse(requireText);
@@ -539,6 +545,20 @@ function seccompCheck(r) {
   return out;
 }
 
+// The seccomp suite under the whole sandbox (full-chain.mjs): it ran, and every case held.
+function chainCheck(r) {
+  const suite = r.chainSuite;
+  if (suite === undefined) return [];
+  const layers = r.doctor?.report?.layers ?? [];
+  const expected = layers.length > 0 && layers.every((l) => l.enforcement !== 'none');
+  if (suite.error) return expected ? [`the full chain did not run where doctor reports every layer in force: ${suite.error.slice(0, 500)}`] : [];
+  const out = (suite.results ?? []).filter((c) => !c.ok).map((c) => `full chain: ${c.what}: got ${c.result}, expected ${c.expect}`);
+  if (suite.selfTest !== 'passed') out.push(`full chain: the seccomp self-test: ${suite.selfTest}`);
+  if ((suite.threads ?? []).some((t) => t.mode !== 2 || t.noNewPrivs !== 1)) out.push('full chain: a thread without the filter or NoNewPrivs');
+  if (suite.abstractConnect === 'connected') out.push('full chain: an abstract unix socket connected');
+  return out;
+}
+
 function summarise(r) {
   const lines = [`== ${r.name}: ${r.about}`, `   kernel command line: ${r.append}`];
   const t = [`the whole boot ${r.bootSeconds} s wall (qemu ${r.arch ? `${r.arch} ${r.accel}` : opt.accel})`];
@@ -589,6 +609,12 @@ function summarise(r) {
       `   observed Landlock (landlock-probe.mjs, tried under strata-landlock alone): refused ${p.denied.join(', ') || 'nothing'}; allowed ${p.allowed.map((x) => `${x} (${probeCodes(p, x)})`).join(', ') || 'nothing'}`,
     );
   }
+  if (r.chainSuite?.results) {
+    const cases = r.chainSuite.results;
+    lines.push(
+      `   observed under the whole sandbox (the suite through the real launch chain): ${cases.filter((c) => c.ok).length} of ${cases.length} cases as the policy says`,
+    );
+  } else if (r.chainSuite?.error) lines.push(`   the whole sandbox's chain did not run: ${r.chainSuite.error.slice(0, 300)}`);
   if (r.seccompSuite?.results) {
     const cases = r.seccompSuite.results;
     lines.push(`   observed seccomp (its compromised-worker suite in the VM): ${cases.filter((c) => c.ok).length} of ${cases.length} cases as the policy says`);
@@ -615,7 +641,7 @@ for (const arch of [...new Set(chosen.map((c) => c.arch ?? 'x64'))]) {
 const results = [];
 for (const cfg of chosen) {
   const r = parse(await boot(cfg));
-  r.checks = [...crossCheck(r), ...outsideCheck(r), ...landlockCheck(r), ...seccompCheck(r)];
+  r.checks = [...crossCheck(r), ...outsideCheck(r), ...landlockCheck(r), ...seccompCheck(r), ...chainCheck(r)];
   results.push(r);
   console.log(summarise(r));
 }
