@@ -143,4 +143,4 @@ const allowedRights = [];
 for (const [right, names] of Object.entries(RIGHTS)) {
   (names.every((n) => attempts[n]?.denied) ? deniedRights : allowedRights).push(right);
 }
-console.log(JSON.stringify({ abi, attempts, denied: deniedRights, allowed: allowedRights }));
+console.log(JSON.stringify({ abi, attempts, rights: RIGHTS, denied: deniedRights, allowed: allowedRights }));

@@ -425,16 +425,9 @@ function landlockCheck(r) {
   }
   return out;
 }
-const PROBE_RIGHTS = {
-  'fs-read-only-runtime': ['read /etc/passwd', 'list /'],
-  'fs-no-write': ['create a file', 'mkdir'],
-  'fs-truncate': ['truncate'],
-  'tcp-deny': ['tcp connect 127.0.0.1'],
-  'scope-signal': ['kill(parent, 0)'],
-  'scope-abstract-unix': ['abstract unix connect'],
-};
+// The attempts each right stands for, as the probe itself says (landlock-probe.mjs's RIGHTS).
 function probeCodes(p, right) {
-  return (PROBE_RIGHTS[right] ?? []).map((n) => `${n}: ${p.attempts[n]?.code}`).join(', ');
+  return (p.rights?.[right] ?? []).map((n) => `${n}: ${p.attempts[n]?.code}`).join(', ');
 }
 
 function outsideLine(r) {
