@@ -3,8 +3,17 @@
 # repository root, gitignored; override with MATRIX_CACHE), from Debian's archive with
 # `apt-get download`, and records the exact versions in versions.txt, which it prints.
 #
-#   - the kernel: linux-image-6.1.0-N-amd64 (Debian 12's 6.1; MATRIX_KERNEL_PKG picks one,
-#     otherwise the highest N the apt lists offer), extracted for /boot/vmlinuz-* and config-*;
+#   - the kernels (only their /boot files, or vmlinuz and config): Debian 12's 6.1
+#     (linux-image-6.1.0-N-amd64, Landlock ABI 2; MATRIX_KERNEL_PKG picks one, otherwise the
+#     highest N the apt lists offer) and 6.12 (linux-image-6.12.N+deb12-amd64 from its updates,
+#     Landlock ABI 6; MATRIX_KERNEL_612_PKG), and from trixie-backports (Debian 13), through an
+#     apt state of the cache's own (<cache>/apt: the host's lists and sources are not touched;
+#     apt checks the archive's signature with the host's debian-archive-keyring): 6.18
+#     (linux-image-6.18.N+deb13-amd64, the series of the machine this was written on, Landlock
+#     ABI 7; MATRIX_KERNEL_618_PKG) and the newest 7.x (linux-binary-7.N+deb13-amd64 with
+#     linux-base-7.N+deb13-amd64, which holds its config; MATRIX_KERNEL_7_VERSION, e.g.
+#     7.3.4+deb13-amd64). The file `kernels` in the cache names them, a line
+#     `SERIES RELEASE VMLINUZ CONFIG` each (series 6.1, 6.12, 6.18, 7; files relative to root/);
 #   - busybox-static (the initramfs's shell and tools);
 #   - qemu-system-x86, downloaded and extracted (not installed: nothing outside the cache is
 #     touched), with qemu-system-common/-data, seabios (the BIOS) and every package in their
@@ -51,23 +60,32 @@ for tool in apt-get apt-cache dpkg-deb dpkg-query; do
   command -v "$tool" >/dev/null 2>&1 || fail "$tool is not on PATH (a Debian-based host is needed)"
 done
 
-# The kernel package: explicit, or the highest linux-image-6.1.0-N-amd64 the lists know.
-kernel_pkg=${MATRIX_KERNEL_PKG:-}
-if [ -z "$kernel_pkg" ]; then
-  kernel_pkg=$(apt-cache search --names-only "^linux-image-6\\.1\\.0-[0-9]+-$arch\$" \
-    | awk '{print $1}' | sort -t- -k5,5n | tail -n 1)
-  [ -n "$kernel_pkg" ] || fail "no linux-image-6.1.0-*-$arch in the apt lists (is this Debian 12? try apt-get update$([ "$arch" = arm64 ] && echo '; for arm64: dpkg --add-architecture arm64 && apt-get update'))"
+# The kernel packages from the host's lists: explicit, or the highest of each series they know.
+newest() { apt-cache $apt_opts search --names-only "$1" | awk '{print $1}' | sort -V | tail -n 1; }
+apt_opts=""
+kernel_pkg=${MATRIX_KERNEL_PKG:-$(newest "^linux-image-6\\.1\\.0-[0-9]+-$arch\$")}
+[ -n "$kernel_pkg" ] || fail "no linux-image-6.1.0-*-$arch in the apt lists (is this Debian 12? try apt-get update$([ "$arch" = arm64 ] && echo '; for arm64: dpkg --add-architecture arm64 && apt-get update'))"
+kernel_pkg=${kernel_pkg%:arm64}
+: > "$cache/kernels.new"
+kernel_files() { # SERIES RELEASE DIR: DIR is boot (vmlinuz-RELEASE, config-RELEASE) or modules
+  if [ "$3" = boot ]; then echo "$1 $2 boot/vmlinuz-$2 boot/config-$2" >> "$cache/kernels.new"
+  else echo "$1 $2 usr/lib/modules/$2/vmlinuz usr/lib/modules/$2/config" >> "$cache/kernels.new"; fi
+}
+kernel_files 6.1 "${kernel_pkg#linux-image-}" boot
+if [ "$arch" = amd64 ]; then
+  kernel_612_pkg=${MATRIX_KERNEL_612_PKG:-$(newest '^linux-image-6\.12\.[0-9]+[+]deb12-amd64$')}
+  [ -n "$kernel_612_pkg" ] || fail "no linux-image-6.12.*+deb12-amd64 in the apt lists (Debian 12's updates carry it: try apt-get update)"
+  kernel_files 6.12 "${kernel_612_pkg#linux-image-}" boot
 fi
 
 # The package list: the fixed set, then the Depends closure of qemu's packages minus what is
 # installed here (the first alternative of each dependency; virtual packages are skipped).
 # One apt-cache/dpkg-query call per level, so that a cached run takes seconds.
 if [ "$arch" = arm64 ]; then
-  kernel_pkg=${kernel_pkg%:arm64}
   want="$kernel_pkg:arm64 busybox-static:arm64 libc6:arm64 libstdc++6:arm64 libgcc-s1:arm64 qemu-system-arm qemu-system-common qemu-system-data"
   queue="qemu-system-arm qemu-system-common"
 else
-  want="$kernel_pkg busybox-static qemu-system-x86 qemu-system-common qemu-system-data seabios"
+  want="$kernel_pkg $kernel_612_pkg busybox-static qemu-system-x86 qemu-system-common qemu-system-data seabios"
   queue="qemu-system-x86 qemu-system-common"
 fi
 seen=" $want "
@@ -93,50 +111,83 @@ while [ -n "$queue" ]; do
   done
 done
 
-# Every package must have a candidate version (one apt-cache call).
-known=$(apt-cache policy $want 2>/dev/null \
-        | awk '/^[^ ].*:$/ { p = substr($0, 1, length($0) - 1) } /^  Candidate:/ && $2 != "(none)" { print p }' | tr '\n' ' ')
-absent=""
-for p in $want; do case " $known " in *" $p "*) ;; *) absent="$absent $p" ;; esac; done
-[ -z "$absent" ] || fail "apt knows no installable version of:$absent (apt-get update? MATRIX_KERNEL_PKG names another linux-image-6.1.0-N-amd64; \`apt-cache search --names-only '^linux-image-6.1.0-[0-9]+-amd64$'\` lists them)"
-
-# One --print-uris call gives each package's .deb name, size and hash (run where no .deb is:
-# apt prints nothing for a file already in the current directory).
-uris=$(cd "$cache" && apt-get download --print-uris $want 2>&1) \
-  || fail "apt-get download --print-uris: $(echo "$uris" | grep -v "^'")"
+# fetch_debs PACKAGE...: each package's .deb into debs/ (unless there already, of the right size)
+# and extracted into root/ (a kernel image package: its /boot files only, not its modules), with
+# the apt options in $apt_opts; a line `name version arch` each in versions.new.
 : > "$cache/versions.new"
-get=""
-echo "$uris" | grep "^'" > "$cache/uris.txt" || fail "apt-get download --print-uris printed no URIs: $uris"
-while read -r url file size hash; do
-  if [ -s "$debs/$file" ] && [ "$(stat -c %s "$debs/$file")" = "$size" ]; then continue; fi
-  rm -f "$debs/$file"
-  # name_version_arch.deb: a foreign-arch package is downloaded as name:arch.
-  get="$get $(echo "$file" | awk -F_ '{ sub(/\.deb$/, "", $3); print ($3 == "arm64" ? $1 ":arm64" : $1) }')"
-done < "$cache/uris.txt"
-if [ -n "$get" ]; then
-  echo "matrix fetch: downloading$get"
-  (cd "$debs" && apt-get download -q $get 2>&1) | grep -v '^W: Download is performed unsandboxed' || true
-fi
-while read -r url file size hash; do
-  f="$debs/$file"
-  [ -s "$f" ] && [ "$(stat -c %s "$f")" = "$size" ] || fail "apt-get download did not produce $file ($size bytes) from $url"
-  stamp="$cache/extracted/$file.done"
-  if [ ! -e "$stamp" ]; then
-    echo "matrix fetch: extracting $file"
-    dpkg-deb -x "$f" "$root" || fail "dpkg-deb -x $f"
-    : > "$stamp"
+fetch_debs() {
+  # Every package must have a candidate version (one apt-cache call).
+  known=$(apt-cache $apt_opts policy "$@" 2>/dev/null \
+          | awk '/^[^ ].*:$/ { p = substr($0, 1, length($0) - 1) } /^  Candidate:/ && $2 != "(none)" { print p }' | tr '\n' ' ')
+  absent=""
+  for p in "$@"; do case " $known " in *" $p "*) ;; *) absent="$absent $p" ;; esac; done
+  [ -z "$absent" ] || fail "apt knows no installable version of:$absent (apt-get update? MATRIX_KERNEL_PKG names another linux-image-6.1.0-N-amd64, MATRIX_KERNEL_612_PKG another linux-image-6.12.N+deb12-amd64; \`apt-cache search --names-only '^linux-image-6.1'\` lists them)"
+  # One --print-uris call gives each package's .deb name, size and hash (run where no .deb is:
+  # apt prints nothing for a file already in the current directory).
+  uris=$(cd "$cache" && apt-get $apt_opts download --print-uris "$@" 2>&1) \
+    || fail "apt-get download --print-uris: $(echo "$uris" | grep -v "^'")"
+  get=""
+  echo "$uris" | grep "^'" > "$cache/uris.txt" || fail "apt-get download --print-uris printed no URIs: $uris"
+  while read -r url file size hash; do
+    if [ -s "$debs/$file" ] && [ "$(stat -c %s "$debs/$file")" = "$size" ]; then continue; fi
+    rm -f "$debs/$file"
+    # name_version_arch.deb: a foreign-arch package is downloaded as name:arch.
+    get="$get $(echo "$file" | awk -F_ '{ sub(/\.deb$/, "", $3); print ($3 == "arm64" ? $1 ":arm64" : $1) }')"
+  done < "$cache/uris.txt"
+  if [ -n "$get" ]; then
+    echo "matrix fetch: downloading$get"
+    (cd "$debs" && apt-get $apt_opts download -q $get 2>&1) | grep -v '^W: Download is performed unsandboxed' || true
   fi
-  # name_version_arch.deb, the version URL-encoded (%3a for the epoch's colon).
-  echo "$file" | sed 's/\.deb$//; s/%3a/:/g' | awk -F_ '{print $1, $2, $3}' >> "$cache/versions.new"
-done < "$cache/uris.txt"
-rm -f "$cache/uris.txt"
+  while read -r url file size hash; do
+    f="$debs/$file"
+    [ -s "$f" ] && [ "$(stat -c %s "$f")" = "$size" ] || fail "apt-get download did not produce $file ($size bytes) from $url"
+    stamp="$cache/extracted/$file.done"
+    if [ ! -e "$stamp" ]; then
+      echo "matrix fetch: extracting $file"
+      case "$file" in
+        linux-image-*) dpkg-deb --fsys-tarfile "$f" | tar -x -C "$root" ./boot || fail "extracting ./boot from $f" ;;
+        *) dpkg-deb -x "$f" "$root" || fail "dpkg-deb -x $f" ;;
+      esac
+      : > "$stamp"
+    fi
+    # name_version_arch.deb, the version URL-encoded (%3a for the epoch's colon).
+    echo "$file" | sed 's/\.deb$//; s/%3a/:/g' | awk -F_ '{print $1, $2, $3}' >> "$cache/versions.new"
+  done < "$cache/uris.txt"
+  rm -f "$cache/uris.txt"
+}
+fetch_debs $want
+
+# amd64: the newer kernels, from trixie-backports through the cache's own apt state.
+if [ "$arch" = amd64 ]; then
+  keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+  [ -s "$keyring" ] || fail "no $keyring (Debian's debian-archive-keyring package) to check trixie-backports' signature with"
+  aptdir="$cache/apt"
+  mkdir -p "$aptdir/lists/partial" "$aptdir/archives/partial"
+  echo "deb [arch=amd64 signed-by=$keyring] http://deb.debian.org/debian trixie-backports main" > "$aptdir/sources.list"
+  apt_opts="-o Dir::State=$aptdir -o Dir::State::Lists=$aptdir/lists -o Dir::Cache=$aptdir -o Dir::Cache::Archives=$aptdir/archives -o Dir::Etc::SourceList=$aptdir/sources.list -o Dir::Etc::SourceParts=/nonexistent -o Dir::State::status=/var/lib/dpkg/status"
+  # Lists older than a day are read again (the kernel versions move).
+  if [ -z "$(find "$aptdir/lists" -name '*_Packages*' -mtime -1 2>/dev/null | head -n 1)" ]; then
+    apt-get $apt_opts update -qq 2>&1 | grep -v '^W: Download is performed unsandboxed' \
+      || true
+    [ -n "$(find "$aptdir/lists" -name '*_Packages*' 2>/dev/null | head -n 1)" ] || fail "apt could not read trixie-backports' lists (no network to deb.debian.org, or its signature did not check)"
+  fi
+  kernel_618_pkg=${MATRIX_KERNEL_618_PKG:-$(newest '^linux-image-6\.18\.[0-9]+[+]deb13-amd64$')}
+  [ -n "$kernel_618_pkg" ] || fail "no linux-image-6.18.*+deb13-amd64 in trixie-backports"
+  kernel_7=${MATRIX_KERNEL_7_VERSION:-$(newest '^linux-binary-7\.[0-9]+\.[0-9]+[+]deb13-amd64$' | sed 's/^linux-binary-//')}
+  [ -n "$kernel_7" ] || fail "no linux-binary-7.*+deb13-amd64 in trixie-backports"
+  fetch_debs "$kernel_618_pkg" "linux-binary-$kernel_7" "linux-base-$kernel_7"
+  kernel_files 6.18 "${kernel_618_pkg#linux-image-}" boot
+  kernel_files 7 "$kernel_7" modules
+  want="$want $kernel_618_pkg linux-binary-$kernel_7 linux-base-$kernel_7"
+fi
 [ "$(wc -l < "$cache/versions.new")" -eq "$(echo $want | wc -w)" ] \
   || fail "asked for $(echo $want | wc -w) packages, apt gave $(wc -l < "$cache/versions.new"): $want"
 
 # Check the results.
-kver=${kernel_pkg#linux-image-}
-[ -s "$root/boot/vmlinuz-$kver" ] || fail "no $root/boot/vmlinuz-$kver after extracting $kernel_pkg"
-[ -s "$root/boot/config-$kver" ] || fail "no $root/boot/config-$kver"
+while read -r series kver vmlinuz config; do
+  [ -s "$root/$vmlinuz" ] || fail "no $root/$vmlinuz (the $series kernel) after extracting it"
+  [ -s "$root/$config" ] || fail "no $root/$config (the $series kernel's config)"
+done < "$cache/kernels.new"
 [ -x "$root/bin/busybox" ] || fail "no busybox in busybox-static"
 if [ "$arch" = arm64 ]; then
   qemu="$root/usr/bin/qemu-system-aarch64"
@@ -181,10 +232,13 @@ fi
 {
   echo "# scripts/matrix/fetch.sh, $(date -u +%Y-%m-%dT%H:%M:%SZ); package version architecture (from Debian's archive)"
   sort "$cache/versions.new"
-  echo "# kernel $kver: CONFIG_LSM=$(sed -n 's/^CONFIG_LSM="\(.*\)"/\1/p' "$root/boot/config-$kver")"
+  while read -r series kver vmlinuz config; do
+    echo "# kernel $kver: CONFIG_LSM=$(sed -n 's/^CONFIG_LSM="\(.*\)"/\1/p' "$root/$config")"
+  done < "$cache/kernels.new"
   echo "# $qv"
 } > "$cache/versions.txt"
 rm -f "$cache/versions.new"
-echo "$kver" > "$cache/kernel-release"
+mv "$cache/kernels.new" "$cache/kernels"
+rm -f "$cache/kernel-release" # an older fetch.sh's single kernel
 cat "$cache/versions.txt"
 echo "matrix fetch: ok, cache at $cache"

@@ -6,9 +6,9 @@
 // (platform-table.mjs), and writes it all to bench/matrix-results.json and the README's table.
 //
 //   node scripts/matrix/matrix.mjs                  the full matrix; writes the results and README.md
-//   node scripts/matrix/matrix.mjs --short --out F  the CI form: the configurations that have a
-//                                                   simulated counterpart and the one as shipped;
-//                                                   results to F, README untouched
+//   node scripts/matrix/matrix.mjs --short --out F  the CI form: 6.1 and 7.x as shipped and the
+//                                                   configurations that have a simulated
+//                                                   counterpart; results to F, README untouched
 //   --strict   exit 1 on any mismatch a VM found (the full run reports them and exits 0)
 //
 // Exit status 1 when a VM gave no report, a simulated platform disagrees with its real
@@ -25,7 +25,10 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
 const STRATA = join(repo, 'packages/runtime/dist/src/cli/strata.js');
 const SIMULATE = join(repo, 'packages/runtime/build/Release/strata-simulate-platform');
-const SHORT = ['debian-6.1', ...COUNTERPARTS.map((c) => c.real).filter((name) => name !== null)];
+// The CI form: 6.1 as shipped (Landlock ABI 2: require refuses), the newest 7.x as shipped (an ABI
+// newer than this machine's: the stacking on every thread at once; require starts), and the
+// configurations with a simulated counterpart.
+const SHORT = ['debian-6.1', 'debian-7', ...COUNTERPARTS.map((c) => c.real).filter((name) => name !== null)];
 // The full run: every configuration of run.mjs, the extra ones (the initramfs root, aarch64) too.
 const FULL = [
   'debian-6.1',
@@ -34,6 +37,12 @@ const FULL = [
   'debian-6.1-userns-off',
   'debian-6.1-userns-off-uid1000',
   'debian-6.1-unpriv-userns-off-uid1000',
+  'debian-6.12',
+  'debian-6.12-uid1000',
+  'debian-6.18',
+  'debian-6.18-uid1000',
+  'debian-7',
+  'debian-7-uid1000',
   'debian-6.1-rootfs',
   'debian-6.1-arm64',
 ];

@@ -55,7 +55,14 @@ function layerCell(doctor, name) {
   if (!l) return '—';
   const abi = name === 'landlock' && l.capability?.detail?.abi !== undefined ? ` (ABI ${l.capability.detail.abi})` : '';
   const missing = l.capability?.missing ?? [];
-  if (l.enforcement === 'full') return `full${abi}`;
+  if (l.enforcement === 'full') {
+    // The stack after load (ABI 8 on), and what a newer ABI added that this package does not handle.
+    const extra = [
+      ...((l.capability?.provides ?? []).includes('tsync-stack') ? ['+ tsync-stack'] : []),
+      ...(l.capability?.notes ?? []).map((n) => n.match(/what ABI [\d-]+ added is not handled/)?.[0] ?? n),
+    ];
+    return `full${abi}${extra.length > 0 ? `; ${extra.join('; ')}` : ''}`;
+  }
   if (l.enforcement === 'none') return `none${abi}: ${shortReason(missing[0] ?? '')}`;
   return `${l.enforcement}${abi}: no ${missing.map((m) => m.replace(/^[a-z-]+: /, '')).join(', ')}`;
 }

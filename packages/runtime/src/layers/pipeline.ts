@@ -386,8 +386,15 @@ function checkLaunchStep(layer: string, value: unknown): LaunchStep {
 function checkCapability(layer: string, value: unknown): LayerCapability {
   const c = value as Partial<LayerCapability> | null;
   const strings = (x: unknown) => Array.isArray(x) && x.every((s) => typeof s === 'string');
-  if (c === null || typeof c !== 'object' || typeof c.available !== 'boolean' || !strings(c.provides) || !strings(c.missing)) {
-    throw new LayerFailed(layer, 'probe', 'it must return { available: boolean, provides: string[], missing: string[], detail? }');
+  if (
+    c === null ||
+    typeof c !== 'object' ||
+    typeof c.available !== 'boolean' ||
+    !strings(c.provides) ||
+    !strings(c.missing) ||
+    (c.notes !== undefined && !strings(c.notes))
+  ) {
+    throw new LayerFailed(layer, 'probe', 'it must return { available: boolean, provides: string[], missing: string[], detail?, notes?: string[] }');
   }
   try {
     return deepFreeze(JSON.parse(JSON.stringify(c)) as LayerCapability);
