@@ -37,6 +37,9 @@ const repo = resolve(here, '../..');
 const cache = resolve(process.env.MATRIX_CACHE ?? join(repo, '.matrix-cache'));
 // The configurations of another arch than x86_64, by name (their files are in <cache>/<arch>/).
 const ARCH_OF = { 'debian-6.1-arm64': 'arm64' };
+// The kernel series build-kernel.sh makes (6.1 without seccomp), and the configurations that boot it.
+const BUILT_SERIES = '6.1-noseccomp';
+const NEEDS_BUILT_KERNEL = ['debian-6.1-no-seccomp'];
 
 function fail(message) {
   console.error(`matrix run: FAILED: ${message}`);
@@ -80,6 +83,7 @@ if (opt.build) {
   for (const arch of wantArches) {
     if (arch === 'x64') {
       execFileSync('sh', [join(here, 'fetch.sh')], { stdio: 'inherit' });
+      if (opt.names.some((n) => NEEDS_BUILT_KERNEL.includes(n))) execFileSync('sh', [join(here, 'build-kernel.sh')], { stdio: 'inherit' });
       execFileSync(process.execPath, [join(here, 'initramfs.mjs')], { stdio: 'inherit' });
     } else {
       const env = { ...process.env, MATRIX_ARCH: arch };
@@ -107,11 +111,14 @@ function loadArch(arch) {
   const dir = arch === 'x64' ? cache : join(cache, arch);
   const hint = arch === 'x64' ? '' : ` (MATRIX_ARCH=${arch}; or run.mjs --build with an ${arch} configuration)`;
   const root = join(dir, 'root');
-  // `SERIES RELEASE VMLINUZ CONFIG` lines (the two files relative to the root), written by fetch.sh.
+  // `SERIES RELEASE VMLINUZ CONFIG` lines (the two files relative to the root), written by fetch.sh
+  // (Debian's kernels) and build-kernel.sh (kernels-built: the one built here, without seccomp).
   const kernelsFile = join(dir, 'kernels');
   if (!existsSync(kernelsFile)) fail(`no ${kernelsFile}: run scripts/matrix/fetch.sh first${hint}`);
+  const builtFile = join(dir, 'kernels-built');
+  const lines = [kernelsFile, ...(existsSync(builtFile) ? [builtFile] : [])].flatMap((f) => readFileSync(f, 'utf8').split('\n'));
   const series = {};
-  for (const line of readFileSync(kernelsFile, 'utf8').split('\n')) {
+  for (const line of lines) {
     const [name, kernelRelease, vmlinuz, configFile] = line.trim().split(/\s+/);
     if (!name || !kernelRelease || !vmlinuz || !configFile) continue;
     const config = readConfig(join(root, configFile));
@@ -156,7 +163,12 @@ const arches = Object.fromEntries(wantArches.map((a) => [a, loadArch(a)]));
 function kernelOf(cfg) {
   const arch = arches[cfg.arch ?? 'x64'];
   const kernel = arch.series[cfg.kernel ?? '6.1'];
-  if (!kernel) fail(`${cfg.name} needs Debian's ${cfg.kernel} kernel for ${arch.arch}, which fetch.sh did not fetch (run it again)`);
+  if (!kernel)
+    fail(
+      cfg.kernel === BUILT_SERIES
+        ? `${cfg.name} needs the kernel scripts/matrix/build-kernel.sh builds (or run.mjs --build)`
+        : `${cfg.name} needs Debian's ${cfg.kernel} kernel for ${arch.arch}, which fetch.sh did not fetch (run it again)`,
+    );
   return { ...arch, ...kernel };
 }
 const x64 = arches.x64?.series['6.1'];
@@ -164,10 +176,10 @@ const kernelRelease = x64?.kernelRelease ?? arches.arm64?.series['6.1'].kernelRe
 const defaultLsm = x64?.defaultLsm ?? [];
 
 // ---- configurations
-// Not here: seccomp switched off (Debian's kernel has CONFIG_SECCOMP=y, CONFIG_SECCOMP_FILTER=y
-// and no boot parameter or sysctl that disables filtering; only another kernel build could),
-// this machine's own kernel (no image of it in /boot here; Debian 12's 6.12, Landlock ABI 6, is
-// the nearest: the debian-6.12 configurations).
+// Debian's kernels have CONFIG_SECCOMP_FILTER=y and no boot parameter or sysctl that disables
+// filtering: debian-6.1-no-seccomp boots a build of Debian's 6.1 source without it
+// (build-kernel.sh; not in the default run, and not in CI: it builds for minutes). Not here:
+// this machine's own kernel build (no image of it here; Debian's 6.18, its series, stands in).
 const x64Release = x64?.kernelRelease ?? '6.1.0-N-amd64';
 const CONFIGS = [
   { name: 'debian-6.1', about: `Debian's ${x64Release} as shipped, doctor as root`, append: [], sysctl: [], uid: 0 },
@@ -193,6 +205,15 @@ const CONFIGS = [
     append: [],
     sysctl: ['kernel.unprivileged_userns_clone=0'],
     uid: 1000,
+  },
+  {
+    name: 'debian-6.1-no-seccomp',
+    kernel: BUILT_SERIES,
+    about: `Debian 12's 6.1 source built here without seccomp (scripts/matrix/build-kernel.sh: CONFIG_SECCOMP off, the smallest configuration the matrix runs on), doctor as root`,
+    append: [],
+    sysctl: [],
+    uid: 0,
+    extra: true,
   },
   // Newer kernels as shipped, as root and as an ordinary user.
   ...[
@@ -377,7 +398,10 @@ function parse(run) {
   try {
     result.seccompSuite = JSON.parse(seccompText.split('\n')[0]);
   } catch {
-    result.problems.push(`the seccomp compromised-worker suite printed no JSON: ${seccompText.slice(0, 1000) || '(nothing)'}`);
+    // A kernel without seccomp: the suite cannot install its filter (ENOSYS). That is a result.
+    const enosys = /Error: (strata-seccomp: seccomp\(.*\): Function not implemented \(errno 38\))/.exec(seccompText);
+    if (enosys) result.seccompSuite = { unavailable: enosys[1] };
+    else result.problems.push(`the seccomp compromised-worker suite printed no JSON: ${seccompText.slice(0, 1000) || '(nothing)'}`);
   }
   const chainText = between(run.serial, 'CHAIN-BEGIN', 'CHAIN-END') ?? '';
   try {
@@ -473,7 +497,9 @@ function outsideLine(r) {
   const own = Object.entries(o.namespaces)
     .filter(([, v]) => v === 'own')
     .map(([k]) => k);
-  return `observed (/proc of a running worker, outside.mjs): ${o.threads} threads, Seccomp ${o.seccomp.join('/')} (filters ${o.seccompFilters.join('/')}), NoNewPrivs ${o.noNewPrivs.join('/')}, CapEff ${o.capEff.map((c) => (/^0+$/.test(c) ? '0' : c)).join('/')}, uid ${o.uid.map((u) => u.split(' ')[0]).join('/')}, own namespaces ${own.join(',') || 'none'}; uid_map ${o.uidMap}`;
+  // A kernel without seccomp has no Seccomp lines at all.
+  const values = (xs) => xs.map((x) => x ?? 'absent').join('/');
+  return `observed (/proc of a running worker, outside.mjs): ${o.threads} threads, Seccomp ${values(o.seccomp)} (filters ${values(o.seccompFilters)}), NoNewPrivs ${o.noNewPrivs.join('/')}, CapEff ${o.capEff.map((c) => (/^0+$/.test(c) ? '0' : c)).join('/')}, uid ${o.uid.map((u) => u.split(' ')[0]).join('/')}, own namespaces ${own.join(',') || 'none'}; uid_map ${o.uidMap}`;
 }
 
 // The Landlock ABI each mainline release introduced (Documentation/userspace-api/landlock.rst).
@@ -566,8 +592,10 @@ function crossCheck(r, cfg) {
 // The seccomp layer's own compromised-worker suite, run in the VM: every case as the policy says.
 function seccompCheck(r) {
   const suite = r.seccompSuite;
-  if (!suite?.results) return [];
   const seccomp = r.doctor?.report?.layers?.find((l) => l.name === 'seccomp');
+  if (suite?.unavailable && seccomp && seccomp.enforcement !== 'none')
+    return [`seccomp: doctor reports the layer ${seccomp.enforcement}, but its suite could not install the filter: ${suite.unavailable}`];
+  if (!suite?.results) return [];
   const out = suite.results.filter((c) => !c.ok).map((c) => `seccomp suite: ${c.what}: got ${c.result}, expected ${c.expect}`);
   if (suite.selfTest !== 'passed') out.push(`seccomp suite: the layer's self-test in the VM: ${suite.selfTest}`);
   if (seccomp?.enforcement === 'full' && (suite.threads ?? []).some((t) => t.mode !== 2))
@@ -646,6 +674,7 @@ function summarise(r) {
       `   observed under the whole sandbox (the suite through the real launch chain): ${cases.filter((c) => c.ok).length} of ${cases.length} cases as the policy says`,
     );
   } else if (r.chainSuite?.error) lines.push(`   the whole sandbox's chain did not run: ${r.chainSuite.error.slice(0, 300)}`);
+  if (r.seccompSuite?.unavailable) lines.push(`   observed seccomp: none, its suite could not install the filter: ${r.seccompSuite.unavailable}`);
   if (r.seccompSuite?.results) {
     const cases = r.seccompSuite.results;
     lines.push(`   observed seccomp (its compromised-worker suite in the VM): ${cases.filter((c) => c.ok).length} of ${cases.length} cases as the policy says`);

@@ -10,7 +10,7 @@ export interface OutsideView {
   readonly noNewPrivs: boolean;
   /** Every thread's effective capability set is empty. */
   readonly noCapabilities: boolean;
-  /** The seccomp mode every thread shows (0 none, 2 filter), or 'mixed'. */
+  /** The seccomp mode every thread shows (0 none, 2 filter; 0 too on a kernel without seccomp, whose status has no Seccomp line), or 'mixed'. */
   readonly seccomp: 0 | 1 | 2 | 'mixed';
   /** The worker's uid and gid (real). */
   readonly uid: number;
