@@ -9,7 +9,8 @@
 # Node and the other layers need: see FRAGMENT below), so that it builds in minutes on two cores;
 # it is not a general-purpose kernel. Into the cache (MATRIX_CACHE, as fetch.sh):
 #   <cache>/root/boot/vmlinuz-<release> and config-<release>, <release> = 6.1.N-strata-noseccomp;
-#   <cache>/kernels-built: the line `6.1-noseccomp RELEASE VMLINUZ CONFIG` run.mjs reads.
+#   <cache>/kernels-built: the line `6.1-noseccomp RELEASE VMLINUZ CONFIG` run.mjs reads;
+#   <cache>/versions-built.txt: the source package's version, as fetch.sh's versions.txt.
 # Needs, once: apt-get install flex bison bc libelf-dev (and gcc, make); the source package
 # comes from the apt lists (`apt-get download`, nothing installed). Idempotent: a built kernel
 # of the same source and configuration is not built again.
@@ -81,4 +82,6 @@ release=$(cat "$build/include/config/kernel.release")
 cp "$build/arch/x86/boot/bzImage" "$cache/root/boot/vmlinuz-$release"
 cp "$build/.config" "$cache/root/boot/config-$release"
 echo "6.1-noseccomp $release boot/vmlinuz-$release boot/config-$release" > "$cache/kernels-built"
+# What it was built from, as fetch.sh's versions.txt lines (matrix.mjs keeps both in the results).
+echo "linux-source-6.1 $version all (built here as $release: tinyconfig + the matrix's needs, CONFIG_SECCOMP off; configuration $(sha1sum "$build/.config" | cut -c1-12))" > "$cache/versions-built.txt"
 echo "matrix build-kernel: ok, $release (linux-source-6.1 $version; CONFIG_SECCOMP off)"

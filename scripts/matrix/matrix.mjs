@@ -81,6 +81,12 @@ function fetchedVersions() {
     } catch {
       // Not fetched for this arch.
     }
+    try {
+      // The kernel build-kernel.sh made from a source package, when it did.
+      versions[arch]?.push(...readFileSync(join(dir, 'versions-built.txt'), 'utf8').split('\n').filter(Boolean));
+    } catch {
+      // Not built.
+    }
   }
   return versions;
 }

@@ -285,6 +285,7 @@ export async function applyPipeline(steps: readonly PlannedStep[], host: ApplyHo
   mark('layers: pipeline');
   for (const step of steps) {
     const layer = await loadLayer(step.descriptor);
+    mark(`${step.name} loaded`);
     // The parent planned by name; a module that builds a different layer here is misconfigured.
     if (layer.name !== step.name) throw new LayerConfigError(step.name, `its module built a layer named ${JSON.stringify(layer.name)} in the worker`);
     layers.push(layer);
