@@ -13,7 +13,9 @@
 #     ABI 7; MATRIX_KERNEL_618_PKG) and the newest 7.x (linux-binary-7.N+deb13-amd64 with
 #     linux-base-7.N+deb13-amd64, which holds its config; MATRIX_KERNEL_7_VERSION, e.g.
 #     7.3.4+deb13-amd64). The file `kernels` in the cache names them, a line
-#     `SERIES RELEASE VMLINUZ CONFIG` each (series 6.1, 6.12, 6.18, 7; files relative to root/);
+#     `SERIES RELEASE VMLINUZ CONFIG` each (series 6.1, 6.12, 6.18, 7; files relative to root/).
+#     MATRIX_SERIES names the series to fetch (default all four; 6.1 always), e.g. '6.1 7' for
+#     CI's short form;
 #   - busybox-static (the initramfs's shell and tools);
 #   - qemu-system-x86, downloaded and extracted (not installed: nothing outside the cache is
 #     touched), with qemu-system-common/-data, seabios (the BIOS) and every package in their
@@ -72,7 +74,10 @@ kernel_files() { # SERIES RELEASE DIR: DIR is boot (vmlinuz-RELEASE, config-RELE
   else echo "$1 $2 usr/lib/modules/$2/vmlinuz usr/lib/modules/$2/config" >> "$cache/kernels.new"; fi
 }
 kernel_files 6.1 "${kernel_pkg#linux-image-}" boot
-if [ "$arch" = amd64 ]; then
+series=" ${MATRIX_SERIES:-6.1 6.12 6.18 7} "
+wanted() { case "$series" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+kernel_612_pkg=""
+if [ "$arch" = amd64 ] && wanted 6.12; then
   kernel_612_pkg=${MATRIX_KERNEL_612_PKG:-$(newest '^linux-image-6\.12\.[0-9]+[+]deb12-amd64$')}
   [ -n "$kernel_612_pkg" ] || fail "no linux-image-6.12.*+deb12-amd64 in the apt lists (Debian 12's updates carry it: try apt-get update)"
   kernel_files 6.12 "${kernel_612_pkg#linux-image-}" boot
@@ -158,7 +163,7 @@ fetch_debs() {
 fetch_debs $want
 
 # amd64: the newer kernels, from trixie-backports through the cache's own apt state.
-if [ "$arch" = amd64 ]; then
+if [ "$arch" = amd64 ] && { wanted 6.18 || wanted 7; }; then
   keyring=/usr/share/keyrings/debian-archive-keyring.gpg
   [ -s "$keyring" ] || fail "no $keyring (Debian's debian-archive-keyring package) to check trixie-backports' signature with"
   aptdir="$cache/apt"
@@ -171,14 +176,21 @@ if [ "$arch" = amd64 ]; then
       || true
     [ -n "$(find "$aptdir/lists" -name '*_Packages*' 2>/dev/null | head -n 1)" ] || fail "apt could not read trixie-backports' lists (no network to deb.debian.org, or its signature did not check)"
   fi
-  kernel_618_pkg=${MATRIX_KERNEL_618_PKG:-$(newest '^linux-image-6\.18\.[0-9]+[+]deb13-amd64$')}
-  [ -n "$kernel_618_pkg" ] || fail "no linux-image-6.18.*+deb13-amd64 in trixie-backports"
-  kernel_7=${MATRIX_KERNEL_7_VERSION:-$(newest '^linux-binary-7\.[0-9]+\.[0-9]+[+]deb13-amd64$' | sed 's/^linux-binary-//')}
-  [ -n "$kernel_7" ] || fail "no linux-binary-7.*+deb13-amd64 in trixie-backports"
-  fetch_debs "$kernel_618_pkg" "linux-binary-$kernel_7" "linux-base-$kernel_7"
-  kernel_files 6.18 "${kernel_618_pkg#linux-image-}" boot
-  kernel_files 7 "$kernel_7" modules
-  want="$want $kernel_618_pkg linux-binary-$kernel_7 linux-base-$kernel_7"
+  newer=""
+  if wanted 6.18; then
+    kernel_618_pkg=${MATRIX_KERNEL_618_PKG:-$(newest '^linux-image-6\.18\.[0-9]+[+]deb13-amd64$')}
+    [ -n "$kernel_618_pkg" ] || fail "no linux-image-6.18.*+deb13-amd64 in trixie-backports"
+    kernel_files 6.18 "${kernel_618_pkg#linux-image-}" boot
+    newer="$kernel_618_pkg"
+  fi
+  if wanted 7; then
+    kernel_7=${MATRIX_KERNEL_7_VERSION:-$(newest '^linux-binary-7\.[0-9]+\.[0-9]+[+]deb13-amd64$' | sed 's/^linux-binary-//')}
+    [ -n "$kernel_7" ] || fail "no linux-binary-7.*+deb13-amd64 in trixie-backports"
+    kernel_files 7 "$kernel_7" modules
+    newer="$newer linux-binary-$kernel_7 linux-base-$kernel_7"
+  fi
+  fetch_debs $newer
+  want="$want $newer"
 fi
 [ "$(wc -l < "$cache/versions.new")" -eq "$(echo $want | wc -w)" ] \
   || fail "asked for $(echo $want | wc -w) packages, apt gave $(wc -l < "$cache/versions.new"): $want"

@@ -40,6 +40,8 @@ const ARCH_OF = { 'debian-6.1-arm64': 'arm64' };
 // The kernel series build-kernel.sh makes (6.1 without seccomp), and the configurations that boot it.
 const BUILT_SERIES = '6.1-noseccomp';
 const NEEDS_BUILT_KERNEL = ['debian-6.1-no-seccomp'];
+/** The Debian kernel series a configuration boots, from its name (debian-<series>[-...]); 6.1 unless it names another. */
+const seriesOfName = (name) => /^debian-(6\.12|6\.18|7)(-|$)/.exec(name)?.[1] ?? '6.1';
 
 function fail(message) {
   console.error(`matrix run: FAILED: ${message}`);
@@ -82,7 +84,9 @@ const wantArches = opt.adhoc ? [opt.adhoc.arch ?? 'x64'] : opt.names.length && !
 if (opt.build) {
   for (const arch of wantArches) {
     if (arch === 'x64') {
-      execFileSync('sh', [join(here, 'fetch.sh')], { stdio: 'inherit' });
+      // Only the kernels the chosen configurations boot (all of them for the default run).
+      const series = opt.adhoc ? ['6.1'] : opt.names.length > 0 ? ['6.1', ...opt.names.map(seriesOfName)] : ['6.1', '6.12', '6.18', '7'];
+      execFileSync('sh', [join(here, 'fetch.sh')], { stdio: 'inherit', env: { ...process.env, MATRIX_SERIES: [...new Set(series)].join(' ') } });
       if (opt.names.some((n) => NEEDS_BUILT_KERNEL.includes(n))) execFileSync('sh', [join(here, 'build-kernel.sh')], { stdio: 'inherit' });
       execFileSync(process.execPath, [join(here, 'initramfs.mjs')], { stdio: 'inherit' });
     } else {
@@ -248,6 +252,11 @@ const CONFIGS = [
     extra: true,
   },
 ];
+// --build fetches kernels by the names' rule (seriesOfName), before CONFIGS exist: keep them agreeing.
+for (const c of CONFIGS) {
+  if ((c.arch ?? 'x64') === 'x64' && c.kernel !== BUILT_SERIES && (c.kernel ?? '6.1') !== seriesOfName(c.name))
+    fail(`${c.name} boots the ${c.kernel ?? '6.1'} kernel, but its name says ${seriesOfName(c.name)} (seriesOfName)`);
+}
 if (opt.list) {
   for (const c of CONFIGS) console.log(`${c.name.padEnd(38)} ${c.about}${c.extra ? ' (not in the default run)' : ''}`);
   process.exit(0);
