@@ -10,12 +10,13 @@
 #     apt state of the cache's own (<cache>/apt: the host's lists and sources are not touched;
 #     apt checks the archive's signature with the host's debian-archive-keyring): 6.18
 #     (linux-image-6.18.N+deb13-amd64, the series of the machine this was written on, Landlock
-#     ABI 7; MATRIX_KERNEL_618_PKG) and the newest 7.x (linux-binary-7.N+deb13-amd64 with
-#     linux-base-7.N+deb13-amd64, which holds its config; MATRIX_KERNEL_7_VERSION, e.g.
-#     7.3.4+deb13-amd64). The file `kernels` in the cache names them, a line
-#     `SERIES RELEASE VMLINUZ CONFIG` each (series 6.1, 6.12, 6.18, 7; files relative to root/).
-#     MATRIX_SERIES names the series to fetch (default all four; 6.1 always), e.g. '6.1 7' for
-#     CI's short form;
+#     ABI 7; MATRIX_KERNEL_618_PKG) and its newest kernel of the split packaging
+#     (linux-binary-N+deb13-amd64 with linux-base-N+deb13-amd64, which holds its config; 7.3.4
+#     when this was written; MATRIX_KERNEL_NEWEST_VERSION, e.g. 7.3.4+deb13-amd64): whatever
+#     backports carries next, not a fixed major. The file `kernels` in the cache names them, a
+#     line `SERIES RELEASE VMLINUZ CONFIG` each (series 6.1, 6.12, 6.18, newest; files relative
+#     to root/). MATRIX_SERIES names the series to fetch (default all four; 6.1 always), e.g.
+#     '6.1 newest' for CI's short form;
 #   - busybox-static (the initramfs's shell and tools);
 #   - qemu-system-x86, downloaded and extracted (not installed: nothing outside the cache is
 #     touched), with qemu-system-common/-data, seabios (the BIOS) and every package in their
@@ -74,7 +75,7 @@ kernel_files() { # SERIES RELEASE DIR: DIR is boot (vmlinuz-RELEASE, config-RELE
   else echo "$1 $2 usr/lib/modules/$2/vmlinuz usr/lib/modules/$2/config" >> "$cache/kernels.new"; fi
 }
 kernel_files 6.1 "${kernel_pkg#linux-image-}" boot
-series=" ${MATRIX_SERIES:-6.1 6.12 6.18 7} "
+series=" ${MATRIX_SERIES:-6.1 6.12 6.18 newest} "
 wanted() { case "$series" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 kernel_612_pkg=""
 if [ "$arch" = amd64 ] && wanted 6.12; then
@@ -163,7 +164,7 @@ fetch_debs() {
 fetch_debs $want
 
 # amd64: the newer kernels, from trixie-backports through the cache's own apt state.
-if [ "$arch" = amd64 ] && { wanted 6.18 || wanted 7; }; then
+if [ "$arch" = amd64 ] && { wanted 6.18 || wanted newest; }; then
   keyring=/usr/share/keyrings/debian-archive-keyring.gpg
   [ -s "$keyring" ] || fail "no $keyring (Debian's debian-archive-keyring package) to check trixie-backports' signature with"
   aptdir="$cache/apt"
@@ -183,11 +184,11 @@ if [ "$arch" = amd64 ] && { wanted 6.18 || wanted 7; }; then
     kernel_files 6.18 "${kernel_618_pkg#linux-image-}" boot
     newer="$kernel_618_pkg"
   fi
-  if wanted 7; then
-    kernel_7=${MATRIX_KERNEL_7_VERSION:-$(newest '^linux-binary-7\.[0-9]+\.[0-9]+[+]deb13-amd64$' | sed 's/^linux-binary-//')}
-    [ -n "$kernel_7" ] || fail "no linux-binary-7.*+deb13-amd64 in trixie-backports"
-    kernel_files 7 "$kernel_7" modules
-    newer="$newer linux-binary-$kernel_7 linux-base-$kernel_7"
+  if wanted newest; then
+    kernel_newest=${MATRIX_KERNEL_NEWEST_VERSION:-$(newest '^linux-binary-[0-9]+\.[0-9]+\.[0-9]+[+]deb13-amd64$' | sed 's/^linux-binary-//')}
+    [ -n "$kernel_newest" ] || fail "no linux-binary-*+deb13-amd64 in trixie-backports"
+    kernel_files newest "$kernel_newest" modules
+    newer="$newer linux-binary-$kernel_newest linux-base-$kernel_newest"
   fi
   fetch_debs $newer
   want="$want $newer"

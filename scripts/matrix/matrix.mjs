@@ -8,7 +8,7 @@
 //   node scripts/matrix/matrix.mjs                  the full matrix (builds the kernel without
 //                                                   seccomp first: build-kernel.sh); writes the
 //                                                   results and README.md
-//   node scripts/matrix/matrix.mjs --short --out F  the CI form: 6.1 and 7.x as shipped and the
+//   node scripts/matrix/matrix.mjs --short --out F  the CI form: 6.1 and the newest as shipped and the
 //                                                   configurations that have a simulated
 //                                                   counterpart; results to F, README untouched
 //   --strict   exit 1 on any mismatch a VM found (the full run reports them and exits 0)
@@ -27,10 +27,10 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
 const STRATA = join(repo, 'packages/runtime/dist/src/cli/strata.js');
 const SIMULATE = join(repo, 'packages/runtime/build/Release/strata-simulate-platform');
-// The CI form: 6.1 as shipped (Landlock ABI 2: require refuses), the newest 7.x as shipped (an ABI
-// newer than this machine's: the stacking on every thread at once; require starts), and the
+// The CI form: 6.1 as shipped (Landlock ABI 2: require refuses), trixie-backports' newest as
+// shipped (7.3 when this was written, ABI 11, newer than this machine's: the stacking on every thread at once; require starts), and the
 // configurations with a simulated counterpart.
-const SHORT = ['debian-6.1', 'debian-7', ...COUNTERPARTS.filter((c) => !c.built).map((c) => c.real)];
+const SHORT = ['debian-6.1', 'debian-newest', ...COUNTERPARTS.filter((c) => !c.built).map((c) => c.real)];
 // The full run: every configuration of run.mjs, the extra ones (the initramfs root, aarch64) too.
 const FULL = [
   'debian-6.1',
@@ -43,8 +43,8 @@ const FULL = [
   'debian-6.12-uid1000',
   'debian-6.18',
   'debian-6.18-uid1000',
-  'debian-7',
-  'debian-7-uid1000',
+  'debian-newest',
+  'debian-newest-uid1000',
   'debian-6.1-rootfs',
   'debian-6.1-no-seccomp',
   'debian-6.1-arm64',

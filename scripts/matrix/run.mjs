@@ -41,7 +41,7 @@ const ARCH_OF = { 'debian-6.1-arm64': 'arm64' };
 const BUILT_SERIES = '6.1-noseccomp';
 const NEEDS_BUILT_KERNEL = ['debian-6.1-no-seccomp'];
 /** The Debian kernel series a configuration boots, from its name (debian-<series>[-...]); 6.1 unless it names another. */
-const seriesOfName = (name) => /^debian-(6\.12|6\.18|7)(-|$)/.exec(name)?.[1] ?? '6.1';
+const seriesOfName = (name) => /^debian-(6\.12|6\.18|newest)(-|$)/.exec(name)?.[1] ?? '6.1';
 
 function fail(message) {
   console.error(`matrix run: FAILED: ${message}`);
@@ -85,7 +85,7 @@ if (opt.build) {
   for (const arch of wantArches) {
     if (arch === 'x64') {
       // Only the kernels the chosen configurations boot (all of them for the default run).
-      const series = opt.adhoc ? ['6.1'] : opt.names.length > 0 ? ['6.1', ...opt.names.map(seriesOfName)] : ['6.1', '6.12', '6.18', '7'];
+      const series = opt.adhoc ? ['6.1'] : opt.names.length > 0 ? ['6.1', ...opt.names.map(seriesOfName)] : ['6.1', '6.12', '6.18', 'newest'];
       execFileSync('sh', [join(here, 'fetch.sh')], { stdio: 'inherit', env: { ...process.env, MATRIX_SERIES: [...new Set(series)].join(' ') } });
       if (opt.names.some((n) => NEEDS_BUILT_KERNEL.includes(n))) execFileSync('sh', [join(here, 'build-kernel.sh')], { stdio: 'inherit' });
       execFileSync(process.execPath, [join(here, 'initramfs.mjs')], { stdio: 'inherit' });
@@ -223,12 +223,12 @@ const CONFIGS = [
   ...[
     ['6.12', "Debian 12's updates; mainline's Landlock ABI 6"],
     ['6.18', "trixie-backports; the series of the machine this was written on, mainline's Landlock ABI 7"],
-    ['7', 'trixie-backports, its newest'],
+    ['newest', 'trixie-backports, its newest'],
   ].flatMap(([series, from]) =>
     ['root', 'uid1000'].map((who) => ({
       name: `debian-${series}${who === 'root' ? '' : `-${who}`}`,
       kernel: series,
-      about: `Debian's ${arches.x64?.series[series]?.kernelRelease ?? `${series}.N+deb1N-amd64`} as shipped (${from}), doctor as ${who === 'root' ? 'root' : 'uid 1000'}`,
+      about: `Debian's ${arches.x64?.series[series]?.kernelRelease ?? (series === 'newest' ? 'N+deb13-amd64' : `${series}.N+deb1N-amd64`)} as shipped (${from}), doctor as ${who === 'root' ? 'root' : 'uid 1000'}`,
       append: [],
       sysctl: [],
       uid: who === 'root' ? 0 : 1000,
