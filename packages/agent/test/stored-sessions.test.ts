@@ -489,7 +489,10 @@ function takeoverTools() {
 
 test('a process killed mid-cell: resume takes the session over after its lease; continue() does not run the call that ended again and retries the started one under its id', async (t) => {
   const file = freshFile();
-  const holder = child(file, 'killed', 400, 0);
+  // Long enough that the dead holder's lease (renewed every third of it) still holds when this
+  // side first asks, however slow the machine is between the kill and that resume.
+  const ttlMs = 2_000;
+  const holder = child(file, 'killed', ttlMs, 0);
   t.teardown(() => kill(holder.process));
   const started = await holder.next((line) => line['event'] === 'tool' && line['tool'] === 'charge');
   t.like(started, { id: 'killed:2', retry: false });
@@ -502,7 +505,7 @@ test('a process killed mid-cell: resume takes the session over after its lease; 
   const { tools, count, contexts } = takeoverTools();
   const before = performance.now();
   const session = await AgentSandbox.resume('killed', { tools, store, timeout: 30_000, lease: { waitMs: 10_000 } });
-  t.log(`taken over ${Math.round(performance.now() - before)} ms after the holder's death (TTL 400 ms)`);
+  t.log(`taken over ${Math.round(performance.now() - before)} ms after the holder's death (TTL ${ttlMs} ms)`);
   t.teardown(() => session.close());
   t.deepEqual(session.interrupted, { cell: 1, code: CHILD_CELL });
   await t.throwsAsync(session.run('1'), { instanceOf: SessionStateError, message: /interrupted/ });

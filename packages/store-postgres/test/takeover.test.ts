@@ -68,7 +68,10 @@ withServer(
   'the holder SIGKILLed mid-cell: the other process takes over after the TTL, answers the ended call from the store and retries the started one under its id',
   async (t) => {
     const schema = `takeover_${++schemas}`;
-    const machineA = holder(t, schema, 'killed', 600, 0);
+    // Long enough that the dead holder's lease (renewed every third of it) still holds when this
+    // side first asks, however slow the machine is between the kill, the connect and that resume.
+    const ttlMs = 2_000;
+    const machineA = holder(t, schema, 'killed', ttlMs, 0);
     t.like(await machineA.next((line) => line['tool'] === 'charge'), { id: 'killed:2', retry: false });
     machineA.child.kill('SIGKILL');
     const died = performance.now();
@@ -80,7 +83,7 @@ withServer(
     const machineB = tools();
     const session = await AgentSandbox.resume('killed', { tools: machineB.tools, store, timeout: 30_000, lease: { waitMs: 10_000 } });
     t.teardown(() => session.close());
-    t.log(`taken over ${Math.round(performance.now() - died)} ms after the holder died (lease TTL 600 ms)`);
+    t.log(`taken over ${Math.round(performance.now() - died)} ms after the holder died (lease TTL ${ttlMs} ms)`);
     t.deepEqual(session.interrupted, { cell: 1, code: HOLDER_CELL });
     await t.throwsAsync(session.run('1'), { instanceOf: SessionStateError, message: /interrupted/ });
     const continued = await session.continue();
