@@ -469,6 +469,31 @@ function kill(running: ChildProcess): void {
   if (running.exitCode === null && running.signalCode === null) running.kill('SIGKILL');
 }
 
+/**
+ * SIGSTOPs `running` at a moment it holds no SQLite lock on `file`: a process paused inside a
+ * write (a lease renewal, every third of the TTL) would keep every other writer out until it
+ * wakes, which is SQLite's nature, not what the test is about. Tries the write lock without
+ * waiting; if taken, lets the process run a moment and stops it again.
+ */
+async function stopOutsideATransaction(running: ChildProcess, file: string): Promise<void> {
+  const probe = new DatabaseSync(file, { timeout: 0 });
+  try {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      running.kill('SIGSTOP');
+      try {
+        probe.exec('BEGIN IMMEDIATE; ROLLBACK');
+        return;
+      } catch {
+        running.kill('SIGCONT');
+        await new Promise((resolve) => setTimeout(resolve, 7));
+      }
+    }
+    throw new Error('the holder held the database lock at every one of 50 tries');
+  } finally {
+    probe.close();
+  }
+}
+
 /** The tools of the side that takes the session over: `charge` keeps each call's context. */
 function takeoverTools() {
   const count = { remember: 0, charge: 0 };
@@ -526,7 +551,7 @@ test('a process paused mid-cell: the session is taken over after its lease, and 
   const holder = child(file, 'paused', 400, 1_500);
   t.teardown(() => kill(holder.process));
   await holder.next((line) => line['event'] === 'tool' && line['tool'] === 'charge');
-  holder.process.kill('SIGSTOP');
+  await stopOutsideATransaction(holder.process, file);
 
   const store = SqliteJournalStore.open(file);
   t.teardown(() => store.close());
