@@ -28,8 +28,9 @@ const repo = resolve(here, '../..');
 const STRATA = join(repo, 'packages/runtime/dist/src/cli/strata.js');
 const SIMULATE = join(repo, 'packages/runtime/build/Release/strata-simulate-platform');
 // The CI form: 6.1 as shipped (Landlock ABI 2: require refuses), trixie-backports' newest as
-// shipped (7.3 when this was written, ABI 11, newer than this machine's: the stacking on every thread at once; require starts), and the
-// configurations with a simulated counterpart.
+// shipped (7.3 when this was written, ABI 11, newer than this machine's: the stacking on every
+// thread at once; require starts), and the configurations with a simulated counterpart that
+// need no kernel built here.
 const SHORT = ['debian-6.1', 'debian-newest', ...COUNTERPARTS.filter((c) => !c.built).map((c) => c.real)];
 // The full run: every configuration of run.mjs, the extra ones (the initramfs root, aarch64) too.
 const FULL = [

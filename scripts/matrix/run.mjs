@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Boots configurations of Debian's kernels (6.1 unless a configuration names another series:
-// 6.12, 6.18, 7; see fetch.sh) under qemu (TCG by default: on the machine this was written on a
+// 6.12, 6.18, newest; see fetch.sh) under qemu (TCG by default: on the machine this was written on a
 // KVM boot stops after the BIOS) with the initramfs of initramfs.mjs, and
 // prints what `strata doctor --json` reported inside each VM, next to what the kernel itself
 // says (its release, /sys/kernel/security/lsm, the namespace and seccomp sysctls), the
