@@ -15,7 +15,8 @@
 //   node scripts/matrix/run.mjs --append 'lsm=...' --sysctl user.max_user_namespaces=0 --uid 1000
 //                                               one ad-hoc configuration
 //   options: --timeout SECONDS (per boot, default 300), --accel tcg|kvm, --json FILE (all
-//   results, with the doctor reports), --build (run fetch.sh and initramfs.mjs first)
+//   results, with the doctor reports), --build (run fetch.sh and initramfs.mjs first), --jobs N
+//   (VMs booted at once, default 2 where there are two CPUs: a TCG guest keeps about one busy)
 //
 // debian-6.1-arm64 (not in the default run) is the aarch64 configuration: Debian's arm64 6.1 under
 // qemu-system-aarch64 (TCG, -M virt -cpu cortex-a72, console ttyAMA0), from <cache>/arm64/
@@ -31,6 +32,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { availableParallelism } from 'node:os';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
@@ -50,7 +52,7 @@ function fail(message) {
 
 // ---- arguments
 const args = process.argv.slice(2);
-const opt = { timeout: 300, accel: 'tcg', json: null, build: false, list: false, names: [], adhoc: null };
+const opt = { timeout: 300, accel: 'tcg', json: null, build: false, list: false, names: [], adhoc: null, jobs: Math.min(2, availableParallelism()) };
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   const value = () => {
@@ -58,6 +60,7 @@ for (let i = 0; i < args.length; i++) {
     return args[++i];
   };
   if (a === '--timeout') opt.timeout = Number(value());
+  else if (a === '--jobs') opt.jobs = Number(value());
   else if (a === '--accel') opt.accel = value();
   else if (a === '--json') opt.json = resolve(value());
   else if (a === '--build') opt.build = true;
@@ -76,6 +79,7 @@ for (let i = 0; i < args.length; i++) {
 }
 if (!['tcg', 'kvm'].includes(opt.accel)) fail(`--accel is tcg or kvm, not ${opt.accel}`);
 if (!(opt.timeout > 0)) fail('--timeout needs a positive number of seconds');
+if (!Number.isInteger(opt.jobs) || opt.jobs < 1) fail('--jobs needs a whole number of VMs, at least 1');
 
 // The arches the chosen configurations need (x86_64 unless only arm64 ones are named).
 const archOf = (name) => ARCH_OF[name] ?? 'x64';
@@ -709,9 +713,19 @@ for (const machine of [...new Set(chosen.map(machineOf))]) {
     `matrix: kernel ${release} (CONFIG_LSM=${config.CONFIG_LSM}; LANDLOCK=${config.CONFIG_SECURITY_LANDLOCK ?? 'n'} SECCOMP_FILTER=${config.CONFIG_SECCOMP_FILTER ?? 'n'} USER_NS=${config.CONFIG_USER_NS ?? 'n'}), qemu ${arch === 'x64' ? opt.accel : `${arch} tcg`}, ${chosen.filter((c) => machineOf(c) === machine).length} configuration(s)`,
   );
 }
+// opt.jobs VMs at a time; the results (and their summaries) in the configurations' order.
+const boots = new Array(chosen.length);
+let next = 0;
+const bootNext = async () => {
+  while (next < chosen.length) {
+    const index = next++;
+    boots[index] = await boot(chosen[index]);
+  }
+};
+await Promise.all(Array.from({ length: Math.min(opt.jobs, chosen.length) }, bootNext));
 const results = [];
-for (const cfg of chosen) {
-  const r = parse(await boot(cfg));
+for (const [index, cfg] of chosen.entries()) {
+  const r = parse(boots[index]);
   r.checks = [...crossCheck(r, cfg), ...outsideCheck(r), ...landlockCheck(r), ...seccompCheck(r), ...chainCheck(r)];
   results.push(r);
   console.log(summarise(r));

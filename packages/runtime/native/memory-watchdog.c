@@ -23,6 +23,19 @@
  *                                            calls it before a blocking read it expects to be
  *                                            answered soon: a worker that stays on its CPU skips
  *                                            the wake-up, and finds its caches still warm
+ *   readInBackground(fd, onChunk)            reads fd on a thread of its own until end of file
+ *                                            or an error, and calls onChunk(buffer) on the main
+ *                                            thread for each chunk read, then onChunk(undefined)
+ *                                            once. The worker reads the pipes it must hear from
+ *                                            while it runs (host-call settlements, a worker of
+ *                                            many isolates' commands) so; node:net would do it,
+ *                                            and cost every worker ~15 ms to compile its streams
+ *                                            under --jitless. A thread blocked in read() is
+ *                                            never joined, so it never holds up the exit
+ *   tcpConnect(ipv4, port, timeoutMs)        one TCP connect attempt: 0 when it connected (and
+ *                                            was closed again), an errno when refused, -1 when
+ *                                            timeoutMs passed (the layers' self-tests, without
+ *                                            node:net)
  *
  * Why a native thread: the guest runs synchronously on the worker's main thread, so no
  * JavaScript timer can run while it does. Why resident memory and not the V8 heap: it also
@@ -41,6 +54,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <node_api.h>
 #include <pthread.h>
 #include <signal.h>
@@ -48,7 +63,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -377,6 +394,155 @@ static napi_value spin_for_input(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* ---- a pipe read on a thread of its own ----------------------------------------------------- */
+
+enum { READ_CHUNK_BYTES = 64 * 1024, READ_QUEUE_CHUNKS = 16 };
+
+/* What the reader thread hands to the main thread: the bytes of one read(), or none at the end. */
+struct chunk {
+  size_t length;
+  char bytes[];
+};
+
+/* The end, when there is no memory for a chunk: reported all the same, never freed. */
+static struct chunk end_without_memory;
+
+struct reader {
+  int fd;
+  napi_threadsafe_function deliver;
+};
+
+/* On the main thread: onChunk(Buffer) for a chunk, onChunk(undefined) at the end. */
+static void deliver_chunk(napi_env env, napi_value on_chunk, void *context, void *data) {
+  (void)context;
+  struct chunk *chunk = data;
+  if (env != NULL) {
+    napi_value argument, receiver;
+    bool made = chunk->length == 0 ? napi_get_undefined(env, &argument) == napi_ok
+                                   : napi_create_buffer_copy(env, chunk->length, chunk->bytes, NULL, &argument) == napi_ok;
+    /* An exception onChunk throws stays pending: Node reports it as uncaught, and the worker ends. */
+    if (made && napi_get_undefined(env, &receiver) == napi_ok) napi_call_function(env, receiver, on_chunk, 1, &argument, NULL);
+  }
+  if (chunk != &end_without_memory) free(chunk);
+}
+
+/* The reader thread: read() until the end, each chunk queued for the main thread (blocking while
+ * READ_QUEUE_CHUNKS wait there, so a main thread that falls behind slows the writer, as a stream
+ * would). Only read, poll, malloc and the queue's own lock. */
+static void *read_until_end(void *argument) {
+  struct reader *reader = argument;
+  char buffer[READ_CHUNK_BYTES];
+  for (;;) {
+    ssize_t n = read(reader->fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      struct pollfd watched = {.fd = reader->fd, .events = POLLIN};
+      poll(&watched, 1, -1);
+      continue;
+    }
+    size_t length = n > 0 ? (size_t)n : 0;
+    struct chunk *chunk = malloc(sizeof *chunk + length);
+    if (chunk == NULL) {
+      chunk = &end_without_memory;
+      length = 0;
+    } else {
+      chunk->length = length;
+      if (length > 0) memcpy(chunk->bytes, buffer, length);
+    }
+    if (napi_call_threadsafe_function(reader->deliver, chunk, napi_tsfn_blocking) != napi_ok) {
+      if (chunk != &end_without_memory) free(chunk);
+      break;
+    }
+    if (length == 0) break;
+  }
+  napi_release_threadsafe_function(reader->deliver, napi_tsfn_release);
+  free(reader);
+  return NULL;
+}
+
+static napi_value read_in_background(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  double fd;
+  if (argc < 2 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd)) return NULL;
+  napi_valuetype type;
+  CHECK(env, napi_typeof(env, argv[1], &type));
+  if (type != napi_function) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: readInBackground(fd, onChunk) takes a function");
+    return NULL;
+  }
+  struct reader *reader = malloc(sizeof *reader);
+  if (reader == NULL) {
+    napi_throw_error(env, "ERR_STRATA_READER", "strata-watchdog: readInBackground: out of memory");
+    return NULL;
+  }
+  reader->fd = (int)fd;
+  napi_value name;
+  CHECK(env, napi_create_string_utf8(env, "strata-read", NAPI_AUTO_LENGTH, &name));
+  /* Referenced: while the worker waits for a chunk, this is what keeps its event loop alive. */
+  if (napi_create_threadsafe_function(env, argv[1], NULL, name, READ_QUEUE_CHUNKS, 1, NULL, NULL, NULL, deliver_chunk, &reader->deliver) != napi_ok) {
+    free(reader);
+    napi_throw_error(env, "ERR_STRATA_READER", "strata-watchdog: readInBackground: cannot make the thread-safe function");
+    return NULL;
+  }
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  int error = pthread_create(&thread, &attributes, read_until_end, reader);
+  pthread_attr_destroy(&attributes);
+  if (error != 0) {
+    napi_release_threadsafe_function(reader->deliver, napi_tsfn_abort);
+    free(reader);
+    char message[160];
+    snprintf(message, sizeof message, "strata-watchdog: readInBackground: cannot start its thread: %s", strerror(error));
+    napi_throw_error(env, "ERR_STRATA_READER", message);
+  }
+  return NULL;
+}
+
+/* ---- a TCP connect attempt ------------------------------------------------------------------ */
+
+static napi_value tcp_connect(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  char address_text[INET_ADDRSTRLEN + 1];
+  size_t length = 0;
+  double port, timeout_ms;
+  if (argc < 3 || napi_get_value_string_utf8(env, argv[0], address_text, sizeof address_text, &length) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: tcpConnect(ipv4, port, timeoutMs) takes an IPv4 address string");
+    return NULL;
+  }
+  if (!integer_arg(env, argv[1], "port", 1, 65535, &port) || !integer_arg(env, argv[2], "timeoutMs", 1, 60000, &timeout_ms)) return NULL;
+  struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  if (length >= INET_ADDRSTRLEN || inet_pton(AF_INET, address_text, &address.sin_addr) != 1) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_VALUE", "strata-watchdog: tcpConnect: not an IPv4 address");
+    return NULL;
+  }
+  int outcome = 0;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) outcome = errno;
+  else {
+    if (connect(fd, (const struct sockaddr *)&address, sizeof address) != 0) {
+      outcome = errno;
+      if (outcome == EINPROGRESS) {
+        struct pollfd watched = {.fd = fd, .events = POLLOUT};
+        int n;
+        do n = poll(&watched, 1, (int)timeout_ms);
+        while (n < 0 && errno == EINTR);
+        socklen_t size = sizeof outcome;
+        if (n == 0) outcome = -1;
+        else if (n < 0) outcome = errno;
+        else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &outcome, &size) != 0) outcome = errno;
+      }
+    }
+    close(fd);
+  }
+  return strata_number(env, outcome);
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor properties[] = {
       {"start", NULL, start, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -386,6 +552,8 @@ NAPI_MODULE_INIT() {
       {"disableDumping", NULL, disable_dumping, NULL, NULL, NULL, napi_enumerable, NULL},
       {"setIdle", NULL, set_idle, NULL, NULL, NULL, napi_enumerable, NULL},
       {"spinForInput", NULL, spin_for_input, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"readInBackground", NULL, read_in_background, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"tcpConnect", NULL, tcp_connect, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   CHECK(env, napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties));
   return exports;

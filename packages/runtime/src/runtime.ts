@@ -49,6 +49,7 @@ import {
 } from './runtime-contract.js';
 import { stripIfTypeScript } from './typescript-input.js';
 import { mark } from './timeline.js';
+import { monotonicMs } from './monotonic.js';
 
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
 export { RuntimeSnapshot, type RuntimeSnapshotOptions } from './runtime-snapshot.js';
@@ -151,12 +152,12 @@ class GuestBudget {
   /** Arms the deadline for one entry into the isolate; throws when nothing is left. */
   start(): void {
     if (this.#remaining <= 0) throw new RuntimeTimeout('the guest ran past its timeout');
-    this.#since = performance.now();
+    this.#since = monotonicMs();
     if (this.#remaining !== Infinity) this.#deadline.arm(this.#remaining);
   }
   /** Disarms after the entry returned; true when the deadline stopped it (the termination is cleared). */
   stop(): boolean {
-    this.#remaining -= performance.now() - this.#since;
+    this.#remaining -= monotonicMs() - this.#since;
     if (this.#remaining === Infinity || !this.#deadline.disarm()) return false;
     this.#deadline.cancel();
     return true;
@@ -166,11 +167,11 @@ class GuestBudget {
    * would cost a native call); {@link resume} clears it if it fired meanwhile.
    */
   pause(): void {
-    this.#remaining -= performance.now() - this.#since;
+    this.#remaining -= monotonicMs() - this.#since;
   }
   /** The host function returned: the guest's clock runs again from what was left at {@link pause}. */
   resume(): void {
-    this.#since = performance.now();
+    this.#since = monotonicMs();
     if (this.#remaining !== Infinity) this.#deadline.resume(Math.max(this.#remaining, 0));
   }
 }

@@ -39,12 +39,18 @@ export function mark(label: string): void {
   times.push(process.hrtime.bigint());
 }
 
-/** Records a point at a moment already past, given on `performance.now()`'s clock (Node's own start-up marks). */
+/**
+ * Records a point at a moment already past, given on `performance.now()`'s clock (Node's own
+ * start-up marks), in its place among the marks recorded since.
+ */
 export function markAt(label: string, performanceMs: number): void {
   if (labels === undefined || labels.length >= MAX_MARKS) return;
   const ago = BigInt(Math.round((performance.now() - performanceMs) * 1e6));
-  labels.push(label);
-  times.push(process.hrtime.bigint() - ago);
+  const at = process.hrtime.bigint() - ago;
+  let index = times.length;
+  while (index > 0 && times[index - 1]! > at) index--;
+  labels.splice(index, 0, label);
+  times.splice(index, 0, at);
 }
 
 /** The marks recorded so far, oldest first, and forgets them (recording goes on). */

@@ -228,3 +228,91 @@ test('spinForInput(fd, micros) is false after micros on a pipe with nothing in i
   t.true(second.ready);
   t.true(second.readyMs < 1000, `found the byte after ${second.readyMs} ms`);
 });
+
+test('readInBackground() delivers every chunk of a pipe in order, then undefined once, and holds up neither the event loop nor the exit', async (t) => {
+  // stdin is a pipe the test writes in three pieces, then closes: the child collects what it gets.
+  const exit = await new Promise<Exit>((resolve, reject) => {
+    const source = `import { loadWatchdog } from ${JSON.stringify(nativePaths)};
+      const chunks = [];
+      let ends = 0;
+      loadWatchdog().readInBackground(0, (chunk) => {
+        if (chunk === undefined) { ends++; setTimeout(() => console.log(JSON.stringify({ text: chunks.join(''), ends })), 50); return; }
+        if (!Buffer.isBuffer(chunk)) throw new Error('not a Buffer');
+        chunks.push(chunk.toString('utf8'));
+        process.stdout.write('got\\n');
+      });`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const pieces = ['first ', 'second ', 'third'];
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+      // the next piece once the child has the last one, so each is its own read
+      const got = stdout.split('got\n').length - 1;
+      if (got < pieces.length) child.stdin.write(pieces[got]);
+      else if (!child.stdin.writableEnded) child.stdin.end();
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr }));
+    child.stdin.write(pieces[0]);
+  });
+  t.is(exit.status, 0, exit.stderr);
+  t.deepEqual(JSON.parse(exit.stdout.split('\n').at(-2)!), { text: 'first second third', ends: 1 });
+
+  // A reader blocked on a pipe nobody closes: the process still ends at process.exit (the thread is never joined).
+  const blocked = await new Promise<{ status: number | null }>((resolve) => {
+    const source = `import { loadWatchdog } from ${JSON.stringify(nativePaths)};
+      loadWatchdog().readInBackground(0, () => {});
+      setTimeout(() => process.exit(3), 100);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['pipe', 'ignore', 'inherit'] });
+    const guard = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.on('close', (status) => {
+      clearTimeout(guard);
+      child.stdin.destroy();
+      resolve({ status });
+    });
+  });
+  t.is(blocked.status, 3, 'process.exit ended the process although its reader thread was blocked in read()');
+});
+
+test('readInBackground() refuses what is not a descriptor and a function', (t) => {
+  const watchdog = loadWatchdog();
+  t.throws(() => watchdog.readInBackground(-1, () => {}), { code: 'ERR_OUT_OF_RANGE' });
+  t.throws(() => watchdog.readInBackground(0, 'no' as never), { code: 'ERR_INVALID_ARG_TYPE' });
+});
+
+test('tcpConnect() tells connected, refused and bad arguments apart', async (t) => {
+  const { createServer } = await import('node:net');
+  const watchdog = loadWatchdog();
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  t.is(watchdog.tcpConnect('127.0.0.1', port, 5_000), 0, 'a listening port: connected');
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  // the port just closed: nothing listens there now
+  const refused = watchdog.tcpConnect('127.0.0.1', port, 5_000);
+  t.is(refused, 111, 'ECONNREFUSED is errno 111 on Linux');
+  t.throws(() => watchdog.tcpConnect('localhost', 9, 100), { code: 'ERR_INVALID_ARG_VALUE' });
+  t.throws(() => watchdog.tcpConnect('999.0.0.1', 9, 100), { code: 'ERR_INVALID_ARG_VALUE' });
+  t.throws(() => watchdog.tcpConnect('127.0.0.1', 0, 100), { code: 'ERR_OUT_OF_RANGE' });
+  t.throws(() => watchdog.tcpConnect('127.0.0.1', 9, 0), { code: 'ERR_OUT_OF_RANGE' });
+  t.throws(() => watchdog.tcpConnect(1 as never, 9, 100), { code: 'ERR_INVALID_ARG_TYPE' });
+});
+
+test("the layers' tryConnect() answers the same through the addon and through node:net", async (t) => {
+  const { tryConnect } = await import('../src/layers/attempts.js');
+  const { createServer } = await import('node:net');
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  // an IPv4 address goes through the addon; a host name through node:net
+  t.is(await tryConnect({ host: '127.0.0.1', port }), 'connected');
+  t.is(await tryConnect({ host: 'localhost', port }), 'connected');
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  t.is(await tryConnect({ host: '127.0.0.1', port }), 'ECONNREFUSED');
+  t.is(await tryConnect({ host: 'localhost', port }), 'ECONNREFUSED');
+  // what the addon does not take (not an address, port 0) is node:net's to answer, never a throw
+  t.is(typeof (await tryConnect({ host: '999.0.0.1', port: 9 }, 1_000)), 'string');
+  t.is(typeof (await tryConnect({ host: '127.0.0.1', port: 0 }, 1_000)), 'string');
+});

@@ -4,7 +4,18 @@
  *
  * @module
  */
-import { isIP } from 'node:net';
+import { createRequire } from 'node:module';
+
+let net: typeof import('node:net') | undefined;
+
+/**
+ * node:net's `isIP` (0, 4 or 6), loaded on first use: the worker bundles the egress policy's code
+ * but never checks an address, and node:net costs a `--jitless` worker about 15 ms to load.
+ */
+export function isIP(address: string): number {
+  net ??= createRequire(import.meta.url)('node:net') as typeof import('node:net');
+  return net.isIP(address);
+}
 
 /**
  * `'public'`: the internet. `'private'`: this machine or a local network (loopback, RFC 1918,

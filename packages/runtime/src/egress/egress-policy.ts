@@ -4,9 +4,8 @@
  *
  * @module
  */
-import { isIP } from 'node:net';
 import { InvalidOption } from '../errors.js';
-import { addressScope } from './address-scope.js';
+import { addressScope, isIP } from './address-scope.js';
 import { canonicalHost, originKey, parseAllowPattern, type AllowPattern } from './allow-pattern.js';
 import { forbiddenHeaderReason, isHeaderName, isHeaderValue } from './header-rules.js';
 import type { EgressResponseHook } from './response-body.js';

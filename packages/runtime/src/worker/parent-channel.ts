@@ -1,10 +1,11 @@
 import { readSync, writeSync } from 'node:fs';
-import { Socket } from 'node:net';
+import { createRequire } from 'node:module';
 import { FrameReader, encodeFrame, resolveLimits, validateMessage, type Message, type MessageOf } from '@strata/wire';
 import { PARENT_FRAME_LIMITS, WORKER_FRAME_LIMITS } from '../channel-limits.js';
 import type { WireCodec } from '../native/native-paths.js';
 import { mark } from '../timeline.js';
 import { SpinPolicy } from './spin-policy.js';
+import { monotonicMs } from '../monotonic.js';
 
 /** How the worker waits (the watchdog addon): a spin before a blocking read, and telling the watchdog it sleeps. */
 export interface Waits {
@@ -12,6 +13,12 @@ export interface Waits {
   spinForInput(fd: number, micros: number): boolean;
   /** The worker sleeps on its next command (true) or has it (false). */
   setIdle(idle: boolean): void;
+  /**
+   * Reads `fd` on a thread of its own until its end, calling `onChunk` on the main thread with
+   * each chunk, then with `undefined`. (Node's sockets would do it, and cost a `--jitless`
+   * worker about 15 ms of start-up to compile node:net and its streams.)
+   */
+  readInBackground(fd: number, onChunk: (chunk: Buffer | undefined) => void): void;
 }
 
 /** The file descriptors of the worker's channel to its parent. */
@@ -60,9 +67,11 @@ export class ParentChannel {
     this.#waits = waits;
     this.#codec = codec;
     const fastDecode = codec === undefined ? undefined : (body: Uint8Array) => codec.decodeBody(body, IN_DEPTH, IN_NODES, IN_STRING_BYTES);
-    this.#replies = new FrameReader({ limits: FRAME_LIMITS, fastDecode });
-    this.#commands = new FrameReader({ limits: FRAME_LIMITS, fastDecode });
-    this.#settlements = new FrameReader({ limits: FRAME_LIMITS, fastDecode });
+    // the monotonic clock, not performance.now(): see ../monotonic.ts
+    const options = { limits: FRAME_LIMITS, fastDecode, now: monotonicMs };
+    this.#replies = new FrameReader(options);
+    this.#commands = new FrameReader(options);
+    this.#settlements = new FrameReader(options);
   }
 
   /**
@@ -71,7 +80,7 @@ export class ParentChannel {
    * watchdog it sleeps (no guest code runs until the command comes).
    */
   #read(fd: number, buffer: Buffer, policy: SpinPolicy, idle: boolean): number {
-    const since = performance.now();
+    const since = monotonicMs();
     const waits = this.#waits;
     const found = waits !== undefined && policy.micros > 0 && waits.spinForInput(fd, policy.micros);
     const sleeps = idle && waits !== undefined && !found;
@@ -80,7 +89,7 @@ export class ParentChannel {
       return readSync(fd, buffer, 0, buffer.length, null);
     } finally {
       if (sleeps) waits.setIdle(false);
-      policy.waited((performance.now() - since) * 1000);
+      policy.waited((monotonicMs() - since) * 1000);
     }
   }
 
@@ -123,26 +132,37 @@ export class ParentChannel {
    */
   streamCommands(onMessage: (message: Message) => void): void {
     for (const queued of this.#pendingCommands.splice(0)) onMessage(queued);
-    const stream = new Socket({ fd: CHANNEL_FDS.commands, readable: true, writable: false });
-    stream.on('data', (chunk: Buffer) => {
+    this.#readInBackground(CHANNEL_FDS.commands, (chunk) => {
+      // the parent closed the pipe (or it broke): the worker's work is over
+      if (chunk === undefined) process.exit(0);
       mark('read');
       const messages = this.#decodeChunk(this.#commands, chunk, chunk.length);
       mark('decoded');
       for (const message of messages) onMessage(message);
     });
-    stream.on('end', () => process.exit(0));
-    stream.on('error', () => process.exit(0));
   }
 
-  /** Calls `onMessage` for each settlement of an async host call; they arrive while a command awaits them. */
+  /**
+   * Calls `onMessage` for each settlement of an async host call; they arrive while a command
+   * awaits them. The reader is referenced: while a command awaits a settlement, it is what keeps
+   * the event loop (and so the worker) alive. The worker ends when the parent closes the command
+   * pipe, not this one.
+   */
   listenForSettlements(onMessage: (message: Message) => void): void {
-    const stream = new Socket({ fd: CHANNEL_FDS.settlements, readable: true, writable: false });
-    stream.on('data', (chunk: Buffer) => {
+    this.#readInBackground(CHANNEL_FDS.settlements, (chunk) => {
+      if (chunk === undefined) return;
       for (const message of this.#decodeChunk(this.#settlements, chunk, chunk.length)) onMessage(message);
     });
-    // Kept referenced: while a command awaits a settlement, this stream is what keeps the event
-    // loop (and so the worker) alive. The worker ends when the parent closes the command pipe.
-    stream.on('error', () => process.exit(0));
+  }
+
+  /** `fd`'s chunks as they come: the watchdog's reader thread, or (without the addon) a Node socket. */
+  #readInBackground(fd: number, onChunk: (chunk: Buffer | undefined) => void): void {
+    if (this.#waits !== undefined) return this.#waits.readInBackground(fd, onChunk);
+    const { Socket } = createRequire(import.meta.url)('node:net') as typeof import('node:net');
+    const stream = new Socket({ fd, readable: true, writable: false });
+    stream.on('data', onChunk);
+    stream.on('end', () => onChunk(undefined));
+    stream.on('error', () => onChunk(undefined));
   }
 
   /**

@@ -8,6 +8,7 @@ import type { Runtime, RuntimeSnapshot } from '../runtime.js';
 import { mark } from '../timeline.js';
 import type { ParentChannel } from './parent-channel.js';
 import { hostError, WorkerSession, type PendingCalls, type SessionHost } from './worker-session.js';
+import { monotonicMs } from '../monotonic.js';
 
 /** Sessions a worker of many isolates keeps made ahead (each a few MiB). */
 const SPARE_ISOLATES = 2;
@@ -58,7 +59,7 @@ export class WorkerHost implements SessionHost {
   readonly #openings = new Map<number | undefined, Promise<undefined>>();
   #refilling = false;
   #refillTimer: NodeJS.Timeout | undefined;
-  /** Since when the worker has been short of spares (performance.now()), or undefined when it is not. */
+  /** Since when the worker has been short of spares (monotonicMs()), or undefined when it is not. */
   #shortSince: number | undefined;
   /** Commands being served now; spares are made only while there are none. */
   #inFlight = 0;
@@ -198,7 +199,7 @@ export class WorkerHost implements SessionHost {
     if (!this.multi || this.#spares.length >= SPARE_ISOLATES || this.#sessions.size + this.#spares.length >= this.maxIsolates!) return;
     clearTimeout(this.#refillTimer);
     this.#refillTimer = undefined;
-    const now = performance.now();
+    const now = monotonicMs();
     this.#shortSince ??= now;
     // Starved: now, between two commands (the next one waits for the spare's synchronous steps).
     if (now - this.#shortSince >= SPARE_STARVED_MS) {
@@ -215,7 +216,7 @@ export class WorkerHost implements SessionHost {
     this.#refill(1).then(
       () => {
         // Full again, or short from now on (a starved worker makes one spare per period).
-        this.#shortSince = this.#spares.length >= SPARE_ISOLATES ? undefined : performance.now();
+        this.#shortSince = this.#spares.length >= SPARE_ISOLATES ? undefined : monotonicMs();
         this.#refillSoon();
       },
       // A spare that could not be made (memory) is not made: an open then makes its own isolate.

@@ -20,10 +20,9 @@ import { shareRuntimeWithLayers } from './shared-with-layers.js';
 import { WorkerHost } from './worker-host.js';
 
 // The start-up's marks are always taken (a dozen); configure says whether the parent wants them.
+// Node's own (performance.nodeTiming) are added then, in their place: `performance` costs a
+// --jitless worker milliseconds to load, which only a timeline should pay.
 startTimeline();
-markAt('node start', performance.nodeTiming.nodeStart);
-markAt('V8 start', performance.nodeTiming.v8Start);
-markAt('node bootstrapped', performance.nodeTiming.bootstrapComplete);
 mark('modules loaded');
 // whether the bundle was compiled with the build's code cache (worker-entry.cts): no mark without one
 const codeCacheRejected = workerEntry()?.codeCacheRejected;
@@ -50,6 +49,12 @@ async function configure(message: MessageOf<'configure'>): Promise<WorkerHost> {
     mark('configured');
     channel.send({ type: 'result', id: message.id, value: created.describe() });
     if (message.options['timeline'] !== true) stopTimeline();
+    else {
+      const node = performance.nodeTiming;
+      markAt('node start', node.nodeStart);
+      markAt('V8 start', node.v8Start);
+      markAt('node bootstrapped', node.bootstrapComplete);
+    }
     return created;
   } catch (error) {
     channel.send({ type: 'error', id: message.id, error: toErrorPayload(error) });
