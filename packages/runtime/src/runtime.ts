@@ -50,6 +50,7 @@ import {
 import { stripIfTypeScript } from './typescript-input.js';
 import { mark } from './timeline.js';
 import { monotonicMs } from './monotonic.js';
+import { digestKey, preludeKey } from './bootstrap-code-cache.js';
 
 export type { ModuleLoader, ModuleResolver } from './module-registry.js';
 export { RuntimeSnapshot, type RuntimeSnapshotOptions } from './runtime-snapshot.js';
@@ -81,9 +82,10 @@ let ivm: typeof IsolatedVm;
 /**
  * V8's code cache of each bootstrap script, for the process: the first isolate that compiles a
  * script produces it, later ones (another Runtime here, a layer's self-test isolate in a worker)
- * deserialize instead of parsing: `WEB_POLYFILLS` takes 0.8 ms instead of 5.4 ms. Only this
- * process's own compiles fill it; a cache V8 rejects (other flags) is compiled afresh and
- * replaced. Bounded: the oldest entries go past {@link MAX_CACHED_BOOTSTRAPS}.
+ * deserialize instead of parsing: `WEB_POLYFILLS` takes 0.8 ms instead of 5.4 ms. This process's
+ * own compiles fill it, and, in a worker, the caches the build made for the prelude and
+ * `WEB_POLYFILLS` ({@link usePrebuiltCodeCaches}); a cache V8 rejects (other flags) is compiled
+ * afresh and replaced. Bounded: the oldest entries go past {@link MAX_CACHED_BOOTSTRAPS}.
  */
 const bootstrapCache = new Map<string, IsolatedVm.ExternalCopy<ArrayBuffer>>();
 const MAX_CACHED_BOOTSTRAPS = 16;
@@ -91,19 +93,70 @@ const MAX_CACHED_BOOTSTRAPS = 16;
 // What compileScriptSync sets on the script beside it (isolated-vm's typings leave it out).
 type CompiledScript = IsolatedVm.Script & { cachedData?: IsolatedVm.ExternalCopy<ArrayBuffer>; cachedDataRejected?: boolean };
 
+/** Caches made at build time, by key ({@link usePrebuiltCodeCaches}); none outside a worker. */
+let prebuiltCodeCaches: Map<string, ArrayBuffer> | undefined;
+/** The key of each script whose cache may have been made at build time (src/bootstrap-code-cache.ts). Bounded as the cache is. */
+const keyOfSource = new Map<string, string>();
+
+/** @internal The worker's build-time code caches of its prelude and bootstrap scripts, by key, consulted when the process has made none of its own. */
+export function usePrebuiltCodeCaches(caches: Map<string, ArrayBuffer>): void {
+  prebuiltCodeCaches = caches;
+}
+
+/**
+ * @internal The SHA-256 of each bootstrap script, as the parent computed it: the key a worker
+ * finds the script's build-time code cache under. Each must be a 64-digit hex string.
+ */
+export function useBootstrapDigests(sources: readonly string[], digests: readonly unknown[]): Set<string> {
+  const keys = new Set<string>();
+  for (const [i, source] of sources.entries()) {
+    const digest = digests[i];
+    if (typeof digest !== 'string' || !/^[0-9a-f]{64}$/.test(digest)) continue;
+    setKey(source, digestKey(digest));
+    keys.add(digestKey(digest));
+  }
+  return keys;
+}
+
+function setKey(source: string, key: string): void {
+  keyOfSource.set(source, key);
+  if (keyOfSource.size > MAX_CACHED_BOOTSTRAPS) keyOfSource.delete(keyOfSource.keys().next().value!);
+}
+
+/** @internal The code caches this process made for scripts with a key (the build's worker gives them for the package's file). */
+export function bootstrapCodeCaches(): { key: string; cache: Uint8Array }[] {
+  return [...bootstrapCache].flatMap(([source, cache]) => {
+    const key = keyOfSource.get(source);
+    return key === undefined ? [] : [{ key, cache: new Uint8Array(cache.copy()) }];
+  });
+}
+
 function compileBootstrap(isolate: IsolatedVm.Isolate, source: string, filename: string): IsolatedVm.Script {
-  const cachedData = bootstrapCache.get(source);
+  let cachedData = bootstrapCache.get(source);
+  const key = cachedData === undefined ? keyOfSource.get(source) : undefined;
+  const prebuilt = key === undefined ? undefined : prebuiltCodeCaches?.get(key);
+  if (prebuilt !== undefined) cachedData = new ivm.ExternalCopy(prebuilt);
   if (cachedData !== undefined) {
     const script = isolate.compileScriptSync(source, { filename, cachedData }) as CompiledScript;
-    if (script.cachedDataRejected !== true) return script;
+    if (script.cachedDataRejected !== true) {
+      if (prebuilt !== undefined) {
+        mark(`build's code cache used: ${filename}`);
+        remember(source, cachedData);
+      }
+      return script;
+    }
+    if (prebuilt !== undefined) mark(`build's code cache refused: ${filename}`);
     bootstrapCache.delete(source);
+    if (key !== undefined) prebuiltCodeCaches?.delete(key);
   }
   const script = isolate.compileScriptSync(source, { filename, produceCachedData: true }) as CompiledScript;
-  if (script.cachedData !== undefined) {
-    bootstrapCache.set(source, script.cachedData);
-    if (bootstrapCache.size > MAX_CACHED_BOOTSTRAPS) bootstrapCache.delete(bootstrapCache.keys().next().value!);
-  }
+  if (script.cachedData !== undefined) remember(source, script.cachedData);
   return script;
+}
+
+function remember(source: string, cache: IsolatedVm.ExternalCopy<ArrayBuffer>): void {
+  bootstrapCache.set(source, cache);
+  if (bootstrapCache.size > MAX_CACHED_BOOTSTRAPS) bootstrapCache.delete(bootstrapCache.keys().next().value!);
 }
 
 /** @internal How a worker points its runtime's imports at the parent. */
@@ -277,7 +330,11 @@ export class Runtime implements StrataRuntime {
       deadline = GuestDeadline.attach(this.#context);
       deadline.limitHeap(options.maxHeapSize);
       this.#deadline = deadline;
-      if ('setup' in from) this.#isolate.compileScriptSync(preludeSource(from.setup), { filename: 'strata:prelude' }).runSync(this.#context);
+      if ('setup' in from) {
+        const source = preludeSource(from.setup);
+        if (!keyOfSource.has(source)) setKey(source, preludeKey(JSON.stringify(from.setup)));
+        compileBootstrap(this.#isolate, source, 'strata:prelude').runSync(this.#context);
+      }
     } catch (error) {
       deadline?.release();
       this.#isolate.dispose();

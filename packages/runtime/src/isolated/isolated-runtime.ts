@@ -87,7 +87,7 @@ export interface RuntimeInternals {
   /** The worker's timeline marks so far (the bench's breakdowns; see timeline.ts), taken from the worker. */
   workerTimeline(rt: IsolatedRuntime): Promise<TimelineMark[]>;
   /** A V8 code cache of the worker's bundle as compiled so far (scripts/make-worker-cache.mjs). */
-  workerCodeCache(rt: IsolatedRuntime): Promise<Uint8Array>;
+  workerCodeCache(rt: IsolatedRuntime): Promise<{ worker: Uint8Array; bootstraps: { flags: string; key: string; cache: Uint8Array }[] }>;
 }
 
 /** What a runtime on a shared worker says about the sharing, in its report. */
@@ -160,7 +160,11 @@ export class IsolatedRuntime implements StrataRuntime {
       options: (rt) => rt.#options,
       attach: (options, port, report, sharing) => new IsolatedRuntime(FACTORY, options, port, report, undefined, sharing),
       workerTimeline: (rt) => rt.#command({ type: 'command', id: 0, name: 'timeline', params: {} }) as Promise<TimelineMark[]>,
-      workerCodeCache: (rt) => rt.#command({ type: 'command', id: 0, name: 'codeCache', params: {} }) as Promise<Uint8Array>,
+      workerCodeCache: (rt) =>
+        rt.#command({ type: 'command', id: 0, name: 'codeCache', params: {} }) as Promise<{
+          worker: Uint8Array;
+          bootstraps: { flags: string; key: string; cache: Uint8Array }[];
+        }>,
     };
   }
 

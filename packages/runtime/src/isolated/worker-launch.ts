@@ -16,6 +16,7 @@ import { verifyWorker } from './verify-worker.js';
 import { resolveWorkerNode } from './worker-node.js';
 import { WORKER_ENTRY, type LaunchPlan } from './worker-process.js';
 import { timelineRecording } from '../timeline.js';
+import { sourceDigest } from './source-digest.js';
 
 /** Everything decided before a worker exists. */
 export interface PreparedLaunch {
@@ -67,6 +68,8 @@ export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLau
   if (launch.plan.cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = launch.plan.cpuSeconds;
   if (maxIsolates !== undefined) options['maxIsolates'] = maxIsolates;
   if (timelineRecording()) options['timeline'] = true;
+  // the key of each bootstrap script's build-time code cache in the worker (src/bootstrap-code-cache.ts)
+  options['bootstrapDigests'] = o.runtime.bootstrap.map(sourceDigest);
   return options;
 }
 

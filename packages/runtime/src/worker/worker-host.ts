@@ -4,7 +4,8 @@ import { StrataError } from '../errors.js';
 import { applyPipeline, type PipelineResult, type PlannedStep } from '../layers/pipeline.js';
 import { WATCHDOG_EXIT_CODE, type MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
-import type { Runtime, RuntimeSnapshot } from '../runtime.js';
+import { readCodeCaches } from '../bootstrap-code-cache.js';
+import { useBootstrapDigests, usePrebuiltCodeCaches, type Runtime, type RuntimeSnapshot } from '../runtime.js';
 import { mark } from '../timeline.js';
 import type { ParentChannel } from './parent-channel.js';
 import { hostError, WorkerSession, type PendingCalls, type SessionHost } from './worker-session.js';
@@ -85,9 +86,27 @@ export class WorkerHost implements SessionHost {
 
   /** Applies the layers the parent planned and, for a worker of one isolate, creates its Runtime. */
   static async create(channel: ParentChannel, options: WireObject, RuntimeClass: typeof Runtime, watchdog: MemoryWatchdog): Promise<WorkerHost> {
-    const { maxMemory, cpuSecondsPerCommand, layerSteps, maxIsolates, timeline: _timeline, ...rest } = options as RuntimeOptions & WorkerSettings;
+    const {
+      maxMemory,
+      cpuSecondsPerCommand,
+      layerSteps,
+      maxIsolates,
+      timeline: _timeline,
+      bootstrapDigests,
+      ...rest
+    } = options as RuntimeOptions & WorkerSettings & { bootstrapDigests?: unknown };
     const runtimeOptions = rest as RuntimeOptions;
     const bootstrap = typeof runtimeOptions.bootstrap === 'string' ? [runtimeOptions.bootstrap] : [...(runtimeOptions.bootstrap ?? [])];
+    // The build-time code caches of the prelude and of the bootstrap scripts the parent named by
+    // digest (src/bootstrap-code-cache.ts), read now: the layers take the files away. Without the
+    // file (a build that could not make it), or with a damaged one, they compile from source.
+    const keys = useBootstrapDigests(bootstrap, Array.isArray(bootstrapDigests) ? bootstrapDigests : []);
+    try {
+      usePrebuiltCodeCaches(readCodeCaches(new URL('./bootstrap.cache', import.meta.url), (key) => key.startsWith('prelude ') || keys.has(key)));
+    } catch {
+      // compiled from source
+    }
+    mark('code caches read');
     // The worker checks its own resident memory every 20 ms, also while the guest runs (the
     // parent checks every 50 ms from outside). Started before the layers: it opens
     // /proc/self/statm and /proc/self/task now and keeps them open, so a layer's seal may take

@@ -8,7 +8,8 @@ import { HeapLimitExceeded, ModuleNotFound, StrataError } from '../errors.js';
 import type { ResolvedModule } from '../module-registry.js';
 import type { MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
-import { kModuleSource, type Runtime, type RuntimeStartOptions } from '../runtime.js';
+import { workerFlags } from '../bootstrap-code-cache.js';
+import { bootstrapCodeCaches, kModuleSource, type Runtime, type RuntimeStartOptions } from '../runtime.js';
 import { mark, takeTimeline } from '../timeline.js';
 import { workerEntry } from './entry-handle.js';
 import type { ParentChannel } from './parent-channel.js';
@@ -213,7 +214,8 @@ export class WorkerSession {
         // the build's own worker (scripts/make-worker-cache.mjs) asks, after running only Strata's code
         const entry = workerEntry();
         if (entry === undefined) throw new StrataError('this worker was not started from worker-entry.cjs: it has no code cache to give');
-        return new Uint8Array(entry.createCodeCache());
+        const flags = workerFlags();
+        return { worker: new Uint8Array(entry.createCodeCache()), bootstraps: bootstrapCodeCaches().map(({ key, cache }) => ({ flags, key, cache })) };
       }
       default:
         throw new StrataError(`unknown command ${message.name}`);
