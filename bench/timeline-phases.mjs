@@ -12,7 +12,7 @@ export const COLD_PHASES = [
   ['hello, and the configuration across the pipe', 'worker modules loaded', 'worker configure'],
   ['the layer modules imported', 'worker configure', 'worker layers: loaded'],
   ["the layers' apply, seal and self-tests", 'worker layers: loaded', 'worker layers applied and self-tested'],
-  ["the guest's isolate, with WEB_POLYFILLS", 'worker layers applied and self-tested', 'worker configured'],
+  ["the guest's isolate (Strata's prelude; no bootstrap)", 'worker layers applied and self-tested', 'worker configured'],
   ['checked from outside, a warm-up call, the first 1+1', 'worker configured', 'first 1+1 answered'],
 ];
 
