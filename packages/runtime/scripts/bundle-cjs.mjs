@@ -28,6 +28,11 @@ function ownImportMetaUrl(outfile) {
  * Bundles `entry` into `outfile` (CommonJS, Node 24). `external`: package names left to `require`
  * at run time; `packagesExternal`: every bare specifier is (only the package's own files are
  * bundled). Returns how many modules went in.
+ *
+ * Whitespace and comments go, and syntax is shortened; names stay (error classes, stack frames,
+ * `Function.prototype.toString` of the guest's prelude). A worker reads the file and V8 scans it
+ * at every start: a third less text was 2-3 ms less to read and 3-4 ms less to compile under
+ * --jitless on this project's VM.
  */
 export async function bundleCjs({ entry, outfile, external = [], packagesExternal = false }) {
   const result = await build({
@@ -40,6 +45,8 @@ export async function bundleCjs({ entry, outfile, external = [], packagesExterna
     external,
     ...(packagesExternal ? { packages: 'external' } : {}),
     plugins: [ownImportMetaUrl(outfile)],
+    minifyWhitespace: true,
+    minifySyntax: true,
     logLevel: 'warning',
     metafile: true,
   });
