@@ -316,3 +316,16 @@ test("the layers' tryConnect() answers the same through the addon and through no
   t.is(typeof (await tryConnect({ host: '999.0.0.1', port: 9 }, 1_000)), 'string');
   t.is(typeof (await tryConnect({ host: '127.0.0.1', port: 0 }, 1_000)), 'string');
 });
+
+test('fingerprint() is FNV-1a 64 over the bytes, as 16 hex digits, and takes only a Uint8Array', (t) => {
+  const watchdog = loadWatchdog();
+  // the reference vectors of the FNV specification
+  t.is(watchdog.fingerprint(new Uint8Array(0)), 'cbf29ce484222325');
+  t.is(watchdog.fingerprint(Buffer.from('a')), 'af63dc4c8601ec8c');
+  t.is(watchdog.fingerprint(Buffer.from('foobar')), '85944171f73967e8');
+  // a view sees its own bytes only
+  t.is(watchdog.fingerprint(Buffer.from('xfoobarx').subarray(1, 7)), '85944171f73967e8');
+  for (const bad of ['foobar', new Uint16Array(2), new ArrayBuffer(2), undefined, 1]) {
+    t.throws(() => watchdog.fingerprint(bad as never), { instanceOf: TypeError, code: 'ERR_INVALID_ARG_TYPE' });
+  }
+});

@@ -2,14 +2,21 @@
 // build, accepted by a worker with the default flags, refused (and the code compiled from source)
 // wherever it does not fit; the entry's own contract checked on a bundle of its own.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import vm from 'node:vm';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { digestKey, encodeCodeCaches, preludeKey, readCodeCaches } from '../src/bootstrap-code-cache.js';
+import { digestKey, encodeCodeCaches, preludeKey, readCodeCaches, workerFlags } from '../src/bootstrap-code-cache.js';
 import { IsolatedRuntime } from '../src/index.js';
+import { strataLayerBundle } from '../src/isolated/layer-bundle-files.js';
+import { fingerprintKey, layerCacheFile } from '../src/layers/layer-bundles.js';
+import { loadWatchdog } from '../src/native/native-paths.js';
+import { buildWorkerFlags } from '../src/isolated/v8-flags.js';
+import { layerBundles, runLayerBundle } from '../src/worker/layer-scripts.js';
 import { collectTimeline, recordTimeline, stopRecordingTimeline } from '../src/testing/index.js';
 
 const workerDir = fileURLToPath(new URL('../src/worker/', import.meta.url));
@@ -146,3 +153,100 @@ test('the cache file: only the caches made under these flags and wanted are read
   writeFileSync(file, whole.subarray(0, whole.length - 2));
   t.throws(() => readCodeCaches(file, () => true, 'f'), { message: /cut short/ });
 });
+
+const DEFAULT_LAYERS = ['@strata/layer-emptyroot/layer', '@strata/layer-landlock/layer', '@strata/layer-seccomp/layer'];
+
+test.serial("a worker compiles Strata's own layer bundles with their build's code caches, with the default flags and with strictEval", async (t) => {
+  for (const module of DEFAULT_LAYERS)
+    t.true(existsSync(layerCacheFile(createRequire(import.meta.url).resolve(module))), `the build of ${module} made its cache`);
+  for (const strictEval of [false, true]) {
+    recordTimeline();
+    try {
+      await using rt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require', strictEval });
+      t.is(await rt.eval('1 + 1'), 2);
+      const labels = (await collectTimeline(rt)).map(([label]) => label);
+      for (const module of DEFAULT_LAYERS) t.true(labels.includes(`worker layer code cache used: ${module}`), `strictEval ${strictEval}: ${labels.join(', ')}`);
+      t.false(labels.some((label) => label.includes('layer code cache refused')));
+      // compiled from what was sent, the layers are in force as they were when required by name
+      t.true(
+        rt.report.layers.every((layer) => layer.enforcement === 'full' && layer.selfTest === 'passed'),
+        JSON.stringify(rt.report.layers),
+      );
+    } finally {
+      stopRecordingTimeline();
+    }
+  }
+});
+
+test.serial('with other V8 flags no layer cache is found, and the layers compile from source and are in force', async (t) => {
+  recordTimeline();
+  try {
+    await using rt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require', jitless: false });
+    t.is(await rt.eval('1 + 1'), 2);
+    const labels = (await collectTimeline(rt)).map(([label]) => label);
+    t.false(
+      labels.some((label) => label.includes('layer code cache')),
+      labels.join(', '),
+    );
+    t.true(rt.report.layers.every((layer) => layer.enforcement === 'full' && layer.selfTest === 'passed'));
+  } finally {
+    stopRecordingTimeline();
+  }
+});
+
+test("the parent names each of Strata's layer bundles by path; the build filed two caches of each under its fingerprint; none for another's layer", (t) => {
+  const module = '@strata/layer-seccomp/layer';
+  const filename = createRequire(import.meta.url).resolve(module);
+  t.is(strataLayerBundle(module), filename);
+  const key = fingerprintKey(loadWatchdog().fingerprint(readFileSync(filename)));
+  t.is(readCodeCachesFlags(layerCacheFile(filename), key).length, 2, 'one cache for the default flags, one for strictEval');
+  t.is(strataLayerBundle('my-layer/layer'), undefined);
+  t.is(strataLayerBundle('@strata/layer-nosuch/layer'), undefined);
+});
+
+test('an edited bundle of the same length never runs from the cache of the original', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-layer-bundle-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const original = 'module.exports = { answer: () => 41 };';
+  const edited = 'module.exports = { answer: () => 42 };';
+  t.is(edited.length, original.length);
+  writeFileSync(join(dir, 'layer.cjs'), original);
+  // a cache of the original, filed under its fingerprint and these flags, as a build would
+  const wrap = (text: string) => `(function (exports, require, module, __filename, __dirname) {${text}\n})`;
+  const script = new vm.Script(wrap(original));
+  const made = { exports: {} as { answer?: () => number } };
+  (script.runInThisContext() as (e: object, r: unknown, m: object) => void)(made.exports, undefined, made);
+  t.is(made.exports.answer?.(), 41); // compiled, so its bytecode is in the cache
+  // V8 alone takes that cache for the edited text (it checks the length), and runs the original
+  const stale = new vm.Script(wrap(edited), { cachedData: script.createCachedData() });
+  t.false(stale.cachedDataRejected);
+  const fooled = { exports: {} as { answer?: () => number } };
+  (stale.runInThisContext() as (e: object, r: unknown, m: object) => void)(fooled.exports, undefined, fooled);
+  t.is(fooled.exports.answer?.(), 41);
+  const watchdog = loadWatchdog();
+  const cacheOf = (text: string) => ({ flags: workerFlags(), key: fingerprintKey(watchdog.fingerprint(Buffer.from(text))), cache: script.createCachedData() });
+  writeFileSync(join(dir, 'layer.cache'), encodeCodeCaches([cacheOf(original)]));
+  const run = (): number => (runLayerBundle(join(dir, 'layer.cjs'), 'test', watchdog) as { answer: () => number }).answer();
+  t.is(run(), 41);
+  writeFileSync(join(dir, 'layer.cjs'), edited);
+  t.is(run(), 42);
+  // without the addon's fingerprint, no cache is looked up at all
+  t.is((runLayerBundle(join(dir, 'layer.cjs'), 'test', undefined) as { answer: () => number }).answer(), 42);
+});
+
+test('a worker leaves out a layer bundle that is not an absolute path to a .cjs file (that layer is then loaded by name)', (t) => {
+  const bundles = layerBundles({ a: '/x/dist/src/layer.cjs', b: 'relative/layer.cjs', c: '/x/layer.js', d: 42, e: null });
+  t.deepEqual([...bundles], [['a', '/x/dist/src/layer.cjs']]);
+  t.is(layerBundles(undefined).size, 0);
+  t.is(layerBundles('nonsense').size, 0);
+});
+
+/** Which of the two flag sets the build makes caches under have a cache filed under `key` in the file at `path`. */
+function readCodeCachesFlags(path: string, key: string): string[] {
+  return [false, true]
+    .map((strictEval) => {
+      const flags = buildWorkerFlags({ jitless: true, strictEval, v8Flags: [] });
+      return [...flags.node, '--expose-gc', ...flags.v8].join(' ');
+    })
+    .filter((flags) => readCodeCaches(path, (k) => k === key, flags).has(key));
+}

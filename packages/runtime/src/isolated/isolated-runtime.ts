@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { types } from 'node:util';
 import { ProtocolError } from '@strata/wire';
 import type { Message, MessageOf } from '@strata/wire';
+import type { CodeCacheEntry } from '../bootstrap-code-cache.js';
 import type { ConsoleCapture, ConsoleEntry } from '../console-capture.js';
 import { ConsoleHub } from '../console-hub.js';
 import { splitFunctions } from '../bound-functions.js';
@@ -87,7 +88,7 @@ export interface RuntimeInternals {
   /** The worker's timeline marks so far (the bench's breakdowns; see timeline.ts), taken from the worker. */
   workerTimeline(rt: IsolatedRuntime): Promise<TimelineMark[]>;
   /** A V8 code cache of the worker's bundle as compiled so far (scripts/make-worker-cache.mjs). */
-  workerCodeCache(rt: IsolatedRuntime): Promise<{ worker: Uint8Array; bootstraps: { flags: string; key: string; cache: Uint8Array }[] }>;
+  workerCodeCache(rt: IsolatedRuntime): Promise<{ worker: Uint8Array; bootstraps: CodeCacheEntry[]; layers: CodeCacheEntry[] }>;
 }
 
 /** What a runtime on a shared worker says about the sharing, in its report. */
@@ -163,7 +164,8 @@ export class IsolatedRuntime implements StrataRuntime {
       workerCodeCache: (rt) =>
         rt.#command({ type: 'command', id: 0, name: 'codeCache', params: {} }) as Promise<{
           worker: Uint8Array;
-          bootstraps: { flags: string; key: string; cache: Uint8Array }[];
+          bootstraps: CodeCacheEntry[];
+          layers: CodeCacheEntry[];
         }>,
     };
   }

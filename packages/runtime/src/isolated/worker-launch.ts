@@ -16,6 +16,7 @@ import { verifyWorker } from './verify-worker.js';
 import { resolveWorkerNode } from './worker-node.js';
 import { WORKER_ENTRY, type LaunchPlan } from './worker-process.js';
 import { timelineRecording } from '../timeline.js';
+import { strataLayerBundle } from './layer-bundle-files.js';
 import { sourceDigest } from './source-digest.js';
 
 /** Everything decided before a worker exists. */
@@ -70,6 +71,13 @@ export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLau
   if (timelineRecording()) options['timeline'] = true;
   // the key of each bootstrap script's build-time code cache in the worker (src/bootstrap-code-cache.ts)
   options['bootstrapDigests'] = o.runtime.bootstrap.map(sourceDigest);
+  // Strata's own layers by path: the worker compiles each with its build's code cache (src/layers/layer-bundles.ts)
+  options['layerBundles'] = Object.fromEntries(
+    launch.layerPlan.steps.flatMap(({ descriptor }) => {
+      const bundle = strataLayerBundle(descriptor.module);
+      return bundle === undefined ? [] : [[descriptor.module, bundle]];
+    }),
+  );
   return options;
 }
 

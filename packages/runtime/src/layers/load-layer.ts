@@ -3,13 +3,14 @@ import type * as Tsyringe from 'tsyringe';
 import { importModule } from '../worker/entry-handle.js';
 import { LayerConfigError } from '../errors.js';
 import type { Layer, LayerDescriptor, LayerModuleExport } from './layer.js';
+import { STRATA_LAYER_MODULE } from './layer-bundles.js';
 import { LAYER_OPTIONS } from './tokens.js';
 
 const NAME = /^[a-z][a-z0-9-]{0,63}$/;
-// Strata's own layer modules: factories, never decorated classes, each also one CommonJS file
-// (its package's `require` condition), which the worker requires: a few modules fewer per layer,
-// and Node's ESM loader never started (every worker would compile it from source, --jitless).
-const STRATA_LAYER_MODULE = /^@strata\/layer-[a-z]+\/layer$/;
+// Strata's own layer modules (STRATA_LAYER_MODULE) are factories, never decorated classes, each
+// also one CommonJS file (its package's `require` condition), which is required, or in a worker
+// compiled from the bundle the parent named, with its build's code cache (src/layers/layer-bundles.ts): a few modules fewer per
+// layer, and Node's ESM loader never started (every worker would compile it from source, --jitless).
 
 // Loaded on first use, not at import: under --jitless every worker would compile them at start
 // (about 25 ms), and Strata's own layers need neither. Both are CommonJS, so a layer module's
@@ -27,20 +28,30 @@ function tsyringe(): typeof Tsyringe {
 }
 
 /**
- * Imports a layer module by specifier and builds the layer from its default export: a factory
- * is called with the options; a class is resolved through a child container in which only the
- * options are registered (tsyringe; the layer never sees the container). Then checks its shape.
+ * A module's exports from somewhere other than its specifier (a worker compiles Strata's own
+ * layers with their build's code caches), or undefined to load it by name.
  */
-export async function loadLayer(descriptor: LayerDescriptor): Promise<Layer> {
-  return validateLayer(await buildLayer(descriptor), descriptor.module);
+export type LayerModuleSource = (module: string) => unknown;
+
+/**
+ * Imports a layer module by specifier (or takes it from `source`) and builds the layer from its
+ * default export: a factory is called with the options; a class is resolved through a child
+ * container in which only the options are registered (tsyringe; the layer never sees the
+ * container). Then checks its shape.
+ */
+export async function loadLayer(descriptor: LayerDescriptor, source?: LayerModuleSource): Promise<Layer> {
+  return validateLayer(await buildLayer(descriptor, source), descriptor.module);
 }
 
 /** What {@link loadLayer} builds, before its shape is checked (conformance checks list every problem). */
-export async function buildLayer(descriptor: LayerDescriptor): Promise<unknown> {
+export async function buildLayer(descriptor: LayerDescriptor, source?: LayerModuleSource): Promise<unknown> {
   const where = descriptor.module;
   let exported: unknown;
   try {
-    if (STRATA_LAYER_MODULE.test(where)) {
+    const given = source?.(where);
+    if (given !== undefined) {
+      exported = (given as { default?: unknown }).default;
+    } else if (STRATA_LAYER_MODULE.test(where)) {
       exported = (requireHere(where) as { default?: unknown }).default;
     } else {
       // a third party's layer may import tsyringe, which throws without the polyfill

@@ -7,7 +7,7 @@ import type { OutsideView } from '../isolated/verify-worker.js';
 import { composeLayers, type NamedDescriptor } from './compose.js';
 import { installed, PLATFORM_LAYERS } from './default-layers.js';
 import type { Enforcement, LaunchStep, Layer, LayerCapability, LayerDescriptor, LayerReport, LayerRequirement } from './layer.js';
-import { loadLayer } from './load-layer.js';
+import { loadLayer, type LayerModuleSource } from './load-layer.js';
 import { planLayers } from './plan.js';
 import { mark } from '../timeline.js';
 
@@ -93,6 +93,8 @@ export interface ProbeHost {
 /** What the worker's half needs: how to try guest code in a throwaway isolate. */
 export interface ApplyHost {
   readonly platform: NodeJS.Platform;
+  /** A layer module's exports when the worker has them other than by name (Strata's own, compiled with their build's code caches). */
+  readonly layerModule?: LayerModuleSource;
   /** Evaluates `code` in a fresh isolate set up with these extra bootstrap scripts. */
   evalInGuest(code: string, contextBootstraps: readonly string[]): Promise<unknown>;
 }
@@ -284,7 +286,7 @@ export async function applyPipeline(steps: readonly PlannedStep[], host: ApplyHo
   const layers: Layer[] = [];
   mark('layers: pipeline');
   for (const step of steps) {
-    const layer = await loadLayer(step.descriptor);
+    const layer = await loadLayer(step.descriptor, host.layerModule);
     mark(`${step.name} loaded`);
     // The parent planned by name; a module that builds a different layer here is misconfigured.
     if (layer.name !== step.name) throw new LayerConfigError(step.name, `its module built a layer named ${JSON.stringify(layer.name)} in the worker`);

@@ -58,6 +58,12 @@ export interface MemoryWatchdog {
    * (1–60 000) passed. Blocks for at most `timeoutMs`. For the layers' self-tests.
    */
   tcpConnect(ipv4: string, port: number, timeoutMs: number): number;
+  /**
+   * The FNV-1a 64-bit hash of `bytes`, as 16 hex digits: the key a layer bundle's code cache is
+   * filed under (src/worker/layer-scripts.ts). It tells a bundle from an edited or half-upgraded
+   * one, not from a forged one. Throws a TypeError for anything but a Uint8Array.
+   */
+  fingerprint(bytes: Uint8Array): string;
 }
 
 // This file compiles to dist/src/native/native-paths.js: three levels below the package root.

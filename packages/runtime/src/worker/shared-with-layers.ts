@@ -31,6 +31,11 @@ const HOLDER = Symbol.for('strata.worker.sharedWithLayers');
 
 let installed = false;
 
+/** The worker's own module for `specifier` when it is one of those three, for a layer bundle the worker compiles itself (src/worker/layer-scripts.ts). */
+export function sharedWithLayers(specifier: string): object | undefined {
+  return Object.hasOwn(SHARED, specifier) ? SHARED[specifier] : undefined;
+}
+
 /** The source of the module that stands for `specifier`: one `export const` per name of the bundle's module. */
 function sourceOf(specifier: string): string {
   const names = Object.keys(SHARED[specifier]!).filter((name) => /^[A-Za-z_$][\w$]*$/.test(name));

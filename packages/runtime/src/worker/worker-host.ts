@@ -5,6 +5,7 @@ import { applyPipeline, type PipelineResult, type PlannedStep } from '../layers/
 import { WATCHDOG_EXIT_CODE, type MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
 import { readCodeCaches } from '../bootstrap-code-cache.js';
+import { layerBundles, runLayerBundle } from './layer-scripts.js';
 import { useBootstrapDigests, usePrebuiltCodeCaches, type Runtime, type RuntimeSnapshot } from '../runtime.js';
 import { mark } from '../timeline.js';
 import type { ParentChannel } from './parent-channel.js';
@@ -93,8 +94,9 @@ export class WorkerHost implements SessionHost {
       maxIsolates,
       timeline: _timeline,
       bootstrapDigests,
+      layerBundles: bundlesSent,
       ...rest
-    } = options as RuntimeOptions & WorkerSettings & { bootstrapDigests?: unknown };
+    } = options as RuntimeOptions & WorkerSettings & { bootstrapDigests?: unknown; layerBundles?: unknown };
     const runtimeOptions = rest as RuntimeOptions;
     const bootstrap = typeof runtimeOptions.bootstrap === 'string' ? [runtimeOptions.bootstrap] : [...(runtimeOptions.bootstrap ?? [])];
     // The build-time code caches of the prelude and of the bootstrap scripts the parent named by
@@ -116,8 +118,13 @@ export class WorkerHost implements SessionHost {
     // The parent probed and planned; the worker applies, seals and self-tests, before any guest's
     // isolate exists (self-tests use throwaway isolates). From here on nothing the worker does
     // opens a file: every module and addon it uses was loaded at start (worker-main.ts).
+    const bundles = layerBundles(bundlesSent);
     const pipeline = await applyPipeline(layerSteps ?? [], {
       platform: process.platform,
+      layerModule: (module) => {
+        const bundle = bundles.get(module);
+        return bundle === undefined ? undefined : runLayerBundle(bundle, module, watchdog);
+      },
       evalInGuest: async (code, extra) => {
         // Not the guest's soft timeout: a self-test is the layer's code, and on a loaded machine
         // it can take longer than a short guest timeout (a start failed as LayerFailed at load 15).

@@ -12,6 +12,7 @@ import { workerFlags } from '../bootstrap-code-cache.js';
 import { bootstrapCodeCaches, kModuleSource, type Runtime, type RuntimeStartOptions } from '../runtime.js';
 import { mark, takeTimeline } from '../timeline.js';
 import { workerEntry } from './entry-handle.js';
+import { layerCodeCaches } from './layer-scripts.js';
 import type { ParentChannel } from './parent-channel.js';
 
 /** The part of a bound global that is a host function: where it sits and the name the parent knows it by. */
@@ -215,7 +216,11 @@ export class WorkerSession {
         const entry = workerEntry();
         if (entry === undefined) throw new StrataError('this worker was not started from worker-entry.cjs: it has no code cache to give');
         const flags = workerFlags();
-        return { worker: new Uint8Array(entry.createCodeCache()), bootstraps: bootstrapCodeCaches().map(({ key, cache }) => ({ flags, key, cache })) };
+        return {
+          worker: new Uint8Array(entry.createCodeCache()),
+          bootstraps: bootstrapCodeCaches().map(({ key, cache }) => ({ flags, key, cache })),
+          layers: layerCodeCaches(),
+        };
       }
       default:
         throw new StrataError(`unknown command ${message.name}`);
