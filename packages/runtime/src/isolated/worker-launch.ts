@@ -16,6 +16,7 @@ import { verifyWorker } from './verify-worker.js';
 import { resolveWorkerNode } from './worker-node.js';
 import { WORKER_ENTRY, type LaunchPlan } from './worker-process.js';
 import { timelineRecording } from '../timeline.js';
+import { type BootstrapFile, bootstrapFileFor } from './bootstrap-files.js';
 import { strataLayerBundle } from './layer-bundle-files.js';
 import { sourceDigest } from './source-digest.js';
 
@@ -25,6 +26,8 @@ export interface PreparedLaunch {
   readonly layerPlan: LayerPlanResult;
   readonly base: SandboxReport['base'];
   readonly startedAsRoot: boolean;
+  /** The bootstrap scripts (by index) the worker reads from a file instead of the configuration. */
+  readonly bootstrapFiles: ReadonlyMap<number, BootstrapFile>;
 }
 
 /**
@@ -52,7 +55,12 @@ export async function prepareLaunch(resolved: ResolvedIsolatedOptions, entry: st
     privilegesDropped: startedAsRoot,
     workerNode,
   };
-  return { plan, layerPlan, base, startedAsRoot };
+  const bootstrapFiles = new Map<number, BootstrapFile>();
+  for (const [i, source] of resolved.runtime.bootstrap.entries()) {
+    const file = await bootstrapFileFor(source);
+    if (file !== undefined) bootstrapFiles.set(i, file);
+  }
+  return { plan, layerPlan, base, startedAsRoot, bootstrapFiles };
 }
 
 /** The report of a configured worker: what it says it applied, checked from outside (in /proc) where the platform allows. */
@@ -64,6 +72,11 @@ export function finishLaunch(launch: PreparedLaunch, pid: number, configured: re
 /** What the worker is configured with: the Runtime options, its memory watchdog, its layers, and (for a worker of many isolates) how many it may hold. */
 export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLaunch, maxIsolates?: number): WireObject {
   const options: WireObject = { ...isolateOptions(o, true), strictEval: o.runtime.strictEval };
+  // a script the worker reads from its file goes as its path and fingerprint, its text left empty (src/isolated/bootstrap-files.ts)
+  if (launch.bootstrapFiles.size > 0) {
+    options['bootstrap'] = o.runtime.bootstrap.map((source, i) => (launch.bootstrapFiles.has(i) ? '' : source));
+    options['bootstrapFiles'] = Object.fromEntries([...launch.bootstrapFiles].map(([i, file]) => [String(i), { ...file }]));
+  }
   if (o.maxMemory !== undefined) options['maxMemory'] = o.maxMemory;
   options['layerSteps'] = launch.layerPlan.steps as never;
   if (launch.plan.cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = launch.plan.cpuSeconds;

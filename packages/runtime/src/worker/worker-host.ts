@@ -5,6 +5,7 @@ import { applyPipeline, type PipelineResult, type PlannedStep } from '../layers/
 import { WATCHDOG_EXIT_CODE, type MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
 import { readCodeCaches } from '../bootstrap-code-cache.js';
+import { readBootstrapFiles } from './bootstrap-files.js';
 import { layerBundles, runLayerBundle } from './layer-scripts.js';
 import { useBootstrapDigests, usePrebuiltCodeCaches, type Runtime, type RuntimeSnapshot } from '../runtime.js';
 import { mark } from '../timeline.js';
@@ -95,10 +96,13 @@ export class WorkerHost implements SessionHost {
       timeline: _timeline,
       bootstrapDigests,
       layerBundles: bundlesSent,
+      bootstrapFiles,
       ...rest
-    } = options as RuntimeOptions & WorkerSettings & { bootstrapDigests?: unknown; layerBundles?: unknown };
-    const runtimeOptions = rest as RuntimeOptions;
-    const bootstrap = typeof runtimeOptions.bootstrap === 'string' ? [runtimeOptions.bootstrap] : [...(runtimeOptions.bootstrap ?? [])];
+    } = options as RuntimeOptions & WorkerSettings & { bootstrapDigests?: unknown; layerBundles?: unknown; bootstrapFiles?: unknown };
+    const sent = rest as RuntimeOptions;
+    // the scripts the parent named by file rather than sent (src/isolated/bootstrap-files.ts), read before the layers
+    const bootstrap = readBootstrapFiles(typeof sent.bootstrap === 'string' ? [sent.bootstrap] : [...(sent.bootstrap ?? [])], bootstrapFiles, watchdog);
+    const runtimeOptions: RuntimeOptions = { ...sent, bootstrap };
     // The build-time code caches of the prelude and of the bootstrap scripts the parent named by
     // digest (src/bootstrap-code-cache.ts), read now: the layers take the files away. Without the
     // file (a build that could not make it), or with a damaged one, they compile from source.
