@@ -649,7 +649,7 @@ console.log('| --- | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
   const unit = r.unit ?? 'µs';
   const met = r.goal !== undefined ? r.ratio <= r.goal : r.strataUs <= r.absoluteGoalUs;
-  const goal = r.goal !== undefined ? `≤ ${r.goal}×` : r.absoluteGoalUs === Infinity ? '(the price of the layer)' : `≤ ${r.absoluteGoalUs} µs`;
+  const goal = r.goal !== undefined ? `≤ ${r.goal}×` : r.absoluteGoalUs === Infinity ? '(the price of the layer)' : `≤ ${formatValue(r.absoluteGoalUs, unit)}`;
   const mark = r.absoluteGoalUs === Infinity ? '' : met ? ' ✓' : ' ✗';
   console.log(`| ${r.name} | ${formatValue(r.rawUs, unit)} | ${formatValue(r.strataUs, unit)} | ${r.ratio.toFixed(2)}×${mark} | ${goal} |`);
 }
