@@ -58,6 +58,27 @@ test("the parent names WEB_POLYFILLS' file with the fingerprint of its bytes, an
   t.is(await bootstrapFileFor(`/*${'y'.repeat(WEB_POLYFILLS.length - 4)}*/`), undefined);
 });
 
+test('a file replaced under a running process is read again, and used only while it holds the text this process has', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-web-polyfills-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'web-polyfills.txt');
+  writeFileSync(file, WEB_POLYFILLS);
+  const first = await bootstrapFileFor(WEB_POLYFILLS, file);
+  t.is(first?.path, file);
+  // an upgrade writes another text (same length): this process's WEB_POLYFILLS is no longer the file's
+  const other = `${WEB_POLYFILLS.slice(0, -1)} `;
+  t.is(other.length, WEB_POLYFILLS.length);
+  rmSync(file);
+  writeFileSync(file, other);
+  t.is(await bootstrapFileFor(WEB_POLYFILLS, file), undefined);
+  // and back: read again, the same fingerprint as the first time
+  rmSync(file);
+  writeFileSync(file, WEB_POLYFILLS);
+  t.deepEqual(await bootstrapFileFor(WEB_POLYFILLS, file), first);
+  rmSync(file);
+  t.is(await bootstrapFileFor(WEB_POLYFILLS, file), undefined, 'a missing file: the text is sent');
+});
+
 test('the worker reads a named file only when its bytes are those the parent fingerprinted', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'strata-bootstrap-file-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,16 +6,15 @@
  * here), and blocked the parent's event loop for 5 ms of it; reading the file costs the worker
  * about 2 ms.
  *
- * The parent reads the file once per process and uses it only if its text is the script's, and
- * sends its path with the fingerprint of its bytes (the watchdog addon's FNV-1a 64); the worker
- * reads it, checks the fingerprint and refuses to start on a mismatch (the file changed since:
- * an upgrade under a running process), so it never runs another text under the script's name,
- * nor with the script's code cache (src/worker/worker-host.ts). Without the addon (not Linux)
- * the text is sent as before.
+ * The parent reads the file once (again when it was replaced), uses it only if its text is the
+ * script's, and sends its path with the fingerprint of its bytes (the watchdog addon's FNV-1a 64);
+ * the worker reads it, checks the fingerprint and refuses to start on a mismatch (replaced within
+ * that start), so it never runs another text under the script's name, nor with the script's code
+ * cache (src/worker/bootstrap-files.ts). Without the addon (not Linux) the text is sent as before.
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadWatchdog } from '../native/native-paths.js';
 
@@ -28,24 +27,58 @@ export interface BootstrapFile {
 // Below this a script's text costs less through the pipe than a file read.
 const WORTH_A_FILE = 64 * 1024;
 const requireHere = createRequire(import.meta.url);
-let webPolyfills: { readonly text: string; readonly file: BootstrapFile } | null | undefined;
 
-/** The file a worker may read `source` from, when it is `WEB_POLYFILLS` as installed. */
-export async function bootstrapFileFor(source: string): Promise<BootstrapFile | undefined> {
+interface Known {
+  readonly text: string;
+  readonly file: BootstrapFile | undefined;
+  /** The file as it was read: a start that finds it otherwise reads it again. */
+  readonly identity: string;
+}
+const known = new Map<string, Known>();
+
+/**
+ * The file a worker may read `source` from, when it is `WEB_POLYFILLS` as installed (`file`: a
+ * path to read instead, for tests). Each call checks the file is the one read before (its inode,
+ * size and modification time, one `stat`): a file replaced under a running process, as by an
+ * upgrade, is read again, and used only if it still holds the text this process has.
+ */
+export async function bootstrapFileFor(source: string, file?: string): Promise<BootstrapFile | undefined> {
   if (source.length < WORTH_A_FILE) return undefined;
-  if (webPolyfills === undefined) webPolyfills = await readWebPolyfills();
-  return webPolyfills !== null && source === webPolyfills.text ? webPolyfills.file : undefined;
+  let webPolyfills: string;
+  let path: string;
+  try {
+    ({ WEB_POLYFILLS: webPolyfills } = await import('@strata/polyfills'));
+    path = file ?? requireHere.resolve('@strata/polyfills/web-polyfills.txt');
+  } catch {
+    return undefined; // an older @strata/polyfills, without the file: the text is sent
+  }
+  if (source !== webPolyfills) return undefined;
+  const identity = identityOf(path);
+  if (identity === undefined) return undefined;
+  let entry = known.get(path);
+  if (entry === undefined || entry.identity !== identity || entry.text !== webPolyfills) {
+    entry = { text: webPolyfills, file: readFile(path, webPolyfills), identity };
+    known.set(path, entry);
+  }
+  return entry.file;
 }
 
-async function readWebPolyfills(): Promise<{ text: string; file: BootstrapFile } | null> {
+function identityOf(path: string): string | undefined {
   try {
-    const { WEB_POLYFILLS } = await import('@strata/polyfills');
-    const path = requireHere.resolve('@strata/polyfills/web-polyfills.txt');
+    const stat = statSync(path, { bigint: true });
+    return `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeNs}`;
+  } catch {
+    return undefined;
+  }
+}
+
+function readFile(path: string, text: string): BootstrapFile | undefined {
+  try {
     const bytes = readFileSync(path);
     // a file from another build than the module this process loaded is not used
-    if (bytes.toString('utf8') !== WEB_POLYFILLS) return null;
-    return { text: WEB_POLYFILLS, file: Object.freeze({ path, fingerprint: loadWatchdog().fingerprint(bytes) }) };
+    if (bytes.toString('utf8') !== text) return undefined;
+    return Object.freeze({ path, fingerprint: loadWatchdog().fingerprint(bytes) });
   } catch {
-    return null; // no such file (an older @strata/polyfills), or no addon: the text is sent
+    return undefined; // unreadable, or no addon (not Linux): the text is sent
   }
 }

@@ -15,7 +15,7 @@ import { mark } from '../timeline.js';
  * of its bytes) read from its file.
  *
  * @throws StrataError when a file cannot be read, or its bytes are not those the parent
- *   fingerprinted (it changed since the parent read it), or the worker cannot fingerprint it.
+ *   fingerprinted (replaced since the parent read it), or the worker cannot fingerprint it.
  */
 export function readBootstrapFiles(bootstrap: readonly string[], files: unknown, watchdog: Pick<MemoryWatchdog, 'fingerprint'> | undefined): string[] {
   const scripts = [...bootstrap];
@@ -38,7 +38,7 @@ export function readBootstrapFiles(bootstrap: readonly string[], files: unknown,
     }
     if (watchdog.fingerprint(bytes) !== fingerprint)
       throw new StrataError(
-        `bootstrap script ${index}: ${path} is not the file the parent read (it changed since, as in an upgrade under a running process); restart the process`,
+        `bootstrap script ${index}: ${path} is not the file the parent read (it was replaced during this start, as by an upgrade); start again`,
       );
     scripts[index] = bytes.toString('utf8');
     mark(`bootstrap read from its file: ${index}`);
