@@ -111,6 +111,17 @@ try {
       Object.assign(out, { value: await rt.eval("lookup('A1') * 2"), sandbox: rt.sandbox, extras: rt.sandboxExtras });
     }
     out.withoutOsLayers = await IsolatedRuntime.start({ sandbox: 'require', replaceDefaultLayers: true, layers: [] }).then((rt) => rt.close().then(() => 'started'), (e) => e.code);
+    // The build's code caches and the polyfills' file work from the tarballs: which a worker used.
+    {
+      const { recordTimeline, collectTimeline, stopRecordingTimeline } = await import('@strata/runtime/testing');
+      const { WEB_POLYFILLS } = await import('@strata/polyfills');
+      recordTimeline();
+      await using rt = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false, bootstrap: [WEB_POLYFILLS] });
+      await rt.eval('new URL("https://example.com/").href');
+      const used = /^worker (code cache used|layer code cache used: .*|bootstrap read from its file: .*|build's code cache used: .*)$/;
+      out.caches = [...new Set((await collectTimeline(rt)).map(([label]) => label).filter((label) => used.test(label)))].sort();
+      stopRecordingTimeline();
+    }
     const { AgentSandbox } = await import('@strata/agent');
     // The guest's fetch through an egress policy, against a server here; journaled as a call of fetch.
     const http = await import('node:http');
@@ -152,6 +163,15 @@ try {
     sandbox: 'landlock+seccomp',
     extras: ['emptyroot'],
     withoutOsLayers: 'ERR_STRATA_SANDBOX_UNAVAILABLE',
+    caches: [
+      'worker bootstrap read from its file: 0',
+      "worker build's code cache used: strata:bootstrap-0",
+      "worker build's code cache used: strata:prelude",
+      'worker code cache used',
+      'worker layer code cache used: @strata/layer-emptyroot/layer',
+      'worker layer code cache used: @strata/layer-landlock/layer',
+      'worker layer code cache used: @strata/layer-seccomp/layer',
+    ],
     session: 7,
     fetched: [42, 'fetch'],
     typescript: 42,
@@ -162,7 +182,7 @@ try {
   };
   if (JSON.stringify(outcome) !== JSON.stringify(expected)) fail(`the program printed ${JSON.stringify(outcome)}, expected ${JSON.stringify(expected)}`);
   console.log(
-    `pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); an AgentSandbox session across two cells: ${outcome.session}; its guest's fetch through an egress policy: ${outcome.fetched[0]}, journaled as ${outcome.fetched[1]}; a TypeScript cell (stripped in its worker thread): ${outcome.typescript}; typecheck without typescript: ${outcome.typecheck}; StrataExecutor (@strata/agent/codemode): ${outcome.codemode}; openApiTools without its parser: ${outcome.openapi}; @strata/store-postgres imported, bad options and no database: ${outcome.postgres.join(', ')}`,
+    `pack-check: sandbox 'require' with no layer named: ${outcome.sandbox} + ${outcome.extras.join(', ')}; without the OS layers: refused (${outcome.withoutOsLayers}); the build's code caches (the worker's, its prelude's, WEB_POLYFILLS' read from its file, each layer's) all used; an AgentSandbox session across two cells: ${outcome.session}; its guest's fetch through an egress policy: ${outcome.fetched[0]}, journaled as ${outcome.fetched[1]}; a TypeScript cell (stripped in its worker thread): ${outcome.typescript}; typecheck without typescript: ${outcome.typecheck}; StrataExecutor (@strata/agent/codemode): ${outcome.codemode}; openApiTools without its parser: ${outcome.openapi}; @strata/store-postgres imported, bad options and no database: ${outcome.postgres.join(', ')}`,
   );
   // 6. A parent on Node 22 (hosts/node22, when installed): refused until it has a Node 24 for
   // the worker, which the app does not install; then started on workerNode, fully sandboxed.
