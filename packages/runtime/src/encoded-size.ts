@@ -13,6 +13,16 @@ const header = (n: number): number => (n < 24 ? 1 : n < 0x100 ? 2 : n < 0x10000 
  * contains itself has no finite encoding: the result is `Infinity`.
  */
 export function encodedSize(value: unknown, cap: number): number {
+  return new Measure(cap).run(value).bytes;
+}
+
+/**
+ * {@link encodedSize} of a value isolated-vm copied out of a guest, and the first object in it of
+ * a kind outside the transferable set (`ArrayBuffer`, `Number`…), by name. The copy rebuilds each
+ * object by its brand, so a brand the guest hid behind another prototype shows here, in the same
+ * walk that measures.
+ */
+export function measureCopy(value: unknown, cap: number): { readonly bytes: number; readonly outside: string | undefined } {
   return new Measure(cap).run(value);
 }
 
@@ -20,12 +30,13 @@ export function encodedSize(value: unknown, cap: number): number {
 class Measure implements WalkVisitor {
   readonly lookUpEvery = false;
   private cycled = false;
+  private outside: string | undefined;
 
   constructor(private readonly cap: number) {}
 
-  run(value: unknown): number {
+  run(value: unknown): { bytes: number; outside: string | undefined } {
     const walk = new ValueWalk(this).run(value);
-    return this.cycled ? Infinity : walk.bytes;
+    return { bytes: this.cycled ? Infinity : walk.bytes, outside: this.outside };
   }
 
   visit(v: unknown, walk: ValueWalk): WalkKind {
@@ -46,6 +57,8 @@ class Measure implements WalkVisitor {
     if (Array.isArray(v)) return WalkKind.Array;
     if (v instanceof Map) return WalkKind.Map;
     if (v instanceof Set) return WalkKind.Set;
+    const proto: unknown = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) this.outside ??= Object.prototype.toString.call(v).slice(8, -1);
     return WalkKind.Object;
   }
 

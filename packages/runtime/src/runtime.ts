@@ -19,7 +19,7 @@ import { execute } from './execution-result.js';
 import { ENTROPY_GLOBAL } from '@strata/polyfills/constants';
 import type { PreludeSetup } from './guest/prelude.js';
 import { GuestDeadline } from './guest-deadline.js';
-import { encodedSize } from './encoded-size.js';
+import { encodedSize, measureCopy } from './encoded-size.js';
 import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches } from './egress/guest-fetch.js';
 import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
@@ -183,6 +183,13 @@ interface BoundFunction {
   revoked: boolean;
 }
 
+/** What {@link Runtime.#takeOut} took from the guest. */
+type TakenOut =
+  | { readonly kind: 'value'; readonly value: unknown }
+  | { readonly kind: 'refused'; readonly problem: string }
+  | { readonly kind: 'uncopyable'; readonly error: unknown }
+  | { readonly kind: 'promise' };
+
 interface Delivery {
   readonly callId: number;
   readonly ok: boolean;
@@ -260,13 +267,13 @@ export class Runtime implements StrataRuntime {
   // Set by the prelude's attach step (#attach), before anything else uses it.
   #internals!: {
     checkValue: IsolatedVm.Reference;
+    exportValue: IsolatedVm.Reference;
     namespaceToObject: IsolatedVm.Reference;
     argumentHolder: IsolatedVm.Reference;
     describeError: IsolatedVm.Reference;
     defineGlobal: IsolatedVm.Reference;
     deleteGlobal: IsolatedVm.Reference;
     settleHostCall: IsolatedVm.Reference;
-    watch: IsolatedVm.Reference;
     takeOutcome: IsolatedVm.Reference;
     finalize: IsolatedVm.Reference;
     enter: IsolatedVm.Reference;
@@ -485,13 +492,13 @@ export class Runtime implements StrataRuntime {
     const get = (name: string) => internals.getSync(name, { reference: true }) as IsolatedVm.Reference;
     this.#internals = {
       checkValue: get('checkValue'),
+      exportValue: get('exportValue'),
       namespaceToObject: get('namespaceToObject'),
       argumentHolder: get('argumentHolder'),
       describeError: get('describeError'),
       defineGlobal: get('defineGlobal'),
       deleteGlobal: get('deleteGlobal'),
       settleHostCall: get('settleHostCall'),
-      watch: get('watch'),
       takeOutcome: get('takeOutcome'),
       finalize: get('finalize'),
       enter: get('enter'),
@@ -557,16 +564,19 @@ export class Runtime implements StrataRuntime {
       const script = stripping === undefined ? code : await stripping;
       // A returned promise is watched in the script's own task, so that it has a handler before
       // the task ends and is never reported as an unhandled rejection.
+      // An object is checked and copied (or watched) in the same entry as the script ran.
       const watchId = this.#nextId++;
-      const { completion, watched } = this.#enter(
+      const { completion, taken } = this.#enter(
         budget,
         () => {
           const value = this.#context.evalSync(script, { reference: true, filename }) as IsolatedVm.Reference;
-          return { completion: value, watched: value.typeof === 'object' && this.#internals.watch.applySync(undefined, [value.derefInto(), watchId]) === true };
+          return { completion: value, taken: value.typeof === 'object' ? this.#takeOut(value, watchId) : undefined };
         },
         true,
       );
-      return watched ? this.#awaitPromise(watchId, budget) : this.#settle(completion, budget);
+      if (taken === undefined) return this.#export(completion, budget);
+      if (taken.kind === 'promise') return this.#awaitPromise(watchId, budget);
+      return this.#taken(completion, taken, budget);
     }, stripping);
   }
 
@@ -823,26 +833,6 @@ export class Runtime implements StrataRuntime {
     }
   }
 
-  /**
-   * Turns a completion value into the command's result: a promise is awaited (driving host
-   * calls and virtual timers meanwhile), anything else is exported.
-   */
-  #settle(completion: IsolatedVm.Reference, budget: GuestBudget): unknown {
-    if (completion.typeof !== 'object') return this.#export(completion, budget);
-    // Copy first: the serializer refuses Proxies without running a trap, so the checks after it
-    // never meet one. What it cannot copy may be a promise, which is awaited instead.
-    let copied: unknown;
-    try {
-      copied = completion.copySync();
-    } catch (copyError) {
-      const id = this.#nextId++;
-      const isPromise = this.#enter(budget, () => this.#internals.watch.applySync(undefined, [completion.derefInto(), id]), true) as boolean;
-      if (!isPromise) throw new ValueNotTransferable(this.#whyNotCopied(completion, '$', copyError, budget));
-      return this.#awaitPromise(id, budget);
-    }
-    return this.#checked(completion, copied, budget);
-  }
-
   async #awaitPromise(id: number, budget: GuestBudget): Promise<unknown> {
     await this.#drive(() => this.#settled.has(id), budget, 'the promise');
     const ok = this.#settled.get(id)!;
@@ -882,13 +872,47 @@ export class Runtime implements StrataRuntime {
     const type = reference.typeof;
     if (type === 'function') throw new ValueNotTransferable('$ is a function; only data can cross');
     if (type === 'symbol') throw new ValueNotTransferable('$ is a symbol; it cannot cross to the host');
+    if (type === 'object') return this.#taken(reference, this.#enter(budget, () => this.#takeOut(reference, undefined)), budget);
     let value: unknown;
     try {
       value = reference.copySync();
     } catch (error) {
       throw new ValueNotTransferable(this.#whyNotCopied(reference, '$', error, budget));
     }
-    return this.#checked(reference, value, budget);
+    return this.#withinResultSize(value);
+  }
+
+  /**
+   * An object taken out of the guest in one call, inside an entry: the guest's descriptor walk
+   * (`exportValue`) refuses what the native copy would silently change (class instances losing
+   * their class, holes becoming undefined…), then isolated-vm copies it as the call returns. With
+   * a `watchId`, a promise is watched instead. What only the copy refuses comes back as `uncopyable`.
+   */
+  #takeOut(reference: IsolatedVm.Reference, watchId: number | undefined): TakenOut {
+    let reply: [number, unknown];
+    try {
+      reply = this.#internals.exportValue.applySync(undefined, [reference.derefInto(), watchId], { result: { copy: true } }) as [number, unknown];
+    } catch (error) {
+      if (isEngineFailure(error)) throw error;
+      return { kind: 'uncopyable', error };
+    }
+    if (reply[0] === 2) return { kind: 'promise' };
+    if (reply[0] === 1) return { kind: 'refused', problem: reply[1] as string };
+    return { kind: 'value', value: reply[1] };
+  }
+
+  /** The command's result from what {@link Runtime.#takeOut} took, or the refusal that names why not. */
+  #taken(reference: IsolatedVm.Reference, taken: TakenOut, budget: GuestBudget): unknown {
+    switch (taken.kind) {
+      case 'value':
+        return this.#withinResultSize(taken.value);
+      case 'refused':
+        throw new ValueNotTransferable(`${taken.problem}; it cannot cross to the host`);
+      case 'uncopyable':
+        throw new ValueNotTransferable(this.#whyNotCopied(reference, '$', taken.error, budget));
+      case 'promise':
+        throw new StrataError('a promise was taken out where none was watched');
+    }
   }
 
   /**
@@ -902,18 +926,19 @@ export class Runtime implements StrataRuntime {
   }
 
   /**
-   * Refuses what the copy silently changed (class instances lose their class, holes become
-   * undefined…) by walking the original's descriptors, then enforces `maxResultBytes`.
+   * Checks a copied result: its kinds (the copy keeps a brand the guest hid behind another
+   * prototype: `Object.setPrototypeOf(new ArrayBuffer(8), null)` copies as an ArrayBuffer), then
+   * `maxResultBytes`.
    */
-  #checked(reference: IsolatedVm.Reference, value: unknown, budget: GuestBudget): unknown {
-    if (value !== null && typeof value === 'object') {
-      const problem = this.#enter(budget, () => this.#internals.checkValue.applySync(undefined, [reference.derefInto(), '$'])) as string | undefined;
-      if (problem !== undefined) throw new ValueNotTransferable(`${problem}; it cannot cross to the host`);
-    }
+  #withinResultSize(value: unknown): unknown {
     const max = this.#options.maxResultBytes;
-    // Most results are small: a string shorter than max/3 characters cannot encode to more than max bytes.
-    if (typeof value === 'string' ? value.length * 3 > max : typeof value === 'object' && value !== null) {
-      if (encodedSize(value, max) > max) throw new ResultTooLarge(`the result is larger than maxResultBytes (${max} bytes encoded)`);
+    if (typeof value === 'object' && value !== null) {
+      const { bytes, outside } = measureCopy(value, max);
+      if (outside !== undefined) throw new ValueNotTransferable(hiddenBrand('$', outside));
+      if (bytes > max) throw new ResultTooLarge(`the result is larger than maxResultBytes (${max} bytes encoded)`);
+    } else if (typeof value === 'string' && value.length * 3 > max && encodedSize(value, max) > max) {
+      // Most results are small: a string shorter than max/3 characters cannot encode to more than max bytes.
+      throw new ResultTooLarge(`the result is larger than maxResultBytes (${max} bytes encoded)`);
     }
     return value;
   }
@@ -997,18 +1022,16 @@ export class Runtime implements StrataRuntime {
     if (entry === undefined || entry.revoked) return [1, 'Error', `host function ${entry?.name ?? '#' + id} was revoked`];
     let args = passed;
     if (viaHolder) {
-      const held = this.#internals.argumentHolder.getSync('args', { reference: true }) as IsolatedVm.Reference;
-      // One descriptor walk whether or not the copy succeeded: it names the path of what the copy
-      // refused, and catches what the copy silently changed.
-      let copyFailed: { error: unknown } | undefined;
+      // The guest's walk refused what it can name before calling (the prelude's host function);
+      // isolated-vm's copy runs no getter and no Proxy trap, and refuses the rest.
       try {
-        args = held.copySync() as unknown[];
+        args = this.#internals.argumentHolder.getSync('args', { copy: true }) as unknown[];
       } catch (error) {
-        copyFailed = { error };
+        return [1, 'TypeError', `${entry.name}: an argument cannot cross to the host: ${copyFailure(error)}`];
       }
-      const problem = this.#internals.checkValue.applySync(undefined, [held.derefInto(), 'arguments']) as string | undefined;
-      if (problem !== undefined) return [1, 'TypeError', `${entry.name}: ${problem}; it cannot cross to the host`];
-      if (copyFailed !== undefined) return [1, 'TypeError', `${entry.name}: an argument cannot cross to the host: ${copyFailure(copyFailed.error)}`];
+      // The copy keeps a brand the guest hid behind another prototype (see #withinResultSize).
+      const { outside } = measureCopy(args, Infinity);
+      if (outside !== undefined) return [1, 'TypeError', `${entry.name}: ${hiddenBrand('arguments', outside)}`];
     }
     let result: unknown;
     const budget = this.#activeBudget;
@@ -1138,6 +1161,11 @@ export class Runtime implements StrataRuntime {
 function isEngineFailure(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   return error.message === IVM_MEMORY || error.message === IVM_TIMEOUT || /isolate.*disposed/i.test(error.message);
+}
+
+/** A copy that held an object of a kind outside the set, whose brand the guest hid behind another prototype. */
+function hiddenBrand(root: string, kind: string): string {
+  return `${root} holds an object of the kind ${kind} behind a replaced prototype (outside the transferable set); it cannot cross to the host`;
 }
 
 /** Why isolated-vm's serializer refused a value, in words a user can act on. */

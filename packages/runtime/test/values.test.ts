@@ -161,6 +161,35 @@ test('host function arguments the copy refuses are refused naming the path', asy
   t.regex(String(await rt.eval('try { tool([new Proxy({}, {})]) } catch (e) { e.message }')), /^tool: arguments\[0\]\[0\] is a Proxy/);
 });
 
+test('a prototype does not make a kind: an object made from Date, Uint8Array, Map or Set.prototype is refused, not copied as {}', async (t) => {
+  const rt = await runtimeFor(t);
+  rt.bindFunction('tool', () => 1);
+  for (const kind of ['Date', 'Uint8Array', 'Map', 'Set']) {
+    const error = await t.throwsAsync(rt.eval(`({ a: Object.create(${kind}.prototype) })`), { instanceOf: ValueNotTransferable });
+    t.true(error.message.startsWith(`$.a inherits from ${kind}.prototype but is not a ${kind}`), error.message);
+    t.regex(String(await rt.eval(`try { tool([Object.create(${kind}.prototype)]) } catch (e) { e.message }`)), new RegExp(`^tool: arguments\\[0\\]\\[0\\] inherits from ${kind}.prototype`));
+  }
+});
+
+test('a kind outside the set hidden behind a plain prototype is refused, as a result and as an argument', async (t) => {
+  const rt = await runtimeFor(t);
+  let calls = 0;
+  rt.bindFunction('tool', () => calls++);
+  const hidden: [string, string][] = [
+    ['Object.setPrototypeOf(new ArrayBuffer(8), Object.prototype)', 'ArrayBuffer'],
+    ['Object.setPrototypeOf(new Number(1), null)', 'Number'],
+    ['Object.setPrototypeOf(new Int32Array(2), null)', 'Int32Array'],
+  ];
+  for (const [code, kind] of hidden) {
+    const error = await t.throwsAsync(rt.eval(`({ inner: [${code}] })`), { instanceOf: ValueNotTransferable });
+    t.true(error.message.includes(`of the kind ${kind} behind a replaced prototype`), error.message);
+    t.regex(String(await rt.eval(`try { tool({ x: ${code} }) } catch (e) { e.name + ': ' + e.message }`)), new RegExp(`^TypeError: tool: arguments holds an object of the kind ${kind}`));
+  }
+  t.is(calls, 0);
+  // A real Date, Map or Uint8Array behind another prototype is still that data, and crosses as it.
+  t.deepEqual(await rt.eval('[Object.setPrototypeOf(new Date(0), null), Object.setPrototypeOf(new Map([[1, 2]]), null)]'), [new Date(0), new Map([[1, 2]])]);
+});
+
 test('the guest keeps the built-in Proxy: its name, length, revocable and behaviour', async (t) => {
   const rt = await runtimeFor(t);
   t.deepEqual(

@@ -23,13 +23,14 @@
  * reachable from `globalThis` once the attach step is consumed.
  *
  * The rule for every function the host calls once guest code may have run (`defineGlobal`,
- * `deleteGlobal`, `settleHostCall`, `checkValue`, `namespaceToObject`, `takeOutcome`): no
+ * `deleteGlobal`, `settleHostCall`, `checkValue`, `exportValue`, `namespaceToObject`, `takeOutcome`): no
  * destructuring, spread, `for…of` or other use of the iterator protocol; no property read that
  * could reach a getter (own data properties of objects this code made, or descriptors); property
  * descriptors and lookup tables with a null prototype (a guest can put `get` or `value` on
  * `Object.prototype`); only the captured built-ins. Two functions run the guest's own code by
  * design, inside its command and its deadline: `watch` (awaiting a returned promise runs its
- * `then`) and `describeError` (reading a thrown value's `name`, `message` and `stack`).
+ * `then`; `exportValue` given an id calls it) and `describeError` (reading a thrown value's
+ * `name`, `message` and `stack`).
  */
 
 /* eslint-disable */
@@ -139,6 +140,20 @@ export function guestPrelude(setup: PreludeSetup): void {
   const ArrayBufferByteLength = ObjectGetOwnPropertyDescriptor(ArrayBufferPrototype, 'byteLength')!.get!;
   const TypedArrayPrototype = ObjectGetPrototypeOf(Uint8ArrayPrototype);
   const TypedArrayByteLength = ObjectGetOwnPropertyDescriptor(TypedArrayPrototype, 'byteLength')!.get!;
+  // Brand checks that run no guest code: the tag getter answers undefined for anything but a
+  // typed array; the others throw for a receiver without the brand.
+  const TypedArrayTag = ObjectGetOwnPropertyDescriptor(TypedArrayPrototype, Symbol.toStringTag)!.get!;
+  const DateGetTime = DatePrototype.getTime;
+  const MapSize = ObjectGetOwnPropertyDescriptor(MapPrototype, 'size')!.get!;
+  const SetSize = ObjectGetOwnPropertyDescriptor(SetPrototype, 'size')!.get!;
+  const hasBrand = (getter: any, value: any) => {
+    try {
+      call(getter, value);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   const SafeFinalizationRegistry: any = g.FinalizationRegistry;
   // V8's gc(), present when the process runs with --expose-gc (every Strata worker does), so
   // that the buffer cap counts live bytes rather than garbage V8 has not collected yet. V8 makes
@@ -251,7 +266,12 @@ export function guestPrelude(setup: PreludeSetup): void {
         return (known - height) / HEIGHTS;
       }
       const proto = ObjectGetPrototypeOf(value);
-      if (proto === Uint8ArrayPrototype || proto === DatePrototype) return 1;
+      // The prototype names the kind only with the brand: Object.create(Date.prototype) would
+      // copy as {} (the host's own check refuses the converse, a brand behind another prototype).
+      if (proto === Uint8ArrayPrototype) return call(TypedArrayTag, value) === 'Uint8Array' ? 1 : ((problem = `${path} inherits from Uint8Array.prototype but is not a Uint8Array`), -1);
+      if (proto === DatePrototype) return hasBrand(DateGetTime, value) ? 1 : ((problem = `${path} inherits from Date.prototype but is not a Date`), -1);
+      if (proto === MapPrototype && !hasBrand(MapSize, value)) return ((problem = `${path} inherits from Map.prototype but is not a Map`), -1);
+      if (proto === SetPrototype && !hasBrand(SetSize, value)) return ((problem = `${path} inherits from Set.prototype but is not a Set`), -1);
       call(MapSet, seen, value, OPEN);
       let nodes = 1;
       let deepest = 0;
@@ -373,6 +393,10 @@ export function guestPrelude(setup: PreludeSetup): void {
       // runs no getter and no Proxy trap (a callback's own argument copy would run getters).
       let reply: any;
       if (needsCheck(args)) {
+        // The walk reads descriptors only: what it can name never reaches the host, and the
+        // host's copy refuses the rest (a Proxy of a kind the walk cannot see).
+        const problem = checkValue(args, 'arguments');
+        if (problem !== undefined) throw makeError('TypeError', `${name}: ${problem}; it cannot cross to the host`);
         argumentHolder.args = args;
         try {
           reply = hostDispatch(id, true);
@@ -469,6 +493,18 @@ export function guestPrelude(setup: PreludeSetup): void {
       return false;
     }
     return true;
+  }
+
+  /**
+   * A value the host takes out, checked and copied in one entry: `[0, value]`, which the host
+   * asks isolated-vm to copy as it returns (its serializer refuses what no walk sees), or
+   * `[1, problem]` when the walk refused it. Given an `id`, a promise is watched instead (`[2]`).
+   * The walk reads descriptors only, so no guest code runs between the check and the copy.
+   */
+  function exportValue(value: any, id: number | undefined): any[] {
+    if (id !== undefined && watch(value, id)) return [2];
+    const problem = checkValue(value, '$');
+    return problem === undefined ? [0, value] : [1, problem];
   }
 
   /** A module namespace as a plain object of its string-named exports. */
@@ -730,14 +766,6 @@ export function guestPrelude(setup: PreludeSetup): void {
   // on anything that is not their kind of buffer, without running guest code.
   const SharedByteLengthGetter: any =
     typeof g.SharedArrayBuffer === 'function' ? ObjectGetOwnPropertyDescriptor(g.SharedArrayBuffer.prototype, 'byteLength')!.get : undefined;
-  const hasBrand = (getter: any, value: any) => {
-    try {
-      call(getter, value);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   const isBuffer = (value: any) =>
     value !== null &&
     typeof value === 'object' &&
@@ -1135,6 +1163,7 @@ export function guestPrelude(setup: PreludeSetup): void {
 
   const internals = ObjectFreeze({
     checkValue,
+    exportValue,
     namespaceToObject,
     argumentHolder,
     describeError,
