@@ -872,7 +872,12 @@ export class Runtime implements StrataRuntime {
     const type = reference.typeof;
     if (type === 'function') throw new ValueNotTransferable('$ is a function; only data can cross');
     if (type === 'symbol') throw new ValueNotTransferable('$ is a symbol; it cannot cross to the host');
-    if (type === 'object') return this.#taken(reference, this.#enter(budget, () => this.#takeOut(reference, undefined)), budget);
+    if (type === 'object')
+      return this.#taken(
+        reference,
+        this.#enter(budget, () => this.#takeOut(reference, undefined)),
+        budget,
+      );
     let value: unknown;
     try {
       value = reference.copySync();

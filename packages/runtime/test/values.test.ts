@@ -167,7 +167,10 @@ test('a prototype does not make a kind: an object made from Date, Uint8Array, Ma
   for (const kind of ['Date', 'Uint8Array', 'Map', 'Set']) {
     const error = await t.throwsAsync(rt.eval(`({ a: Object.create(${kind}.prototype) })`), { instanceOf: ValueNotTransferable });
     t.true(error.message.startsWith(`$.a inherits from ${kind}.prototype but is not a ${kind}`), error.message);
-    t.regex(String(await rt.eval(`try { tool([Object.create(${kind}.prototype)]) } catch (e) { e.message }`)), new RegExp(`^tool: arguments\\[0\\]\\[0\\] inherits from ${kind}.prototype`));
+    t.regex(
+      String(await rt.eval(`try { tool([Object.create(${kind}.prototype)]) } catch (e) { e.message }`)),
+      new RegExp(`^tool: arguments\\[0\\]\\[0\\] inherits from ${kind}.prototype`),
+    );
   }
 });
 
@@ -183,7 +186,10 @@ test('a kind outside the set hidden behind a plain prototype is refused, as a re
   for (const [code, kind] of hidden) {
     const error = await t.throwsAsync(rt.eval(`({ inner: [${code}] })`), { instanceOf: ValueNotTransferable });
     t.true(error.message.includes(`of the kind ${kind} behind a replaced prototype`), error.message);
-    t.regex(String(await rt.eval(`try { tool({ x: ${code} }) } catch (e) { e.name + ': ' + e.message }`)), new RegExp(`^TypeError: tool: arguments holds an object of the kind ${kind}`));
+    t.regex(
+      String(await rt.eval(`try { tool({ x: ${code} }) } catch (e) { e.name + ': ' + e.message }`)),
+      new RegExp(`^TypeError: tool: arguments holds an object of the kind ${kind}`),
+    );
   }
   t.is(calls, 0);
   // A real Date, Map or Uint8Array behind another prototype is still that data, and crosses as it.
