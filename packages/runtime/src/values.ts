@@ -1,5 +1,5 @@
 import { types } from 'node:util';
-import { DEFAULT_LIMITS, ValueWalk, WalkKind, type ContainerKind, type WalkVisitor, type WireScalar } from '@strata/wire';
+import { DEFAULT_LIMITS, hiddenBrand, ValueWalk, WalkKind, type ContainerKind, type WalkVisitor, type WireScalar } from '@strata/wire';
 import { ValueNotTransferable } from './errors.js';
 
 /**
@@ -65,7 +65,7 @@ const getPrototypeOf = Object.getPrototypeOf;
 const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 const ownKeys = Reflect.ownKeys;
 const isArray = Array.isArray;
-const { isProxy } = types;
+const { isProxy, isUint8Array, isDate, isMap, isSet } = types;
 
 /**
  * The visitor of one {@link assertTransferable}. The walk's `nodes` are the value's nodes; the
@@ -108,18 +108,30 @@ class TransferCheck implements WalkVisitor {
     if (isProxy(object)) this.refuse(depth, 'is a Proxy');
     // the depth of an object that may cross is checked once the walk has it (enter, shared, cycle)
     const proto: unknown = getPrototypeOf(object);
+    // A kind is the prototype with the brand: Object.create(Date.prototype) would copy as {}.
     // Buffer is a Uint8Array subclass whose bytes copy faithfully; other views are refused.
-    if (proto === Uint8Array.prototype || Buffer.isBuffer(object)) return WalkKind.Opaque;
-    if (proto === Date.prototype) return WalkKind.Opaque;
+    if (proto === Uint8Array.prototype || proto === Buffer.prototype) return this.branded(isUint8Array(object), 'Uint8Array', depth, WalkKind.Opaque);
+    if (proto === Date.prototype) return this.branded(isDate(object), 'Date', depth, WalkKind.Opaque);
     if (isArray(object)) {
       if (proto !== Array.prototype) this.refuseDeep(depth, 'is an Array subclass');
       return WalkKind.Array;
     }
-    if (proto === Map.prototype) return WalkKind.Map;
-    if (proto === Set.prototype) return WalkKind.Set;
-    if (proto === Object.prototype || proto === null) return WalkKind.Object;
+    if (proto === Map.prototype) return this.branded(isMap(object), 'Map', depth, WalkKind.Map);
+    if (proto === Set.prototype) return this.branded(isSet(object), 'Set', depth, WalkKind.Set);
+    if (proto === Object.prototype || proto === null) {
+      // and the converse: an ArrayBuffer behind Object.prototype would copy as an ArrayBuffer
+      const brand = hiddenBrand(object);
+      if (brand !== undefined) this.refuseDeep(depth, `is a built-in ${brand} behind a replaced prototype, not a plain object`);
+      return WalkKind.Object;
+    }
     const name = (proto as { constructor?: { name?: unknown } } | null)?.constructor?.name;
     this.refuseDeep(depth, `is an instance of ${typeof name === 'string' && name !== '' ? name : 'a class'}, not a plain object`);
+  }
+
+  /** `kind` when the object has the brand its prototype promises; refused otherwise. */
+  private branded(hasBrand: boolean, name: string, depth: number, kind: WalkKind): WalkKind {
+    if (!hasBrand) this.refuseDeep(depth, `inherits from ${name}.prototype but is not a ${name}`);
+    return kind;
   }
 
   keys(object: object): readonly (string | symbol)[] {

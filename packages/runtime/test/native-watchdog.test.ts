@@ -185,7 +185,8 @@ test('setIdle(true) stops the polling (its thread uses no CPU while idle) and se
     const kept = Buffer.alloc(${200 * MiB});
     kept.fill(1);
     watchdog.setIdle(false);
-    setTimeout(() => console.log('survived'), 30_000);`);
+    // the timer keeps the buffer alive: unreferenced, a collection could free it before the next poll
+    setTimeout(() => console.log('survived with', kept.length, 'bytes'), 30_000);`);
   t.is(exit.status, 57, exit.stderr);
   const { pollingMs, idleMs } = JSON.parse(exit.stdout.split('\n')[0]!) as { pollingMs: number; idleMs: number };
   t.true(pollingMs > 0, 'the watchdog thread polled');

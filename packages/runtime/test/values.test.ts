@@ -128,6 +128,27 @@ test('assertTransferable refuses host values outside the set, naming the path', 
   t.notThrows(() => assertTransferable({ b: Buffer.from('x'), shared: [[1], [1]] }, '$', 64));
 });
 
+test('host values: a kind is its brand, not its prototype, both ways round', async (t) => {
+  const fakes: [unknown, RegExp][] = [
+    [{ d: Object.create(Date.prototype) }, /^\$\.d inherits from Date\.prototype but is not a Date/],
+    [[Object.create(Uint8Array.prototype)], /^\$\[0\] inherits from Uint8Array\.prototype but is not a Uint8Array/],
+    [Object.create(Buffer.prototype), /inherits from Uint8Array\.prototype but is not a Uint8Array/],
+    [Object.create(Map.prototype), /inherits from Map\.prototype but is not a Map/],
+    [Object.create(Set.prototype), /inherits from Set\.prototype but is not a Set/],
+    [{ b: Object.setPrototypeOf(new ArrayBuffer(8), null) }, /^\$\.b is a built-in ArrayBuffer behind a replaced prototype/],
+    [Object.setPrototypeOf(Object(1), Object.prototype), /boxed primitive behind a replaced prototype/],
+    [Object.setPrototypeOf(new Int32Array(2), null), /typed array or DataView behind a replaced prototype/],
+    [Object.setPrototypeOf(new Date(0), null), /Date behind a replaced prototype/],
+  ];
+  for (const [value, message] of fakes) t.throws(() => assertTransferable(value, '$', 64), { instanceOf: ValueNotTransferable, message });
+  // a tool that returns one: the guest gets a TypeError, not {} or an ArrayBuffer
+  const rt = await runtimeFor(t);
+  rt.bindFunction('tool', (i: number) => fakes[i]![0]);
+  for (let i = 0; i < fakes.length; i++) {
+    t.regex(String(await rt.eval(`try { tool(${i}); 'crossed' } catch (e) { e.name }`)), /^TypeError$/);
+  }
+});
+
 test('a getter on a host value is never invoked by the check', (t) => {
   let runs = 0;
   const value = Object.defineProperty({}, 'x', { get: () => runs++, enumerable: true });

@@ -8,6 +8,7 @@
 
 import { Buffer } from 'node:buffer';
 import { types } from 'node:util';
+import { hiddenBrand } from './hidden-brand.js';
 import { isAsciiIdentifier } from './identifier.js';
 import type { Limits } from './limits.js';
 import { ProtocolError, quote } from './protocol-error.js';
@@ -137,6 +138,8 @@ class EncodableVisitor implements WalkVisitor {
     }
     const proto: unknown = getPrototypeOf(v);
     if (proto === Object.prototype || proto === null) {
+      const brand = hiddenBrand(v);
+      if (brand !== undefined) return this.fail(`${brand} behind a replaced prototype`);
       if (getOwnPropertySymbols(v).length > 0) return this.fail('object with a symbol key');
       return WalkKind.Object;
     }

@@ -19,6 +19,26 @@ test('refuses functions, symbols and class instances, naming the path', (t) => {
   refuses(t, { 'odd key': { f() {} } }, /\$\["odd key"\]\.f: function/);
 });
 
+test('refuses a built-in behind a plain prototype, and a plain object made from a built-in prototype', (t) => {
+  const hidden: [object, RegExp][] = [
+    [new ArrayBuffer(8), /ArrayBuffer behind a replaced prototype/],
+    [new Int32Array(2), /typed array or DataView behind a replaced prototype/],
+    [new Uint8Array(2), /typed array or DataView behind a replaced prototype/],
+    [Object(1), /boxed primitive behind a replaced prototype/],
+    [new Date(0), /Date behind a replaced prototype/],
+    [new Map([[1, 2]]), /Map behind a replaced prototype/],
+    [/re/, /RegExp behind a replaced prototype/],
+    [new Error('x'), /Error behind a replaced prototype/],
+  ];
+  for (const [value, pattern] of hidden) {
+    refuses(t, { inner: [Object.setPrototypeOf(value, null)] }, pattern);
+    refuses(t, Object.setPrototypeOf(value, Object.prototype), pattern);
+  }
+  // the prototype alone does not make the kind either
+  for (const proto of [Date.prototype, Map.prototype, Set.prototype, Uint8Array.prototype, Buffer.prototype])
+    refuses(t, Object.create(proto), /subclass|not|built-in/);
+});
+
 test('refuses other built-ins with a reason that says what they are', (t) => {
   refuses(t, new Uint16Array(2), /typed array other than Uint8Array/);
   refuses(t, new Int8Array(2), /typed array other than Uint8Array/);

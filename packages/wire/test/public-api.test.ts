@@ -35,6 +35,8 @@ const MAIN = [
   // the one walk over nested values
   'ValueWalk',
   'WalkKind',
+  // a built-in kind behind a plain prototype: the runtime's value check asks it too
+  'hiddenBrand',
   // how a name is spelled in a path or a declaration
   'isAsciiIdentifier',
 ].sort();
