@@ -110,14 +110,15 @@ class TransferCheck implements WalkVisitor {
     const proto: unknown = getPrototypeOf(object);
     // A kind is the prototype with the brand: Object.create(Date.prototype) would copy as {}.
     // Buffer is a Uint8Array subclass whose bytes copy faithfully; other views are refused.
-    if (proto === Uint8Array.prototype || proto === Buffer.prototype) return this.branded(isUint8Array(object), 'Uint8Array', depth, WalkKind.Opaque);
-    if (proto === Date.prototype) return this.branded(isDate(object), 'Date', depth, WalkKind.Opaque);
+    if (proto === Uint8Array.prototype || proto === Buffer.prototype)
+      return this.branded(object, isUint8Array(object), 'Uint8Array', depth, WalkKind.Opaque, false);
+    if (proto === Date.prototype) return this.branded(object, isDate(object), 'Date', depth, WalkKind.Opaque);
     if (isArray(object)) {
       if (proto !== Array.prototype) this.refuseDeep(depth, 'is an Array subclass');
       return WalkKind.Array;
     }
-    if (proto === Map.prototype) return this.branded(isMap(object), 'Map', depth, WalkKind.Map);
-    if (proto === Set.prototype) return this.branded(isSet(object), 'Set', depth, WalkKind.Set);
+    if (proto === Map.prototype) return this.branded(object, isMap(object), 'Map', depth, WalkKind.Map);
+    if (proto === Set.prototype) return this.branded(object, isSet(object), 'Set', depth, WalkKind.Set);
     if (proto === Object.prototype || proto === null) {
       // and the converse: an ArrayBuffer behind Object.prototype would copy as an ArrayBuffer
       const brand = hiddenBrand(object);
@@ -128,9 +129,14 @@ class TransferCheck implements WalkVisitor {
     this.refuseDeep(depth, `is an instance of ${typeof name === 'string' && name !== '' ? name : 'a class'}, not a plain object`);
   }
 
-  /** `kind` when the object has the brand its prototype promises; refused otherwise. */
-  private branded(hasBrand: boolean, name: string, depth: number, kind: WalkKind): WalkKind {
+  /**
+   * `kind` when the object has the brand its prototype promises and (`keyless`) no own property:
+   * a copy keeps a Date's time and a Map's or Set's entries only. (A Uint8Array's own keys are
+   * its elements, one per byte: not listed.)
+   */
+  private branded(object: object, hasBrand: boolean, name: string, depth: number, kind: WalkKind, keyless = true): WalkKind {
     if (!hasBrand) this.refuseDeep(depth, `inherits from ${name}.prototype but is not a ${name}`);
+    if (keyless && ownKeys(object).length !== 0) this.refuseDeep(depth, 'has extra own properties');
     return kind;
   }
 

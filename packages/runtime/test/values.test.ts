@@ -140,6 +140,11 @@ test('host values: a kind is its brand, not its prototype, both ways round', asy
     [Object.setPrototypeOf(new Int32Array(2), null), /typed array or DataView behind a replaced prototype/],
     [Object.setPrototypeOf(new Date(0), null), /Date behind a replaced prototype/],
   ];
+  // and a real one with own properties, which the copy would drop
+  fakes.push(
+    [{ d: Object.assign(new Date(0), { note: 'x' }) }, /^\$\.d has extra own properties/],
+    [Object.assign(new Map(), { note: 'x' }), /has extra own properties/],
+  );
   for (const [value, message] of fakes) t.throws(() => assertTransferable(value, '$', 64), { instanceOf: ValueNotTransferable, message });
   // a tool that returns one: the guest gets a TypeError, not {} or an ArrayBuffer
   const rt = await runtimeFor(t);
@@ -185,6 +190,8 @@ test('host function arguments the copy refuses are refused naming the path', asy
 test('a prototype does not make a kind: an object made from Date, Uint8Array, Map or Set.prototype is refused, not copied as {}', async (t) => {
   const rt = await runtimeFor(t);
   rt.bindFunction('tool', () => 1);
+  const dated = await t.throwsAsync(rt.eval(`({ d: Object.assign(new Date(0), { note: 'x' }) })`), { instanceOf: ValueNotTransferable });
+  t.true(dated.message.startsWith('$.d has extra own properties'), dated.message);
   for (const kind of ['Date', 'Uint8Array', 'Map', 'Set']) {
     const error = await t.throwsAsync(rt.eval(`({ a: Object.create(${kind}.prototype) })`), { instanceOf: ValueNotTransferable });
     t.true(error.message.startsWith(`$.a inherits from ${kind}.prototype but is not a ${kind}`), error.message);

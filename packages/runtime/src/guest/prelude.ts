@@ -270,7 +270,11 @@ export function guestPrelude(setup: PreludeSetup): void {
       // copy as {} (the host's own check refuses the converse, a brand behind another prototype).
       if (proto === Uint8ArrayPrototype)
         return call(TypedArrayTag, value) === 'Uint8Array' ? 1 : ((problem = `${path} inherits from Uint8Array.prototype but is not a Uint8Array`), -1);
-      if (proto === DatePrototype) return hasBrand(DateGetTime, value) ? 1 : ((problem = `${path} inherits from Date.prototype but is not a Date`), -1);
+      if (proto === DatePrototype) {
+        if (!hasBrand(DateGetTime, value)) return ((problem = `${path} inherits from Date.prototype but is not a Date`), -1);
+        // the copy keeps the time only
+        return ReflectOwnKeys(value).length === 0 ? 1 : ((problem = `${path} has extra own properties`), -1);
+      }
       if (proto === MapPrototype && !hasBrand(MapSize, value)) return ((problem = `${path} inherits from Map.prototype but is not a Map`), -1);
       if (proto === SetPrototype && !hasBrand(SetSize, value)) return ((problem = `${path} inherits from Set.prototype but is not a Set`), -1);
       call(MapSet, seen, value, OPEN);
