@@ -220,6 +220,9 @@ test('a kind outside the set hidden behind a plain prototype is refused, as a re
     );
   }
   t.is(calls, 0);
+  // A promise behind a plain prototype is not awaited (nor would `await` unwrap it) and cannot be copied.
+  await t.throwsAsync(rt.eval('Object.setPrototypeOf(Promise.resolve(1), Object.prototype)'), { instanceOf: ValueNotTransferable });
+  t.is(await rt.eval('Promise.resolve(1)'), 1);
   // A real Date, Map or Uint8Array behind another prototype is still that data, and crosses as it.
   t.deepEqual(await rt.eval('[Object.setPrototypeOf(new Date(0), null), Object.setPrototypeOf(new Map([[1, 2]]), null)]'), [new Date(0), new Map([[1, 2]])]);
 });

@@ -501,13 +501,24 @@ export function guestPrelude(setup: PreludeSetup): void {
   }
 
   /**
+   * Whether asking `watch` is worth it: a plain object or an array is not a promise, and asking
+   * costs a thrown TypeError (about 2 µs). A promise whose prototype was replaced by one of theirs
+   * is not watched either; `await` would not unwrap it. Reads no Proxy (its trap is guest code).
+   */
+  function mayBePromise(value: any): boolean {
+    if (call(WeakSetHas, guestProxies, value)) return false;
+    const proto = ObjectGetPrototypeOf(value);
+    return proto !== ObjectPrototype && proto !== ArrayPrototype && proto !== null;
+  }
+
+  /**
    * A value the host takes out, checked and copied in one entry: `[0, value]`, which the host
    * asks isolated-vm to copy as it returns (its serializer refuses what no walk sees), or
    * `[1, problem]` when the walk refused it. Given an `id`, a promise is watched instead (`[2]`).
    * The walk reads descriptors only, so no guest code runs between the check and the copy.
    */
   function exportValue(value: any, id: number | undefined): any[] {
-    if (id !== undefined && watch(value, id)) return [2];
+    if (id !== undefined && mayBePromise(value) && watch(value, id)) return [2];
     const problem = checkValue(value, '$');
     return problem === undefined ? [0, value] : [1, problem];
   }
