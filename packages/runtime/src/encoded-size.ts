@@ -1,4 +1,4 @@
-import { ValueWalk, WalkKind, type ContainerKind, type WalkVisitor } from '@strata/wire';
+import { builtinKind, ValueWalk, WalkKind, type ContainerKind, type WalkVisitor } from '@strata/wire';
 
 const header = (n: number): number => (n < 24 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : n < 0x100000000 ? 5 : 9);
 
@@ -18,12 +18,17 @@ export function encodedSize(value: unknown, cap: number): number {
 
 /**
  * {@link encodedSize} of a value isolated-vm copied out of a guest, and the first object in it of
- * a kind outside the transferable set (`ArrayBuffer`, `Number`…), by name. The copy rebuilds each
+ * a kind outside the transferable set (`ArrayBuffer`, a boxed primitive…), by name. The copy rebuilds each
  * object by its brand, so a brand the guest hid behind another prototype shows here, in the same
  * walk that measures.
  */
 export function measureCopy(value: unknown, cap: number): { readonly bytes: number; readonly outside: string | undefined } {
   return new Measure(cap).run(value);
+}
+
+/** The kind outside the set that {@link measureCopy} would name, without measuring strings (a host call's arguments have no size cap of their own here). */
+export function kindOutsideCopy(value: unknown): string | undefined {
+  return new Measure(Infinity, false).run(value).outside;
 }
 
 /** The visitor of one {@link encodedSize}: the walk's `bytes` are the size so far. */
@@ -32,7 +37,10 @@ class Measure implements WalkVisitor {
   private cycled = false;
   private outside: string | undefined;
 
-  constructor(private readonly cap: number) {}
+  constructor(
+    private readonly cap: number,
+    private readonly sizesStrings = true,
+  ) {}
 
   run(value: unknown): { bytes: number; outside: string | undefined } {
     const walk = new ValueWalk(this).run(value);
@@ -49,7 +57,7 @@ class Measure implements WalkVisitor {
       case 'bigint':
         return this.add(walk, 3 + Math.ceil(v.toString(16).length / 2));
       case 'string':
-        return this.add(walk, stringSize(v, this.cap));
+        return this.add(walk, this.sizesStrings ? stringSize(v, this.cap) : 0);
     }
     if (v === null) return this.add(walk, 1);
     if (v instanceof Uint8Array) return this.add(walk, header(v.byteLength) + v.byteLength);
@@ -58,7 +66,8 @@ class Measure implements WalkVisitor {
     if (v instanceof Map) return WalkKind.Map;
     if (v instanceof Set) return WalkKind.Set;
     const proto: unknown = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) this.outside ??= Object.prototype.toString.call(v).slice(8, -1);
+    // a copy rebuilds only built-ins, so any other prototype is one
+    if (proto !== Object.prototype && proto !== null) this.outside ??= builtinKind(v as object) ?? 'class instance';
     return WalkKind.Object;
   }
 
@@ -77,7 +86,7 @@ class Measure implements WalkVisitor {
   }
 
   property(object: object, key: string | symbol, walk: ValueWalk): unknown {
-    this.add(walk, stringSize(key as string, this.cap));
+    if (this.sizesStrings) this.add(walk, stringSize(key as string, this.cap));
     return (object as Record<string, unknown>)[key as string];
   }
 

@@ -19,7 +19,7 @@ import { execute } from './execution-result.js';
 import { ENTROPY_GLOBAL } from '@strata/polyfills/constants';
 import type { PreludeSetup } from './guest/prelude.js';
 import { GuestDeadline } from './guest-deadline.js';
-import { encodedSize, measureCopy } from './encoded-size.js';
+import { encodedSize, kindOutsideCopy, measureCopy } from './encoded-size.js';
 import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches } from './egress/guest-fetch.js';
 import { describeHostError, thenableOf } from './host-errors.js';
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from './options.js';
@@ -939,7 +939,7 @@ export class Runtime implements StrataRuntime {
     const max = this.#options.maxResultBytes;
     if (typeof value === 'object' && value !== null) {
       const { bytes, outside } = measureCopy(value, max);
-      if (outside !== undefined) throw new ValueNotTransferable(hiddenBrand('$', outside));
+      if (outside !== undefined) throw new ValueNotTransferable(hiddenKindRefusal('$', outside));
       if (bytes > max) throw new ResultTooLarge(`the result is larger than maxResultBytes (${max} bytes encoded)`);
     } else if (typeof value === 'string' && value.length * 3 > max && encodedSize(value, max) > max) {
       // Most results are small: a string shorter than max/3 characters cannot encode to more than max bytes.
@@ -1035,8 +1035,8 @@ export class Runtime implements StrataRuntime {
         return [1, 'TypeError', `${entry.name}: an argument cannot cross to the host: ${copyFailure(error)}`];
       }
       // The copy keeps a brand the guest hid behind another prototype (see #withinResultSize).
-      const { outside } = measureCopy(args, Infinity);
-      if (outside !== undefined) return [1, 'TypeError', `${entry.name}: ${hiddenBrand('arguments', outside)}`];
+      const outside = kindOutsideCopy(args);
+      if (outside !== undefined) return [1, 'TypeError', `${entry.name}: ${hiddenKindRefusal('arguments', outside)}`];
     }
     let result: unknown;
     const budget = this.#activeBudget;
@@ -1169,7 +1169,7 @@ function isEngineFailure(error: unknown): boolean {
 }
 
 /** A copy that held an object of a kind outside the set, whose brand the guest hid behind another prototype. */
-function hiddenBrand(root: string, kind: string): string {
+function hiddenKindRefusal(root: string, kind: string): string {
   return `${root} holds an object of the kind ${kind} behind a replaced prototype (outside the transferable set); it cannot cross to the host`;
 }
 

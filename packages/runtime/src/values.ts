@@ -1,5 +1,5 @@
 import { types } from 'node:util';
-import { DEFAULT_LIMITS, hiddenBrand, ValueWalk, WalkKind, type ContainerKind, type WalkVisitor, type WireScalar } from '@strata/wire';
+import { builtinKind, DEFAULT_LIMITS, ValueWalk, WalkKind, type ContainerKind, type WalkVisitor, type WireScalar } from '@strata/wire';
 import { ValueNotTransferable } from './errors.js';
 
 /**
@@ -121,8 +121,8 @@ class TransferCheck implements WalkVisitor {
     if (proto === Set.prototype) return this.branded(object, isSet(object), 'Set', depth, WalkKind.Set);
     if (proto === Object.prototype || proto === null) {
       // and the converse: an ArrayBuffer behind Object.prototype would copy as an ArrayBuffer
-      const brand = hiddenBrand(object);
-      if (brand !== undefined) this.refuseDeep(depth, `is a built-in ${brand} behind a replaced prototype, not a plain object`);
+      const kind = builtinKind(object);
+      if (kind !== undefined) this.refuseDeep(depth, `is a built-in ${kind} behind a replaced prototype, not a plain object`);
       return WalkKind.Object;
     }
     const name = (proto as { constructor?: { name?: unknown } } | null)?.constructor?.name;

@@ -8,7 +8,7 @@
 
 import { Buffer } from 'node:buffer';
 import { types } from 'node:util';
-import { hiddenBrand } from './hidden-brand.js';
+import { builtinKind } from './builtin-kind.js';
 import { isAsciiIdentifier } from './identifier.js';
 import type { Limits } from './limits.js';
 import { ProtocolError, quote } from './protocol-error.js';
@@ -138,8 +138,8 @@ class EncodableVisitor implements WalkVisitor {
     }
     const proto: unknown = getPrototypeOf(v);
     if (proto === Object.prototype || proto === null) {
-      const brand = hiddenBrand(v);
-      if (brand !== undefined) return this.fail(`${brand} behind a replaced prototype`);
+      const kind = builtinKind(v);
+      if (kind !== undefined) return this.fail(`${kind} behind a replaced prototype`);
       if (getOwnPropertySymbols(v).length > 0) return this.fail('object with a symbol key');
       return WalkKind.Object;
     }
@@ -264,16 +264,24 @@ class EncodableVisitor implements WalkVisitor {
 
 /** Name a refused object kind without calling into the object. */
 function describeRefused(v: object): string {
-  if (isMap(v) || isSet(v) || isDate(v) || isUint8Array(v)) return 'subclass or foreign-realm instance of a built-in';
-  if (types.isTypedArray(v)) return 'typed array other than Uint8Array';
-  if (types.isAnyArrayBuffer(v)) return 'ArrayBuffer (send a Uint8Array view of it)';
-  if (types.isDataView(v)) return 'DataView';
-  if (types.isNativeError(v)) return 'Error object (send an error payload)';
-  if (types.isBoxedPrimitive(v)) return 'boxed primitive';
-  if (types.isRegExp(v)) return 'RegExp';
-  if (types.isPromise(v)) return 'Promise';
-  if (types.isWeakMap(v) || types.isWeakSet(v)) return 'WeakMap or WeakSet';
-  return 'object with a prototype other than Object.prototype or null (class instance?)';
+  const kind = builtinKind(v);
+  switch (kind) {
+    case 'Map':
+    case 'Set':
+    case 'Date':
+    case 'Uint8Array':
+      return 'subclass or foreign-realm instance of a built-in';
+    case 'typed array':
+      return 'typed array other than Uint8Array';
+    case 'ArrayBuffer':
+      return 'ArrayBuffer (send a Uint8Array view of it)';
+    case 'Error':
+      return 'Error object (send an error payload)';
+    case undefined:
+      return 'object with a prototype other than Object.prototype or null (class instance?)';
+    default:
+      return kind;
+  }
 }
 
 /**

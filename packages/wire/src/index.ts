@@ -15,7 +15,7 @@ export { DEFAULT_LIMITS, resolveLimits, type Limits } from './limits.js';
 export type { WireValue, WireObject, WireScalar } from './wire-value.js';
 export { scanCbor } from './cbor-scan.js';
 export { checkEncodable, type EncodableInfo } from './encodable-check.js';
-export { hiddenBrand } from './hidden-brand.js';
+export { builtinKind } from './builtin-kind.js';
 export { ValueWalk, WalkKind, type WalkVisitor, type ContainerKind } from './value-walk.js';
 export { isAsciiIdentifier } from './identifier.js';
 export { encodeValue } from './value-encoder.js';

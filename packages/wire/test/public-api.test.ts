@@ -35,8 +35,8 @@ const MAIN = [
   // the one walk over nested values
   'ValueWalk',
   'WalkKind',
-  // a built-in kind behind a plain prototype: the runtime's value check asks it too
-  'hiddenBrand',
+  // an object's built-in kind by its brand: the runtime's value checks ask it too
+  'builtinKind',
   // how a name is spelled in a path or a declaration
   'isAsciiIdentifier',
 ].sort();
