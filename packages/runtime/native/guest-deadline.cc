@@ -16,12 +16,16 @@
  *   - in Node, a Node-API module:
  *       arm(slot, ms)             stop the slot's isolate `ms` milliseconds (fractional) from now;
  *                                 re-arming replaces the deadline
- *       disarm(slot) -> fired     stop watching; whether the deadline fired since arm()
+ *       disarm(slot) -> flags     stop watching; 1: the deadline fired since arm(), 2: a promise
+ *                                 was rejected with no handler (see takeRejections below)
  *       cancel(slot)              clear a termination that fired (call once the entry returned)
  *       resume(slot, ms)          after a host function returned inside an entry: clear a
  *                                 termination that fired while it ran (host time is not the
  *                                 guest's), then arm(slot, ms); one call instead of three
  *       release(slot)             forget the isolate (before it is disposed); the slot is reused
+ *
+ * It also keeps the guest's promises rejected with no handler (see "unhandled rejections" below):
+ * disarm() says whether any were left, and the guest's `takeRejections()` hands them over.
  *
  * The watcher calls TerminateExecution only on an armed slot, under the registry lock, and the
  * owner disarms (under the same lock) before it disposes an isolate, so the watcher never touches
@@ -52,6 +56,7 @@ struct Slot {
   Clock::time_point deadline{};
   size_t heap_limit = 0;  // 0: not watched
   bool heap_exceeded = false;
+  bool rejections_left = false;  // a promise was rejected with no handler since takeRejections()
 };
 
 // Allocated once and never freed: the watcher thread may still wait on the condition variable
@@ -149,6 +154,90 @@ size_t near_heap_limit(void* data, size_t current_heap_limit, size_t /*initial_h
   return current_heap_limit + current_heap_limit / 2;
 }
 
+/*
+ * Unhandled rejections. isolated-vm's own callback keeps the promises rejected with no handler
+ * and throws the first still unhandled at the end of every task, in place of the task's result,
+ * so a script that left one behind lost its value. This callback replaces it: the promises are
+ * kept on the context's global under a private key (no script can reach it), at most
+ * kMaxKeptRejections of them and a count of the rest, and the slot is marked so that the owner
+ * learns from disarm() that there is something to report. The guest's `takeRejections()` then
+ * returns [reasons of those still without a handler, how many more there were] and starts over.
+ * Only V8 objects of the isolate's own heap are kept: nothing outlives the isolate.
+ */
+constexpr uint32_t kMaxKeptRejections = 64;
+
+v8::Local<v8::Private> kept_rejections_key(v8::Isolate* isolate) {
+  return v8::Private::ForApi(isolate, v8::String::NewFromUtf8Literal(isolate, "strata.keptRejections"));
+}
+
+v8::Local<v8::Private> more_rejections_key(v8::Isolate* isolate) {
+  return v8::Private::ForApi(isolate, v8::String::NewFromUtf8Literal(isolate, "strata.moreRejections"));
+}
+
+void set_rejections_left(v8::Isolate* isolate, bool left) {
+  std::lock_guard<std::mutex> held{registry.lock};
+  for (Slot& slot : registry.slots) {
+    if (slot.isolate == isolate) slot.rejections_left = left;
+  }
+}
+
+// Starts a new list: an empty array of kept promises and no count of more.
+bool reset_rejections(v8::Isolate* isolate, v8::Local<v8::Context> context) {
+  v8::Local<v8::Object> global = context->Global();
+  return global->SetPrivate(context, kept_rejections_key(isolate), v8::Array::New(isolate)).FromMaybe(false) &&
+         global->SetPrivate(context, more_rejections_key(isolate), v8::Integer::New(isolate, 0)).FromMaybe(false);
+}
+
+void on_promise_rejection(v8::PromiseRejectMessage message) {
+  if (message.GetEvent() != v8::kPromiseRejectWithNoHandler) return;
+  v8::Local<v8::Promise> promise = message.GetPromise();
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  v8::HandleScope scope{isolate};
+  v8::Local<v8::Context> context;
+  if (!promise->GetCreationContext(isolate).ToLocal(&context)) return;
+  v8::Local<v8::Object> global = context->Global();
+  v8::Local<v8::Value> kept;
+  if (!global->GetPrivate(context, kept_rejections_key(isolate)).ToLocal(&kept) || !kept->IsArray()) return;
+  v8::Local<v8::Array> list = kept.As<v8::Array>();
+  const uint32_t length = list->Length();
+  if (length < kMaxKeptRejections) {
+    if (list->CreateDataProperty(context, length, promise).FromMaybe(false) && length == 0) set_rejections_left(isolate, true);
+    return;
+  }
+  v8::Local<v8::Value> more;
+  if (!global->GetPrivate(context, more_rejections_key(isolate)).ToLocal(&more) || !more->IsUint32()) return;
+  global->SetPrivate(context, more_rejections_key(isolate), v8::Integer::NewFromUnsigned(isolate, more.As<v8::Uint32>()->Value() + 1)).FromMaybe(false);
+}
+
+// takeRejections() in the guest: [reasons of the kept promises still without a handler, how many
+// more were rejected with none]; starts a new list.
+void take_rejections(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  v8::HandleScope scope{isolate};
+  v8::Local<v8::Context> context = isolate->GetCurrentContext();
+  v8::Local<v8::Object> global = context->Global();
+  v8::Local<v8::Value> kept;
+  v8::Local<v8::Value> more;
+  if (!global->GetPrivate(context, kept_rejections_key(isolate)).ToLocal(&kept) || !kept->IsArray() ||
+      !global->GetPrivate(context, more_rejections_key(isolate)).ToLocal(&more) || !reset_rejections(isolate, context)) {
+    return;  // an exception is pending (the guest is being stopped)
+  }
+  set_rejections_left(isolate, false);
+  v8::Local<v8::Array> list = kept.As<v8::Array>();
+  v8::Local<v8::Array> reasons = v8::Array::New(isolate);
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < list->Length(); i++) {
+    v8::Local<v8::Value> element;
+    if (!list->Get(context, i).ToLocal(&element)) return;
+    if (!element->IsPromise()) continue;
+    v8::Local<v8::Promise> promise = element.As<v8::Promise>();
+    if (promise->HasHandler() || promise->State() != v8::Promise::kRejected) continue;
+    if (!reasons->CreateDataProperty(context, count++, promise->Result()).FromMaybe(false)) return;
+  }
+  v8::Local<v8::Value> pair[] = {reasons, more->IsUint32() ? more : v8::Integer::New(isolate, 0).As<v8::Value>()};
+  info.GetReturnValue().Set(v8::Array::New(isolate, pair, 2));
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) void InitForContext(v8::Isolate* isolate, v8::Local<v8::Context> context, v8::Local<v8::Object> target) {
@@ -164,6 +253,13 @@ extern "C" __attribute__((visibility("default"))) void InitForContext(v8::Isolat
   void* data = reinterpret_cast<void*>(static_cast<uintptr_t>(slot));
   isolate->AddGCEpilogueCallback(after_collection, data, v8::kGCTypeAll);
   isolate->AddNearHeapLimitCallback(near_heap_limit, data);
+  // Without `takeRejections` in the exports the owner refuses to start (it would lose reports).
+  v8::Local<v8::Function> take;
+  if (!reset_rejections(isolate, context) || !v8::Function::New(context, take_rejections).ToLocal(&take) ||
+      target->Set(context, v8::String::NewFromUtf8Literal(isolate, "takeRejections"), take).IsNothing()) {
+    return;
+  }
+  isolate->SetPromiseRejectCallback(on_promise_rejection);
 }
 
 /* ---- the Node face ------------------------------------------------------------------------- */
@@ -261,16 +357,18 @@ Slot* slot_only(napi_env env, napi_callback_info info, std::unique_lock<std::mut
   return slot_argument(env, argv, argc, held);
 }
 
+// disarm(slot) -> flags: 1 the deadline fired since arm(), 2 a promise was rejected with no
+// handler since the guest last called takeRejections().
 napi_value disarm(napi_env env, napi_callback_info info) {
   std::unique_lock<std::mutex> held{registry.lock, std::defer_lock};
   Slot* slot = slot_only(env, info, held);
   if (slot == nullptr) return nullptr;
-  const bool fired = slot->fired;
+  const uint32_t flags = (slot->fired ? 1u : 0u) | (slot->rejections_left ? 2u : 0u);
   slot->armed = false;
   slot->fired = false;
   held.unlock();
   napi_value result;
-  napi_get_boolean(env, fired, &result);
+  napi_create_uint32(env, flags, &result);
   return result;
 }
 

@@ -17,7 +17,7 @@ import { deadlineAddonPath, loadDeadlineAddon } from './native/native-paths.js';
 
 interface DeadlineAddon {
   arm(slot: number, ms: number): void;
-  disarm(slot: number): boolean;
+  disarm(slot: number): number;
   cancel(slot: number): void;
   resume(slot: number, ms: number): void;
   release(slot: number): void;
@@ -44,15 +44,30 @@ export function loadGuestDeadline(): void {
   loaded = { addon, module: new (loadEngine().NativeModule)(deadlineAddonPath()) };
 }
 
-/** One isolate's deadline. Arm it around every entry into the isolate; release it before disposing the isolate. */
+/** {@link GuestDeadline.disarm}'s flag: the deadline fired since it was armed. */
+export const DEADLINE_FIRED = 1;
+/** {@link GuestDeadline.disarm}'s flag: a promise was rejected with no handler since the guest last called `takeRejections`. */
+export const REJECTIONS_LEFT = 2;
+
+/**
+ * One isolate's deadline. Arm it around every entry into the isolate; release it before disposing the isolate.
+ *
+ * The addon also keeps the promises the guest rejects with no handler, in place of isolated-vm,
+ * which throws the first of them at the end of each entry instead of the entry's result. Once
+ * {@link disarm} reports {@link REJECTIONS_LEFT}, guest code calls {@link takeRejections}:
+ * `[reasons of those still without a handler, how many more there were]`.
+ */
 export class GuestDeadline {
   readonly #addon: DeadlineAddon;
   readonly #slot: number;
+  /** A function of the guest's context (call it from the guest); see the class's description. */
+  readonly takeRejections: IsolatedVm.Reference;
   #released = false;
 
-  private constructor(addon: DeadlineAddon, slot: number) {
+  private constructor(addon: DeadlineAddon, slot: number, takeRejections: IsolatedVm.Reference) {
     this.#addon = addon;
     this.#slot = slot;
+    this.takeRejections = takeRejections;
   }
 
   /** Registers the isolate of `context` with the watcher. */
@@ -60,7 +75,15 @@ export class GuestDeadline {
     loadGuestDeadline();
     const exports = loaded!.module.createSync(context);
     try {
-      return new GuestDeadline(loaded!.addon, exports.getSync('slot') as number);
+      const slot = exports.getSync('slot') as number;
+      const takeRejections = exports.getSync('takeRejections', { reference: true }) as IsolatedVm.Reference;
+      if (takeRejections.typeof !== 'function') {
+        loaded!.addon.release(slot);
+        throw new StrataError(
+          `${deadlineAddonPath()} was built from an older @strata/runtime and does not keep the guest's unhandled rejections; rebuild it (npm rebuild @strata/runtime)`,
+        );
+      }
+      return new GuestDeadline(loaded!.addon, slot, takeRejections);
     } finally {
       exports.release();
     }
@@ -71,8 +94,11 @@ export class GuestDeadline {
     this.#addon.arm(this.#slot, Math.min(Math.max(ms, 0), 1e12));
   }
 
-  /** Stops watching; true when the deadline fired since {@link arm}. Then call {@link cancel} once the entry has returned. */
-  disarm(): boolean {
+  /**
+   * Stops watching; {@link DEADLINE_FIRED} and {@link REJECTIONS_LEFT} as flags. After a deadline
+   * that fired, call {@link cancel} once the entry has returned.
+   */
+  disarm(): number {
     return this.#addon.disarm(this.#slot);
   }
 
@@ -106,6 +132,7 @@ export class GuestDeadline {
   release(): void {
     if (this.#released) return;
     this.#released = true;
+    this.takeRejections.release();
     this.#addon.release(this.#slot);
   }
 }

@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
 import { types } from 'node:util';
 import { loadEngine, type IsolatedVm } from './engine.js';
 import type { ConsoleCapture, ConsoleEntry } from './console-capture.js';
@@ -18,7 +18,7 @@ import {
 import { execute } from './execution-result.js';
 import { ENTROPY_GLOBAL } from '@strata/polyfills/constants';
 import type { PreludeSetup } from './guest/prelude.js';
-import { GuestDeadline } from './guest-deadline.js';
+import { DEADLINE_FIRED, GuestDeadline, REJECTIONS_LEFT } from './guest-deadline.js';
 import { encodedSize, kindOutsideCopy, measureCopy } from './encoded-size.js';
 import { FETCH_CANCEL_GLOBAL, FETCH_GLOBAL, GuestFetches } from './egress/guest-fetch.js';
 import { describeHostError, thenableOf } from './host-errors.js';
@@ -168,8 +168,6 @@ const IVM_MEMORY = 'Isolate was disposed during execution due to memory limit';
 // The most one call of the host's entropy for bootstrap scripts (Runtime.#offerEntropy, offered as
 // ENTROPY_GLOBAL) returns, as Web Crypto's getRandomValues allows.
 const MAX_ENTROPY_BYTES = 65_536;
-// The most characters of an unhandled rejection's description that reach the console.
-const MAX_REJECTION_CHARS = 4_096;
 // The specifier under which a completion wrapper imports the module being evaluated.
 const MODULE_UNDER_EVALUATION = 'strata:module-under-evaluation';
 
@@ -202,6 +200,12 @@ interface Delivery {
  * the guest's (the clock stops while one runs).
  */
 class GuestBudget {
+  /**
+   * The async context the command's host functions run in: the command's own, marked as inside
+   * a host function of this runtime. Made at the first host call; entering it costs ~8 ns where
+   * `AsyncLocalStorage.run` costs ~190 ns per call (it copies the context each time).
+   */
+  hostScope: AsyncResource | undefined;
   #remaining: number;
   readonly #deadline: GuestDeadline;
   #since = 0;
@@ -215,12 +219,15 @@ class GuestBudget {
     this.#since = monotonicMs();
     if (this.#remaining !== Infinity) this.#deadline.arm(this.#remaining);
   }
-  /** Disarms after the entry returned; true when the deadline stopped it (the termination is cleared). */
-  stop(): boolean {
+  /**
+   * Disarms after the entry returned: the deadline's flags ({@link DEADLINE_FIRED}: it stopped the
+   * entry, and the termination is cleared; {@link REJECTIONS_LEFT}).
+   */
+  stop(): number {
     this.#remaining -= monotonicMs() - this.#since;
-    if (this.#remaining === Infinity || !this.#deadline.disarm()) return false;
-    this.#deadline.cancel();
-    return true;
+    const flags = this.#deadline.disarm();
+    if ((flags & DEADLINE_FIRED) !== 0) this.#deadline.cancel();
+    return flags;
   }
   /**
    * A host function starts: the guest's clock stops. The deadline stays armed (a disarm per call
@@ -276,11 +283,11 @@ export class Runtime implements StrataRuntime {
     settleHostCall: IsolatedVm.Reference;
     takeOutcome: IsolatedVm.Reference;
     finalize: IsolatedVm.Reference;
-    enter: IsolatedVm.Reference;
+    takeRejections: IsolatedVm.Reference;
   };
-  // The step `internals.enter` calls back into (see #enter).
-  #nestedStep: (() => void) | undefined;
-  // Unhandled rejections reported so far, and the last one (see #reportUnhandledRejection).
+  // While the unhandled rejections are being taken out (their report may leave more: the next entry reports them).
+  #reportingRejections = false;
+  // Unhandled rejections reported so far, and the last one (see #reportRejections).
   #rejections = 0;
   #lastRejection: unknown;
   readonly #deadline: GuestDeadline;
@@ -472,7 +479,7 @@ export class Runtime implements StrataRuntime {
             new ivm.Callback((level: string, stream: 'stdout' | 'stderr', text: string) => this.#console.emit({ level, stream, text })),
             new ivm.Callback((id: number, ok: boolean) => void this.#settled.set(id, ok)),
             new ivm.Callback(() => this.#isolate.getHeapStatisticsSync().externally_allocated_size),
-            new ivm.Callback(() => this.#nestedStep?.()),
+            this.#deadline.takeRejections.derefInto(),
             new ivm.Callback(hostEntropy),
             new ivm.ExternalCopy({
               maxBufferBytes: this.#options.maxBufferBytes,
@@ -501,7 +508,7 @@ export class Runtime implements StrataRuntime {
       settleHostCall: get('settleHostCall'),
       takeOutcome: get('takeOutcome'),
       finalize: get('finalize'),
-      enter: get('enter'),
+      takeRejections: get('takeRejections'),
     };
   }
 
@@ -566,14 +573,10 @@ export class Runtime implements StrataRuntime {
       // the task ends and is never reported as an unhandled rejection.
       // An object is checked and copied (or watched) in the same entry as the script ran.
       const watchId = this.#nextId++;
-      const { completion, taken } = this.#enter(
-        budget,
-        () => {
-          const value = this.#context.evalSync(script, { reference: true, filename }) as IsolatedVm.Reference;
-          return { completion: value, taken: value.typeof === 'object' ? this.#takeOut(value, watchId) : undefined };
-        },
-        true,
-      );
+      const { completion, taken } = this.#enter(budget, () => {
+        const value = this.#context.evalSync(script, { reference: true, filename }) as IsolatedVm.Reference;
+        return { completion: value, taken: value.typeof === 'object' ? this.#takeOut(value, watchId) : undefined };
+      });
       if (taken === undefined) return this.#export(completion, budget);
       if (taken.kind === 'promise') return this.#awaitPromise(watchId, budget);
       return this.#taken(completion, taken, budget);
@@ -652,7 +655,7 @@ export class Runtime implements StrataRuntime {
       });
       await wrapper.instantiate(this.#context, () => module);
       const rejectionsBefore = this.#rejections;
-      this.#enter(budget, () => wrapper.evaluateSync(), true);
+      this.#enter(budget, () => wrapper.evaluateSync());
       const wrapperNamespace = wrapper.namespace;
       let namespace: IsolatedVm.Reference | undefined;
       const finished = () => {
@@ -751,71 +754,57 @@ export class Runtime implements StrataRuntime {
    * budget. A deadline that fired is a {@link RuntimeTimeout}, whatever the entry returned (a
    * termination inside the microtasks that run as it returns is not reported by isolated-vm).
    *
-   * A step that runs the guest's code (`runsGuestCode`) keeps its outcome when the guest left a
-   * promise rejected with no handler: isolated-vm throws the first such rejection at the end of
-   * each task, in place of the task's result. The step runs nested, called back from the guest's
-   * `enter`, so the host holds its outcome before the task ends; the rejection is reported as
-   * browsers do, on the console (`Uncaught (in promise) …`, level `error`), and the outcome stands.
+   * A promise the guest left rejected with no handler does not replace the step's outcome (the
+   * deadline addon keeps those in place of isolated-vm): it is reported as browsers do, on the
+   * console (`Uncaught (in promise) …`, level `error`), after the entry, and the outcome stands.
    */
-  #enter<T>(budget: GuestBudget, step: () => T, runsGuestCode = false): T {
+  #enter<T>(budget: GuestBudget, step: () => T): T {
     mark('enter isolate');
     budget.start();
     const outer = this.#activeBudget;
     this.#activeBudget = budget;
-    let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
-    const run = () => {
-      try {
-        outcome = { ok: true, value: step() };
-      } catch (error) {
-        outcome = { ok: false, error };
-      }
-    };
-    let taskEnd: { error: unknown } | undefined;
-    if (runsGuestCode) {
-      const outerStep = this.#nestedStep;
-      this.#nestedStep = run;
-      try {
-        this.#internals.enter.applySync(undefined, []);
-      } catch (error) {
-        taskEnd = { error };
-      } finally {
-        this.#nestedStep = outerStep;
-      }
-    } else {
-      run();
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, value: step() };
+    } catch (error) {
+      outcome = { ok: false, error };
     }
     this.#activeBudget = outer;
-    const timedOut = budget.stop();
+    const flags = budget.stop();
     mark('left isolate');
     if (this.#deadline.heapExceeded()) throw this.#heapLimitExceeded();
-    if (timedOut) throw new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
-    if (taskEnd !== undefined) {
-      // Once the nested step returned, only the end of the task throws: a memory limit, or an unhandled rejection.
-      if (outcome === undefined || this.#isolate.isDisposed || isEngineFailure(taskEnd.error)) throw taskEnd.error;
-      this.#reportUnhandledRejection(taskEnd.error);
-    }
-    if (outcome === undefined) throw new StrataError("the guest did not run the host's step");
+    if ((flags & DEADLINE_FIRED) !== 0) throw new RuntimeTimeout(`the guest ran past its timeout (${this.#options.timeout} ms)`);
+    if ((flags & REJECTIONS_LEFT) !== 0 && !this.#reportingRejections && !this.#isolate.isDisposed) this.#reportRejections(budget);
     if (!outcome.ok) throw outcome.error;
     return outcome.value;
   }
 
-  #heapLimitExceeded(): HeapLimitExceeded {
-    return new HeapLimitExceeded(`the guest's heap grew past maxHeapSize (${this.#options.maxHeapSize} bytes); the runtime is closed`);
+  /**
+   * Takes the guest's unhandled rejections out (their descriptions, read by the prelude: a getter
+   * there is guest code, under the command's budget) and reports each on the console.
+   */
+  #reportRejections(budget: GuestBudget): void {
+    this.#reportingRejections = true;
+    let taken: [Array<[name: string, message: string, stack: string | undefined, text: string]>, more: number];
+    try {
+      taken = this.#enter(budget, () => this.#internals.takeRejections.applySync(undefined, [], { result: { copy: true } })) as typeof taken;
+    } finally {
+      this.#reportingRejections = false;
+    }
+    const [described, more] = taken;
+    for (const [name, message, stack, text] of described) {
+      this.#rejections++;
+      this.#lastRejection = new JsError(name, message, stack);
+      this.#console.emit({ level: 'error', stream: 'stderr', text: `Uncaught (in promise) ${text}` });
+    }
+    if (more > 0) {
+      this.#rejections++;
+      this.#console.emit({ level: 'error', stream: 'stderr', text: `Uncaught (in promise): ${more} more promises rejected with no handler (not shown)` });
+    }
   }
 
-  /** An unhandled rejection the guest left, on its console as a browser reports it; the command goes on. */
-  #reportUnhandledRejection(reason: unknown): void {
-    this.#rejections++;
-    this.#lastRejection = reason;
-    let text: string;
-    if (reason instanceof Error) {
-      const stack = typeof reason.stack === 'string' && reason.stack !== '' ? reason.stack : `${reason.name}: ${reason.message}`;
-      text = stack;
-    } else {
-      text = typeof reason === 'string' ? reason : String(reason);
-    }
-    if (text.length > MAX_REJECTION_CHARS) text = `${text.slice(0, MAX_REJECTION_CHARS)}…`;
-    this.#console.emit({ level: 'error', stream: 'stderr', text: `Uncaught (in promise) ${text}` });
+  #heapLimitExceeded(): HeapLimitExceeded {
+    return new HeapLimitExceeded(`the guest's heap grew past maxHeapSize (${this.#options.maxHeapSize} bytes); the runtime is closed`);
   }
 
   /** An entry outside any command, bounded by {@link HOST_OPERATION_MS}; past it the runtime is closed. */
@@ -864,7 +853,7 @@ export class Runtime implements StrataRuntime {
   #runTimer(budget: GuestBudget): boolean {
     const loop = this.#eventLoop!;
     const runNext = this.#runNext!;
-    return this.#enter(budget, () => runNext.applySync(loop.derefInto(), []) === true, true);
+    return this.#enter(budget, () => runNext.applySync(loop.derefInto(), []) === true);
   }
 
   /** Copies a guest value out, refusing anything outside the transferable set. */
@@ -949,10 +938,8 @@ export class Runtime implements StrataRuntime {
   }
 
   #guestError(thrown: IsolatedVm.Reference, budget: GuestBudget): JsError {
-    const [name, message, stack] = this.#enter(
-      budget,
-      () => this.#internals.describeError.applySync(undefined, [thrown.derefInto()], { result: { copy: true } }),
-      true,
+    const [name, message, stack] = this.#enter(budget, () =>
+      this.#internals.describeError.applySync(undefined, [thrown.derefInto()], { result: { copy: true } }),
     ) as [string, string, string | undefined];
     return new JsError(name, message, stack);
   }
@@ -1042,7 +1029,9 @@ export class Runtime implements StrataRuntime {
     const budget = this.#activeBudget;
     budget?.pause();
     try {
-      result = insideHostFunction.run(this, () => entry.fn(...args));
+      // Every host call of a command comes from the command's own context, so one scope serves them all.
+      const scope = budget === undefined ? this.#hostScope() : (budget.hostScope ??= this.#hostScope());
+      result = scope.runInAsyncScope(entry.fn, undefined, ...args);
     } catch (error) {
       return [1, ...this.#hostErrorForGuest(error)];
     } finally {
@@ -1075,6 +1064,11 @@ export class Runtime implements StrataRuntime {
     return [0, result];
   }
 
+  /** The current async context, marked as inside a host function of this runtime (see {@link #assertUsable}). */
+  #hostScope(): AsyncResource {
+    return insideHostFunction.run(this, () => new AsyncResource('StrataHostFunction'));
+  }
+
   #hostErrorForGuest(error: unknown): [string, string] {
     const { name, message } = describeHostError(error, this.#options.redactHostErrors);
     return [name, message];
@@ -1103,7 +1097,7 @@ export class Runtime implements StrataRuntime {
       } else {
         args = [callId, false, undefined, ...this.#hostErrorForGuest(value)];
       }
-      this.#enter(budget, () => this.#internals.settleHostCall.applySync(undefined, args), true);
+      this.#enter(budget, () => this.#internals.settleHostCall.applySync(undefined, args));
     }
   }
 

@@ -147,10 +147,34 @@ for (const [mode, runtimeFor] of RUNTIME_MODES) {
       return 1;
     });
     rt.bindFunction('reenterAsync', async () => rt.eval('1'));
+    rt.bindFunction('reenterLater', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      return rt.eval('1');
+    });
+    const other = await runtimeFor(t);
+    rt.bindFunction('otherRuntime', () => other.eval('40 + 2'));
     await rt.eval('reenter()');
     t.true(caught instanceof StrataError);
     t.regex((caught as Error).message, /cannot call back into its own runtime/);
     t.regex((await rt.eval('reenterAsync().catch((e) => e.message)')) as string, /cannot call back into its own runtime/);
+    // Every call of a command, and what it continues after an await, is inside the host function.
+    const messages = await rt.eval('Promise.all([reenterAsync(), reenterLater(), reenterAsync()].map((p) => p.catch((e) => e.message)))');
+    t.is((messages as string[]).length, 3);
+    for (const message of messages as string[]) t.regex(message, /cannot call back into its own runtime/);
+    // Another runtime is not this one; and once the host function has returned, the runtime is usable.
+    t.is(await rt.eval('otherRuntime()'), 42);
+    t.is(await rt.eval('1 + 1'), 2);
+  });
+
+  test(inMode(mode, 'a host function is called with this undefined'), async (t) => {
+    const rt = await runtimeFor(t);
+    let seen: unknown = 'not called';
+    rt.bindFunction('who', function (this: unknown) {
+      seen = this;
+      return 1;
+    });
+    t.is(await rt.eval('who()'), 1);
+    t.is(seen, undefined);
   });
 }
 

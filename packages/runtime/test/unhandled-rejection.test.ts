@@ -1,6 +1,6 @@
 import test from 'ava';
 import { WEB_POLYFILLS } from '@strata/polyfills';
-import { JsError } from '../src/index.js';
+import { JsError, RuntimeTimeout } from '../src/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 import { BOTH_RUNTIMES, type AnyRuntime } from './helpers/runtime.js';
 
@@ -57,6 +57,34 @@ for (const [kind, start] of BOTH_RUNTIMES) {
     capture.stop();
     t.notRegex(capture.stderr, /returned|Uncaught \(in promise\) 1/);
     t.regex(capture.stderr, /Uncaught \(in promise\) Error: left/);
+  });
+
+  test(`${kind}: a flood of unhandled rejections is reported in part, and counted`, async (t) => {
+    const rt = await withRuntime(t);
+    const capture = rt.captureConsole();
+    t.is(await rt.eval('for (let i = 0; i < 100000; i++) Promise.reject(i); 7'), 7);
+    capture.stop();
+    const lines = capture.stderr.split('\n').filter((line) => line.startsWith('Uncaught (in promise)'));
+    // The first 64 one by one, then how many more: none is lost without a word, and the host keeps 64 at most.
+    t.is(lines.length, 65);
+    t.is(lines[0], 'Uncaught (in promise) 0');
+    t.is(lines[63], 'Uncaught (in promise) 63');
+    t.is(lines[64], 'Uncaught (in promise): 99936 more promises rejected with no handler (not shown)');
+    t.is(await rt.eval('1 + 1'), 2);
+  });
+
+  test(`${kind}: a rejection's getters run as guest code: what they reject is reported next, and a getter that never ends times out`, async (t) => {
+    const rt = await start({ timeout: 1_000 });
+    t.teardown(() => rt.close());
+    const capture = rt.captureConsole();
+    const leftByGetter = "Promise.reject({ get name() { Promise.reject(new Error('from a getter')); return 'Named'; }, message: 'outer' }); 8";
+    t.is(await rt.eval(leftByGetter), 8);
+    t.is(await rt.eval('9'), 9);
+    await t.throwsAsync(rt.eval('Promise.reject({ get name() { for (;;); } }); 10'), { instanceOf: RuntimeTimeout });
+    t.is(await rt.eval('11'), 11);
+    capture.stop();
+    t.regex(capture.stderr, /Uncaught \(in promise\) Named: outer/);
+    t.regex(capture.stderr, /Uncaught \(in promise\) Error: from a getter/);
   });
 
   test(`${kind}: a module keeps its exports past an unhandled rejection; a module that throws is its error`, async (t) => {

@@ -77,10 +77,13 @@ export function guestPrelude(setup: PreludeSetup): void {
   let hostConsole: any = function () {};
   let hostSettled: any;
   let hostBufferBytes: any;
-  let hostStep: any;
+  let hostTakeRejections: any;
   let hostEntropy: any;
   let config: any = { __proto__: null, maxDepth: 0, maxNodes: 0, maxConsoleChars: 0 };
   let attached = false;
+
+  // The most characters of an unhandled rejection's description that reach the host's console.
+  const MAX_REJECTION_CHARS = 4096;
 
   // --- primordials -------------------------------------------------------------------------
   const ReflectApply = Reflect.apply;
@@ -408,8 +411,14 @@ export function guestPrelude(setup: PreludeSetup): void {
         } finally {
           argumentHolder.args = undefined;
         }
-      } else {
+      } else if (args.length === 0) {
         // Primitives travel as separate arguments: cheaper than an array through the serializer.
+        reply = hostDispatch(id, false);
+      } else if (args.length === 1) {
+        reply = hostDispatch(id, false, args[0]);
+      } else if (args.length === 2) {
+        reply = hostDispatch(id, false, args[0], args[1]);
+      } else {
         const spread = [id, false];
         for (let i = 0; i < args.length; i++) push(spread, args[i]);
         reply = ReflectApply(hostDispatch, undefined, spread);
@@ -1136,11 +1145,29 @@ export function guestPrelude(setup: PreludeSetup): void {
     ObjectDefineProperty(g, 'eval', { __proto__: null, value: tamedEval, writable: false, enumerable: false, configurable: false });
   }
 
-  // The host runs a step that runs guest code as a call back from here: the step is then a nested
-  // entry, and the end of the task (microtasks, then isolated-vm's report of a promise rejected
-  // with no handler) comes after the host has the step's outcome.
-  function enter(): void {
-    hostStep();
+  /**
+   * The promises rejected with no handler since the last call, as the host reports them:
+   * `[[name, message, stack, text] of each, how many more]` (the deadline addon keeps them; see
+   * src/guest-deadline.ts). Reading an error's properties may run guest getters: guest code,
+   * inside the host's entry and under the command's budget.
+   */
+  function takeRejections(): [any[], number] {
+    const taken = hostTakeRejections();
+    if (taken === undefined) return [[], 0];
+    const reasons = ownValue(taken, 0);
+    const described: any[] = [];
+    for (let i = 0; i < reasons.length; i++) {
+      const reason = ownValue(reasons, i);
+      const [name, message, stack] = describeError(reason);
+      let text: string;
+      if (reason === null || typeof reason !== 'object') text = safeString(reason, MAX_REJECTION_CHARS);
+      else if (stack !== undefined && stack !== '') text = safeString(stack, MAX_REJECTION_CHARS);
+      else if (message !== '') text = `${name}: ${safeString(message, MAX_REJECTION_CHARS)}`;
+      else text = safeString(reason, MAX_REJECTION_CHARS);
+      // Defined, not pushed: a setter the guest put on Array.prototype is not asked.
+      ObjectDefineProperty(described, i, dataProperty([name, message, stack, text], true));
+    }
+    return [described, ownValue(taken, 1)];
   }
 
   // --- host hooks a bootstrap captures ----------------------------------------------------
@@ -1189,7 +1216,7 @@ export function guestPrelude(setup: PreludeSetup): void {
     watch,
     takeOutcome,
     finalize,
-    enter,
+    takeRejections,
     isSafeInteger: NumberIsSafeInteger,
   });
 
@@ -1197,7 +1224,7 @@ export function guestPrelude(setup: PreludeSetup): void {
    * The attach step: the host's callbacks and this runtime's limits, once. `limits` is a fresh
    * copy from the host. Deletes its own global first; any later call throws.
    */
-  function attach(dispatch: any, consoleOut: any, settled: any, bufferBytes: any, step: any, entropy: any, limits: any): any {
+  function attach(dispatch: any, consoleOut: any, settled: any, bufferBytes: any, takeRejectionsNative: any, entropy: any, limits: any): any {
     ReflectDeleteProperty(g, setup.attachGlobal);
     if (attached) throw new ErrorCtor('the runtime is already attached');
     attached = true;
@@ -1205,7 +1232,7 @@ export function guestPrelude(setup: PreludeSetup): void {
     hostConsole = consoleOut;
     hostSettled = settled;
     hostBufferBytes = bufferBytes;
-    hostStep = step;
+    hostTakeRejections = takeRejectionsNative;
     hostEntropy = entropy;
     config = limits;
     cap = limits.maxBufferBytes;
