@@ -31,7 +31,9 @@ export function threadStatus(pid: number | 'self' = 'self'): ThreadSeccompStatus
     try {
       status = readFileSync(`${dir}/${tid}/status`, 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // the thread ended meanwhile
+      // The thread ended meanwhile: before the open (ENOENT), or between the open and the read (ESRCH, seen on Linux 7.3).
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ESRCH') continue;
       throw error;
     }
     out.push({ tid: Number(tid), mode: field(status, 'Seccomp'), filters: field(status, 'Seccomp_filters'), noNewPrivs: field(status, 'NoNewPrivs') });
