@@ -1,7 +1,9 @@
+import vm from 'node:vm';
 import test from 'ava';
 import { DEFAULT_LIMITS, checkEncodable, decodeValue, encodeValue, resolveLimits } from '@strata/wire';
 import { ValueNotTransferable } from '../src/index.js';
 import { splitFunctions } from '../src/bound-functions.js';
+import { preludeSource } from '../src/runtime-snapshot.js';
 import { encodedSize } from '../src/encoded-size.js';
 import { MAX_VALUE_NODES, assertTransferable } from '../src/values.js';
 import { runtimeFor } from './helpers/runtime.js';
@@ -334,4 +336,37 @@ test('a host function returning the 2^40 DAG is refused quickly, and [a, a] cros
   let object: unknown = { fn: () => 1 };
   for (let i = 0; i < 40; i++) object = { a: object, b: object };
   t.throws(() => rt.bindObject('tools', object as Record<string, unknown>), { instanceOf: ValueNotTransferable, message: /past the limit/ });
+});
+
+test('a walk stopped by a termination leaves nothing behind for the next: the same array crosses afterwards', (t) => {
+  // The prelude in a context of this process (node:vm), whose `timeout` stops a script with V8's
+  // TerminateExecution, as the deadline addon stops a guest. The walk keeps one map of the
+  // objects it met for every walk; stopped halfway, that map must not make the next walk see the
+  // array as open (a cycle). In a runtime the deadline rarely lands in the walk rather than the copy.
+  const context = vm.createContext({});
+  vm.runInContext(
+    preludeSource({
+      strictEval: false,
+      eventLoopGlobal: '__el',
+      attachGlobal: '__attach',
+      entropyGlobal: '__ent',
+      fetchGlobals: undefined,
+      maxBufferBytesBeforeAttach: 1e6,
+    }),
+    context,
+  );
+  const attach = vm.runInContext('__attach', context) as (...args: unknown[]) => { exportValue: unknown };
+  const limits = { maxBufferBytes: 1e8, maxDepth: 64, maxNodes: MAX_VALUE_NODES, maxConsoleChars: 1e6 };
+  context.exportValue = attach(
+    () => 0,
+    () => 0,
+    () => 0,
+    () => 0,
+    () => [[], 0],
+    () => 0,
+    limits,
+  ).exportValue;
+  vm.runInContext('globalThis.big = Array.from({ length: 600000 }, (_, i) => ({ i }))', context);
+  t.throws(() => vm.runInContext('exportValue(big)', context, { timeout: 5 }), { code: 'ERR_SCRIPT_EXECUTION_TIMEOUT' });
+  t.deepEqual(JSON.parse(JSON.stringify(vm.runInContext('big.length = 2; exportValue(big)', context))), [0, [{ i: 0 }, { i: 1 }]]);
 });

@@ -240,19 +240,34 @@ export function guestPrelude(setup: PreludeSetup): void {
    * wire writes them out) toward `maxNodes` and `maxDepth`; an object inside itself is a cycle.
    */
   function checkValue(root: any, rootPath: string): string | undefined {
+    // Paths are built only to describe a refusal: a first walk without them, and only when it
+    // refuses, the same walk again with them (most values cross; a path per node costs more than
+    // the rest of the walk).
+    return walkValue(root, rootPath, false) === undefined ? undefined : walkValue(root, rootPath, true);
+  }
+
+  // The objects a walk has met. One map for every walk (a walk runs no guest code, so none starts
+  // inside another), emptied when it ends; its methods are its own, so each lookup is a direct call.
+  const walkSeen = new SafeMap();
+  ObjectDefineProperty(walkSeen, 'get', dataProperty(MapGet, false));
+  ObjectDefineProperty(walkSeen, 'set', dataProperty(MapSet, false));
+  ObjectDefineProperty(walkSeen, 'clear', dataProperty(MapPrototype.clear, false));
+  let walkSeenUsed = false;
+
+  function walkValue(root: any, rootPath: string, describe: boolean): string | undefined {
     const maxDepth = config.maxDepth;
     const maxNodes = config.maxNodes;
     // One map for both facts, to keep it to two lookups per object: OPEN while an object is being
     // walked (meeting it again is a cycle), then its node count and height packed in one number.
     const OPEN = -1;
     const HEIGHTS = 128; // > maxDepth + 1
-    const seen = new SafeMap();
+    const seen = walkSeen;
     let problem: string | undefined;
     let height = 0;
     const tooMany = (path: string, count: number) =>
       `${path} is past the limit of ${maxNodes} nodes for one value (at least ${count}, counting a shared object or array once for every place it appears)`;
-    // The nodes `value` counts for (1 for a primitive), or -1 with `problem` set; `height` is
-    // left at the depth of its deepest object below it.
+    // The nodes `value` counts for (1 for a primitive), or -1 with `problem` set (a message only
+    // when describing, '' otherwise); `height` is left at the depth of its deepest object below it.
     const walk = (value: any, path: string, depth: number): number => {
       height = 0;
       const type = typeof value;
@@ -261,7 +276,7 @@ export function guestPrelude(setup: PreludeSetup): void {
       if (type === 'symbol') return ((problem = `${path} is a symbol`), -1);
       if (call(WeakSetHas, guestProxies, value)) return ((problem = `${path} is a Proxy`), -1);
       if (depth > maxDepth) return ((problem = `${path} is nested deeper than ${maxDepth} levels`), -1);
-      const known = call(MapGet, seen, value);
+      const known = seen.get(value);
       if (known === OPEN) return ((problem = `${path} refers back to an enclosing value (a cycle)`), -1);
       if (known !== undefined) {
         height = known % HEIGHTS;
@@ -280,67 +295,86 @@ export function guestPrelude(setup: PreludeSetup): void {
       }
       if (proto === MapPrototype && !hasBrand(MapSize, value)) return ((problem = `${path} inherits from Map.prototype but is not a Map`), -1);
       if (proto === SetPrototype && !hasBrand(SetSize, value)) return ((problem = `${path} inherits from Set.prototype but is not a Set`), -1);
-      call(MapSet, seen, value, OPEN);
+      seen.set(value, OPEN);
       let nodes = 1;
       let deepest = 0;
-      const child = (v: any, childPath: string, extra: number): boolean => {
-        const n = walk(v, childPath, depth + 1);
-        if (n < 0) return false;
-        if (typeof v === 'object' && v !== null && height + 1 > deepest) deepest = height + 1;
-        nodes += n + extra;
-        if (nodes > maxNodes) {
-          problem = tooMany(path, nodes);
-          return false;
-        }
-        return true;
-      };
       if (ArrayIsArray(value)) {
         if (proto !== ArrayPrototype) return ((problem = `${path} is an instance of ${constructorName(proto)} (an Array subclass)`), -1);
         const length = value.length;
         // Holes first: a sparse array's first hole ends the loop early, whatever its length.
         for (let i = 0; i < length; i++) {
           const desc = ObjectGetOwnPropertyDescriptor(value, i);
-          if (desc === undefined) return ((problem = `${path}[${i}] is a hole (sparse arrays cannot cross)`), -1);
-          if (!('value' in desc)) return ((problem = `${path}[${i}] is an accessor (getter/setter)`), -1);
-          if (!child(desc.value, `${path}[${i}]`, 0)) return -1;
+          if (desc === undefined) return ((problem = describe ? `${path}[${i}] is a hole (sparse arrays cannot cross)` : ''), -1);
+          if (!('value' in desc)) return ((problem = describe ? `${path}[${i}] is an accessor (getter/setter)` : ''), -1);
+          const v = desc.value;
+          const n = walk(v, describe ? `${path}[${i}]` : '', depth + 1);
+          if (n < 0) return -1;
+          if (height + 1 > deepest && typeof v === 'object' && v !== null) deepest = height + 1;
+          nodes += n;
+          if (nodes > maxNodes) return ((problem = tooMany(path, nodes)), -1);
         }
         if (ReflectOwnKeys(value).length !== length + 1) return ((problem = `${path} is an array with extra (non-index) properties`), -1);
-      } else if (proto === MapPrototype || proto === SetPrototype) {
-        if (ReflectOwnKeys(value).length !== 0) return ((problem = `${path} has extra own properties`), -1);
-        let index = 0;
-        let ok = true;
-        if (proto === MapPrototype) {
-          call(MapForEach, value, (v: any, k: any) => {
-            if (ok) ok = child(k, `${path}.<key ${index}>`, 0) && child(v, `${path}.<value ${index}>`, 0);
-            index++;
-          });
-        } else {
-          call(SetForEach, value, (v: any) => {
-            if (ok) ok = child(v, `${path}.<element ${index}>`, 0);
-            index++;
-          });
-        }
-        if (!ok) return -1;
       } else if (proto === ObjectPrototype || proto === null) {
         const keys = ReflectOwnKeys(value);
         for (let i = 0; i < keys.length; i++) {
           const key: any = keys[i];
           if (typeof key === 'symbol') return ((problem = `${path} has a symbol-keyed property`), -1);
           const desc = ObjectGetOwnPropertyDescriptor(value, key)!;
-          const childPath = `${path}.${key}`;
+          const childPath = describe ? `${path}.${key}` : '';
           if (!('value' in desc)) return ((problem = `${childPath} is an accessor (getter/setter)`), -1);
           if (!desc.enumerable) return ((problem = `${childPath} is not enumerable`), -1);
+          const v = desc.value;
+          const n = walk(v, childPath, depth + 1);
+          if (n < 0) return -1;
+          if (height + 1 > deepest && typeof v === 'object' && v !== null) deepest = height + 1;
           // The key is a node of its own, as the wire counts it.
-          if (!child(desc.value, childPath, 1)) return -1;
+          nodes += n + 1;
+          if (nodes > maxNodes) return ((problem = tooMany(path, nodes)), -1);
         }
+      } else if (proto === MapPrototype || proto === SetPrototype) {
+        if (ReflectOwnKeys(value).length !== 0) return ((problem = `${path} has extra own properties`), -1);
+        const child = (v: any, childPath: string): boolean => {
+          const n = walk(v, childPath, depth + 1);
+          if (n < 0) return false;
+          if (height + 1 > deepest && typeof v === 'object' && v !== null) deepest = height + 1;
+          nodes += n;
+          if (nodes > maxNodes) {
+            problem = tooMany(path, nodes);
+            return false;
+          }
+          return true;
+        };
+        let index = 0;
+        let ok = true;
+        if (proto === MapPrototype) {
+          call(MapForEach, value, (v: any, k: any) => {
+            if (ok) ok = child(k, describe ? `${path}.<key ${index}>` : '') && child(v, describe ? `${path}.<value ${index}>` : '');
+            index++;
+          });
+        } else {
+          call(SetForEach, value, (v: any) => {
+            if (ok) ok = child(v, describe ? `${path}.<element ${index}>` : '');
+            index++;
+          });
+        }
+        if (!ok) return -1;
       } else {
         return ((problem = `${path} is an instance of ${constructorName(proto)}, not a plain object`), -1);
       }
-      call(MapSet, seen, value, nodes * HEIGHTS + deepest);
+      seen.set(value, nodes * HEIGHTS + deepest);
       height = deepest;
       return nodes;
     };
-    walk(root, rootPath, 0);
+    // Emptied first too when a walk was stopped before its `finally` (a termination). Emptying
+    // an empty map still allocates, so a map known empty is left as it is.
+    if (walkSeenUsed) seen.clear();
+    walkSeenUsed = true;
+    try {
+      walk(root, rootPath, 0);
+    } finally {
+      seen.clear();
+      walkSeenUsed = false;
+    }
     return problem;
   }
 
