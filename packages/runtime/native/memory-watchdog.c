@@ -23,15 +23,18 @@
  *                                            calls it before a blocking read it expects to be
  *                                            answered soon: a worker that stays on its CPU skips
  *                                            the wake-up, and finds its caches still warm
- *   readInBackground(fd, onChunk)            reads fd on a thread of its own until end of file
- *                                            or an error, and calls onChunk(buffer) on the main
- *                                            thread for each chunk read, then onChunk(undefined)
- *                                            once. The worker reads the pipes it must hear from
- *                                            while it runs (host-call settlements, a worker of
- *                                            many isolates' commands) so; node:net would do it,
- *                                            and cost every worker ~15 ms to compile its streams
- *                                            under --jitless. A thread blocked in read() is
- *                                            never joined, so it never holds up the exit
+ *   streamInput(fd, onChunk)                makes fd non-blocking and watches it from the
+ *                                            main thread's event loop (a libuv poll handle):
+ *                                            onChunk(buffer) for each chunk read, then
+ *                                            onChunk(undefined) once at end of file or an error.
+ *                                            The worker reads the pipes it must hear from while
+ *                                            it runs (host-call settlements, a worker of many
+ *                                            isolates' commands) so: node:net would do it, and
+ *                                            cost every worker ~15 ms to compile its streams
+ *                                            under --jitless; a reader thread handing chunks to
+ *                                            the main thread would cost every chunk a second
+ *                                            wake-up (about 0.3 ms on this project's VM after a
+ *                                            moment idle)
  *   tcpConnect(ipv4, port, timeoutMs)        one TCP connect attempt: 0 when it connected (and
  *                                            was closed again), an errno when refused, -1 when
  *                                            timeoutMs passed (the layers' self-tests, without
@@ -78,6 +81,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <uv.h>
 
 #include "strata-napi.h"
 
@@ -401,73 +406,76 @@ static napi_value spin_for_input(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* ---- a pipe read on a thread of its own ----------------------------------------------------- */
+/* ---- a pipe read on the main thread's event loop ------------------------------------------- */
 
-enum { READ_CHUNK_BYTES = 64 * 1024, READ_QUEUE_CHUNKS = 16 };
+enum { READ_CHUNK_BYTES = 64 * 1024 };
 
-/* What the reader thread hands to the main thread: the bytes of one read(), or none at the end. */
-struct chunk {
-  size_t length;
-  char bytes[];
-};
-
-/* The end, when there is no memory for a chunk: reported all the same, never freed. */
-static struct chunk end_without_memory;
-
-struct reader {
+/* One descriptor watched by the main thread's event loop (libuv's poll handle: epoll or kqueue). */
+struct input_stream {
+  uv_poll_t poll; /* first, so that the handle is the stream */
+  napi_env env;
+  napi_ref on_chunk;
+  napi_async_context context;
   int fd;
-  napi_threadsafe_function deliver;
+  bool stopped;
+  char buffer[READ_CHUNK_BYTES];
 };
 
-/* On the main thread: onChunk(Buffer) for a chunk, onChunk(undefined) at the end. */
-static void deliver_chunk(napi_env env, napi_value on_chunk, void *context, void *data) {
-  (void)context;
-  struct chunk *chunk = data;
-  if (env != NULL) {
-    napi_value argument, receiver;
-    bool made = chunk->length == 0 ? napi_get_undefined(env, &argument) == napi_ok
-                                   : napi_create_buffer_copy(env, chunk->length, chunk->bytes, NULL, &argument) == napi_ok;
-    /* An exception onChunk throws stays pending: Node reports it as uncaught, and the worker ends. */
-    if (made && napi_get_undefined(env, &receiver) == napi_ok) napi_call_function(env, receiver, on_chunk, 1, &argument, NULL);
-  }
-  if (chunk != &end_without_memory) free(chunk);
+static void free_stream(uv_handle_t *handle) { free(handle); }
+
+/* Stops watching: the handle is closed (and freed by libuv's close callback), the callback released. */
+static void stop_stream(struct input_stream *stream) {
+  if (stream->stopped) return;
+  stream->stopped = true;
+  uv_poll_stop(&stream->poll);
+  napi_async_destroy(stream->env, stream->context);
+  napi_delete_reference(stream->env, stream->on_chunk);
+  uv_close((uv_handle_t *)&stream->poll, free_stream);
 }
 
-/* The reader thread: read() until the end, each chunk queued for the main thread (blocking while
- * READ_QUEUE_CHUNKS wait there, so a main thread that falls behind slows the writer, as a stream
- * would). Only read, poll, malloc and the queue's own lock. */
-static void *read_until_end(void *argument) {
-  struct reader *reader = argument;
-  char buffer[READ_CHUNK_BYTES];
-  for (;;) {
-    ssize_t n = read(reader->fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      struct pollfd watched = {.fd = reader->fd, .events = POLLIN};
-      poll(&watched, 1, -1);
-      continue;
-    }
-    size_t length = n > 0 ? (size_t)n : 0;
-    struct chunk *chunk = malloc(sizeof *chunk + length);
-    if (chunk == NULL) {
-      chunk = &end_without_memory;
-      length = 0;
-    } else {
-      chunk->length = length;
-      if (length > 0) memcpy(chunk->bytes, buffer, length);
-    }
-    if (napi_call_threadsafe_function(reader->deliver, chunk, napi_tsfn_blocking) != napi_ok) {
-      if (chunk != &end_without_memory) free(chunk);
-      break;
-    }
-    if (length == 0) break;
+/* The environment is going away (a Worker thread's end, or the process's): stop without calling back. */
+static void stream_cleanup_hook(void *argument) { stop_stream(argument); }
+
+/* onChunk(Buffer) for `length` bytes, onChunk(undefined) for none, as a callback from the event
+ * loop: its microtasks run after it. An exception it throws is uncaught (the worker ends). */
+static void deliver_input(struct input_stream *stream, size_t length) {
+  napi_env env = stream->env;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return;
+  napi_value callback, receiver, argument;
+  /* the receiver is the global object: napi_make_callback takes an object, not undefined */
+  bool made = napi_get_reference_value(env, stream->on_chunk, &callback) == napi_ok && napi_get_global(env, &receiver) == napi_ok &&
+              (length == 0 ? napi_get_undefined(env, &argument) == napi_ok
+                           : napi_create_buffer_copy(env, length, stream->buffer, NULL, &argument) == napi_ok);
+  if (made && napi_make_callback(env, stream->context, receiver, callback, 1, &argument, NULL) == napi_pending_exception) {
+    napi_value error;
+    if (napi_get_and_clear_last_exception(env, &error) == napi_ok) napi_fatal_exception(env, error);
   }
-  napi_release_threadsafe_function(reader->deliver, napi_tsfn_release);
-  free(reader);
-  return NULL;
+  napi_close_handle_scope(env, scope);
 }
 
-static napi_value read_in_background(napi_env env, napi_callback_info info) {
+/* The descriptor is readable (or hung up): one read(), its bytes delivered; at the end or on an
+ * error, the stream stops and onChunk(undefined) is called once. */
+static void on_readable(uv_poll_t *handle, int status, int events) {
+  (void)events;
+  struct input_stream *stream = (struct input_stream *)handle;
+  if (stream->stopped) return;
+  ssize_t n = 0;
+  if (status == 0) {
+    do n = read(stream->fd, stream->buffer, sizeof stream->buffer);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return; /* woken for nothing: wait again */
+  }
+  if (n > 0) {
+    deliver_input(stream, (size_t)n);
+    return;
+  }
+  napi_remove_env_cleanup_hook(stream->env, stream_cleanup_hook, stream);
+  deliver_input(stream, 0); /* before the stop, which releases the callback */
+  stop_stream(stream);
+}
+
+static napi_value stream_input(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -476,36 +484,55 @@ static napi_value read_in_background(napi_env env, napi_callback_info info) {
   napi_valuetype type;
   CHECK(env, napi_typeof(env, argv[1], &type));
   if (type != napi_function) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: readInBackground(fd, onChunk) takes a function");
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: streamInput(fd, onChunk) takes a function");
     return NULL;
   }
-  struct reader *reader = malloc(sizeof *reader);
-  if (reader == NULL) {
-    napi_throw_error(env, "ERR_STRATA_READER", "strata-watchdog: readInBackground: out of memory");
-    return NULL;
-  }
-  reader->fd = (int)fd;
-  napi_value name;
-  CHECK(env, napi_create_string_utf8(env, "strata-read", NAPI_AUTO_LENGTH, &name));
-  /* Referenced: while the worker waits for a chunk, this is what keeps its event loop alive. */
-  if (napi_create_threadsafe_function(env, argv[1], NULL, name, READ_QUEUE_CHUNKS, 1, NULL, NULL, NULL, deliver_chunk, &reader->deliver) != napi_ok) {
-    free(reader);
-    napi_throw_error(env, "ERR_STRATA_READER", "strata-watchdog: readInBackground: cannot make the thread-safe function");
-    return NULL;
-  }
-  pthread_attr_t attributes;
-  pthread_attr_init(&attributes);
-  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  pthread_t thread;
-  int error = pthread_create(&thread, &attributes, read_until_end, reader);
-  pthread_attr_destroy(&attributes);
-  if (error != 0) {
-    napi_release_threadsafe_function(reader->deliver, napi_tsfn_abort);
-    free(reader);
+  /* Non-blocking, so that a read after a wake-up for nothing never holds the main thread. */
+  int flags = fcntl((int)fd, F_GETFL);
+  if (flags < 0 || fcntl((int)fd, F_SETFL, flags | O_NONBLOCK) < 0) {
     char message[160];
-    snprintf(message, sizeof message, "strata-watchdog: readInBackground: cannot start its thread: %s", strerror(error));
+    snprintf(message, sizeof message, "strata-watchdog: streamInput: fd %d: %s", (int)fd, strerror(errno));
     napi_throw_error(env, "ERR_STRATA_READER", message);
+    return NULL;
   }
+  uv_loop_t *loop;
+  CHECK(env, napi_get_uv_event_loop(env, &loop));
+  struct input_stream *stream = calloc(1, sizeof *stream);
+  if (stream == NULL) {
+    napi_throw_error(env, "ERR_STRATA_READER", "strata-watchdog: streamInput: out of memory");
+    return NULL;
+  }
+  stream->env = env;
+  stream->fd = (int)fd;
+  napi_value name;
+  if (napi_create_string_utf8(env, "strata-read", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+      napi_async_init(env, NULL, name, &stream->context) != napi_ok) {
+    free(stream);
+    napi_throw_error(env, "ERR_STRATA_READER", "strata-watchdog: streamInput: cannot make its async context");
+    return NULL;
+  }
+  if (napi_create_reference(env, argv[1], 1, &stream->on_chunk) != napi_ok) {
+    napi_async_destroy(env, stream->context);
+    free(stream);
+    napi_throw_error(env, "ERR_STRATA_READER", "strata-watchdog: streamInput: cannot keep the callback");
+    return NULL;
+  }
+  /* Referenced (libuv's default): while the worker waits for a chunk, this keeps its event loop alive. */
+  int error = uv_poll_init(loop, &stream->poll, stream->fd);
+  bool initialized = error == 0;
+  if (initialized) error = uv_poll_start(&stream->poll, UV_READABLE | UV_DISCONNECT, on_readable);
+  if (error != 0) {
+    char message[160];
+    snprintf(message, sizeof message, "strata-watchdog: streamInput: cannot watch fd %d: %s", stream->fd, uv_strerror(error));
+    napi_delete_reference(env, stream->on_chunk);
+    napi_async_destroy(env, stream->context);
+    /* a handle libuv knows is released through uv_close, one it never knew directly */
+    if (initialized) uv_close((uv_handle_t *)&stream->poll, free_stream);
+    else free(stream);
+    napi_throw_error(env, "ERR_STRATA_READER", message);
+    return NULL;
+  }
+  napi_add_env_cleanup_hook(env, stream_cleanup_hook, stream);
   return NULL;
 }
 
@@ -585,7 +612,7 @@ NAPI_MODULE_INIT() {
       {"disableDumping", NULL, disable_dumping, NULL, NULL, NULL, napi_enumerable, NULL},
       {"setIdle", NULL, set_idle, NULL, NULL, NULL, napi_enumerable, NULL},
       {"spinForInput", NULL, spin_for_input, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"readInBackground", NULL, read_in_background, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"streamInput", NULL, stream_input, NULL, NULL, NULL, napi_enumerable, NULL},
       {"tcpConnect", NULL, tcp_connect, NULL, NULL, NULL, napi_enumerable, NULL},
       {"fingerprint", NULL, fingerprint, NULL, NULL, NULL, napi_enumerable, NULL},
   };

@@ -230,13 +230,13 @@ test('spinForInput(fd, micros) is false after micros on a pipe with nothing in i
   t.true(second.readyMs < 1000, `found the byte after ${second.readyMs} ms`);
 });
 
-test('readInBackground() delivers every chunk of a pipe in order, then undefined once, and holds up neither the event loop nor the exit', async (t) => {
+test('streamInput() delivers every chunk of a pipe in order on the main thread, then undefined once, keeps the event loop alive meanwhile, and holds up no exit', async (t) => {
   // stdin is a pipe the test writes in three pieces, then closes: the child collects what it gets.
   const exit = await new Promise<Exit>((resolve, reject) => {
     const source = `import { loadWatchdog } from ${JSON.stringify(nativePaths)};
       const chunks = [];
       let ends = 0;
-      loadWatchdog().readInBackground(0, (chunk) => {
+      loadWatchdog().streamInput(0, (chunk) => {
         if (chunk === undefined) { ends++; setTimeout(() => console.log(JSON.stringify({ text: chunks.join(''), ends })), 50); return; }
         if (!Buffer.isBuffer(chunk)) throw new Error('not a Buffer');
         chunks.push(chunk.toString('utf8'));
@@ -261,10 +261,10 @@ test('readInBackground() delivers every chunk of a pipe in order, then undefined
   t.is(exit.status, 0, exit.stderr);
   t.deepEqual(JSON.parse(exit.stdout.split('\n').at(-2)!), { text: 'first second third', ends: 1 });
 
-  // A reader blocked on a pipe nobody closes: the process still ends at process.exit (the thread is never joined).
+  // A pipe nobody writes to or closes: the process still ends at process.exit.
   const blocked = await new Promise<{ status: number | null }>((resolve) => {
     const source = `import { loadWatchdog } from ${JSON.stringify(nativePaths)};
-      loadWatchdog().readInBackground(0, () => {});
+      loadWatchdog().streamInput(0, () => {});
       setTimeout(() => process.exit(3), 100);`;
     const child = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['pipe', 'ignore', 'inherit'] });
     const guard = setTimeout(() => child.kill('SIGKILL'), 20_000);
@@ -274,13 +274,36 @@ test('readInBackground() delivers every chunk of a pipe in order, then undefined
       resolve({ status });
     });
   });
-  t.is(blocked.status, 3, 'process.exit ended the process although its reader thread was blocked in read()');
+  t.is(blocked.status, 3, 'process.exit ended the process although it still watched a pipe');
 });
 
-test('readInBackground() refuses what is not a descriptor and a function', (t) => {
+test('streamInput() refuses what is not a descriptor and a function, and a descriptor that is not open', (t) => {
   const watchdog = loadWatchdog();
-  t.throws(() => watchdog.readInBackground(-1, () => {}), { code: 'ERR_OUT_OF_RANGE' });
-  t.throws(() => watchdog.readInBackground(0, 'no' as never), { code: 'ERR_INVALID_ARG_TYPE' });
+  t.throws(() => watchdog.streamInput(-1, () => {}), { code: 'ERR_OUT_OF_RANGE' });
+  t.throws(() => watchdog.streamInput(0, 'no' as never), { code: 'ERR_INVALID_ARG_TYPE' });
+  t.throws(() => watchdog.streamInput(1_000_000, () => {}), { code: 'ERR_STRATA_READER', message: /fd 1000000: Bad file descriptor/ });
+});
+
+test('streamInput(): an exception its callback throws is uncaught, and ends the process', async (t) => {
+  const exit = await new Promise<Exit>((resolve, reject) => {
+    const source = `import { loadWatchdog } from ${JSON.stringify(nativePaths)};
+      loadWatchdog().streamInput(0, (chunk) => { if (chunk !== undefined) throw new Error('bad chunk ' + chunk.toString()); });`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    const guard = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.on('close', (status, signal) => {
+      clearTimeout(guard);
+      child.stdin.destroy();
+      resolve({ status, signal, stdout, stderr });
+    });
+    child.stdin.write('xyz');
+  });
+  t.is(exit.status, 1, exit.stderr);
+  t.regex(exit.stderr, /Error: bad chunk xyz/);
 });
 
 test('tcpConnect() tells connected, refused and bad arguments apart', async (t) => {

@@ -45,13 +45,14 @@ export interface MemoryWatchdog {
   /** `PR_SET_DUMPABLE 0`: no core dump, no ptrace attach by same-uid processes, /proc/<pid> owned by root. */
   disableDumping(): void;
   /**
-   * Reads `fd` on a thread of its own until end of file or an error, calling `onChunk` on the
-   * main thread with each chunk read (at most 64 KiB), then once with `undefined`. The thread is
-   * never joined: one blocked in `read()` does not hold up the process's exit. The worker's
-   * background reads (settlements; a worker of many isolates' commands) use it instead of
-   * node:net, which costs a `--jitless` process about 15 ms to compile.
+   * Makes `fd` non-blocking and watches it from the main thread's event loop, calling `onChunk`
+   * with each chunk read (at most 64 KiB), then once with `undefined` at end of file or an error.
+   * While it watches, the event loop stays alive. The worker's background reads (settlements; a
+   * worker of many isolates' commands) use it instead of node:net, which costs a `--jitless`
+   * process about 15 ms to compile, and instead of a reader thread, which costs every chunk a
+   * second wake-up.
    */
-  readInBackground(fd: number, onChunk: (chunk: Buffer | undefined) => void): void;
+  streamInput(fd: number, onChunk: (chunk: Buffer | undefined) => void): void;
   /**
    * One TCP connect attempt to an IPv4 address: 0 when it connected (closed again at once), the
    * errno when it was refused (`util.getSystemErrorName(-errno)` names it), -1 when `timeoutMs`

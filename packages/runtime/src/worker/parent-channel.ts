@@ -14,11 +14,11 @@ export interface Waits {
   /** The worker sleeps on its next command (true) or has it (false). */
   setIdle(idle: boolean): void;
   /**
-   * Reads `fd` on a thread of its own until its end, calling `onChunk` on the main thread with
-   * each chunk, then with `undefined`. (Node's sockets would do it, and cost a `--jitless`
-   * worker about 15 ms of start-up to compile node:net and its streams.)
+   * Watches `fd` from the main thread's event loop until its end, calling `onChunk` with each
+   * chunk, then with `undefined`. (Node's sockets would do it, and cost a `--jitless` worker
+   * about 15 ms of start-up to compile node:net and its streams.)
    */
-  readInBackground(fd: number, onChunk: (chunk: Buffer | undefined) => void): void;
+  streamInput(fd: number, onChunk: (chunk: Buffer | undefined) => void): void;
 }
 
 /** The file descriptors of the worker's channel to its parent. */
@@ -132,7 +132,7 @@ export class ParentChannel {
    */
   streamCommands(onMessage: (message: Message) => void): void {
     for (const queued of this.#pendingCommands.splice(0)) onMessage(queued);
-    this.#readInBackground(CHANNEL_FDS.commands, (chunk) => {
+    this.#streamInput(CHANNEL_FDS.commands, (chunk) => {
       // the parent closed the pipe (or it broke): the worker's work is over
       if (chunk === undefined) process.exit(0);
       mark('read');
@@ -149,15 +149,15 @@ export class ParentChannel {
    * pipe, not this one.
    */
   listenForSettlements(onMessage: (message: Message) => void): void {
-    this.#readInBackground(CHANNEL_FDS.settlements, (chunk) => {
+    this.#streamInput(CHANNEL_FDS.settlements, (chunk) => {
       if (chunk === undefined) return;
       for (const message of this.#decodeChunk(this.#settlements, chunk, chunk.length)) onMessage(message);
     });
   }
 
-  /** `fd`'s chunks as they come: the watchdog's reader thread, or (without the addon) a Node socket. */
-  #readInBackground(fd: number, onChunk: (chunk: Buffer | undefined) => void): void {
-    if (this.#waits !== undefined) return this.#waits.readInBackground(fd, onChunk);
+  /** `fd`'s chunks as they come: the watchdog addon's watch on the event loop, or (without the addon) a Node socket. */
+  #streamInput(fd: number, onChunk: (chunk: Buffer | undefined) => void): void {
+    if (this.#waits !== undefined) return this.#waits.streamInput(fd, onChunk);
     const { Socket } = createRequire(import.meta.url)('node:net') as typeof import('node:net');
     const stream = new Socket({ fd, readable: true, writable: false });
     stream.on('data', onChunk);
