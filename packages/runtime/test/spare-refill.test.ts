@@ -3,7 +3,7 @@
 // between two commands once it has been short of spares for a while. Observed through the
 // worker's timeline marks ("open took a spare" / "open made an isolate"), not through timing.
 import test from 'ava';
-import { SandboxHost } from '../src/index.js';
+import { SandboxHost, SandboxPool } from '../src/index.js';
 import { collectTimeline, recordTimeline, stopRecordingTimeline } from '../src/testing/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
@@ -42,4 +42,59 @@ test('a worker kept busy by one isolate still makes spares: a later open is a ha
     await host.close();
     stopRecordingTimeline();
   }
+});
+
+/** Opens `count` isolates back to back, runs `1+1` in each, and says how the worker served the opens and what each answered. */
+async function openInBurst(
+  host: SandboxHost,
+  watcher: Parameters<typeof collectTimeline>[0],
+  count: number,
+): Promise<{ served: string[]; answers: unknown[] }> {
+  await opens(watcher);
+  const burst = [];
+  for (let i = 0; i < count; i++) burst.push(await host.open());
+  const answers = [];
+  for (const rt of burst) answers.push(await rt.eval('1+1'));
+  const served = await opens(watcher);
+  for (const rt of burst) await rt.close();
+  return { served, answers };
+}
+
+/** Lets the worker idle: it makes its spares one at a time after idling 20 ms. */
+async function idle(ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+test('spareIsolates: a worker that keeps five spares serves a burst of five opens as hand-overs; one that keeps none makes every isolate', async (t) => {
+  recordTimeline();
+  const five = await SandboxHost.start({ tenant: 'burst', maxIsolates: 10, spareIsolates: 5, sandbox: linux ? 'require' : 'auto', prewarm: false });
+  const none = await SandboxHost.start({ tenant: 'burst', maxIsolates: 10, spareIsolates: 0, sandbox: linux ? 'require' : 'auto', prewarm: false });
+  try {
+    const watchFive = await five.open();
+    const watchNone = await none.open();
+    // the two made before the start returned, the others once the worker has idled
+    await idle(1500);
+    t.deepEqual(await openInBurst(five, watchFive, 5), { served: Array(5).fill('worker open took a spare'), answers: Array(5).fill(2) });
+    t.deepEqual(await openInBurst(none, watchNone, 3), { served: Array(3).fill('worker open made an isolate'), answers: Array(3).fill(2) });
+    await watchFive.close();
+    await watchNone.close();
+  } finally {
+    await five.close();
+    await none.close();
+    stopRecordingTimeline();
+  }
+});
+
+test('spareIsolates outside 0–64, or on a pool of one isolate per worker, is refused before anything starts', async (t) => {
+  for (const spareIsolates of [-1, 65, 1.5, Number.NaN, '2' as never]) {
+    await t.throwsAsync(SandboxHost.start({ tenant: 'x', spareIsolates }), {
+      code: 'ERR_STRATA_INVALID_OPTION',
+      message: /spareIsolates must be an integer from 0 to 64/,
+    });
+    await t.throwsAsync(SandboxPool.start({ isolatesPerWorker: 4, spareIsolates }), {
+      code: 'ERR_STRATA_INVALID_OPTION',
+      message: /spareIsolates must be an integer from 0 to 64/,
+    });
+  }
+  await t.throwsAsync(SandboxPool.start({ spareIsolates: 4 }), { code: 'ERR_STRATA_INVALID_OPTION', message: /set isolatesPerWorker above 1 too/ });
 });

@@ -8,7 +8,7 @@ import { CrashBudgetExceeded, InvalidOption, RuntimeClosed, RuntimeTimeout, type
 import { CrashLedger, DEFAULT_CRASH_BUDGET, type CrashBudgetOptions } from './crash-budget.js';
 import { resolveIsolatedOptions, SESSION_OPTIONS, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
 import { internals, IsolatedRuntime } from './isolated-runtime.js';
-import { hostInternals, type SandboxHost } from './sandbox-host.js';
+import { checkSpareIsolates, hostInternals, type HostIsolates, type SandboxHost } from './sandbox-host.js';
 
 /** What a pool keeps ready: runtimes with a worker each, or (isolatesPerWorker above 1) hosts no tenant has claimed yet. */
 type Ready = IsolatedRuntime | SandboxHost;
@@ -33,6 +33,8 @@ export interface SandboxPoolOptions extends Omit<IsolatedRuntimeOptions, 'prewar
    * one tenant between them. `size` then counts workers kept ready for new tenants.
    */
   isolatesPerWorker?: number;
+  /** With isolatesPerWorker above 1: isolates each worker keeps made ahead ({@link SandboxHostOptions.spareIsolates}). Default 2. */
+  spareIsolates?: number;
 }
 
 /** What may change per checkout: what only the parent enforces (limits, the egress policy), and who the run is for. */
@@ -75,7 +77,7 @@ export interface PoolStats {
   readonly tenantCrashes: Readonly<Record<string, number>>;
 }
 
-const POOL_KEYS = new Set(['size', 'maxConcurrentStarts', 'crashBudget', 'isolatesPerWorker']);
+const POOL_KEYS = new Set(['size', 'maxConcurrentStarts', 'crashBudget', 'isolatesPerWorker', 'spareIsolates']);
 /** The tenant of checkouts that name none, in a pool of shared workers. */
 const NO_TENANT = '(no tenant)';
 const FIRST_BACKOFF_MS = 100;
@@ -144,7 +146,8 @@ export class SandboxPool implements AsyncDisposable {
   readonly #maxConcurrentStarts: number;
   readonly #ledger: CrashLedger | undefined;
   readonly #ready: Ready[] = [];
-  readonly #isolatesPerWorker: number;
+  /** Each worker's isolates (isolatesPerWorker above 1: its maxIsolates, and the spares it keeps). */
+  readonly #hostIsolates: HostIsolates;
   /** The hosts tenants have claimed, by tenant (isolatesPerWorker above 1). */
   readonly #hosts = new Map<string, SandboxHost[]>();
   readonly #starting = new Set<Promise<void>>();
@@ -167,10 +170,10 @@ export class SandboxPool implements AsyncDisposable {
     size: number,
     maxConcurrentStarts: number,
     budget: CrashBudgetOptions | undefined,
-    isolatesPerWorker: number,
+    hostIsolates: HostIsolates,
   ) {
     if (token !== FACTORY) throw new InvalidOption('SandboxPool has no public constructor: use `await SandboxPool.start(options)`');
-    this.#isolatesPerWorker = isolatesPerWorker;
+    this.#hostIsolates = hostIsolates;
     this.#workerOptions = workerOptions;
     this.#resolved = resolved;
     this.#size = size;
@@ -189,10 +192,17 @@ export class SandboxPool implements AsyncDisposable {
     const maxConcurrentStarts = count('maxConcurrentStarts', options.maxConcurrentStarts, 2, 1);
     const budget = checkBudget(options.crashBudget);
     const isolatesPerWorker = count('isolatesPerWorker', options.isolatesPerWorker, 1, 1);
+    const spareIsolates = checkSpareIsolates(options.spareIsolates, 'SandboxPool.start');
+    if (options.spareIsolates !== undefined && isolatesPerWorker === 1) {
+      throw new InvalidOption('SandboxPool.start: spareIsolates is for workers of many isolates: set isolatesPerWorker above 1 too');
+    }
     const workerOptions: Record<string, unknown> = { ...options, prewarm: false };
     for (const key of POOL_KEYS) delete workerOptions[key];
     const resolved = resolveIsolatedOptions(workerOptions as IsolatedRuntimeOptions);
-    const pool = new SandboxPool(FACTORY, workerOptions as IsolatedRuntimeOptions, resolved, size, maxConcurrentStarts, budget, isolatesPerWorker);
+    const pool = new SandboxPool(FACTORY, workerOptions as IsolatedRuntimeOptions, resolved, size, maxConcurrentStarts, budget, {
+      maxIsolates: isolatesPerWorker,
+      spareIsolates,
+    });
     const first = await pool.#startWarm();
     pool.#addReady(first);
     pool.#fill();
@@ -222,7 +232,7 @@ export class SandboxPool implements AsyncDisposable {
         );
       }
     }
-    if (this.#isolatesPerWorker > 1) return this.#checkoutShared(tenant, options);
+    if (this.#hostIsolates.maxIsolates > 1) return this.#checkoutShared(tenant, options);
     let rt = this.#ready.shift() as IsolatedRuntime | undefined;
     while (rt?.closed) rt = this.#ready.shift() as IsolatedRuntime | undefined; // died just now: already counted
     if (rt === undefined) {
@@ -428,7 +438,7 @@ export class SandboxPool implements AsyncDisposable {
    * With isolatesPerWorker above 1, a host for a tenant yet to come (it warms itself up).
    */
   async #startWarm(): Promise<Ready> {
-    if (this.#isolatesPerWorker > 1) return this.#startHost();
+    if (this.#hostIsolates.maxIsolates > 1) return this.#startHost();
     const rt = await IsolatedRuntime.start(this.#workerOptions);
     try {
       await rt.eval('0');
@@ -440,7 +450,7 @@ export class SandboxPool implements AsyncDisposable {
   }
 
   #startHost(): Promise<SandboxHost> {
-    return hostInternals.startSpare(this.#workerOptions, this.#isolatesPerWorker);
+    return hostInternals.startSpare(this.#workerOptions, this.#hostIsolates);
   }
 
   /** Starts runtimes in the background until the pool would be full, `maxConcurrentStarts` at a time. */

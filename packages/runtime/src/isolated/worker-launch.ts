@@ -69,8 +69,8 @@ export function finishLaunch(launch: PreparedLaunch, pid: number, configured: re
   return finishReport(launch.layerPlan, configured, launch.base, verify);
 }
 
-/** What the worker is configured with: the Runtime options, its memory watchdog, its layers, and (for a worker of many isolates) how many it may hold. */
-export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLaunch, maxIsolates?: number): WireObject {
+/** What the worker is configured with: the Runtime options, its memory watchdog, its layers, and (for a worker of many isolates) how many it may hold and keep made ahead. */
+export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLaunch, isolates?: { maxIsolates: number; spareIsolates: number }): WireObject {
   const options: WireObject = { ...isolateOptions(o, true), strictEval: o.runtime.strictEval };
   // a script the worker reads from its file goes as its path and fingerprint, its text left empty (src/isolated/bootstrap-files.ts)
   if (launch.bootstrapFiles.size > 0) {
@@ -80,7 +80,10 @@ export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLau
   if (o.maxMemory !== undefined) options['maxMemory'] = o.maxMemory;
   options['layerSteps'] = launch.layerPlan.steps as never;
   if (launch.plan.cpuSeconds !== undefined) options['cpuSecondsPerCommand'] = launch.plan.cpuSeconds;
-  if (maxIsolates !== undefined) options['maxIsolates'] = maxIsolates;
+  if (isolates !== undefined) {
+    options['maxIsolates'] = isolates.maxIsolates;
+    options['spareIsolates'] = isolates.spareIsolates;
+  }
   if (timelineRecording()) options['timeline'] = true;
   // the key of each bootstrap script's build-time code cache in the worker (src/bootstrap-code-cache.ts)
   options['bootstrapDigests'] = o.runtime.bootstrap.map(sourceDigest);

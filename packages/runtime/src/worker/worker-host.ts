@@ -13,8 +13,8 @@ import type { ParentChannel } from './parent-channel.js';
 import { hostError, WorkerSession, type PendingCalls, type SessionHost } from './worker-session.js';
 import { monotonicMs } from '../monotonic.js';
 
-/** Sessions a worker of many isolates keeps made ahead (each a few MiB). */
-const SPARE_ISOLATES = 2;
+/** Spares made before a worker of many says it is ready (each holds the start a few milliseconds). */
+const SPARES_BEFORE_READY = 2;
 /** How long the worker must have been idle before it makes a spare. */
 const SPARE_REFILL_IDLE_MS = 20;
 /**
@@ -33,6 +33,8 @@ interface WorkerSettings {
   layerSteps?: PlannedStep[];
   /** Set for a worker of many isolates: how many it may hold at once (the parent opens them). */
   maxIsolates?: number;
+  /** A worker of many: how many sessions it keeps made ahead (SandboxHostOptions.spareIsolates). */
+  spareIsolates?: number;
   /** Whether the parent records a timeline (worker-main reads it; see timeline.ts). */
   timeline?: boolean;
 }
@@ -49,6 +51,8 @@ export class WorkerHost implements SessionHost {
   readonly watchdog: MemoryWatchdog;
   readonly cpuSecondsPerCommand: number | undefined;
   readonly maxIsolates: number | undefined;
+  /** A worker of many: the spares it keeps made ahead (each a few MiB). */
+  readonly #spareTarget: number;
   readonly #RuntimeClass: typeof Runtime;
   readonly #pipeline: PipelineResult;
   /** The Runtime options every session starts from: the configured ones, with the layers' context bootstraps. */
@@ -81,6 +85,7 @@ export class WorkerHost implements SessionHost {
     this.watchdog = watchdog;
     this.cpuSecondsPerCommand = settings.cpuSecondsPerCommand;
     this.maxIsolates = settings.maxIsolates;
+    this.#spareTarget = settings.spareIsolates ?? 0;
     this.#RuntimeClass = RuntimeClass;
     this.#pipeline = pipeline;
     this.#baseOptions = base;
@@ -93,6 +98,7 @@ export class WorkerHost implements SessionHost {
       cpuSecondsPerCommand,
       layerSteps,
       maxIsolates,
+      spareIsolates,
       timeline: _timeline,
       bootstrapDigests,
       layerBundles: bundlesSent,
@@ -148,7 +154,7 @@ export class WorkerHost implements SessionHost {
     });
     mark('layers applied and self-tested');
     const base: RuntimeOptions = { ...runtimeOptions, bootstrap: [...bootstrap, ...pipeline.contextBootstraps] };
-    const host = new WorkerHost(channel, watchdog, { maxMemory, cpuSecondsPerCommand, layerSteps, maxIsolates }, RuntimeClass, pipeline, base);
+    const host = new WorkerHost(channel, watchdog, { maxMemory, cpuSecondsPerCommand, layerSteps, maxIsolates, spareIsolates }, RuntimeClass, pipeline, base);
     if (maxIsolates === undefined) {
       host.#sessions.set(undefined, await WorkerSession.open(host, RuntimeClass, base, undefined));
       return host;
@@ -157,7 +163,9 @@ export class WorkerHost implements SessionHost {
     // snapshot once, here, from host code only and before any guest's isolate exists, so each
     // isolate deserializes it instead of compiling and running it; and spares are made ahead.
     host.#snapshot = await RuntimeClass.createSnapshot({ bootstrap: base.bootstrap ?? [], strictEval: base.strictEval === true });
-    await host.#refill();
+    // Two before the worker says it is ready; more (spareIsolates above 2) once it has idled.
+    await host.#refill(Math.min(host.#spareTarget, SPARES_BEFORE_READY));
+    host.#refillSoon();
     return host;
   }
 
@@ -226,7 +234,7 @@ export class WorkerHost implements SessionHost {
    * holds its thread for milliseconds, and a session's next command usually follows its last.
    */
   #refillSoon(): void {
-    if (!this.multi || this.#spares.length >= SPARE_ISOLATES || this.#sessions.size + this.#spares.length >= this.maxIsolates!) return;
+    if (!this.multi || this.#spares.length >= this.#spareTarget || this.#sessions.size + this.#spares.length >= this.maxIsolates!) return;
     clearTimeout(this.#refillTimer);
     this.#refillTimer = undefined;
     const now = monotonicMs();
@@ -246,7 +254,7 @@ export class WorkerHost implements SessionHost {
     this.#refill(1).then(
       () => {
         // Full again, or short from now on (a starved worker makes one spare per period).
-        this.#shortSince = this.#spares.length >= SPARE_ISOLATES ? undefined : monotonicMs();
+        this.#shortSince = this.#spares.length >= this.#spareTarget ? undefined : monotonicMs();
         this.#refillSoon();
       },
       // A spare that could not be made (memory) is not made: an open then makes its own isolate.
@@ -254,11 +262,11 @@ export class WorkerHost implements SessionHost {
     );
   }
 
-  async #refill(count = SPARE_ISOLATES): Promise<void> {
+  async #refill(count = this.#spareTarget): Promise<void> {
     if (this.#refilling) return;
     this.#refilling = true;
     try {
-      for (let made = 0; made < count && this.#spares.length < SPARE_ISOLATES && this.#sessions.size + this.#spares.length < this.maxIsolates!; made++) {
+      for (let made = 0; made < count && this.#spares.length < this.#spareTarget && this.#sessions.size + this.#spares.length < this.maxIsolates!; made++) {
         const spare = await WorkerSession.open(this, this.#RuntimeClass, { ...this.#baseOptions, snapshot: this.#snapshot! }, undefined);
         // One evaluation ahead, so that the session's first pays no first-run costs (the worker is jitless).
         await spare.warmUp();
