@@ -21,10 +21,26 @@ export const WARM_PHASES = [
   ["the worker's wake-up", 'parent written', 'worker read'],
   ['the worker decodes the command', 'worker read', 'worker decoded'],
   ['the worker dispatches it to the Runtime', 'worker decoded', 'worker enter isolate'],
-  ['in the isolate (two entries: the eval, and the step around it)', 'worker enter isolate', 'worker left isolate'],
+  ['in the isolate (the eval; two entries before stop 40)', 'worker enter isolate', 'worker left isolate'],
   ['the worker exports the result and encodes the answer', 'worker left isolate', 'worker write'],
   ["the pipe, and the parent's wake-up", 'worker write', 'parent read'],
   ['the parent: decode, deliver', 'parent read', 'answer delivered'],
+];
+
+// An open in a warm SandboxHost after 100 ms idle, and its first command sent behind it. A label
+// with `#n` is that mark's n-th occurrence in the run, `#last` its last (the parent writes twice;
+// the worker, which reads both frames at once, answers both in one write). The parent's second
+// frame and the worker's wake-up overlap; the rest follow one another.
+export const OPEN_PHASES = [
+  ["the parent: open(), the open's frame encoded and written", 'call open', 'parent written#1'],
+  ['the parent: the first command encoded and written (meanwhile)', 'parent written#1', 'parent written#2'],
+  ["the worker's wake-up", 'parent written#1', 'worker read#1'],
+  ['the worker decodes both frames', 'worker read#1', 'worker decoded#1'],
+  ['the hand-over of a spare isolate', 'worker decoded#1', 'worker open took a spare'],
+  ["the open's answer encoded, the first command dispatched", 'worker open took a spare', 'worker enter isolate'],
+  ["in the isolate (its first command after the spare's warm-up)", 'worker enter isolate', 'worker left isolate'],
+  ['the answer exported, both answers encoded and written', 'worker left isolate', 'worker written#last'],
+  ["the pipe, the parent's wake-up, decode and delivery", 'worker written#last', 'answered'],
 ];
 
 const fmt = (us) => (us === undefined ? '—' : us >= 1000 ? `${(us / 1000).toFixed(1)} ms` : `${us.toFixed(1)} µs`);

@@ -6,13 +6,17 @@
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { readdirSync, readFileSync } from 'node:fs';
-import { IsolatedRuntime, SandboxPool } from '@strata/runtime';
+import { IsolatedRuntime, SandboxHost, SandboxPool } from '@strata/runtime';
+import { WEB_POLYFILLS } from '@strata/polyfills';
 import { collectTimeline, recordTimeline } from '@strata/runtime/testing';
-import { COLD_PHASES, WARM_PHASES } from './timeline-phases.mjs';
+import { COLD_PHASES, OPEN_PHASES, WARM_PHASES } from './timeline-phases.mjs';
 
 const COLD_RUNS = 9;
 const WARM_UP = 500;
 const ROUND_TRIPS = 3000;
+// Opens in a warm SandboxHost, each after the worker idled this long (as bench/density.mjs's).
+const OPENS = 40;
+const IDLE_BEFORE_OPEN_MS = 100;
 const outName = process.argv.includes('--out') ? process.argv[process.argv.indexOf('--out') + 1] : 'timeline-results';
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -52,10 +56,18 @@ const childPids = () =>
  * inside the start, a layer's self-test entering its isolate) is folded into the step it is in.
  */
 /** Each phase's duration in one run: from the first time its first mark was taken to the first time its last one was. */
+/** Each phase of `table` in one run: from one mark to another, each its first occurrence, its n-th as `label#n`, its last as `label#last`. */
 function phases(marks, table) {
-  const first = new Map();
-  for (const [label, at] of marks) if (!first.has(label)) first.set(label, at);
-  return table.map(([name, from, to]) => [name, first.has(from) && first.has(to) ? (first.get(to) - first.get(from)) / 1000 : undefined]);
+  const at = new Map();
+  const seen = new Map();
+  for (const [label, time] of marks) {
+    const n = (seen.get(label) ?? 0) + 1;
+    seen.set(label, n);
+    if (n === 1) at.set(label, time);
+    at.set(`${label}#${n}`, time);
+    at.set(`${label}#last`, time);
+  }
+  return table.map(([name, from, to]) => [name, at.has(from) && at.has(to) ? (at.get(to) - at.get(from)) / 1000 : undefined]);
 }
 
 function medianPhases(runs) {
@@ -143,6 +155,36 @@ for (const [t0, t1] of calls) {
 }
 const warmTotal = median(calls.map(([t0, t1]) => (t1 - t0) / 1000));
 
+// An open + first 1+1 in a warm SandboxHost (WEB_POLYFILLS, require), each after an idle moment:
+// what bench/density.mjs's open figure is made of.
+const host = await SandboxHost.start({ tenant: 'timeline', maxIsolates: 10, sandbox: 'require', prewarm: false, bootstrap: [WEB_POLYFILLS] });
+const watcher = await host.open();
+const openOnce = async () => {
+  const t0 = now();
+  const opened = await host.open();
+  const two = await opened.eval('1+1');
+  const t1 = now();
+  if (two !== 2) throw new Error(`1+1 gave ${String(two)}`);
+  await opened.close();
+  return [t0, t1];
+};
+for (let i = 0; i < 10; i++) {
+  await new Promise((resolve) => setTimeout(resolve, IDLE_BEFORE_OPEN_MS));
+  await openOnce();
+}
+await collectTimeline(watcher);
+const openWindows = [];
+for (let i = 0; i < OPENS; i++) {
+  await new Promise((resolve) => setTimeout(resolve, IDLE_BEFORE_OPEN_MS));
+  openWindows.push(await openOnce());
+}
+const openMarks = await collectTimeline(watcher);
+await host.close();
+const openPhaseRuns = openWindows.map(([t0, t1]) =>
+  phases([['call open', t0], ...openMarks.filter(([, at]) => at >= t0 && at <= t1), ['answered', t1]], OPEN_PHASES),
+);
+const openTotal = median(openWindows.map(([t0, t1]) => (t1 - t0) / 1000));
+
 const cold = medianSteps(coldRuns);
 const warm = medianSteps(warmRuns);
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${process.platform} ${process.arch}, Node ${process.version}`;
@@ -151,19 +193,23 @@ const results = {
   machine,
   cold: { total: median(coldTotals), phases: medianPhases(coldPhaseRuns), steps: cold },
   warm: { total: warmTotal, phases: medianPhases(warmPhaseRuns), steps: warm },
+  openAfterIdle: { total: openTotal, idleMs: IDLE_BEFORE_OPEN_MS, opens: OPENS, phases: medianPhases(openPhaseRuns) },
   spin: { burst, idle },
 };
 writeFileSync(new URL(`./${outName}.json`, import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
 
 const fmt = (us) => (us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(1)} µs`);
+const phaseTable = (title, total, phaseRows) => [
+  `### ${title}: ${fmt(total)} (median)`,
+  '',
+  '| phase | median |',
+  '| --- | ---: |',
+  ...phaseRows.map((r) => `| ${r.phase} | ${r.us === undefined ? '—' : fmt(r.us)} |`),
+  '',
+];
 const table = (title, total, rows, phaseRows) =>
   [
-    `### ${title}: ${fmt(total)} (median)`,
-    '',
-    '| phase | median |',
-    '| --- | ---: |',
-    ...phaseRows.map((r) => `| ${r.phase} | ${r.us === undefined ? '—' : fmt(r.us)} |`),
-    '',
+    ...phaseTable(title, total, phaseRows),
     'Step by step (from each mark to the next, as first taken in the run):',
     '',
     '| step | median |',
@@ -177,6 +223,11 @@ const markdown = [
   '',
   table(`Cold start: IsolatedRuntime.start (require, default layers) + first 1+1, ${COLD_RUNS} starts`, results.cold.total, cold, results.cold.phases),
   table(`Warm round trip: eval('1+1'), ${ROUND_TRIPS} round trips`, warmTotal, warm, results.warm.phases),
+  ...phaseTable(
+    `Open + first 1+1 in a warm SandboxHost (WEB_POLYFILLS), each after ${IDLE_BEFORE_OPEN_MS} ms idle, ${OPENS} opens`,
+    openTotal,
+    results.openAfterIdle.phases,
+  ),
   '### What the worker spends waiting for its next command (it spins for it when commands come back to back)',
   '',
   '| figure | value |',

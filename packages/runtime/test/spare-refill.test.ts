@@ -2,6 +2,7 @@
 // when it has been idle for a moment; a worker whose isolates never leave it idle makes one
 // between two commands once it has been short of spares for a while. Observed through the
 // worker's timeline marks ("open took a spare" / "open made an isolate"), not through timing.
+// Serial: recording the timeline is one switch for the whole test process.
 import test from 'ava';
 import { SandboxHost, SandboxPool } from '../src/index.js';
 import { collectTimeline, recordTimeline, stopRecordingTimeline } from '../src/testing/index.js';
@@ -16,7 +17,7 @@ async function opens(rt: Parameters<typeof collectTimeline>[0]): Promise<string[
   return (await collectTimeline(rt)).map(([label]) => label).filter((label) => label === 'worker open took a spare' || label === 'worker open made an isolate');
 }
 
-test('a worker kept busy by one isolate still makes spares: a later open is a hand-over', async (t) => {
+test.serial('a worker kept busy by one isolate still makes spares: a later open is a hand-over', async (t) => {
   recordTimeline();
   const host = await SandboxHost.start({ tenant: 'busy', maxIsolates: 10, sandbox: linux ? 'require' : 'auto', prewarm: false });
   try {
@@ -65,7 +66,7 @@ async function idle(ms: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-test('spareIsolates: a worker that keeps five spares serves a burst of five opens as hand-overs; one that keeps none makes every isolate', async (t) => {
+test.serial('spareIsolates: a worker that keeps five spares serves a burst of five opens as hand-overs; one that keeps none makes every isolate', async (t) => {
   recordTimeline();
   const five = await SandboxHost.start({ tenant: 'burst', maxIsolates: 10, spareIsolates: 5, sandbox: linux ? 'require' : 'auto', prewarm: false });
   const none = await SandboxHost.start({ tenant: 'burst', maxIsolates: 10, spareIsolates: 0, sandbox: linux ? 'require' : 'auto', prewarm: false });
@@ -97,4 +98,32 @@ test('spareIsolates outside 0–64, or on a pool of one isolate per worker, is r
     });
   }
   await t.throwsAsync(SandboxPool.start({ spareIsolates: 4 }), { code: 'ERR_STRATA_INVALID_OPTION', message: /set isolatesPerWorker above 1 too/ });
+});
+
+test.serial('an open and the command behind it, read together, are answered in one write', async (t) => {
+  recordTimeline();
+  const host = await SandboxHost.start({ tenant: 'held', maxIsolates: 4, sandbox: linux ? 'require' : 'auto', prewarm: false });
+  try {
+    const busy = await host.open();
+    await busy.eval('1');
+    await collectTimeline(busy);
+    // The worker is held busy: the open and its first command wait in the pipe, and are read together.
+    const spin = busy.eval('{ const end = Date.now() + 300; while (Date.now() < end); }');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const rt = await host.open();
+    const answer = rt.eval('6 * 7');
+    await spin;
+    t.is(await answer, 42);
+    const labels = (await collectTimeline(busy)).map(([label]) => label).filter((label) => label.startsWith('worker '));
+    const from = labels.indexOf('worker open took a spare');
+    t.true(from > 0 && labels[from - 1] === 'worker decoded', labels.join(', '));
+    const served = labels.slice(from, labels.indexOf('worker read', from) === -1 ? undefined : labels.indexOf('worker read', from));
+    t.is(served.filter((label) => label === 'worker encode').length, 2, served.join(', '));
+    t.is(served.filter((label) => label === 'worker written').length, 1, served.join(', '));
+    await rt.close();
+    await busy.close();
+  } finally {
+    await host.close();
+    stopRecordingTimeline();
+  }
 });

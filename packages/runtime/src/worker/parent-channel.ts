@@ -40,6 +40,19 @@ const SEND_LIMITS = resolveLimits(WORKER_FRAME_LIMITS);
 const { maxFrameBytes: IN_FRAME_BYTES, maxDepth: IN_DEPTH, maxNodes: IN_NODES, maxStringBytes: IN_STRING_BYTES } = FRAME_LIMITS;
 const { maxFrameBytes: OUT_FRAME_BYTES, maxDepth: OUT_DEPTH, maxNodes: OUT_NODES, maxStringBytes: OUT_STRING_BYTES } = SEND_LIMITS;
 
+/** Whether every message is for the same isolate. */
+function oneIsolate(messages: readonly Message[]): boolean {
+  const first = 'isolate' in messages[0]! ? messages[0].isolate : undefined;
+  for (const message of messages) if (('isolate' in message ? message.isolate : undefined) !== first) return false;
+  return true;
+}
+
+/** Writes `frame` whole to the parent (a blocking pipe: a parent that stops reading stalls the worker). */
+function writeAll(frame: Uint8Array): void {
+  let offset = 0;
+  while (offset < frame.length) offset += writeSync(CHANNEL_FDS.out, frame, offset, frame.length - offset);
+}
+
 /**
  * The worker's end of the channel. Writes are synchronous (a blocking pipe, so a parent that
  * stops reading stalls the worker, which the parent notices). Commands arrive on a stream;
@@ -52,6 +65,8 @@ export class ParentChannel {
   readonly #settlements: FrameReader;
   readonly #codec: WireCodec | undefined;
   readonly #pendingCommands: Message[] = [];
+  /** Frames held back to be written together by {@link flush}, or undefined when every frame is written at once. */
+  #held: Uint8Array[] | undefined;
   readonly #replyBuffer = Buffer.allocUnsafe(64 * 1024);
   readonly #commandBuffer = Buffer.allocUnsafe(64 * 1024);
   #nextCallId = 1;
@@ -80,6 +95,8 @@ export class ParentChannel {
    * watchdog it sleeps (no guest code runs until the command comes).
    */
   #read(fd: number, buffer: Buffer, policy: SpinPolicy, idle: boolean): number {
+    // nothing waits on the parent with a frame of ours held back
+    this.flush();
     const since = monotonicMs();
     const waits = this.#waits;
     const found = waits !== undefined && policy.micros > 0 && waits.spinForInput(fd, policy.micros);
@@ -101,9 +118,26 @@ export class ParentChannel {
     if (frame !== undefined) validateMessage(message);
     // anything the native codec does not handle: encoded, or refused with the path of what is wrong
     else frame = encodeFrame(message, SEND_LIMITS);
+    if (this.#held !== undefined) {
+      this.#held.push(frame);
+      return;
+    }
     mark('write');
-    let offset = 0;
-    while (offset < frame.length) offset += writeSync(CHANNEL_FDS.out, frame, offset, frame.length - offset);
+    writeAll(frame);
+    mark('written');
+  }
+
+  /**
+   * Writes the frames held back while the messages of one chunk were served (see
+   * {@link streamCommands}), in one write: the parent then wakes once for all their answers.
+   */
+  flush(): void {
+    const held = this.#held;
+    if (held === undefined) return;
+    this.#held = undefined;
+    if (held.length === 0) return;
+    mark('write');
+    writeAll(held.length === 1 ? held[0]! : Buffer.concat(held));
     mark('written');
   }
 
@@ -138,6 +172,16 @@ export class ParentChannel {
       mark('read');
       const messages = this.#decodeChunk(this.#commands, chunk, chunk.length);
       mark('decoded');
+      // Several requests of one isolate at once (an open and the first command the parent sent
+      // behind it, read together after the worker slept): their answers go out together, once
+      // this turn of the event loop has served what it can (setImmediate runs before the loop
+      // waits again; a blocking read flushes first). The parent sends an isolate's commands one
+      // at a time, so nothing else of that isolate waits behind them; another isolate's never
+      // has its answer held.
+      if (messages.length > 1 && this.#held === undefined && oneIsolate(messages)) {
+        this.#held = [];
+        setImmediate(() => this.flush());
+      }
       for (const message of messages) onMessage(message);
     });
   }
