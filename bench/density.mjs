@@ -8,7 +8,8 @@
 // (VmRSS in /proc/<pid>/status), read after the sessions have idled for a moment.
 //
 //   latency   SandboxHost.start (cold, no spare), open + first `1+1` in a warm host (p50 / p95)
-//             after the worker idled 100 ms, then back to back, and without a bootstrap;
+//             after the worker idled 100 ms, then back to back, then 1 ms apart in a worker with a
+//             spare for each (the machine awake), and without a bootstrap;
 //             and the warm `rt.eval('1+1')` round trip in a worker holding 1 isolate against one
 //             in a worker holding 99 idle isolates beside it, in alternating batches.
 //   host      N = 1, 10, 100, 1000 idle sessions of one tenant, in hosts of --per-worker isolates
@@ -42,6 +43,9 @@ const EVAL_PER_BATCH = 50;
 const EVAL_WARMUP = 300;
 const HOST_STARTS = 5;
 const OPEN_WARMUP = 20;
+// Opens in a warm worker with a spare for each: per round (after the spares are made), and rounds.
+const WARM_OPENS_PER_ROUND = 12;
+const WARM_OPEN_ROUNDS = 6;
 // An open after the worker idled this long (untimed) finds the spare isolates it makes when idle
 // (an agent platform's opens come between turns); back-to-back opens wait for them to be made.
 const IDLE_BEFORE_OPEN_MS = 100;
@@ -216,6 +220,33 @@ async function latency({ SandboxHost, common }, { opens }) {
   floor.close();
   for (let i = 0; i < opens; i++) backToBackMs.push(await openOnce());
 
+  // Opens in a warm worker that has spares for all of them, 1 ms apart (the machine awake): each
+  // round waits for the spares to be made, then opens WARM_OPENS_PER_ROUND isolates; the first of
+  // a round comes after that idle moment and is left out.
+  const warmHost = await SandboxHost.start({
+    ...common,
+    tenant: 'bench-latency-warm',
+    maxIsolates: WARM_OPENS_PER_ROUND + 1,
+    spareIsolates: WARM_OPENS_PER_ROUND,
+  });
+  const warmOpenMs = [];
+  for (let round = 0; round < WARM_OPEN_ROUNDS; round++) {
+    await sleep(WARM_OPENS_PER_ROUND * 60 + 1000);
+    const opened = [];
+    for (let i = 0; i < WARM_OPENS_PER_ROUND; i++) {
+      await sleep(1);
+      const t0 = performance.now();
+      const warmRt = await warmHost.open();
+      const two = await warmRt.eval('1+1');
+      const elapsed = performance.now() - t0;
+      if (two !== 2) throw new Error(`1+1 gave ${String(two)}`);
+      if (i > 0) warmOpenMs.push(elapsed);
+      opened.push(warmRt);
+    }
+    for (const warmRt of opened) await warmRt.close();
+  }
+  await warmHost.close();
+
   // The warm round trip in a worker holding one isolate and in one holding 100, in alternating
   // batches: the load of this shared machine drifts over both alike.
   const lone = await SandboxHost.start({ ...common, tenant: 'bench-eval-lone', maxIsolates: 1 });
@@ -240,6 +271,7 @@ async function latency({ SandboxHost, common }, { opens }) {
     open: percentiles(openMs),
     idleBeforeOpenMs: IDLE_BEFORE_OPEN_MS,
     openBackToBack: percentiles(backToBackMs),
+    openWarm: { ...percentiles(warmOpenMs), spares: WARM_OPENS_PER_ROUND },
     openWithoutBootstrap: percentiles(bareMs),
     floorAfterIdle: { pipeRoundTripUs: percentiles(pipeAfterIdleUs), rawEvalUs: percentiles(evalAfterIdleUs) },
     floorWarm: { pipeRoundTripUs: percentiles(warmFloor.pipeUs), rawEvalUs: percentiles(warmFloor.evalUs) },

@@ -318,7 +318,9 @@ export class SandboxHost {
     const port = new IsolatePort(this, id, this.#worker, resolved.requestTimeout);
     this.#ports.set(id, port);
     const ownBootstrap = options.bootstrap !== undefined;
-    const opening = port.open(isolateOptions(resolved, ownBootstrap), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0), !ownBootstrap);
+    // No options of its own: the worker's own (it made its spares with them), sent as none.
+    const sent = Object.keys(options).length === 0 ? undefined : isolateOptions(resolved, ownBootstrap);
+    const opening = port.open(sent, Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0), !ownBootstrap);
     // With the worker's own bootstrap (a spare, or its snapshot), the handle is given at once:
     // the worker runs the isolate's commands after its open, in turn, and an open that fails ends
     // the handle with its error. An isolate's own bootstrap is awaited, so that its errors are open()'s.
@@ -547,11 +549,11 @@ class IsolatePort implements WorkerPort {
   }
 
   /**
-   * Opens the isolate in the worker; a worker that does not answer within `deadlineMs` is stuck
+   * Opens the isolate in the worker (`options` undefined: the worker's own); a worker that does not answer within `deadlineMs` is stuck
    * and is killed. `early`: the port is open at once (its runtime may send behind the open, which
    * the worker serves first); a failed open then ends the port with its error.
    */
-  async open(options: MessageOf<'command'>['params'], deadlineMs: number, early: boolean): Promise<void> {
+  async open(options: MessageOf<'command'>['params'] | undefined, deadlineMs: number, early: boolean): Promise<void> {
     const release = this.#worker.hold();
     const timer = setTimeout(
       () =>
@@ -565,7 +567,7 @@ class IsolatePort implements WorkerPort {
     try {
       await new Promise<void>((resolve, reject) => {
         this.#pendingHostCommand = { resolve, reject };
-        this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'open', params: { options }, isolate: this.#id });
+        this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'open', params: options === undefined ? {} : { options }, isolate: this.#id });
       });
       if (!early) this.state = 'open';
     } catch (error) {

@@ -318,8 +318,10 @@ export class WorkerHost implements SessionHost {
     if (this.#sessions.has(isolate)) return this.#refuse(message.id, isolate, `isolate ${isolate} is open already`);
     if (this.#sessions.size >= this.maxIsolates!) return this.#refuse(message.id, isolate, `this worker holds its maximum of ${this.maxIsolates} isolates`);
     try {
-      const options = (message.params['options'] ?? {}) as RuntimeOptions;
-      let session = this.#takeSpare(options);
+      // No options: the worker's own, with which it made its spares.
+      const asked = message.params['options'] as RuntimeOptions | undefined;
+      const options = asked ?? {};
+      let session = asked === undefined ? this.#spares.shift() : this.#takeSpare(asked);
       mark(session === undefined ? 'open made an isolate' : 'open took a spare');
       if (session !== undefined) session.adopt(isolate);
       else if (options.bootstrap === undefined) {
