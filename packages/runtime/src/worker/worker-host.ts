@@ -200,6 +200,20 @@ export class WorkerHost implements SessionHost {
     // The parent ends an isolate of many at once, also while its command waits on the host (the
     // command then fails with RuntimeClosed, and the parent drops its answer).
     if (message.type === 'command' && message.name === 'dispose') return this.#disposeNow(isolate, message.id);
+    // An open with the worker's own options, for an isolate with nothing queued, while a spare is
+    // ready: the hand-over is done now, with no turn to wait for (each promise of a turn costs
+    // microseconds in the interpreter, and the isolate's first command waits behind them).
+    if (
+      message.type === 'command' &&
+      message.name === 'open' &&
+      message.params['options'] === undefined &&
+      this.#spares.length > 0 &&
+      !this.#queues.has(isolate)
+    ) {
+      this.#openFromSpare(isolate, message);
+      if (this.#inFlight === 0) this.#refillSoon();
+      return Promise.resolve(undefined);
+    }
     const previous = this.#queues.get(isolate) ?? Promise.resolve();
     this.#inFlight++;
     clearTimeout(this.#refillTimer);
@@ -313,10 +327,33 @@ export class WorkerHost implements SessionHost {
     return undefined;
   }
 
+  /** Whether `isolate` may be opened now; when not, the open is refused (answered with an error) and this is false. */
+  #mayOpen(isolate: number | undefined, id: number): isolate is number {
+    const why =
+      !this.multi || isolate === undefined
+        ? 'this worker holds one isolate; it opens no more'
+        : this.#sessions.has(isolate)
+          ? `isolate ${isolate} is open already`
+          : this.#sessions.size >= this.maxIsolates!
+            ? `this worker holds its maximum of ${this.maxIsolates} isolates`
+            : undefined;
+    if (why === undefined) return true;
+    this.#refuse(id, isolate, why);
+    return false;
+  }
+
+  /** An open handed a spare at once (see dispatch): the spare becomes `isolate`. */
+  #openFromSpare(isolate: number | undefined, message: MessageOf<'command'>): void {
+    if (!this.#mayOpen(isolate, message.id)) return;
+    const session = this.#spares.shift()!;
+    mark('open took a spare');
+    session.adopt(isolate);
+    this.#sessions.set(isolate, session);
+    this.channel.send({ type: 'result', id: message.id, value: undefined, isolate });
+  }
+
   async #open(isolate: number | undefined, message: MessageOf<'command'>): Promise<undefined> {
-    if (!this.multi || isolate === undefined) return this.#refuse(message.id, isolate, 'this worker holds one isolate; it opens no more');
-    if (this.#sessions.has(isolate)) return this.#refuse(message.id, isolate, `isolate ${isolate} is open already`);
-    if (this.#sessions.size >= this.maxIsolates!) return this.#refuse(message.id, isolate, `this worker holds its maximum of ${this.maxIsolates} isolates`);
+    if (!this.#mayOpen(isolate, message.id)) return undefined;
     try {
       // No options: the worker's own, with which it made its spares.
       const asked = message.params['options'] as RuntimeOptions | undefined;
