@@ -18,17 +18,26 @@ interface Exit {
   stderr: string;
 }
 
-/** Runs `script` as an ES module in a child node, with `loadWatchdog` imported. */
-function runWithWatchdog(script: string): Promise<Exit> {
+/**
+ * Runs `script` as an ES module in a child node, with `loadWatchdog` imported; `input`, when
+ * given, is written to its stdin, which stays open (killed after 20 s if it never ends).
+ */
+function runWithWatchdog(script: string, input?: string): Promise<Exit> {
   const source = `import { loadWatchdog } from ${JSON.stringify(nativePaths)};\nconst watchdog = loadWatchdog();\n${script}`;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.on('error', reject);
-    child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr }));
+    const guard = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.on('close', (status, signal) => {
+      clearTimeout(guard);
+      child.stdin?.destroy();
+      resolve({ status, signal, stdout, stderr });
+    });
+    if (input !== undefined) child.stdin!.write(input);
   });
 }
 
@@ -285,23 +294,10 @@ test('streamInput() refuses what is not a descriptor and a function, and a descr
 });
 
 test('streamInput(): an exception its callback throws is uncaught, and ends the process', async (t) => {
-  const exit = await new Promise<Exit>((resolve, reject) => {
-    const source = `import { loadWatchdog } from ${JSON.stringify(nativePaths)};
-      loadWatchdog().streamInput(0, (chunk) => { if (chunk !== undefined) throw new Error('bad chunk ' + chunk.toString()); });`;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    const guard = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('close', (status, signal) => {
-      clearTimeout(guard);
-      child.stdin.destroy();
-      resolve({ status, signal, stdout, stderr });
-    });
-    child.stdin.write('xyz');
-  });
+  const exit = await runWithWatchdog(
+    `watchdog.streamInput(0, (chunk) => { if (chunk !== undefined) throw new Error('bad chunk ' + chunk.toString()); });`,
+    'xyz',
+  );
   t.is(exit.status, 1, exit.stderr);
   t.regex(exit.stderr, /Error: bad chunk xyz/);
 });

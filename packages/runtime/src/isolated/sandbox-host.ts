@@ -105,7 +105,7 @@ export interface HostIsolates {
 }
 
 /** The default and the ceiling of `spareIsolates`. */
-export const DEFAULT_SPARE_ISOLATES = 2;
+const DEFAULT_SPARE_ISOLATES = 2;
 const MAX_SPARE_ISOLATES = 64;
 
 /** `spareIsolates` checked: an integer from 0 to 64 (`undefined`: the default). */

@@ -10,6 +10,7 @@ import { WorkerCrashed } from '../errors.js';
 import type { LayerReport } from '../layers/layer.js';
 import { finishReport, planPipeline, type LayerPlanResult, type SandboxReport } from '../layers/pipeline.js';
 import type { ResolvedIsolatedOptions } from './isolated-options.js';
+import type { HostIsolates } from './sandbox-host.js';
 import { unreachableByNobody } from './reachable-by-nobody.js';
 import { buildWorkerFlags } from './v8-flags.js';
 import { verifyWorker } from './verify-worker.js';
@@ -70,7 +71,7 @@ export function finishLaunch(launch: PreparedLaunch, pid: number, configured: re
 }
 
 /** What the worker is configured with: the Runtime options, its memory watchdog, its layers, and (for a worker of many isolates) how many it may hold and keep made ahead. */
-export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLaunch, isolates?: { maxIsolates: number; spareIsolates: number }): WireObject {
+export function configureOptions(o: ResolvedIsolatedOptions, launch: PreparedLaunch, isolates?: HostIsolates): WireObject {
   const options: WireObject = { ...isolateOptions(o, true), strictEval: o.runtime.strictEval };
   // a script the worker reads from its file goes as its path and fingerprint, its text left empty (src/isolated/bootstrap-files.ts)
   if (launch.bootstrapFiles.size > 0) {

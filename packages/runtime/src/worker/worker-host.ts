@@ -348,8 +348,13 @@ export class WorkerHost implements SessionHost {
     const session = this.#spares.shift()!;
     mark('open took a spare');
     session.adopt(isolate);
+    this.#opened(isolate, session, message.id);
+  }
+
+  /** `session` is `isolate` from now on, and the parent is told. */
+  #opened(isolate: number, session: WorkerSession, id: number): void {
     this.#sessions.set(isolate, session);
-    this.channel.send({ type: 'result', id: message.id, value: undefined, isolate });
+    this.channel.send({ type: 'result', id, value: undefined, isolate });
   }
 
   async #open(isolate: number | undefined, message: MessageOf<'command'>): Promise<undefined> {
@@ -371,8 +376,7 @@ export class WorkerHost implements SessionHost {
         const merged: RuntimeOptions = { ...this.#baseOptions, ...options, bootstrap: [...own, ...this.#pipeline.contextBootstraps] };
         session = await WorkerSession.open(this, this.#RuntimeClass, merged, isolate);
       }
-      this.#sessions.set(isolate, session);
-      this.channel.send({ type: 'result', id: message.id, value: undefined, isolate });
+      this.#opened(isolate, session, message.id);
     } catch (error) {
       this.channel.send({ type: 'error', id: message.id, error: toErrorPayload(error), isolate });
     }
