@@ -32,14 +32,14 @@ export const WARM_PHASES = [
 // the worker, which reads both frames at once, answers both in one write). The parent's second
 // frame and the worker's wake-up overlap; the rest follow one another.
 export const OPEN_PHASES = [
-  ["the parent: open(), the open's frame encoded and written", 'call open', 'parent written#1'],
-  ['the parent: the first command encoded and written (meanwhile)', 'parent written#1', 'parent written#2'],
-  ["the worker's wake-up", 'parent written#1', 'worker read#1'],
-  ['the worker decodes both frames', 'worker read#1', 'worker decoded#1'],
-  ['the hand-over of a spare isolate', 'worker decoded#1', 'worker open took a spare'],
-  ["the open's answer encoded, the first command dispatched", 'worker open took a spare', 'worker enter isolate'],
+  // The host hands out the isolate it opened ahead (an open with no options), so the first
+  // command is the first frame; an open that goes to the worker writes its frame before it.
+  ['the parent: open(), the first command encoded and written', 'call open', 'parent written#last'],
+  ["the worker's wake-up", 'parent written#last', 'worker read#1'],
+  ['the worker decodes the frame', 'worker read#1', 'worker decoded#1'],
+  ['the command dispatched to its isolate', 'worker decoded#1', 'worker enter isolate'],
   ["in the isolate (its first command after the spare's warm-up)", 'worker enter isolate', 'worker left isolate'],
-  ['the answer exported, both answers encoded and written', 'worker left isolate', 'worker written#last'],
+  ['the answer exported, encoded and written', 'worker left isolate', 'worker written#last'],
   ["the pipe, the parent's wake-up, decode and delivery", 'worker written#last', 'answered'],
 ];
 

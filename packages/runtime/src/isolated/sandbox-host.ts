@@ -32,12 +32,15 @@ export interface SandboxHostOptions extends IsolatedRuntimeOptions {
    */
   maxIsolates?: number;
   /**
-   * Isolates the worker keeps made ahead, so that an open is a hand-over (about 0.05 ms in the
-   * worker) rather than a new isolate (5–12 ms of the worker's thread with `WEB_POLYFILLS`, from
-   * its snapshot). Default 2; from 0 to 64. Each costs an idle isolate's memory (about 3 MiB with
-   * `WEB_POLYFILLS`); spares and open isolates are never more than `maxIsolates`. The worker makes them one at a time when it
-   * has been idle for 20 ms, or, kept busy, one per 100 ms between two commands: raise it for
-   * opens that come in bursts.
+   * Isolates kept made ahead, so that an open is a hand-over rather than a new isolate (5–12 ms
+   * of the worker's thread with `WEB_POLYFILLS`, from its snapshot). Default 2; from 0 to 64. One
+   * of them the host opens ahead: an `open()` with no options of its own takes it without writing
+   * to the worker, and its first command is the worker's first word of it. The others the worker
+   * keeps, for opens that come faster or carry options. Each costs an idle isolate's memory
+   * (about 3 MiB with `WEB_POLYFILLS`); isolates made ahead and open ones are never more than
+   * `maxIsolates`, and the host opens none ahead in the last place. The worker makes them one at
+   * a time when it has been idle for 20 ms, or, kept busy, one per 100 ms between two commands:
+   * raise it for opens that come in bursts.
    */
   spareIsolates?: number;
 }
@@ -91,6 +94,8 @@ const MIN_DISPOSE_GRACE_MS = 2_000;
 /** The id of the parent's own commands to an isolate (open, dispose): a runtime's own ids start at 1. */
 const HOST_COMMAND_ID = 0;
 const TENANT_MAX_CHARS = 256;
+/** After the worker refused an open ahead (no spare), the next try waits this long: the worker makes a spare after idling 20 ms. */
+const AHEAD_RETRY_MS = 25;
 /** Each isolate's request ids are a range of their own (2^32 of them; isolate ids stay below 2^21, in safe integers). */
 const REQUEST_IDS_PER_ISOLATE = 2 ** 32;
 /** Isolates one worker opens in its life, at most (then it is full for good: start another). */
@@ -153,6 +158,18 @@ const FACTORY = Symbol('SandboxHost.start');
 export class SandboxHost {
   #tenant: string;
   readonly #maxIsolates: number;
+  readonly #spareIsolates: number;
+  /**
+   * An isolate opened ahead (one of the spares), handed to the next open with no options of its
+   * own once the worker has confirmed it (`ready`; the worker refuses one when it has no spare):
+   * that open then writes nothing, and its first command is the worker's first word of it.
+   */
+  #ahead: { readonly port: IsolatePort; ready: boolean; opened: Promise<void> } | undefined;
+  #aheadWanted = false;
+  /** Opens waiting for the worker to confirm the isolate opened ahead. */
+  #waitingForAhead = 0;
+  /** After a refusal (the worker had no spare), no open ahead before this (performance.now()). */
+  #aheadNotBefore = 0;
   readonly #options: Readonly<Record<string, unknown>>;
   readonly #resolved: ResolvedIsolatedOptions;
   readonly #worker: WorkerProcess;
@@ -191,7 +208,7 @@ export class SandboxHost {
   private constructor(
     token: symbol,
     tenant: string,
-    maxIsolates: number,
+    isolates: HostIsolates,
     options: Record<string, unknown>,
     resolved: ResolvedIsolatedOptions,
     worker: WorkerProcess,
@@ -199,7 +216,8 @@ export class SandboxHost {
   ) {
     if (token !== FACTORY) throw new InvalidOption('SandboxHost has no public constructor: use `await SandboxHost.start(options)`');
     this.#tenant = tenant;
-    this.#maxIsolates = maxIsolates;
+    this.#maxIsolates = isolates.maxIsolates;
+    this.#spareIsolates = isolates.spareIsolates;
     this.#options = options;
     this.#resolved = resolved;
     this.#worker = worker;
@@ -233,25 +251,22 @@ export class SandboxHost {
     return host;
   }
 
-  static async #launch(rest: IsolatedRuntimeOptions, tenant: string, { maxIsolates, spareIsolates }: HostIsolates): Promise<SandboxHost> {
+  static async #launch(rest: IsolatedRuntimeOptions, tenant: string, isolates: HostIsolates): Promise<SandboxHost> {
     const resolved = resolveIsolatedOptions(rest);
     const launch = await prepareLaunch(resolved, workerEntryForTests());
     const worker = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout);
     let report: SandboxReport;
     try {
-      const layers = await configure(
-        worker,
-        configureOptions(resolved, launch, { maxIsolates, spareIsolates }),
-        Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0),
-      );
+      const layers = await configure(worker, configureOptions(resolved, launch, isolates), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
       // Only then may guest code run: what the worker claims is checked from outside (in /proc).
       report = finishLaunch(launch, worker.pid, layers);
     } catch (error) {
       await killAndWait(worker, error instanceof StrataError ? error : new WorkerCrashed('the worker failed to start', 'start'));
       throw error;
     }
-    const host = new SandboxHost(FACTORY, tenant, maxIsolates, rest as Record<string, unknown>, resolved, worker, report);
+    const host = new SandboxHost(FACTORY, tenant, isolates, rest as Record<string, unknown>, resolved, worker, report);
     await host.#warmUp();
+    host.#openAhead();
     return host;
   }
 
@@ -272,7 +287,7 @@ export class SandboxHost {
 
   /** Isolates open now (opening included). */
   get isolates(): number {
-    return this.#ports.size - this.#ending;
+    return this.#ports.size - this.#ending - (this.#ahead === undefined ? 0 : 1) + this.#waitingForAhead;
   }
 
   /** How many isolates this worker may hold at once. */
@@ -306,31 +321,91 @@ export class SandboxHost {
         );
       }
     }
+    const own = Object.keys(options).length > 0;
+    // An isolate opened ahead that the worker has not confirmed yet: its answer is near (one
+    // round trip), and an open sent now would find the worker one spare short.
+    // Counted as open meanwhile: the host is not empty (a pool closes an empty one).
+    if (!own && this.#ahead?.ready === false) {
+      this.#waitingForAhead++;
+      try {
+        await this.#ahead.opened;
+      } finally {
+        this.#waitingForAhead--;
+      }
+    }
     if (this.#closed) throw this.#closeReason!;
     if (this.#closing) throw new RuntimeClosed('the SandboxHost is closing');
+    if (this.isolates >= this.#maxIsolates)
+      throw new SandboxHostFull(`this worker holds its maximum of ${this.#maxIsolates} isolates; close one, or start another SandboxHost`);
+    const ahead = this.#ahead;
+    if (ahead?.ready === true && !own) {
+      this.#ahead = undefined;
+      this.#openAheadSoon();
+      return this.#attach(this.#resolved, ahead.port);
+    }
     if (this.#nextIsolate >= MAX_LIFETIME_ISOLATES) {
       throw new SandboxHostFull(`this worker has opened the ${MAX_LIFETIME_ISOLATES} isolates a worker opens in its life; start another SandboxHost`);
     }
-    if (this.isolates >= this.#maxIsolates)
-      throw new SandboxHostFull(`this worker holds its maximum of ${this.#maxIsolates} isolates; close one, or start another SandboxHost`);
-    const resolved = Object.keys(options).length === 0 ? this.#resolved : resolveIsolatedOptions({ ...this.#options, ...options });
+    // An open ahead the worker refused (it had no spare then) is tried again after each open.
+    this.#openAheadSoon();
+    const resolved = !own ? this.#resolved : resolveIsolatedOptions({ ...this.#options, ...options });
     const id = this.#nextIsolate++;
     const port = new IsolatePort(this, id, this.#worker, resolved.requestTimeout);
     this.#ports.set(id, port);
     const ownBootstrap = options.bootstrap !== undefined;
     // No options of its own: the worker's own (it made its spares with them), sent as none.
-    const sent = Object.keys(options).length === 0 ? undefined : isolateOptions(resolved, ownBootstrap);
+    const sent = !own ? undefined : isolateOptions(resolved, ownBootstrap);
     const opening = port.open(sent, Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0), !ownBootstrap);
     // With the worker's own bootstrap (a spare, or its snapshot), the handle is given at once:
     // the worker runs the isolate's commands after its open, in turn, and an open that fails ends
     // the handle with its error. An isolate's own bootstrap is awaited, so that its errors are open()'s.
     if (ownBootstrap) await opening;
     else opening.catch(() => undefined);
+    return this.#attach(resolved, port);
+  }
+
+  #attach(resolved: ResolvedIsolatedOptions, port: IsolatePort): IsolatedRuntime {
     return internals.attach(resolved, port, this.#report, {
       tenant: this.#tenant,
-      firstRequestId: id * REQUEST_IDS_PER_ISOLATE + 1,
+      firstRequestId: port.id * REQUEST_IDS_PER_ISOLATE + 1,
       sharedWith: () => Math.max(0, this.isolates - 1),
     });
+  }
+
+  /**
+   * Opens an isolate ahead, when the host keeps spares, has none opened ahead, and has room for it
+   * beside one more open (the last place is left to an open with options of its own, which an
+   * isolate opened ahead cannot serve).
+   */
+  #openAhead(): void {
+    if (this.#spareIsolates === 0 || this.#ahead !== undefined || this.#closing || this.#closed) return;
+    if (this.#nextIsolate >= MAX_LIFETIME_ISOLATES || this.#ports.size + 2 > this.#maxIsolates) return;
+    const id = this.#nextIsolate++;
+    const port = new IsolatePort(this, id, this.#worker, this.#resolved.requestTimeout);
+    this.#ports.set(id, port);
+    const ahead = { port, ready: false, opened: Promise.resolve() };
+    this.#ahead = ahead;
+    // A refusal ends the port (forget() lets go of it): opens go to the worker until the next
+    // try, once the worker has had time to make a spare.
+    ahead.opened = port.open(undefined, Math.max(this.#resolved.startTimeout, this.#resolved.requestTimeout ?? 0), true, true).then(
+      () => {
+        ahead.ready = true;
+        this.#aheadNotBefore = 0;
+      },
+      () => {
+        this.#aheadWanted = true;
+        this.#aheadNotBefore = performance.now() + AHEAD_RETRY_MS;
+      },
+    );
+  }
+
+  /**
+   * {@link #openAhead} once the worker next answers (see #route), not now: written behind the
+   * first command of the isolate just handed out, the open would wait in the pipe with it and
+   * cost it the worker's work on both (measured: 0.1–0.3 ms more per open with a worker that slept).
+   */
+  #openAheadSoon(): void {
+    if (this.#spareIsolates !== 0) this.#aheadWanted = true;
   }
 
   /** Calls `listener` once, with the reason, when the worker is gone (soon, if it already is). */
@@ -387,6 +462,9 @@ export class SandboxHost {
   /** @internal The port is gone from the worker too. */
   forget(id: number, wasEnding: boolean): void {
     if (this.#ports.delete(id) && wasEnding) this.#ending--;
+    if (this.#ahead?.port.id === id) this.#ahead = undefined;
+    // A place freed: an isolate may be opened ahead in it.
+    else if (this.#ahead === undefined && !this.#closed) this.#openAheadSoon();
   }
 
   // --- internals ---------------------------------------------------------------------------
@@ -409,6 +487,11 @@ export class SandboxHost {
 
   #route(message: Message): void {
     this.#cpuAtLastFrame = undefined;
+    if (this.#aheadWanted && (this.#aheadNotBefore === 0 || performance.now() >= this.#aheadNotBefore)) {
+      // once the answer is delivered, and what its caller does at once with it is sent
+      this.#aheadWanted = false;
+      setImmediate(() => this.#openAhead());
+    }
     const isolate = 'isolate' in message ? message.isolate : undefined;
     if (isolate === undefined || isolate >= this.#nextIsolate) {
       return this.killWorker(
@@ -520,7 +603,7 @@ export class SandboxHost {
 /** One isolate of a SandboxHost's worker, as its IsolatedRuntime sees it. */
 class IsolatePort implements WorkerPort {
   readonly #host: SandboxHost;
-  readonly #id: number;
+  readonly id: number;
   readonly #worker: WorkerProcess;
   state: 'opening' | 'open' | 'ending' | 'gone' = 'opening';
   activity: WorkerActivity = 'idle';
@@ -535,7 +618,7 @@ class IsolatePort implements WorkerPort {
 
   constructor(host: SandboxHost, id: number, worker: WorkerProcess, requestTimeout: number | undefined) {
     this.#host = host;
-    this.#id = id;
+    this.id = id;
     this.#worker = worker;
     this.requestTimeout = requestTimeout;
   }
@@ -551,9 +634,10 @@ class IsolatePort implements WorkerPort {
   /**
    * Opens the isolate in the worker (`options` undefined: the worker's own); a worker that does not answer within `deadlineMs` is stuck
    * and is killed. `early`: the port is open at once (its runtime may send behind the open, which
-   * the worker serves first); a failed open then ends the port with its error.
+   * the worker serves first); a failed open then ends the port with its error. `ahead`: opened
+   * before anyone asked for it (the worker counts it among its spares until its first command).
    */
-  async open(options: MessageOf<'command'>['params'] | undefined, deadlineMs: number, early: boolean): Promise<void> {
+  async open(options: MessageOf<'command'>['params'] | undefined, deadlineMs: number, early: boolean, ahead = false): Promise<void> {
     const release = this.#worker.hold();
     const timer = setTimeout(
       () =>
@@ -567,7 +651,8 @@ class IsolatePort implements WorkerPort {
     try {
       await new Promise<void>((resolve, reject) => {
         this.#pendingHostCommand = { resolve, reject };
-        this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'open', params: options === undefined ? {} : { options }, isolate: this.#id });
+        const params = options === undefined ? (ahead ? { ahead } : {}) : { options };
+        this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'open', params, isolate: this.id });
       });
       if (!early) this.state = 'open';
     } catch (error) {
@@ -598,7 +683,7 @@ class IsolatePort implements WorkerPort {
 
   send(message: Message): void {
     if (this.state !== 'open') return;
-    this.#worker.send({ ...message, isolate: this.#id } as Message);
+    this.#worker.send({ ...message, isolate: this.id } as Message);
   }
 
   /** Exactly one answer per call the worker's thread waits on: a late one, after the port answered for itself, is dropped. */
@@ -648,7 +733,7 @@ class IsolatePort implements WorkerPort {
       refuseCall(this.#worker, this.#awaitingReply);
       this.#awaitingReply = undefined;
     }
-    this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'dispose', params: {}, isolate: this.#id });
+    this.#worker.send({ type: 'command', id: HOST_COMMAND_ID, name: 'dispose', params: {}, isolate: this.id });
   }
 
   /** A message from the worker for this isolate. */
@@ -677,7 +762,7 @@ class IsolatePort implements WorkerPort {
     this.#endReason ??= ownReason ?? processError;
     this.#pendingHostCommand?.reject(processError);
     this.#pendingHostCommand = undefined;
-    this.#host.forget(this.#id, wasEnding);
+    this.#host.forget(this.id, wasEnding);
     for (const listener of this.#exitListeners.splice(0)) listener(this.#endReason);
   }
 }

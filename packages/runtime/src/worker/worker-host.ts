@@ -62,6 +62,11 @@ export class WorkerHost implements SessionHost {
   #snapshot: RuntimeSnapshot | undefined;
   /** A worker of many: sessions made ahead with the base options, so that an open is a hand-over. */
   readonly #spares: WorkerSession[] = [];
+  /**
+   * Isolates the parent opened ahead (an open with `ahead: true`) that have had no command yet:
+   * spares that the parent holds, counted among the {@link #spareTarget} made ahead until their first command.
+   */
+  readonly #openedAhead = new Set<number | undefined>();
   /** Opens queued or in progress, by isolate: a dispose waits for its isolate's. */
   readonly #openings = new Map<number | undefined, Promise<undefined>>();
   #refilling = false;
@@ -197,6 +202,10 @@ export class WorkerHost implements SessionHost {
     // no queue to keep (and its promises would cost every round trip, in the interpreter).
     const isolate = 'isolate' in message ? message.isolate : undefined;
     if (!this.multi) return this.#serve(isolate, message);
+    const opensAhead = message.type === 'command' && message.name === 'open' && message.params['ahead'] === true;
+    if (opensAhead) this.#openedAhead.add(isolate);
+    // Its first command (or its dispose): an isolate opened ahead is the parent's spare no more.
+    else if (this.#openedAhead.size > 0) this.#openedAhead.delete(isolate);
     // The parent ends an isolate of many at once, also while its command waits on the host (the
     // command then fails with RuntimeClosed, and the parent drops its answer).
     if (message.type === 'command' && message.name === 'dispose') return this.#disposeNow(isolate, message.id);
@@ -204,6 +213,7 @@ export class WorkerHost implements SessionHost {
     // ready: the hand-over is done now, with no turn to wait for (each promise of a turn costs
     // microseconds in the interpreter, and the isolate's first command waits behind them).
     if (
+      !opensAhead &&
       message.type === 'command' &&
       message.name === 'open' &&
       message.params['options'] === undefined &&
@@ -214,7 +224,8 @@ export class WorkerHost implements SessionHost {
       if (this.#inFlight === 0) this.#refillSoon();
       return Promise.resolve(undefined);
     }
-    const previous = this.#queues.get(isolate) ?? Promise.resolve();
+    // An open ahead is no one's yet: it waits until the commands read with it have run.
+    const previous = this.#queues.get(isolate) ?? (opensAhead ? new Promise<void>((resolve) => setImmediate(resolve)) : Promise.resolve());
     this.#inFlight++;
     clearTimeout(this.#refillTimer);
     const turn = previous.then(() => this.#serve(isolate, message));
@@ -243,12 +254,17 @@ export class WorkerHost implements SessionHost {
     return turn;
   }
 
+  /** Sessions made ahead: the worker's spares and the isolates the parent opened ahead. */
+  get #madeAhead(): number {
+    return this.#spares.length + this.#openedAhead.size;
+  }
+
   /**
    * Spares are made when the worker has had nothing to do for a moment, one at a time: making one
    * holds its thread for milliseconds, and a session's next command usually follows its last.
    */
   #refillSoon(): void {
-    if (!this.multi || this.#spares.length >= this.#spareTarget || this.#sessions.size + this.#spares.length >= this.maxIsolates!) return;
+    if (!this.multi || this.#madeAhead >= this.#spareTarget || this.#sessions.size + this.#spares.length >= this.maxIsolates!) return;
     clearTimeout(this.#refillTimer);
     this.#refillTimer = undefined;
     const now = monotonicMs();
@@ -268,7 +284,7 @@ export class WorkerHost implements SessionHost {
     this.#refill(1).then(
       () => {
         // Full again, or short from now on (a starved worker makes one spare per period).
-        this.#shortSince = this.#spares.length >= this.#spareTarget ? undefined : monotonicMs();
+        this.#shortSince = this.#madeAhead >= this.#spareTarget ? undefined : monotonicMs();
         this.#refillSoon();
       },
       // A spare that could not be made (memory) is not made: an open then makes its own isolate.
@@ -280,11 +296,12 @@ export class WorkerHost implements SessionHost {
     if (this.#refilling) return;
     this.#refilling = true;
     try {
-      for (let made = 0; made < count && this.#spares.length < this.#spareTarget && this.#sessions.size + this.#spares.length < this.maxIsolates!; made++) {
+      for (let made = 0; made < count && this.#madeAhead < this.#spareTarget && this.#sessions.size + this.#spares.length < this.maxIsolates!; made++) {
         const spare = await WorkerSession.open(this, this.#RuntimeClass, { ...this.#baseOptions, snapshot: this.#snapshot! }, undefined);
         // One evaluation ahead, so that the session's first pays no first-run costs (the worker is jitless).
         await spare.warmUp();
         this.#spares.push(spare);
+        mark('spare made');
       }
     } finally {
       this.#refilling = false;
@@ -362,6 +379,8 @@ export class WorkerHost implements SessionHost {
     try {
       // No options: the worker's own, with which it made its spares.
       const asked = message.params['options'] as RuntimeOptions | undefined;
+      // An open ahead takes a spare or is refused: an isolate made now would hold up the commands behind it.
+      if (message.params['ahead'] === true && this.#spares.length === 0) return this.#refuse(message.id, isolate, 'no spare to open ahead');
       const options = asked ?? {};
       let session = asked === undefined ? this.#spares.shift() : this.#takeSpare(asked);
       mark(session === undefined ? 'open made an isolate' : 'open took a spare');
@@ -378,12 +397,14 @@ export class WorkerHost implements SessionHost {
       }
       this.#opened(isolate, session, message.id);
     } catch (error) {
+      this.#openedAhead.delete(isolate);
       this.channel.send({ type: 'error', id: message.id, error: toErrorPayload(error), isolate });
     }
     return undefined;
   }
 
   #refuse(id: number | undefined, isolate: number | undefined, why: string): undefined {
+    this.#openedAhead.delete(isolate);
     const message: MessageOf<'error'> = { type: 'error', error: toErrorPayload(new StrataError(why)) };
     if (id !== undefined) message.id = id;
     if (isolate !== undefined) message.isolate = isolate;
