@@ -226,3 +226,24 @@ test('an open that waits for the worker to confirm the isolate opened ahead coun
     await host.close();
   }
 });
+
+test('with one isolate made ahead, the host opens it ahead once the worker has a spare: refusals along the way cost no open anything', async (t) => {
+  // spareIsolates 1: the worker's one spare goes to the start's warm-up, so the first open
+  // ahead finds none and is refused; opens meanwhile go to the worker, and later ones are hand-outs.
+  const host = await SandboxHost.start({ tenant: 'one-ahead', maxIsolates: 6, spareIsolates: 1, sandbox: linux ? 'require' : 'auto', prewarm: false });
+  try {
+    const opened = [];
+    for (let i = 0; i < 4; i++) {
+      const rt = await host.open();
+      t.is(await rt.eval(`${i} * 2`), i * 2);
+      opened.push(rt);
+      await idle(60);
+    }
+    t.is(host.isolates, 4);
+    for (const [i, rt] of opened.entries()) t.is(await rt.eval(`${i} * 3`), i * 3);
+    for (const rt of opened) await rt.close();
+    t.is(host.isolates, 0);
+  } finally {
+    await host.close();
+  }
+});
