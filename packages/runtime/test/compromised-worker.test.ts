@@ -58,6 +58,25 @@ test('a worker that stops reading its pipe is killed after writeStallTimeout', a
   t.true(rt.closed);
 });
 
+// The host's isolate opened ahead has run nothing: a call from it is a lie, and the worker is
+// killed (left unanswered, the call would hold the worker's thread for good).
+test('a compromised worker of many isolates that calls from the isolate opened ahead is killed, every isolate with it', async (t) => {
+  const host = await SandboxHost.start({ tenant: 'acme', prewarm: false });
+  t.teardown(() => host.close());
+  const neighbour = await host.open();
+  const liar = await host.open();
+  // its answer lets the host open the next one ahead, which the fixture answers at once
+  t.regex(String(await liar.eval('warm')), /unknown behaviour/);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const waiting = neighbour.eval('silence').catch((e: unknown) => e);
+  const error = await liar.eval('aheadIsolate').catch((e: unknown) => e);
+  t.true(error instanceof WorkerCrashed, String(error));
+  t.is((error as WorkerCrashed).reason, 'protocol');
+  t.regex((error as WorkerCrashed).message, /which has run no command/);
+  t.true((await waiting) instanceof WorkerCrashed);
+  t.true(host.closed);
+});
+
 // A worker of many isolates (SandboxHost): an answer for no isolate, for one never opened, or for
 // a neighbour that has no such request in flight is a protocol violation: the whole worker is
 // killed (no isolate of a lying worker can be trusted), and no caller gets another's answer.

@@ -608,7 +608,15 @@ class IsolatePort implements WorkerPort {
   state: 'opening' | 'open' | 'ending' | 'gone' = 'opening';
   activity: WorkerActivity = 'idle';
   requestTimeout: number | undefined;
-  #handler: (message: Message) => void = () => {};
+  // Until a runtime takes the port (an isolate opened ahead has none): the worker has no reason
+  // to say anything of an isolate that ran no command, so anything it says is a lie.
+  #handler: (message: Message) => void = (message) =>
+    this.#host.killWorker(
+      new WorkerCrashed(
+        `protocol violation: the worker sent a ${message.type} message for isolate ${this.id}, which has run no command; it was killed, and every isolate in it`,
+        'protocol',
+      ),
+    );
   #exitListeners: ((error: StrataError) => void)[] = [];
   #endReason: StrataError | undefined;
   #pendingHostCommand: { resolve: () => void; reject: (error: unknown) => void } | undefined;
