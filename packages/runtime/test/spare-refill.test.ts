@@ -247,3 +247,32 @@ test('with one isolate made ahead, the host opens it ahead once the worker has a
     await host.close();
   }
 });
+
+test('an open ahead that a neighbour long past the start deadline keeps the worker from serving does not get the worker killed', async (t) => {
+  // The host's own deadline for an open is max(startTimeout, requestTimeout): 2.5 s here. The
+  // neighbour's command may run 10 s: it holds the worker's thread for 4 s while the host's open
+  // ahead (written after the first answer) waits in the pipe.
+  const host = await SandboxHost.start({
+    tenant: 'long-neighbour',
+    maxIsolates: 6,
+    startTimeout: 2_000,
+    timeout: 500,
+    sandbox: linux ? 'require' : 'auto',
+    prewarm: false,
+  });
+  try {
+    const first = await host.open();
+    const long = await host.open({ timeout: 10_000 });
+    const answered = first.eval('1');
+    const spin = long.eval("{ const end = Date.now() + 4_000; while (Date.now() < end); 'done' }");
+    t.is(await answered, 1);
+    t.is(await spin, 'done');
+    t.false(host.closed);
+    // the open ahead was served once the thread was free: the next open is served, quickly or not
+    const next = await host.open();
+    t.is(await next.eval('2 + 2'), 4);
+    for (const rt of [first, long, next]) await rt.close();
+  } finally {
+    await host.close();
+  }
+});

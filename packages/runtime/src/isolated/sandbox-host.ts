@@ -96,6 +96,8 @@ const HOST_COMMAND_ID = 0;
 const TENANT_MAX_CHARS = 256;
 /** After the worker refused an open ahead (no spare), the next try waits this long: the worker makes a spare after idling 20 ms. */
 const AHEAD_RETRY_MS = 25;
+/** How long an open waits for the worker to confirm the isolate opened ahead before it opens its own. */
+const AHEAD_WAIT_MS = 5;
 /** Each isolate's request ids are a range of their own (2^32 of them; isolate ids stay below 2^21, in safe integers). */
 const REQUEST_IDS_PER_ISOLATE = 2 ** 32;
 /** Isolates one worker opens in its life, at most (then it is full for good: start another). */
@@ -323,13 +325,16 @@ export class SandboxHost {
     }
     const own = Object.keys(options).length > 0;
     // An isolate opened ahead that the worker has not confirmed yet: its answer is near (one
-    // round trip), and an open sent now would find the worker one spare short.
-    // Counted as open meanwhile: the host is not empty (a pool closes an empty one).
+    // round trip), and an open sent now would find the worker one spare short. Not for long: a
+    // worker kept busy by a neighbour answers late, and the open goes to it meanwhile. Counted as
+    // open while it waits: the host is not empty (a pool closes an empty one).
     if (!own && this.#ahead?.ready === false) {
       this.#waitingForAhead++;
+      let timer: NodeJS.Timeout | undefined;
       try {
-        await this.#ahead.opened;
+        await Promise.race([this.#ahead.opened, new Promise((resolve) => (timer = setTimeout(resolve, AHEAD_WAIT_MS)))]);
       } finally {
+        clearTimeout(timer);
         this.#waitingForAhead--;
       }
     }
@@ -387,7 +392,7 @@ export class SandboxHost {
     this.#ahead = ahead;
     // A refusal ends the port (forget() lets go of it): opens go to the worker until the next
     // try, once the worker has had time to make a spare.
-    ahead.opened = port.open(undefined, Math.max(this.#resolved.startTimeout, this.#resolved.requestTimeout ?? 0), true, true).then(
+    ahead.opened = port.open(undefined, 0, true, true).then(
       () => {
         ahead.ready = true;
         this.#aheadNotBefore = 0;
@@ -643,15 +648,22 @@ class IsolatePort implements WorkerPort {
    * Opens the isolate in the worker (`options` undefined: the worker's own); a worker that does not answer within `deadlineMs` is stuck
    * and is killed. `early`: the port is open at once (its runtime may send behind the open, which
    * the worker serves first); a failed open then ends the port with its error. `ahead`: opened
-   * before anyone asked for it (the worker counts it among its spares until its first command).
+   * before anyone asked for it (the worker counts it among its spares until its first command),
+   * with no deadline.
    */
   async open(options: MessageOf<'command'>['params'] | undefined, deadlineMs: number, early: boolean, ahead = false): Promise<void> {
-    const release = this.#worker.hold();
-    const timer = setTimeout(
-      () =>
-        this.#host.killWorker(new WorkerCrashed(`the worker did not open an isolate within ${deadlineMs} ms; it was killed, and every isolate in it`, 'stuck')),
-      deadlineMs,
-    );
+    // An open ahead waits for no one: it keeps no process alive, and has no deadline (the worker
+    // serves it when its thread is free, which a neighbour's long command may not be for a while).
+    const release = ahead ? () => {} : this.#worker.hold();
+    const timer = ahead
+      ? undefined
+      : setTimeout(
+          () =>
+            this.#host.killWorker(
+              new WorkerCrashed(`the worker did not open an isolate within ${deadlineMs} ms; it was killed, and every isolate in it`, 'stuck'),
+            ),
+          deadlineMs,
+        );
     // Busy while it opens (unless the runtime's own commands say so): the host's supervision
     // covers a worker that stops answering meanwhile.
     if (early) this.state = 'open';
