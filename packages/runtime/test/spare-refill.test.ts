@@ -12,6 +12,16 @@ checkNoLeaks(test);
 
 const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
 
+/** A host under `sandbox: 'require'` where the platform has it, with no prewarmed spare worker. */
+function startHost(options: Parameters<typeof SandboxHost.start>[0]): Promise<SandboxHost> {
+  return SandboxHost.start({ sandbox: linux ? 'require' : 'auto', prewarm: false, ...options });
+}
+
+/** The worker's timeline marks since the last collection, in order. */
+async function workerLabels(rt: Parameters<typeof collectTimeline>[0]): Promise<string[]> {
+  return (await collectTimeline(rt)).map(([label]) => label).filter((label) => label.startsWith('worker '));
+}
+
 const SERVED = new Set(['worker open took a spare', 'worker open made an isolate']);
 
 /** How the worker served the opens since the last collection, in order (with `spares`, also each spare it made). */
@@ -21,7 +31,7 @@ async function opens(rt: Parameters<typeof collectTimeline>[0], spares = false):
 
 test.serial('a worker kept busy by one isolate still makes spares: a later open is a hand-over', async (t) => {
   recordTimeline();
-  const host = await SandboxHost.start({ tenant: 'busy', maxIsolates: 10, sandbox: linux ? 'require' : 'auto', prewarm: false });
+  const host = await startHost({ tenant: 'busy', maxIsolates: 10 });
   try {
     const busy = await host.open();
     await busy.eval('0');
@@ -74,8 +84,8 @@ async function idle(ms: number): Promise<void> {
 
 test.serial('spareIsolates: a worker that keeps five spares serves a burst of five opens as hand-overs; one that keeps none makes every isolate', async (t) => {
   recordTimeline();
-  const five = await SandboxHost.start({ tenant: 'burst', maxIsolates: 10, spareIsolates: 5, sandbox: linux ? 'require' : 'auto', prewarm: false });
-  const none = await SandboxHost.start({ tenant: 'burst', maxIsolates: 10, spareIsolates: 0, sandbox: linux ? 'require' : 'auto', prewarm: false });
+  const five = await startHost({ tenant: 'burst', maxIsolates: 10, spareIsolates: 5 });
+  const none = await startHost({ tenant: 'burst', maxIsolates: 10, spareIsolates: 0 });
   try {
     const watchFive = await five.open();
     const watchNone = await none.open();
@@ -116,7 +126,7 @@ test.serial('an open and the command behind it, read together, are answered in o
   recordTimeline();
   // Two places: with one open, the host opens none ahead (it keeps the last place for an open
   // with options of its own), so the next open is written to the worker with its first command.
-  const host = await SandboxHost.start({ tenant: 'held', maxIsolates: 2, sandbox: linux ? 'require' : 'auto', prewarm: false });
+  const host = await startHost({ tenant: 'held', maxIsolates: 2 });
   try {
     const busy = await host.open();
     await busy.eval('1');
@@ -130,7 +140,7 @@ test.serial('an open and the command behind it, read together, are answered in o
     const answer = rt.eval('6 * 7');
     await spin;
     t.is(await answer, 42);
-    const labels = (await collectTimeline(busy)).map(([label]) => label).filter((label) => label.startsWith('worker '));
+    const labels = await workerLabels(busy);
     const from = labels.indexOf('worker open took a spare');
     t.true(from > 0 && labels[from - 1] === 'worker decoded', labels.join(', '));
     const served = labels.slice(from, labels.indexOf('worker read', from) === -1 ? undefined : labels.indexOf('worker read', from));
@@ -146,7 +156,7 @@ test.serial('an open and the command behind it, read together, are answered in o
 
 test.serial('the host opens an isolate ahead: an open with no options writes nothing, and its first command is the first the worker hears of it', async (t) => {
   recordTimeline();
-  const host = await SandboxHost.start({ tenant: 'ahead', maxIsolates: 10, sandbox: linux ? 'require' : 'auto', prewarm: false });
+  const host = await startHost({ tenant: 'ahead', maxIsolates: 10 });
   try {
     const watcher = await host.open();
     await watcher.eval('1');
@@ -158,7 +168,7 @@ test.serial('the host opens an isolate ahead: an open with no options writes not
     await collectTimeline(watcher);
     const rt = await host.open();
     t.is(await rt.eval('6 * 7'), 42);
-    const labels = (await collectTimeline(watcher)).map(([label]) => label).filter((label) => label.startsWith('worker '));
+    const labels = await workerLabels(watcher);
     const served = labels.indexOf('worker serve');
     t.true(served >= 0, labels.join(', '));
     t.false(
@@ -179,7 +189,7 @@ test.serial('the host opens an isolate ahead: an open with no options writes not
 });
 
 test('an isolate opened ahead never takes the last place: an open with options of its own still fits, and the host is full at maxIsolates', async (t) => {
-  const host = await SandboxHost.start({ tenant: 'last-place', maxIsolates: 3, sandbox: linux ? 'require' : 'auto', prewarm: false });
+  const host = await startHost({ tenant: 'last-place', maxIsolates: 3 });
   try {
     const opened = [];
     for (let i = 0; i < 2; i++) {
@@ -207,7 +217,7 @@ test('an isolate opened ahead never takes the last place: an open with options o
 });
 
 test('an open that waits for the worker to confirm the isolate opened ahead counts as open meanwhile (a pool closes an empty host)', async (t) => {
-  const host = await SandboxHost.start({ tenant: 'waiting', maxIsolates: 10, sandbox: linux ? 'require' : 'auto', prewarm: false });
+  const host = await startHost({ tenant: 'waiting', maxIsolates: 10 });
   try {
     const first = await host.open();
     await first.eval('1');
@@ -230,7 +240,7 @@ test('an open that waits for the worker to confirm the isolate opened ahead coun
 test('with one isolate made ahead, the host opens it ahead once the worker has a spare: refusals along the way cost no open anything', async (t) => {
   // spareIsolates 1: the worker's one spare goes to the start's warm-up, so the first open
   // ahead finds none and is refused; opens meanwhile go to the worker, and later ones are hand-outs.
-  const host = await SandboxHost.start({ tenant: 'one-ahead', maxIsolates: 6, spareIsolates: 1, sandbox: linux ? 'require' : 'auto', prewarm: false });
+  const host = await startHost({ tenant: 'one-ahead', maxIsolates: 6, spareIsolates: 1 });
   try {
     const opened = [];
     for (let i = 0; i < 4; i++) {
@@ -252,14 +262,7 @@ test('an open ahead that a neighbour long past the start deadline keeps the work
   // The host's own deadline for an open is max(startTimeout, requestTimeout): 2.5 s here. The
   // neighbour's command may run 10 s: it holds the worker's thread for 4 s while the host's open
   // ahead (written after the first answer) waits in the pipe.
-  const host = await SandboxHost.start({
-    tenant: 'long-neighbour',
-    maxIsolates: 6,
-    startTimeout: 2_000,
-    timeout: 500,
-    sandbox: linux ? 'require' : 'auto',
-    prewarm: false,
-  });
+  const host = await startHost({ tenant: 'long-neighbour', maxIsolates: 6, startTimeout: 2_000, timeout: 500 });
   try {
     const first = await host.open();
     const long = await host.open({ timeout: 10_000 });

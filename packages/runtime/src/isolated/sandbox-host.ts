@@ -354,9 +354,7 @@ export class SandboxHost {
     // An open ahead the worker refused (it had no spare then) is tried again after each open.
     this.#openAheadSoon();
     const resolved = !own ? this.#resolved : resolveIsolatedOptions({ ...this.#options, ...options });
-    const id = this.#nextIsolate++;
-    const port = new IsolatePort(this, id, this.#worker, resolved.requestTimeout);
-    this.#ports.set(id, port);
+    const port = this.#newPort(resolved.requestTimeout);
     const ownBootstrap = options.bootstrap !== undefined;
     // No options of its own: the worker's own (it made its spares with them), sent as none.
     const sent = !own ? undefined : isolateOptions(resolved, ownBootstrap);
@@ -367,6 +365,14 @@ export class SandboxHost {
     if (ownBootstrap) await opening;
     else opening.catch(() => undefined);
     return this.#attach(resolved, port);
+  }
+
+  /** The port of the next isolate id, registered. */
+  #newPort(requestTimeout: number | undefined): IsolatePort {
+    const id = this.#nextIsolate++;
+    const port = new IsolatePort(this, id, this.#worker, requestTimeout);
+    this.#ports.set(id, port);
+    return port;
   }
 
   #attach(resolved: ResolvedIsolatedOptions, port: IsolatePort): IsolatedRuntime {
@@ -385,9 +391,7 @@ export class SandboxHost {
   #openAhead(): void {
     if (this.#spareIsolates === 0 || this.#ahead !== undefined || this.#closing || this.#closed) return;
     if (this.#nextIsolate >= MAX_LIFETIME_ISOLATES || this.#ports.size + 2 > this.#maxIsolates) return;
-    const id = this.#nextIsolate++;
-    const port = new IsolatePort(this, id, this.#worker, this.#resolved.requestTimeout);
-    this.#ports.set(id, port);
+    const port = this.#newPort(this.#resolved.requestTimeout);
     const ahead = { port, ready: false, opened: Promise.resolve() };
     this.#ahead = ahead;
     // A refusal ends the port (forget() lets go of it): opens go to the worker until the next
