@@ -8,8 +8,11 @@
  *   rss()                                    the resident set size now, in bytes
  *   threads()                                how many threads the process has now
  *   setCpuSoftLimit(seconds)                 RLIMIT_CPU soft limit = CPU used so far, rounded up
- *                                            to a second, + seconds (capped at the hard limit):
- *                                            a per-command CPU cap of seconds to seconds + 1
+ *                                            to a second, + seconds + 1 (capped at the hard
+ *                                            limit): a per-command CPU cap of seconds to
+ *                                            seconds + 2. Set again only once the process may
+ *                                            have used a second of CPU since (wall time since x
+ *                                            CPUs): between, it reads no clock but the vDSO's
  *   disableDumping()                         PR_SET_DUMPABLE 0 (execve() resets it, so the
  *                                            worker sets it itself once Node is running)
  *   setIdle(idle)                            true: the worker is about to sleep on its next
@@ -323,32 +326,50 @@ static napi_value threads(napi_env env, napi_callback_info info) {
   return strata_number(env, (double)count);
 }
 
+/* When setCpuSoftLimit last set the limit (CLOCK_MONOTONIC, µs; 0: never) and for how many seconds. */
+static uint64_t cpu_limit_set_at_us;
+static double cpu_limit_seconds;
+/* The CPUs this process could ever run on at once: its CPU time grows at most this fast. */
+static long cpu_count;
+
+static uint64_t monotonic_us(void);
+
 static napi_value set_cpu_soft_limit(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   double seconds;
   if (argc < 1 || !integer_arg(env, argv[0], "seconds", 1, 2147483647.0, &seconds)) return NULL;
+  /* The limit set last left at least seconds + 1 of CPU above what was used then. Until the
+   * process may have used one of them (every CPU busy for the wall time since), at least
+   * `seconds` remain: no syscall (two, getrusage and getrlimit, cost every command microseconds). */
+  uint64_t now_us = monotonic_us();
+  if (cpu_limit_set_at_us != 0 && cpu_limit_seconds == seconds && (now_us - cpu_limit_set_at_us) * (uint64_t)cpu_count < 1000000u) return NULL;
   struct rusage usage;
   struct rlimit limit;
   if (getrusage(RUSAGE_SELF, &usage) != 0 || getrlimit(RLIMIT_CPU, &limit) != 0) {
     napi_throw_error(env, "ERR_STRATA_CPU_LIMIT", "strata-watchdog: cannot read the CPU time or its limit");
     return NULL;
   }
-  /* CPU used so far, rounded up to a whole second: the guest gets at least `seconds` more, never
-   * less (summing the two whole-second parts alone could lose almost two seconds). */
+  /* CPU used so far, rounded up to a whole second: the guest gets at least `seconds` + 1 more,
+   * never less (summing the two whole-second parts alone could lose almost two seconds). */
   uint64_t used_us = (uint64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000u + (uint64_t)usage.ru_utime.tv_usec + (uint64_t)usage.ru_stime.tv_usec;
   rlim_t used = (rlim_t)((used_us + 999999u) / 1000000u);
-  rlim_t soft = used + (rlim_t)seconds;
+  rlim_t soft = used + (rlim_t)seconds + 1;
   if (limit.rlim_max != RLIM_INFINITY && soft > limit.rlim_max) soft = limit.rlim_max;
   /* Commands within the same second of CPU time ask for the limit already set: no third syscall. */
-  if (limit.rlim_cur == soft) return NULL;
-  limit.rlim_cur = soft;
-  if (setrlimit(RLIMIT_CPU, &limit) != 0) {
-    char message[160];
-    snprintf(message, sizeof message, "strata-watchdog: cannot set RLIMIT_CPU: %s", strerror(errno));
-    napi_throw_error(env, "ERR_STRATA_CPU_LIMIT", message);
+  if (limit.rlim_cur != soft) {
+    limit.rlim_cur = soft;
+    if (setrlimit(RLIMIT_CPU, &limit) != 0) {
+      char message[160];
+      snprintf(message, sizeof message, "strata-watchdog: cannot set RLIMIT_CPU: %s", strerror(errno));
+      napi_throw_error(env, "ERR_STRATA_CPU_LIMIT", message);
+      return NULL;
+    }
   }
+  /* Capped at the hard limit, the margin is not there: set it again at every command. */
+  cpu_limit_set_at_us = soft == used + (rlim_t)seconds + 1 ? now_us : 0;
+  cpu_limit_seconds = seconds;
   return NULL;
 }
 
@@ -604,6 +625,10 @@ static napi_value fingerprint(napi_env env, napi_callback_info info) {
 }
 
 NAPI_MODULE_INIT() {
+  /* Configured, not online: a CPU brought online later counts already. Read at load, before a
+   * layer takes /sys away; unknown: as if every second of wall time could be a second per CPU of 1024. */
+  cpu_count = sysconf(_SC_NPROCESSORS_CONF);
+  if (cpu_count < 1) cpu_count = 1024;
   napi_property_descriptor properties[] = {
       {"start", NULL, start, NULL, NULL, NULL, napi_enumerable, NULL},
       {"rss", NULL, rss, NULL, NULL, NULL, napi_enumerable, NULL},

@@ -567,20 +567,86 @@ export class Runtime implements StrataRuntime {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#command(async (budget) => {
-      const script = stripping === undefined ? code : await stripping;
-      // A returned promise is watched in the script's own task, so that it has a handler before
-      // the task ends and is never reported as an unhandled rejection.
-      // An object is checked and copied (or watched) in the same entry as the script ran.
-      const watchId = this.#nextId++;
-      const { completion, taken } = this.#enter(budget, () => {
-        const value = this.#context.evalSync(script, { reference: true, filename }) as IsolatedVm.Reference;
-        return { completion: value, taken: value.typeof === 'object' ? this.#takeOut(value, watchId) : undefined };
-      });
-      if (taken === undefined) return this.#export(completion, budget);
-      if (taken.kind === 'promise') return this.#awaitPromise(watchId, budget);
-      return this.#taken(completion, taken, budget);
-    }, stripping);
+    if (stripping === undefined && this.#idle()) {
+      try {
+        const outcome = this.#evalNow(code, filename);
+        return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.#command(async (budget) => this.#evalIn(budget, stripping === undefined ? code : await stripping, filename), stripping);
+  }
+
+  /**
+   * @internal The worker's eval (src/worker/worker-session.ts): {@link eval} of JavaScript, with
+   * no promise when the guest's completion is not one. Returns the result, or a promise of it;
+   * throws what `eval` would reject with.
+   */
+  evalNow(code: string, filename: string | undefined): unknown {
+    if (!this.#idle()) return this.eval(code, filename === undefined ? {} : { filename });
+    return this.#evalNow(code, filename ?? '<eval>');
+  }
+
+  /** Whether a command may run now, on the caller's stack: nothing queued or to deliver, open, not called from its own host function. */
+  #idle(): boolean {
+    return this.#queued === 0 && this.#deliveries.length === 0 && !this.#closed && insideHostFunction.getStore() !== this;
+  }
+
+  /**
+   * An eval run on this call's stack, the runtime being {@link #idle}: a command's turn is a chain
+   * of promises, which in a `--jitless` worker cost microseconds of every round trip. Counted as
+   * queued while it runs, as {@link #command} does, so that a command sent meanwhile (a settled
+   * host call's delivery) waits for its turn.
+   */
+  #evalNow(code: string, filename: string): unknown {
+    this.#queued++;
+    this.#busy = true;
+    let outcome: unknown;
+    try {
+      outcome = this.#evalIn(new GuestBudget(this.#options.timeout, this.#deadline), code, filename);
+    } catch (error) {
+      this.#busy = false;
+      this.#queued--;
+      throw this.#translate(error);
+    }
+    if (!(outcome instanceof Promise)) {
+      this.#busy = false;
+      this.#queued--;
+      return outcome;
+    }
+    const run = outcome.then(
+      (value) => {
+        this.#busy = false;
+        return value;
+      },
+      (error: unknown) => {
+        this.#busy = false;
+        throw this.#translate(error);
+      },
+    );
+    this.#queue = run.then(
+      () => void this.#queued--,
+      () => void this.#queued--,
+    );
+    return run;
+  }
+
+  /**
+   * An eval's work in its command's turn: the result, or a promise of it when the completion is a
+   * promise. A returned promise is watched in the script's own task, so that it has a handler
+   * before the task ends and is never reported as an unhandled rejection. An object is checked and
+   * copied (or watched) in the same entry as the script ran.
+   */
+  #evalIn(budget: GuestBudget, script: string, filename: string): unknown {
+    const watchId = this.#nextId++;
+    const { completion, taken } = this.#enter(budget, () => {
+      const value = this.#context.evalSync(script, { reference: true, filename }) as IsolatedVm.Reference;
+      return { completion: value, taken: value.typeof === 'object' ? this.#takeOut(value, watchId) : undefined };
+    });
+    if (taken === undefined) return this.#export(completion, budget);
+    if (taken.kind === 'promise') return this.#awaitPromise(watchId, budget);
+    return this.#taken(completion, taken, budget);
   }
 
   /** {@inheritDoc StrataRuntime.execute} */

@@ -178,6 +178,27 @@ for (const [mode, runtimeFor] of RUNTIME_MODES) {
   });
 }
 
+// Regression test (fixed; it was a bug in src/worker/worker-main.ts): a worker of one isolate
+// reads its commands synchronously, so the event loop that reads host calls' settlements never
+// turned between commands that did not wait on the host, and an async host call the guest did
+// not await never settled: its `then` never ran, however many commands came after.
+for (const [engine, start] of BOTH_RUNTIMES) {
+  test(`${engine}: an async host call the guest did not await settles by its next command`, async (t) => {
+    const rt = await start({});
+    t.teardown(() => rt.close());
+    let settle: (value: number) => void = () => {};
+    const settled = new Promise<number>((resolve) => (settle = resolve));
+    rt.bindFunction('tool', async (x: number) => (await settled) * x);
+    t.is(await rt.eval('globalThis.got = "not yet"; tool(2).then((v) => { globalThis.got = v; }); 1'), 1);
+    t.is(await rt.eval('got'), 'not yet');
+    settle(21);
+    // the parent's answer is on its way to the worker: the next command finds it
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    t.is(await rt.eval('got'), 42);
+    t.is(await rt.eval('1 + 1'), 2);
+  });
+}
+
 for (const [engine, start] of BOTH_RUNTIMES) {
   test(`${engine}: a bad binding is refused in the contract's words, before anything crosses`, async (t) => {
     const rt = await start({});

@@ -140,7 +140,8 @@ test('loadWatchdog() without a build says how to build it', async (t) => {
 // plus one, so a worker whose two fractions add up to more than a second got a cap up to almost
 // two seconds short of `seconds` (with requestTimeout 500 ms, a cap of 1 s of CPU could fire at
 // once). The child runs until both fractions are past half a second, then sets a 1 s cap and
-// reports it: at least a second of CPU must be left, and less than two.
+// reports it: at least a second of CPU must be left, and less than three (seconds + 2: the
+// margin that lets later calls skip their syscalls, tested below).
 test('setCpuSoftLimit(seconds) leaves at least `seconds` of CPU, however the time used splits into user and system', async (t) => {
   const exit = await runWithWatchdog(`
     import { openSync, readSync, readFileSync } from 'node:fs';
@@ -168,7 +169,40 @@ test('setCpuSoftLimit(seconds) leaves at least `seconds` of CPU, however the tim
   const usedAfter = (report.after.user + report.after.system) / 1e6;
   t.true(Math.floor(report.before.user / 1e6) + Math.floor(report.before.system / 1e6) + 1 < usedBefore, 'the case the old rounding got wrong');
   t.true(report.soft - usedAfter >= 0.99, `soft limit ${report.soft} s with ${usedAfter} s used: less than a second left`);
-  t.true(report.soft - usedBefore < 2, `soft limit ${report.soft} s with ${usedBefore} s used: more than seconds + 1`);
+  t.true(report.soft - usedBefore < 3, `soft limit ${report.soft} s with ${usedBefore} s used: more than seconds + 2`);
+});
+
+// setCpuSoftLimit sets the limit again only once the process may have used a second of CPU since
+// (the wall time since, times the CPUs): a command in between finds at least `seconds` left all
+// the same. The child burns 3.5 s of CPU in short slices, each followed by a call, as a worker's
+// commands are: after every call at least a second must be left, never more than three, and the
+// limit must have moved on with the CPU used (a margin kept from the first call would run out).
+test('setCpuSoftLimit(seconds), called before each of many short commands, always leaves between `seconds` and `seconds` + 2 of CPU', async (t) => {
+  const exit = await runWithWatchdog(`
+    import { readFileSync } from 'node:fs';
+    const used = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1e6; };
+    const soft = () => Number(/^Max cpu time\\s+(\\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))[1]);
+    let least = Infinity, most = -Infinity, calls = 0;
+    const limits = new Set();
+    while (used() < 3.5) {
+      for (let i = 0; i < 2e5; i++);
+      const before = used();
+      watchdog.setCpuSoftLimit(1);
+      const after = used();
+      const limit = soft();
+      limits.add(limit);
+      least = Math.min(least, limit - after);
+      most = Math.max(most, limit - before);
+      calls++;
+    }
+    console.log(JSON.stringify({ least, most, calls, limits: limits.size }));
+  `);
+  t.is(exit.status, 0, exit.stderr);
+  const { least, most, calls, limits } = JSON.parse(exit.stdout) as { least: number; most: number; calls: number; limits: number };
+  t.true(calls > 100, `only ${calls} calls`);
+  t.true(least >= 0.99, `a call left ${least} s of CPU: less than a second`);
+  t.true(most < 3, `a call left ${most} s of CPU: more than seconds + 2`);
+  t.true(limits >= 3, `the limit took ${limits} values while 3.5 s of CPU were used: it did not follow`);
 });
 
 test('setIdle(true) stops the polling (its thread uses no CPU while idle) and setIdle(false) brings the watch back at once', async (t) => {

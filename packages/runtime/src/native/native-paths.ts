@@ -29,7 +29,12 @@ export interface MemoryWatchdog {
   rss(): number;
   /** The number of threads in the process now. */
   threads(): number;
-  /** Sets the RLIMIT_CPU soft limit to the CPU time used so far, rounded up to a second, plus `seconds` (at most the hard limit): at least `seconds` more, less than `seconds + 1`. */
+  /**
+   * Sets the RLIMIT_CPU soft limit to the CPU time used so far, rounded up to a second, plus
+   * `seconds + 1` (at most the hard limit): at least `seconds` more, less than `seconds + 2`. A
+   * call before the process can have used a second of CPU since the last (the wall time since,
+   * times the CPUs) leaves that limit, which still holds `seconds` more: no syscall.
+   */
   setCpuSoftLimit(seconds: number): void;
   /**
    * Polls `fd` without blocking for up to `micros` microseconds (0–1 000 000): true as soon as it

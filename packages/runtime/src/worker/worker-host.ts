@@ -194,14 +194,13 @@ export class WorkerHost implements SessionHost {
   }
 
   /**
-   * Runs one request of the parent, in its isolate's turn, and sends the answer. With one
-   * isolate, resolves to `'ended'` once that isolate is over (the worker then exits).
+   * Runs one request of the parent, in its isolate's turn, and sends the answer: undefined when it
+   * was answered now, else the promise of the rest. With one isolate, that is `'ended'` once the
+   * isolate is over (the worker then exits).
    */
-  dispatch(message: Message): Promise<'ended' | undefined> {
-    // One isolate: worker-main reads the next command only once this one is answered, so there is
-    // no queue to keep (and its promises would cost every round trip, in the interpreter).
+  dispatch(message: Message): Promise<'ended' | undefined> | undefined {
     const isolate = 'isolate' in message ? message.isolate : undefined;
-    if (!this.multi) return this.#serve(isolate, message);
+    if (!this.multi) return Promise.resolve(this.serveOne(message));
     const opensAhead = message.type === 'command' && message.name === 'open' && message.params['ahead'] === true;
     if (opensAhead) this.#openedAhead.add(isolate);
     // Its first command (or its dispose): an isolate opened ahead is the parent's spare no more.
@@ -222,13 +221,31 @@ export class WorkerHost implements SessionHost {
     ) {
       this.#openFromSpare(isolate, message);
       if (this.#inFlight === 0) this.#refillSoon();
-      return Promise.resolve(undefined);
+      return undefined;
+    }
+    // An eval for an isolate with nothing queued: run now, on this stack (see serveOne); what
+    // cannot finish now (a promise the guest returned) is that isolate's turn, as below.
+    const session = message.type === 'eval' && !this.#queues.has(isolate) ? this.#sessions.get(isolate) : undefined;
+    if (session !== undefined) {
+      clearTimeout(this.#refillTimer);
+      const outcome = session.serveNow(message);
+      if (outcome === undefined || outcome === 'ended') {
+        this.#ended(isolate, outcome);
+        if (this.#inFlight === 0) this.#refillSoon();
+        return undefined;
+      }
+      return this.#inTurn(
+        isolate,
+        outcome.then((ended) => this.#ended(isolate, ended)),
+      );
     }
     // An open ahead is no one's yet: it waits until the commands read with it have run.
     const previous = this.#queues.get(isolate) ?? (opensAhead ? new Promise<void>((resolve) => setImmediate(resolve)) : Promise.resolve());
-    this.#inFlight++;
     clearTimeout(this.#refillTimer);
-    const turn = previous.then(() => this.#serve(isolate, message));
+    const turn = this.#inTurn(
+      isolate,
+      previous.then(() => this.#serve(isolate, message)),
+    );
     if (message.type === 'command' && message.name === 'open') {
       // A dispose that overtakes the open waits for it: otherwise the isolate would be made after
       // its disposal, and live on in the worker with no parent.
@@ -241,6 +258,12 @@ export class WorkerHost implements SessionHost {
         if (this.#openings.get(isolate) === opened) this.#openings.delete(isolate);
       });
     }
+    return turn;
+  }
+
+  /** `turn`, the rest of a request of `isolate`, as its queue: the isolate's next request waits for it. */
+  #inTurn(isolate: number | undefined, turn: Promise<'ended' | undefined>): Promise<'ended' | undefined> {
+    this.#inFlight++;
     const settled = turn.then(
       () => undefined,
       () => undefined,
@@ -252,6 +275,25 @@ export class WorkerHost implements SessionHost {
       if (--this.#inFlight === 0) this.#refillSoon();
     });
     return turn;
+  }
+
+  /**
+   * A worker of one isolate: runs one request of the parent and answers it, on this call's stack
+   * when it can (an eval: see WorkerSession.serveNow), else the promise of the rest. worker-main
+   * reads the next command only once this one is answered, so there is no queue to keep (and its
+   * promises would cost every round trip, in the interpreter). `'ended'` once the isolate is over.
+   */
+  serveOne(message: Message): 'ended' | undefined | Promise<'ended' | undefined> {
+    const session = this.#sessions.get(undefined);
+    if (session === undefined || (message.type === 'command' && message.name === 'open')) return this.#serve(undefined, message);
+    const outcome = session.serveNow(message);
+    if (outcome !== undefined && outcome !== 'ended') return outcome.then((ended) => this.#ended(undefined, ended));
+    return this.#ended(undefined, outcome);
+  }
+
+  #ended(isolate: number | undefined, outcome: 'ended' | undefined): 'ended' | undefined {
+    if (outcome === 'ended') this.#sessions.delete(isolate);
+    return outcome;
   }
 
   /** Sessions made ahead: the worker's spares and the isolates the parent opened ahead. */
@@ -326,9 +368,7 @@ export class WorkerHost implements SessionHost {
       this.#refuse(id, isolate, `there is no isolate ${String(isolate)} in this worker`);
       return undefined;
     }
-    const outcome = await session.serve(message);
-    if (outcome === 'ended') this.#sessions.delete(isolate);
-    return outcome;
+    return this.#ended(isolate, await session.serve(message));
   }
 
   async #disposeNow(isolate: number | undefined, id: number): Promise<undefined> {

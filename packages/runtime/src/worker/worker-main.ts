@@ -78,7 +78,7 @@ async function serve(): Promise<void> {
   host = configured;
   if (configured.multi) {
     channel.streamCommands((message) => {
-      configured.dispatch(message).catch((error: unknown) => {
+      configured.dispatch(message)?.catch((error: unknown) => {
         // dispatch answers every request itself; reaching here is a bug in the worker: end loudly.
         process.stderr.write(`strata worker: ${String(error)}\n`);
         process.exit(72);
@@ -89,8 +89,17 @@ async function serve(): Promise<void> {
   for (;;) {
     const message = channel.nextCommand();
     if (message === undefined) process.exit(0);
-    // A disposed isolate (close, or its heap limit) ends the worker of one isolate.
-    if ((await configured.dispatch(message)) === 'ended') process.exit(0);
+    // A host call the guest left running (not awaited) settles through the event loop, which a
+    // worker that reads its commands synchronously does not turn: a turn now hands the guest what
+    // has come since, before this command (the in-process Runtime hands it at once). Two
+    // setImmediate hops: the second runs in the next turn, after its poll phase has read the pipe.
+    if (configured.pendingCalls.size > 0) {
+      for (let hop = 0; hop < 2; hop++) await new Promise((resolve) => setImmediate(resolve));
+    }
+    // An eval is answered on this stack (no promise to await); a disposed isolate (close, or its
+    // heap limit) ends the worker of one isolate.
+    const outcome = configured.serveOne(message);
+    if ((outcome === undefined || outcome === 'ended' ? outcome : await outcome) === 'ended') process.exit(0);
   }
 }
 

@@ -151,21 +151,74 @@ export class WorkerSession {
   async serve(message: Message): Promise<'ended' | undefined> {
     if (!('id' in message) || typeof message.id !== 'number') return undefined;
     const id = message.id;
-    this.#currentId = id;
-    // The CPU cap is per command: a long-lived runtime must not die of many short ones.
-    if (this.#host.cpuSecondsPerCommand !== undefined) this.#host.watchdog.setCpuSoftLimit(this.#host.cpuSecondsPerCommand);
-    try {
-      if (message.type === 'command' && message.name === 'dispose') {
+    this.#begin(id);
+    if (message.type === 'command' && message.name === 'dispose') {
+      try {
         await this.close();
         this.#send({ type: 'result', id, value: undefined });
         return 'ended';
+      } catch (error) {
+        return await this.#failed(id, error);
+      } finally {
+        this.#currentId = undefined;
       }
-      mark('serve');
-      const value = await this.#run(message);
+    }
+    mark('serve');
+    return this.#answer(id, this.#run(message));
+  }
+
+  /** A command starts: its console lines carry its id, and its CPU cap is set (per command: a long-lived runtime must not die of many short ones). */
+  #begin(id: number): void {
+    this.#currentId = id;
+    if (this.#host.cpuSecondsPerCommand !== undefined) this.#host.watchdog.setCpuSoftLimit(this.#host.cpuSecondsPerCommand);
+  }
+
+  /**
+   * {@link serve}, with an eval run on this call's stack when its runtime is idle (see
+   * `Runtime.evalNow`): answered before this returns, with no promise between the read and the
+   * isolate. What cannot finish now (a promise the guest returned, a failure that ends the
+   * session) continues as {@link serve} would, and this returns its promise.
+   */
+  serveNow(message: Message): 'ended' | undefined | Promise<'ended' | undefined> {
+    if (message.type !== 'eval' || typeof message.id !== 'number') return this.serve(message);
+    const id = message.id;
+    this.#begin(id);
+    mark('serve');
+    let value: unknown;
+    try {
+      value = this.#runtime.evalNow(message.code, optionsOf(message.options).filename);
+    } catch (error) {
+      return this.#failed(id, error);
+    }
+    if (value instanceof Promise) return this.#answer(id, value);
+    mark('ran');
+    try {
+      this.#send({ type: 'result', id, value: value as never });
+    } catch (error) {
+      // a result the wire refuses (past its limits): the command's error, as in serve
+      return this.#failed(id, error);
+    }
+    this.#currentId = undefined;
+    return undefined;
+  }
+
+  /** Answers a command once `running` settles. */
+  async #answer(id: number, running: Promise<unknown>): Promise<'ended' | undefined> {
+    try {
+      const value = await running;
       mark('ran');
       this.#send({ type: 'result', id, value: value as never });
       return undefined;
     } catch (error) {
+      return await this.#failed(id, error);
+    } finally {
+      this.#currentId = undefined;
+    }
+  }
+
+  /** Answers a command that failed; a heap past its limit ends the session. */
+  async #failed(id: number, error: unknown): Promise<'ended' | undefined> {
+    try {
       this.#send({ type: 'error', id, error: toErrorPayload(error) });
       if (error instanceof HeapLimitExceeded) {
         await this.close();
