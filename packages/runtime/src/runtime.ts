@@ -161,6 +161,8 @@ function remember(source: string, cache: IsolatedVm.ExternalCopy<ArrayBuffer>): 
 
 /** @internal How a worker points its runtime's imports at the parent. */
 export const kModuleSource = Symbol('strata.moduleSource');
+/** @internal How a worker says its host functions need no async context of their own (see Runtime#[kPlainHostCalls]). */
+export const kPlainHostCalls = Symbol('strata.plainHostCalls');
 
 // isolated-vm's own message for a command stopped at its timeout.
 const IVM_TIMEOUT = 'Script execution timed out.';
@@ -301,6 +303,7 @@ export class Runtime implements StrataRuntime {
   readonly #settled = new Map<number, boolean>();
   readonly #deliveries: Delivery[] = [];
   #wakeDriver: (() => void) | undefined;
+  #plainHostCalls = false;
   #inflightHostCalls = 0;
   readonly #egressAbort = new AbortController();
   #nextId = 1;
@@ -700,6 +703,16 @@ export class Runtime implements StrataRuntime {
     this.#moduleSource = source;
   }
 
+  /**
+   * @internal Used by the worker, whose host functions are stand-ins that ask the parent: they
+   * never call back into this runtime and keep no async context, so they run as they are, without
+   * the scope a command's first host call makes (a microsecond or two of every such command in a
+   * `--jitless` worker).
+   */
+  [kPlainHostCalls](): void {
+    this.#plainHostCalls = true;
+  }
+
   /** {@inheritDoc StrataRuntime.evalModule} */
   evalModule(source: string, options: EvalModuleOptions = {}): Promise<Record<string, unknown>> {
     if (typeof source !== 'string') return Promise.reject(new InvalidOption('evalModule(source): source must be a string'));
@@ -1095,9 +1108,12 @@ export class Runtime implements StrataRuntime {
     const budget = this.#activeBudget;
     budget?.pause();
     try {
-      // Every host call of a command comes from the command's own context, so one scope serves them all.
-      const scope = budget === undefined ? this.#hostScope() : (budget.hostScope ??= this.#hostScope());
-      result = scope.runInAsyncScope(entry.fn, undefined, ...args);
+      if (this.#plainHostCalls) result = Reflect.apply(entry.fn, undefined, args);
+      else {
+        // Every host call of a command comes from the command's own context, so one scope serves them all.
+        const scope = budget === undefined ? this.#hostScope() : (budget.hostScope ??= this.#hostScope());
+        result = scope.runInAsyncScope(entry.fn, undefined, ...args);
+      }
     } catch (error) {
       return [1, ...this.#hostErrorForGuest(error)];
     } finally {

@@ -9,7 +9,7 @@ import type { ResolvedModule } from '../module-registry.js';
 import type { MemoryWatchdog } from '../native/native-paths.js';
 import type { RuntimeOptions } from '../options.js';
 import { workerFlags } from '../bootstrap-code-cache.js';
-import { bootstrapCodeCaches, kModuleSource, type Runtime, type RuntimeStartOptions } from '../runtime.js';
+import { bootstrapCodeCaches, kModuleSource, kPlainHostCalls, type Runtime, type RuntimeStartOptions } from '../runtime.js';
 import { mark, takeTimeline } from '../timeline.js';
 import { workerEntry } from './entry-handle.js';
 import { layerCodeCaches } from './layer-scripts.js';
@@ -68,6 +68,7 @@ export class WorkerSession {
       host.channel.send(message);
     });
     runtime[kModuleSource]({ load: (request, referrer) => Promise.resolve(this.#requestModule(request, referrer)) });
+    runtime[kPlainHostCalls]();
   }
 
   /**
