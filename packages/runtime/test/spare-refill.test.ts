@@ -17,6 +17,21 @@ function startHost(options: Parameters<typeof SandboxHost.start>[0]): Promise<Sa
   return SandboxHost.start({ sandbox: linux ? 'require' : 'auto', prewarm: false, ...options });
 }
 
+/** Runs `body` with a host started while the timeline records; the host is closed and the recording stopped after it, whatever happens. */
+async function withRecordingHost(options: Parameters<typeof SandboxHost.start>[0], body: (host: SandboxHost) => Promise<void>): Promise<void> {
+  recordTimeline();
+  try {
+    const host = await startHost(options);
+    try {
+      await body(host);
+    } finally {
+      await host.close();
+    }
+  } finally {
+    stopRecordingTimeline();
+  }
+}
+
 /** The worker's timeline marks since the last collection, in order. */
 async function workerLabels(rt: Parameters<typeof collectTimeline>[0]): Promise<string[]> {
   return (await collectTimeline(rt)).map(([label]) => label).filter((label) => label.startsWith('worker '));
@@ -30,9 +45,7 @@ async function opens(rt: Parameters<typeof collectTimeline>[0], spares = false):
 }
 
 test.serial('a worker kept busy by one isolate still makes spares: a later open is a hand-over', async (t) => {
-  recordTimeline();
-  const host = await startHost({ tenant: 'busy', maxIsolates: 10 });
-  try {
+  await withRecordingHost({ tenant: 'busy', maxIsolates: 10 }, async (host) => {
     const busy = await host.open();
     await busy.eval('0');
     // Take every spare the start made, with no idle moment in between.
@@ -55,10 +68,7 @@ test.serial('a worker kept busy by one isolate still makes spares: a later open 
     t.true(served.includes('worker spare made'), `no spare made in ${commands} commands back to back: ${served.join(', ')}`);
     t.false(served.includes('worker open made an isolate'), `after ${commands} commands back to back: ${served.join(', ')}`);
     for (const rt of [...taken, next, busy]) await rt.close();
-  } finally {
-    await host.close();
-    stopRecordingTimeline();
-  }
+  });
 });
 
 /** Opens `count` isolates back to back, runs `1+1` in each, and says how the worker served the opens and what each answered. */
@@ -123,11 +133,9 @@ test('spareIsolates outside 0–64, or on a pool of one isolate per worker, is r
 });
 
 test.serial('an open and the command behind it, read together, are answered in one write', async (t) => {
-  recordTimeline();
   // Two places: with one open, the host opens none ahead (it keeps the last place for an open
   // with options of its own), so the next open is written to the worker with its first command.
-  const host = await startHost({ tenant: 'held', maxIsolates: 2 });
-  try {
+  await withRecordingHost({ tenant: 'held', maxIsolates: 2 }, async (host) => {
     const busy = await host.open();
     await busy.eval('1');
     // the worker makes its spare for the open below
@@ -148,16 +156,11 @@ test.serial('an open and the command behind it, read together, are answered in o
     t.is(served.filter((label) => label === 'worker written').length, 1, served.join(', '));
     await rt.close();
     await busy.close();
-  } finally {
-    await host.close();
-    stopRecordingTimeline();
-  }
+  });
 });
 
 test.serial('the host opens an isolate ahead: an open with no options writes nothing, and its first command is the first the worker hears of it', async (t) => {
-  recordTimeline();
-  const host = await startHost({ tenant: 'ahead', maxIsolates: 10 });
-  try {
+  await withRecordingHost({ tenant: 'ahead', maxIsolates: 10 }, async (host) => {
     const watcher = await host.open();
     await watcher.eval('1');
     // The worker makes its spares, and the host opens one ahead once the worker next answers (it
@@ -182,10 +185,7 @@ test.serial('the host opens an isolate ahead: an open with no options writes not
     t.is(await rt.eval('typeof globalThis.x'), 'undefined');
     await rt.close();
     await watcher.close();
-  } finally {
-    await host.close();
-    stopRecordingTimeline();
-  }
+  });
 });
 
 test('an isolate opened ahead never takes the last place: an open with options of its own still fits, and the host is full at maxIsolates', async (t) => {
