@@ -26,6 +26,15 @@
  *                                            calls it before a blocking read it expects to be
  *                                            answered soon: a worker that stays on its CPU skips
  *                                            the wake-up, and finds its caches still warm
+ *   readInput(fd, buffer, spinMicros, idle, waited)
+ *                                            the worker's blocking read of what it waits for (its
+ *                                            next command, a host call's reply): a spin of up to
+ *                                            spinMicros first, setIdle around a read that sleeps
+ *                                            on a command, the bytes read returned and the
+ *                                            microseconds waited in waited[0]. One call where a
+ *                                            --jitless worker made five
+ *   writeAll(fd, bytes)                      every byte written to fd (blocking), in one call
+ *                                            instead of fs.writeSync's interpreted wrapper
  *   streamInput(fd, onChunk)                makes fd non-blocking and watches it from the
  *                                            main thread's event loop (a libuv poll handle):
  *                                            onChunk(buffer) for each chunk read, then
@@ -383,6 +392,14 @@ static napi_value disable_dumping(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* The watchdog thread waits while the worker is idle, and is woken when it is not. */
+static void set_idle_state(bool value) {
+  pthread_mutex_lock(&idle_lock);
+  idle = value;
+  if (!value) pthread_cond_signal(&wake);
+  pthread_mutex_unlock(&idle_lock);
+}
+
 static napi_value set_idle(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -392,10 +409,7 @@ static napi_value set_idle(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: setIdle(idle) takes a boolean");
     return NULL;
   }
-  pthread_mutex_lock(&idle_lock);
-  idle = value;
-  if (!value) pthread_cond_signal(&wake);
-  pthread_mutex_unlock(&idle_lock);
+  set_idle_state(value);
   return NULL;
 }
 
@@ -405,26 +419,119 @@ static uint64_t monotonic_us(void) {
   return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
 }
 
+/* Polls fd without blocking for up to micros: true as soon as it is readable, hung up, or in an
+ * error the read that follows will report; false when the time is up. */
+static bool spin_until_readable(int fd, uint64_t micros) {
+  struct pollfd watched = {.fd = fd, .events = POLLIN};
+  const uint64_t until = monotonic_us() + micros;
+  do {
+    int n = poll(&watched, 1, 0);
+    if (n > 0 || (n < 0 && errno != EINTR)) return true;
+  } while (monotonic_us() < until);
+  return false;
+}
+
 static napi_value spin_for_input(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   double fd, micros;
   if (argc < 2 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd) || !integer_arg(env, argv[1], "micros", 0, 1000000, &micros)) return NULL;
-  struct pollfd watched = {.fd = (int)fd, .events = POLLIN};
-  const uint64_t until = monotonic_us() + (uint64_t)micros;
-  bool ready = false;
-  do {
-    int n = poll(&watched, 1, 0);
-    if (n > 0 || (n < 0 && errno != EINTR)) {
-      /* Readable, hung up, or an error the read that follows will report. */
-      ready = true;
-      break;
-    }
-  } while (monotonic_us() < until);
   napi_value result;
-  CHECK(env, napi_get_boolean(env, ready, &result));
+  CHECK(env, napi_get_boolean(env, spin_until_readable((int)fd, (uint64_t)micros), &result));
   return result;
+}
+
+/* The bytes of a Uint8Array argument, or throws a TypeError naming the call and returns false. */
+static bool bytes_arg(napi_env env, napi_value value, const char *call, uint8_t **data, size_t *length) {
+  bool typed = false;
+  napi_typedarray_type type = napi_int8_array;
+  if (napi_is_typedarray(env, value, &typed) == napi_ok && typed &&
+      napi_get_typedarray_info(env, value, &type, length, (void **)data, NULL, NULL) == napi_ok && type == napi_uint8_array)
+    return true;
+  char message[120];
+  snprintf(message, sizeof message, "strata-watchdog: %s takes a Uint8Array", call);
+  napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", message);
+  return false;
+}
+
+/* Throws an Error for a failed read or write: its code is ERR_STRATA_CHANNEL, its message names errno. */
+static void throw_channel_error(napi_env env, const char *call, int fd, int error) {
+  char message[160];
+  snprintf(message, sizeof message, "strata-watchdog: %s on fd %d: %s", call, fd, strerror(error));
+  napi_throw_error(env, "ERR_STRATA_CHANNEL", message);
+}
+
+/*
+ * readInput(fd, buffer, spinMicros, idle, waited): one blocking read of fd into buffer, after a
+ * spin of up to spinMicros for it; when the spin did not find it and `idle` is true, the watchdog
+ * thread waits while the read sleeps (no guest code runs until a command comes). The bytes read
+ * (0 at the end of the stream); waited[0] is set to the microseconds it waited, spun and slept.
+ * One call where a --jitless worker made three (spin, fs.readSync, and a clock read each side).
+ */
+static napi_value read_input(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  double fd, micros;
+  uint8_t *data;
+  size_t length;
+  bool sleeps_idle;
+  if (argc < 5 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd) || !bytes_arg(env, argv[1], "readInput's buffer", &data, &length) ||
+      !integer_arg(env, argv[2], "spinMicros", 0, 1000000, &micros))
+    return NULL;
+  if (napi_get_value_bool(env, argv[3], &sleeps_idle) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: readInput's idle is a boolean");
+    return NULL;
+  }
+  bool typed = false;
+  napi_typedarray_type type = napi_int8_array;
+  size_t slots = 0;
+  double *waited = NULL;
+  if (napi_is_typedarray(env, argv[4], &typed) != napi_ok || !typed ||
+      napi_get_typedarray_info(env, argv[4], &type, &slots, (void **)&waited, NULL, NULL) != napi_ok || type != napi_float64_array || slots < 1) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: readInput's waited is a Float64Array of at least one element");
+    return NULL;
+  }
+  const uint64_t began = monotonic_us();
+  const bool found = micros > 0 && spin_until_readable((int)fd, (uint64_t)micros);
+  const bool sleeps = sleeps_idle && !found;
+  if (sleeps) set_idle_state(true);
+  ssize_t n;
+  do n = read((int)fd, data, length);
+  while (n < 0 && errno == EINTR);
+  const int error = errno;
+  if (sleeps) set_idle_state(false);
+  waited[0] = (double)(monotonic_us() - began);
+  if (n < 0) {
+    throw_channel_error(env, "read", (int)fd, error);
+    return NULL;
+  }
+  napi_value result;
+  CHECK(env, napi_create_double(env, (double)n, &result));
+  return result;
+}
+
+/* writeAll(fd, bytes): writes every byte to fd (blocking: a reader that stops reading stalls the writer). */
+static napi_value write_all(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  double fd;
+  uint8_t *data;
+  size_t length;
+  if (argc < 2 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd) || !bytes_arg(env, argv[1], "writeAll", &data, &length)) return NULL;
+  size_t done = 0;
+  while (done < length) {
+    ssize_t n = write((int)fd, data + done, length - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw_channel_error(env, "write", (int)fd, errno);
+      return NULL;
+    }
+    done += (size_t)n;
+  }
+  return NULL;
 }
 
 /* ---- a pipe read on the main thread's event loop ------------------------------------------- */
@@ -637,6 +744,8 @@ NAPI_MODULE_INIT() {
       {"disableDumping", NULL, disable_dumping, NULL, NULL, NULL, napi_enumerable, NULL},
       {"setIdle", NULL, set_idle, NULL, NULL, NULL, napi_enumerable, NULL},
       {"spinForInput", NULL, spin_for_input, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"readInput", NULL, read_input, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"writeAll", NULL, write_all, NULL, NULL, NULL, napi_enumerable, NULL},
       {"streamInput", NULL, stream_input, NULL, NULL, NULL, napi_enumerable, NULL},
       {"tcpConnect", NULL, tcp_connect, NULL, NULL, NULL, napi_enumerable, NULL},
       {"fingerprint", NULL, fingerprint, NULL, NULL, NULL, napi_enumerable, NULL},

@@ -273,6 +273,139 @@ test('spinForInput(fd, micros) is false after micros on a pipe with nothing in i
   t.true(second.readyMs < 1000, `found the byte after ${second.readyMs} ms`);
 });
 
+/**
+ * Runs `script` in a child node with `watchdog` loaded and its stdin a pipe. Each line the child
+ * prints is handed to `onLine` with its index, which may answer by writing to its stdin (or ending it).
+ */
+function converse(script: string, onLine: (line: string, stdin: NodeJS.WritableStream, index: number) => void): Promise<Exit & { lines: string[] }> {
+  const source = `import { loadWatchdog } from ${JSON.stringify(nativePaths)};\nconst watchdog = loadWatchdog();\n${script}`;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let partial = '';
+    const lines: string[] = [];
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+      partial += chunk;
+      let end: number;
+      while ((end = partial.indexOf('\n')) >= 0) {
+        const line = partial.slice(0, end);
+        partial = partial.slice(end + 1);
+        onLine(line, child.stdin, lines.push(line) - 1);
+      }
+    });
+    child.on('error', reject);
+    const guard = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.on('close', (status, signal) => {
+      clearTimeout(guard);
+      child.stdin.destroy();
+      resolve({ status, signal, stdout, stderr, lines });
+    });
+  });
+}
+
+test('readInput() reads what came after its spin or in its sleep, says how long it waited, is 0 at the end, and checks its arguments', async (t) => {
+  const exit = await converse(
+    `
+    const buffer = Buffer.alloc(64);
+    const waited = new Float64Array(1);
+    const errors = [];
+    for (const args of [[0, 'x', 0, false, waited], [0, buffer, -1, false, waited], [0, buffer, 2_000_000, false, waited], [-1, buffer, 0, false, waited],
+                        [0, buffer, 0, 'yes', waited], [0, buffer, 0, false, new Float64Array(0)], [0, buffer, 0, false, new Uint32Array(1)]]) {
+      try { watchdog.readInput(...args); errors.push('accepted'); } catch (e) { errors.push(e.code); }
+    }
+    let bad;
+    try { watchdog.readInput(999, buffer, 0, false, waited); } catch (e) { bad = [e.code, e.message]; }
+    console.log(JSON.stringify({ errors, bad }));
+    // found by the spin: the parent writes as soon as it reads the line above
+    const spun = watchdog.readInput(0, buffer, 1_000_000, false, waited);
+    console.log(JSON.stringify({ n: spun, text: buffer.toString('utf8', 0, spun), waited: waited[0] }));
+    // no spin: a sleeping read; the parent writes 200 ms after this line
+    const slept = watchdog.readInput(0, buffer, 0, true, waited);
+    console.log(JSON.stringify({ n: slept, text: buffer.toString('utf8', 0, slept), waited: waited[0] }));
+    // the parent ends the pipe
+    const end = watchdog.readInput(0, buffer, 100, false, waited);
+    console.log(JSON.stringify({ n: end }));`,
+    (_line, stdin, index) => {
+      if (index === 0) stdin.write('spun');
+      if (index === 1) setTimeout(() => stdin.write('slept!'), 200);
+      if (index === 2) stdin.end();
+    },
+  );
+  t.is(exit.status, 0, exit.stderr);
+  const [checks, spun, slept, end] = exit.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  t.deepEqual(checks!.errors, [
+    'ERR_INVALID_ARG_TYPE',
+    'ERR_OUT_OF_RANGE',
+    'ERR_OUT_OF_RANGE',
+    'ERR_OUT_OF_RANGE',
+    'ERR_INVALID_ARG_TYPE',
+    'ERR_INVALID_ARG_TYPE',
+    'ERR_INVALID_ARG_TYPE',
+  ]);
+  t.is((checks!.bad as string[])[0], 'ERR_STRATA_CHANNEL');
+  t.regex((checks!.bad as string[])[1]!, /read on fd 999: Bad file descriptor/);
+  t.like(spun, { n: 4, text: 'spun' });
+  t.like(slept, { n: 6, text: 'slept!' });
+  t.true((slept!.waited as number) >= 150_000, `a read that slept 200 ms says it waited ${slept!.waited as number} µs`);
+  t.true((spun!.waited as number) > 0 && (spun!.waited as number) < 1_000_000, `waited ${spun!.waited as number} µs`);
+  t.deepEqual(end, { n: 0 });
+});
+
+test('readInput() with idle: the watchdog thread sleeps while the read does, and polls again after it', async (t) => {
+  const exit = await converse(
+    `
+    import { readFileSync, readdirSync } from 'node:fs';
+    const tasks = () => new Set(readdirSync('/proc/self/task'));
+    const before = tasks();
+    watchdog.start(watchdog.rss() + ${50 * MiB}, 1, 57);
+    const [thread] = [...tasks()].filter((tid) => !before.has(tid));
+    const cpu = () => Number(readFileSync('/proc/self/task/' + thread + '/schedstat', 'latin1').split(' ')[0]) / 1e6;
+    const buffer = Buffer.alloc(8);
+    const waited = new Float64Array(1);
+    const spans = {};
+    for (const idle of [true, false]) {
+      console.log('reading, idle ' + idle);
+      const at = cpu();
+      watchdog.readInput(0, buffer, 0, idle, waited);
+      spans[idle ? 'idle' : 'busy'] = { cpuMs: cpu() - at, waitedMs: waited[0] / 1000 };
+    }
+    console.log(JSON.stringify(spans));`,
+    (line, stdin) => {
+      if (line.startsWith('reading')) setTimeout(() => stdin.write('x'), 400);
+    },
+  );
+  t.is(exit.status, 0, exit.stderr);
+  const spans = JSON.parse(exit.lines.at(-1)!) as Record<'idle' | 'busy', { cpuMs: number; waitedMs: number }>;
+  t.true(spans.idle.waitedMs >= 300 && spans.busy.waitedMs >= 300, JSON.stringify(spans));
+  // idle, the thread is on a CPU only at the two switches (a poll it was in, the wake-up after)
+  t.true(spans.idle.cpuMs < 1, `the watchdog thread used ${spans.idle.cpuMs} ms of CPU while the read slept idle 400 ms`);
+  t.true(spans.busy.cpuMs > 10 * spans.idle.cpuMs, `it polled ${spans.busy.cpuMs} ms while a read that is not idle slept, against ${spans.idle.cpuMs} idle`);
+});
+
+test('writeAll() writes every byte, past what a pipe holds at once, and names the errno when a write fails', async (t) => {
+  const exit = await runWithWatchdog(`
+    import { openSync } from 'node:fs';
+    const bytes = Buffer.alloc(${4 * MiB});
+    for (let i = 0; i < bytes.length; i++) bytes[i] = 32 + (i % 95);
+    watchdog.writeAll(1, bytes);
+    const errors = [];
+    try { watchdog.writeAll(openSync('/dev/null', 'r'), Buffer.from('x')); } catch (e) { errors.push(e.code, e.message); }
+    try { watchdog.writeAll(2, 'text'); } catch (e) { errors.push(e.code); }
+    process.stderr.write(JSON.stringify(errors));`);
+  t.is(exit.status, 0, exit.stderr);
+  t.is(exit.stdout.length, 4 * MiB);
+  let wrong = -1;
+  for (let i = 0; i < exit.stdout.length && wrong < 0; i++) if (exit.stdout.charCodeAt(i) !== 32 + (i % 95)) wrong = i;
+  t.is(wrong, -1, `byte ${wrong} differs`);
+  const [code, message, typeCode] = JSON.parse(exit.stderr) as string[];
+  t.is(code, 'ERR_STRATA_CHANNEL');
+  t.regex(message!, /write on fd \d+: Bad file descriptor/);
+  t.is(typeCode, 'ERR_INVALID_ARG_TYPE');
+});
+
 test('streamInput() delivers every chunk of a pipe in order on the main thread, then undefined once, keeps the event loop alive meanwhile, and holds up no exit', async (t) => {
   // stdin is a pipe the test writes in three pieces, then closes: the child collects what it gets.
   const exit = await new Promise<Exit>((resolve, reject) => {

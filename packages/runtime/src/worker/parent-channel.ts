@@ -7,12 +7,19 @@ import { mark } from '../timeline.js';
 import { SpinPolicy } from './spin-policy.js';
 import { monotonicMs } from '../monotonic.js';
 
-/** How the worker waits (the watchdog addon): a spin before a blocking read, and telling the watchdog it sleeps. */
-export interface Waits {
-  /** Polls `fd` without blocking for up to `micros` µs; true once it is readable. */
-  spinForInput(fd: number, micros: number): boolean;
-  /** The worker sleeps on its next command (true) or has it (false). */
-  setIdle(idle: boolean): void;
+/**
+ * The worker's reads and writes on its channel, and how it waits (the watchdog addon, in C: under
+ * `--jitless` each call into Node's `fs` wrappers costs microseconds of interpreted JavaScript).
+ */
+export interface ChannelIo {
+  /**
+   * One blocking read of `fd` into `buffer`, after a spin of up to `spinMicros` µs for it; while
+   * a read that the spin did not answer sleeps with `idle` true, the watchdog sleeps too. The
+   * bytes read (0 at the end); `waited[0]` is set to the µs it waited, spun and slept.
+   */
+  readInput(fd: number, buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
+  /** Writes every byte of `bytes` to `fd` (blocking). */
+  writeAll(fd: number, bytes: Uint8Array): void;
   /**
    * Watches `fd` from the main thread's event loop until its end, calling `onChunk` with each
    * chunk, then with `undefined`. (Node's sockets would do it, and cost a `--jitless` worker
@@ -47,10 +54,10 @@ function oneIsolate(messages: readonly Message[]): boolean {
   return true;
 }
 
-/** Writes `frame` whole to the parent (a blocking pipe: a parent that stops reading stalls the worker). */
-function writeAll(frame: Uint8Array): void {
+/** Writes `frame` whole to `fd` with Node's own `fs` (a worker without the addon). */
+function writeAllSync(fd: number, frame: Uint8Array): void {
   let offset = 0;
-  while (offset < frame.length) offset += writeSync(CHANNEL_FDS.out, frame, offset, frame.length - offset);
+  while (offset < frame.length) offset += writeSync(fd, frame, offset, frame.length - offset);
 }
 
 /**
@@ -70,16 +77,18 @@ export class ParentChannel {
   readonly #replyBuffer = Buffer.allocUnsafe(64 * 1024);
   readonly #commandBuffer = Buffer.allocUnsafe(64 * 1024);
   #nextCallId = 1;
-  readonly #waits: Waits | undefined;
+  readonly #io: ChannelIo | undefined;
+  /** Where {@link ChannelIo.readInput} puts how long a read waited. */
+  readonly #waited = new Float64Array(1);
   readonly #commandSpin = new SpinPolicy();
   readonly #replySpin = new SpinPolicy();
 
   /**
-   * @param waits - a spin before a blocking read that is expected to be answered soon ({@link SpinPolicy}), and the watchdog's idle switch; none: always sleep.
+   * @param io - reads with a spin before them when an answer is expected soon ({@link SpinPolicy}) and the watchdog's idle switch, and writes; none: Node's `fs`, always sleeping.
    * @param codec - the native codec, tried first for every frame each way (the worker's JavaScript runs jitless); none: @strata/wire's alone.
    */
-  constructor(waits?: Waits, codec?: WireCodec) {
-    this.#waits = waits;
+  constructor(io?: ChannelIo, codec?: WireCodec) {
+    this.#io = io;
     this.#codec = codec;
     const fastDecode = codec === undefined ? undefined : (body: Uint8Array) => codec.decodeBody(body, IN_DEPTH, IN_NODES, IN_STRING_BYTES);
     // the monotonic clock, not performance.now(): see ../monotonic.ts
@@ -97,17 +106,16 @@ export class ParentChannel {
   #read(fd: number, buffer: Buffer, policy: SpinPolicy, idle: boolean): number {
     // nothing waits on the parent with a frame of ours held back
     this.flush();
-    const since = monotonicMs();
-    const waits = this.#waits;
-    const found = waits !== undefined && policy.micros > 0 && waits.spinForInput(fd, policy.micros);
-    const sleeps = idle && waits !== undefined && !found;
-    if (sleeps) waits.setIdle(true);
-    try {
-      return readSync(fd, buffer, 0, buffer.length, null);
-    } finally {
-      if (sleeps) waits.setIdle(false);
-      policy.waited((monotonicMs() - since) * 1000);
-    }
+    const io = this.#io;
+    if (io === undefined) return readSync(fd, buffer, 0, buffer.length, null);
+    const n = io.readInput(fd, buffer, policy.micros, idle, this.#waited);
+    policy.waited(this.#waited[0]!);
+    return n;
+  }
+
+  #writeAll(frame: Uint8Array): void {
+    if (this.#io !== undefined) this.#io.writeAll(CHANNEL_FDS.out, frame);
+    else writeAllSync(CHANNEL_FDS.out, frame);
   }
 
   /** Sends one message. */
@@ -123,7 +131,7 @@ export class ParentChannel {
       return;
     }
     mark('write');
-    writeAll(frame);
+    this.#writeAll(frame);
     mark('written');
   }
 
@@ -137,7 +145,7 @@ export class ParentChannel {
     this.#held = undefined;
     if (held.length === 0) return;
     mark('write');
-    writeAll(held.length === 1 ? held[0]! : Buffer.concat(held));
+    this.#writeAll(held.length === 1 ? held[0]! : Buffer.concat(held));
     mark('written');
   }
 
@@ -201,7 +209,7 @@ export class ParentChannel {
 
   /** `fd`'s chunks as they come: the watchdog addon's watch on the event loop, or (without the addon) a Node socket. */
   #streamInput(fd: number, onChunk: (chunk: Buffer | undefined) => void): void {
-    if (this.#waits !== undefined) return this.#waits.streamInput(fd, onChunk);
+    if (this.#io !== undefined) return this.#io.streamInput(fd, onChunk);
     const { Socket } = createRequire(import.meta.url)('node:net') as typeof import('node:net');
     const stream = new Socket({ fd, readable: true, writable: false });
     stream.on('data', onChunk);
