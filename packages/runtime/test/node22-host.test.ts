@@ -59,11 +59,13 @@ maybe('Node 22 imports every entry; the in-process Runtime and the default runti
 maybe("Node 22 parent: IsolatedRuntime with sandbox 'require' runs its worker on the Node 24 package, with landlock+seccomp and the empty root", (t) => {
   const { out, stderr } = onNode22(`
     import { IsolatedRuntime } from '@strata/runtime';
+    import { readFileSync } from 'node:fs';
     const rt = await IsolatedRuntime.start({ sandbox: 'require', prewarm: false });
     try {
       rt.bindFunction('hostVersion', () => process.version);
       console.log(JSON.stringify({
         sandbox: rt.sandbox, extras: rt.sandboxExtras, workerNode: rt.report.base.workerNode,
+        argv: readFileSync('/proc/' + rt.pid + '/cmdline', 'utf8').split('\\0'),
         layers: rt.report.layers.map((l) => [l.name, l.enforcement]),
         result: await rt.eval('[6 * 7, typeof process, hostVersion()]'),
         read: await rt.eval('typeof require'),
@@ -84,6 +86,9 @@ maybe("Node 22 parent: IsolatedRuntime with sandbox 'require' runs its worker on
   t.is(realpathSync(out.workerNode), expected, 'the worker runs the Node 24 package installed beside @strata/runtime');
   const version = spawnSync(out.workerNode, ['--version'], { encoding: 'utf8' }).stdout.trim();
   t.regex(version, /^v(2[4-9]|[3-9]\d)\./);
+  // another Node than the parent's: the parent names no engine addon, and the worker resolves isolated-vm itself
+  t.true(out.argv.some((arg: string) => arg.endsWith('worker-entry.cjs')), JSON.stringify(out.argv));
+  t.false(out.argv.includes('--engine-addon'));
 });
 
 maybe('Node 22 parent: a SandboxPool hands out sandboxed runtimes, and the CLI doctor reports the sandbox in force', (t) => {

@@ -14,7 +14,7 @@ import type { HostIsolates } from './sandbox-host.js';
 import { unreachableByNobody } from './reachable-by-nobody.js';
 import { buildWorkerFlags } from './v8-flags.js';
 import { verifyWorker } from './verify-worker.js';
-import { resolveWorkerNode } from './worker-node.js';
+import { engineAddonFor, resolveWorkerNode } from './worker-node.js';
 import { WORKER_ENTRY, type LaunchPlan } from './worker-process.js';
 import { timelineRecording } from '../timeline.js';
 import { type BootstrapFile, bootstrapFileFor } from './bootstrap-files.js';
@@ -46,6 +46,7 @@ export async function prepareLaunch(resolved: ResolvedIsolatedOptions, entry: st
     cpuSeconds: resolved.requestTimeout === undefined ? undefined : Math.ceil((2 * resolved.requestTimeout) / 1000),
     entry: entry ?? WORKER_ENTRY,
     launch: layerPlan.launch,
+    engineAddon: engineAddonFor(workerNode),
   };
   const startedAsRoot = process.geteuid?.() === 0;
   if (startedAsRoot) assertReachableByNobody(plan.workerNode, plan.entry);

@@ -74,3 +74,27 @@ export function resolveWorkerNode(workerNode: string | undefined): string {
       `or run your program with Node ${ENGINE_NODE_MAJOR}`,
   );
 }
+
+let engineAddon: string | null | undefined = null;
+
+/**
+ * The engine's native addon (isolated-vm's `.node` file) for a worker that runs `workerNode`,
+ * found here as isolated-vm itself finds it (node-gyp-build), when that worker runs this process's
+ * own Node (the same ABI): the worker then loads the file directly. Its own lookup, node-gyp-build
+ * compiled from source and listing directories under `--jitless`, cost about 5 ms of every start.
+ * Undefined (the worker looks it up itself, as before) for another Node, or when the lookup fails.
+ */
+export function engineAddonFor(workerNode: string): string | undefined {
+  if (workerNode !== process.execPath && versionOf(workerNode) !== process.version) return undefined;
+  if (engineAddon === null) {
+    try {
+      const engineDir = dirname(createRequire(import.meta.url).resolve('isolated-vm/package.json'));
+      const gypBuild = createRequire(join(engineDir, 'package.json'))('node-gyp-build') as { path(dir: string): string };
+      const found = gypBuild.path(engineDir);
+      engineAddon = isAbsolute(found) ? found : undefined;
+    } catch {
+      engineAddon = undefined;
+    }
+  }
+  return engineAddon;
+}

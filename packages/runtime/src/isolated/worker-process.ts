@@ -6,6 +6,7 @@ import { FrameReader, ProtocolError, encodeFrame, type Message } from '@strata/w
 import { WorkerCrashed, type StrataError } from '../errors.js';
 import type { LaunchStep } from '../layers/layer.js';
 import { execHelperPath } from '../native/native-paths.js';
+import { ENGINE_ADDON_ARGUMENT } from '../engine.js';
 import { classifyWorkerEnd, type WorkerActivity } from './worker-end.js';
 
 import { WORKER_FRAME_LIMITS } from '../channel-limits.js';
@@ -25,6 +26,8 @@ export interface LaunchPlan {
   readonly entry: string;
   /** Links layers add to the chain, between the base hardening and Node. */
   readonly launch: readonly LaunchStep[];
+  /** The engine's addon for the worker to load directly (`engineAddonFor`); undefined: it resolves isolated-vm itself. */
+  readonly engineAddon?: string | undefined;
 }
 
 /** The worker entry shipped with the package. */
@@ -34,10 +37,10 @@ export const WORKER_ENTRY = fileURLToPath(new URL('../worker/worker-entry.cjs', 
 
 /** A plan's identity, for matching a prewarmed spare. */
 export function planKey(plan: LaunchPlan): string {
-  return JSON.stringify([plan.workerNode, plan.nodeArgs, plan.cpuSeconds, plan.entry, plan.launch]);
+  return JSON.stringify([plan.workerNode, plan.nodeArgs, plan.cpuSeconds, plan.entry, plan.launch, plan.engineAddon]);
 }
 
-/** The exec helper's command line: base hardening, then Node with the worker entry. */
+/** The exec helper's command line: base hardening, then Node with the worker entry (and its own arguments). */
 export function launchArguments(plan: LaunchPlan): string[] {
   const args: string[] = [];
   if (plan.cpuSeconds !== undefined) args.push('--cpu-seconds', String(plan.cpuSeconds));
@@ -46,6 +49,7 @@ export function launchArguments(plan: LaunchPlan): string[] {
   // Each link runs `program ...args -- next...` and execs the rest of the chain.
   for (const step of plan.launch) args.push(step.program, ...(step.args ?? []), '--');
   args.push(plan.workerNode, ...plan.nodeArgs, plan.entry);
+  if (plan.engineAddon !== undefined) args.push(ENGINE_ADDON_ARGUMENT, plan.engineAddon);
   return args;
 }
 

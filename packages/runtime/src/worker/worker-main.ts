@@ -10,6 +10,7 @@
  */
 import { PROTOCOL_VERSION, type Message, type MessageOf } from '@strata/wire';
 import { toErrorPayload } from '../error-codec.js';
+import { ENGINE_ADDON_ARGUMENT, loadEngineFrom } from '../engine.js';
 import { loadGuestDeadline } from '../guest-deadline.js';
 import { loadWatchdog, loadWireCodec } from '../native/native-paths.js';
 import { Runtime } from '../runtime.js';
@@ -32,6 +33,10 @@ if (codeCacheRejected !== undefined) mark(codeCacheRejected ? 'code cache refuse
 shareRuntimeWithLayers();
 mark('hooks installed');
 const watchdog = loadWatchdog();
+// The engine from the addon the parent found for this Node (src/isolated/worker-node.ts), if it
+// did: resolving isolated-vm through node-gyp-build costs a --jitless worker about 5 ms.
+const engineAddonAt = process.argv.indexOf(ENGINE_ADDON_ARGUMENT, 2);
+if (engineAddonAt > 0) loadEngineFrom(process.argv[engineAddonAt + 1]!);
 // The soft timeout's addon, both halves, while files can still be opened.
 loadGuestDeadline();
 // execve() reset the dumpable flag the exec helper could have set: no core dump, no ptrace
