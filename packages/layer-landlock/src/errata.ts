@@ -9,16 +9,20 @@
  *
  * @module
  */
-import { constants } from 'node:os';
+// node:util, not node:os's errno table: the worker has node:util loaded, and node:os costs a
+// --jitless worker about a millisecond of every start to compile (the layer is Linux only).
+import { getSystemErrorName } from 'node:util';
 
 /** The errata bitmask, or `'unknown (…)'` saying why the kernel could not be asked. */
 export type Errata = number | string;
 
-const EINVAL = constants.errno.EINVAL;
+/** Linux's EINVAL, on every architecture. */
+const EINVAL = 22;
 
 /** `EINVAL` for 22, and so on; the number itself when the name is unknown. */
 export function errnoName(errno: number): string {
-  return Object.entries(constants.errno).find(([, value]) => value === errno)?.[0] ?? `errno ${errno}`;
+  const name = Number.isInteger(errno) && errno > 0 ? getSystemErrorName(-errno) : '';
+  return /^E[A-Z0-9]+$/.test(name) ? name : `errno ${errno}`;
 }
 
 /** What the kernel answered (the bitmask, or -errno), as an {@link Errata}. */

@@ -305,7 +305,9 @@ export class Runtime implements StrataRuntime {
   #wakeDriver: (() => void) | undefined;
   #plainHostCalls = false;
   #inflightHostCalls = 0;
-  readonly #egressAbort = new AbortController();
+  // Made at the first request: a worker's first AbortController loads Node's module for it, about
+  // a millisecond of every cold start under --jitless, and most runtimes never fetch.
+  #egressAbort: AbortController | undefined;
   #nextId = 1;
   #queue: Promise<unknown> = Promise.resolve();
   #queued = 0;
@@ -537,7 +539,7 @@ export class Runtime implements StrataRuntime {
    * Requests in flight are aborted when the runtime closes. Returns their ids.
    */
   #fetchTransport(): [number, number] {
-    const fetches = new GuestFetches(this.#egressAbort.signal);
+    const fetches = new GuestFetches(() => this.#egressClosing());
     const egress = this.#options.egress;
     const transport = this.#nextId++;
     const cancel = this.#nextId++;
@@ -548,6 +550,15 @@ export class Runtime implements StrataRuntime {
     });
     this.#functions.set(cancel, { name: FETCH_CANCEL_GLOBAL, fn: (id: unknown) => fetches.cancel(id), revoked: false });
     return [transport, cancel];
+  }
+
+  /** The signal that aborts this runtime's requests when it closes (already aborted once it has). */
+  #egressClosing(): AbortSignal {
+    if (this.#egressAbort === undefined) {
+      this.#egressAbort = new AbortController();
+      if (this.#closed) this.#egressAbort.abort(this.#closeReason ?? new Error('the runtime is closed'));
+    }
+    return this.#egressAbort.signal;
   }
 
   /** {@inheritDoc StrataRuntime.options} */
@@ -1053,7 +1064,7 @@ export class Runtime implements StrataRuntime {
     if (this.#closed) return;
     this.#closed = true;
     this.#closeReason = reason;
-    this.#egressAbort.abort(reason ?? new Error('the runtime is closed'));
+    this.#egressAbort?.abort(reason ?? new Error('the runtime is closed'));
     this.#console.stopCaptures();
     this.#wakeDriver?.();
     // Before the isolate goes: the watcher must never touch a disposed isolate.

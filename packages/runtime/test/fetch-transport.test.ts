@@ -306,6 +306,26 @@ test('closing the runtime aborts the requests its handler is still working on', 
   t.true(signal!.aborted);
 });
 
+test('closing an in-process Runtime aborts the requests its handler is still working on (its signal is made at the first request)', async (t) => {
+  let signal: AbortSignal | undefined;
+  let started!: () => void;
+  const inHandler = new Promise<void>((resolve) => (started = resolve));
+  const rt = await Runtime.start({
+    bootstrap: EXPOSE_TRANSPORT,
+    egress: (_request, context) => {
+      signal = context.signal;
+      started();
+      return new Promise(() => undefined);
+    },
+  });
+  const pending = rt.eval(GET('http://x/')).catch(() => undefined);
+  await inHandler;
+  t.false(signal!.aborted);
+  await rt.close();
+  await pending;
+  t.true(signal!.aborted);
+});
+
 test('a pool sets egress per checkout: each runtime answers with its own', async (t) => {
   const server = await startServer(t);
   const pool = await SandboxPool.start({ size: 1, sandbox: 'off', bootstrap: EXPOSE_TRANSPORT });

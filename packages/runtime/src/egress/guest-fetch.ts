@@ -94,12 +94,13 @@ export const MAX_CONCURRENT_REQUESTS = 6;
  * id it was sent with, all aborted when the runtime closes.
  */
 export class GuestFetches {
-  readonly #closing: AbortSignal;
+  readonly #closing: () => AbortSignal;
   readonly #inFlight = new Map<number, AbortController>();
   #running = 0;
   readonly #waiting: (() => void)[] = [];
 
-  constructor(closing: AbortSignal) {
+  /** @param closing - the signal that aborts when the runtime closes, asked for at the first request. */
+  constructor(closing: () => AbortSignal) {
     this.#closing = closing;
   }
 
@@ -115,7 +116,7 @@ export class GuestFetches {
     if (typeof id === 'number' && this.#inFlight.has(id)) throw malformed(`request id ${id} is already in flight`);
     const cancel = new AbortController();
     if (typeof id === 'number') this.#inFlight.set(id, cancel);
-    const signal = AbortSignal.any([this.#closing, cancel.signal]);
+    const signal = AbortSignal.any([this.#closing(), cancel.signal]);
     try {
       await this.#turn(signal);
       try {

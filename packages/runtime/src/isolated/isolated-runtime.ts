@@ -190,7 +190,7 @@ export class IsolatedRuntime implements StrataRuntime {
     worker.onExit((error) => this.#onWorkerExit(error));
     // The guest's fetch: every worker asks here, and the egress of the options in force (a pool
     // may set it per checkout) answers, or refuses when there is none.
-    const fetches = new GuestFetches(this.#egressAbort.signal);
+    const fetches = new GuestFetches(() => this.#egressAbort.signal);
     const fetch = (request: unknown, id: unknown) => fetches.answer(this.#options.runtime.egress, request, id, this.#options.runtime.redactHostErrors);
     this.#functions.set(FETCH_GLOBAL, { fn: fetch, async: true, revoked: false, returnedPromise: true });
     this.#functions.set(FETCH_CANCEL_GLOBAL, { fn: (id: unknown) => fetches.cancel(id), async: false, revoked: false, returnedPromise: false });
