@@ -87,7 +87,10 @@ maybe("Node 22 parent: IsolatedRuntime with sandbox 'require' runs its worker on
   const version = spawnSync(out.workerNode, ['--version'], { encoding: 'utf8' }).stdout.trim();
   t.regex(version, /^v(2[4-9]|[3-9]\d)\./);
   // another Node than the parent's: the parent names no engine addon, and the worker resolves isolated-vm itself
-  t.true(out.argv.some((arg: string) => arg.endsWith('worker-entry.cjs')), JSON.stringify(out.argv));
+  t.true(
+    out.argv.some((arg: string) => arg.endsWith('worker-entry.cjs')),
+    JSON.stringify(out.argv),
+  );
   t.false(out.argv.includes('--engine-addon'));
 });
 
