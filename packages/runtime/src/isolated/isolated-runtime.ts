@@ -587,6 +587,23 @@ export class IsolatedRuntime implements StrataRuntime {
     this.#worker.kill(reason);
   }
 
+  /**
+   * A host call or an import from guest code that ran after its command had ended: in a worker of
+   * many isolates, the continuation of an async host call the command did not await runs as soon
+   * as the call settles. Host functions and the module loader answer only during a command (its
+   * limits, its deadline and its host-call count hold them), so the guest gets an error it can
+   * catch, and the worker and its other isolates go on. Not a protocol violation: a careless guest
+   * causes it, and answering it with an error gives a compromised worker nothing.
+   */
+  #refuseOutsideCommand(id: number, what: string): void {
+    const message = `${what} was called by guest code that ran after its command had ended (a promise the command did not await); the host answers only during a command: await it in the command that started it`;
+    try {
+      this.#worker.reply({ type: 'callResult', id, outcome: { ok: false, error: { class: 'StrataError', name: 'Error', message: message.slice(0, 4096) } } });
+    } catch (error) {
+      this.#kill(new WorkerCrashed(`a refusal could not be sent to the worker: ${describeHostError(error, false).message}`, 'protocol', { cause: error }));
+    }
+  }
+
   #violation(what: string): void {
     this.#worker.kill(new WorkerCrashed(`protocol violation: the worker sent ${what}; it was killed`, 'protocol'), 'worker');
   }
@@ -643,7 +660,7 @@ export class IsolatedRuntime implements StrataRuntime {
 
   #onCall(message: MessageOf<'call'>): void {
     const current = this.#current;
-    if (current === undefined) return this.#violation('a host call while no command was running');
+    if (current === undefined) return this.#refuseOutsideCommand(message.id, `host function ${message.name.replace(/#\d+$/, '').slice(0, 100)}`);
     const bound = this.#functions.get(message.name);
     if (bound === undefined) return this.#violation(`a call to host function ${JSON.stringify(message.name.slice(0, 100))}, which it was never given`);
     current.hostCalls++;
@@ -767,7 +784,7 @@ export class IsolatedRuntime implements StrataRuntime {
   }
 
   async #onModuleRequest(message: MessageOf<'moduleRequest'>): Promise<void> {
-    if (this.#current === undefined) return this.#violation('a module request while no command was running');
+    if (this.#current === undefined) return this.#refuseOutsideCommand(message.id, `import ${JSON.stringify(message.specifier.slice(0, 200))}`);
     let outcome: MessageOf<'callResult'>['outcome'];
     try {
       const resolved = await this.#loadWithinTimeout(message);
