@@ -15,24 +15,15 @@
  *                                            CPUs): between, it reads no clock but the vDSO's
  *   disableDumping()                         PR_SET_DUMPABLE 0 (execve() resets it, so the
  *                                            worker sets it itself once Node is running)
- *   setIdle(idle)                            true: the worker is about to sleep on its next
- *                                            command, and runs no guest code until it comes: the
- *                                            watchdog thread waits instead of polling (an idle
- *                                            worker then costs no CPU); false: it polls again,
- *                                            woken at once
- *   spinForInput(fd, micros)                 polls fd without blocking for up to micros
- *                                            microseconds; true as soon as it is readable (or
- *                                            hung up), false when the time is up. The worker
- *                                            calls it before a blocking read it expects to be
- *                                            answered soon: a worker that stays on its CPU skips
- *                                            the wake-up, and finds its caches still warm
  *   readInput(fd, buffer, spinMicros, idle, waited)
  *                                            the worker's blocking read of what it waits for (its
  *                                            next command, a host call's reply): a spin of up to
- *                                            spinMicros first, setIdle around a read that sleeps
- *                                            on a command, the bytes read returned and the
- *                                            microseconds waited in waited[0]. One call where a
- *                                            --jitless worker made five
+ *                                            spinMicros first; around a read that sleeps on a
+ *                                            command (idle: no guest code runs until it comes)
+ *                                            the watchdog thread waits instead of polling, so an
+ *                                            idle worker costs no CPU. Returns the bytes read, and
+ *                                            puts the microseconds waited in waited[0]. One call
+ *                                            where a --jitless worker made five
  *   writeAll(fd, bytes)                      every byte written to fd (blocking), in one call
  *                                            instead of fs.writeSync's interpreted wrapper
  *   streamInput(fd, onChunk)                makes fd non-blocking and watches it from the
@@ -205,7 +196,7 @@ static void die_over_limit(uint64_t rss) {
   _exit(exit_code);
 }
 
-/* Set while the worker sleeps on its next command (setIdle); the watchdog waits on `wake` then. */
+/* Set while the worker sleeps on its next command (readInput with idle); the watchdog waits on `wake` then. */
 static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static bool idle;
@@ -400,19 +391,6 @@ static void set_idle_state(bool value) {
   pthread_mutex_unlock(&idle_lock);
 }
 
-static napi_value set_idle(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  bool value;
-  if (argc < 1 || napi_get_value_bool(env, argv[0], &value) != napi_ok) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: setIdle(idle) takes a boolean");
-    return NULL;
-  }
-  set_idle_state(value);
-  return NULL;
-}
-
 static uint64_t monotonic_us(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -429,17 +407,6 @@ static bool spin_until_readable(int fd, uint64_t micros) {
     if (n > 0 || (n < 0 && errno != EINTR)) return true;
   } while (monotonic_us() < until);
   return false;
-}
-
-static napi_value spin_for_input(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  double fd, micros;
-  if (argc < 2 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd) || !integer_arg(env, argv[1], "micros", 0, 1000000, &micros)) return NULL;
-  napi_value result;
-  CHECK(env, napi_get_boolean(env, spin_until_readable((int)fd, (uint64_t)micros), &result));
-  return result;
 }
 
 /* The bytes of a Uint8Array argument, or throws a TypeError naming the call and returns false. */
@@ -711,18 +678,11 @@ static napi_value fingerprint(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  bool typed = false;
-  if (argc >= 1) CHECK(env, napi_is_typedarray(env, argv[0], &typed));
-  napi_typedarray_type type = napi_int8_array;
+  uint8_t *bytes = NULL;
   size_t length = 0;
-  void *data = NULL;
-  if (typed) CHECK(env, napi_get_typedarray_info(env, argv[0], &type, &length, &data, NULL, NULL));
-  if (!typed || type != napi_uint8_array) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: fingerprint(bytes) takes a Uint8Array");
-    return NULL;
-  }
+  /* a missing argument is undefined (napi_get_cb_info fills the rest): refused as not a Uint8Array */
+  if (!bytes_arg(env, argv[0], "fingerprint(bytes)", &bytes, &length)) return NULL;
   uint64_t hash = 0xcbf29ce484222325ULL; /* FNV-1a 64: offset basis, then xor and multiply by the prime per byte */
-  const uint8_t *bytes = data;
   for (size_t i = 0; i < length; i++) hash = (hash ^ bytes[i]) * 0x100000001b3ULL;
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)hash);
@@ -742,8 +702,6 @@ NAPI_MODULE_INIT() {
       {"threads", NULL, threads, NULL, NULL, NULL, napi_enumerable, NULL},
       {"setCpuSoftLimit", NULL, set_cpu_soft_limit, NULL, NULL, NULL, napi_enumerable, NULL},
       {"disableDumping", NULL, disable_dumping, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"setIdle", NULL, set_idle, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"spinForInput", NULL, spin_for_input, NULL, NULL, NULL, napi_enumerable, NULL},
       {"readInput", NULL, read_input, NULL, NULL, NULL, napi_enumerable, NULL},
       {"writeAll", NULL, write_all, NULL, NULL, NULL, napi_enumerable, NULL},
       {"streamInput", NULL, stream_input, NULL, NULL, NULL, napi_enumerable, NULL},

@@ -285,46 +285,28 @@ test("a handler's own error is redacted unless redactHostErrors is false; an abo
   t.like(await aborting.eval(`${GET('http://x/')}${ERROR}`), { name: 'AbortError' });
 });
 
-test('closing the runtime aborts the requests its handler is still working on', async (t) => {
-  let signal: AbortSignal | undefined;
-  let started!: () => void;
-  const inHandler = new Promise<void>((resolve) => (started = resolve));
-  const rt = await IsolatedRuntime.start({
-    sandbox: 'off',
-    bootstrap: EXPOSE_TRANSPORT,
-    egress: (_request, context) => {
+// The in-process Runtime makes its signal at the first request: closing must abort it all the same.
+for (const [engine, start] of [
+  ['IsolatedRuntime', (egress: EgressHandler) => IsolatedRuntime.start({ sandbox: 'off', bootstrap: EXPOSE_TRANSPORT, egress })],
+  ['Runtime', (egress: EgressHandler) => Runtime.start({ bootstrap: EXPOSE_TRANSPORT, egress })],
+] as const) {
+  test(`${engine}: closing the runtime aborts the requests its handler is still working on`, async (t) => {
+    let signal: AbortSignal | undefined;
+    let started!: () => void;
+    const inHandler = new Promise<void>((resolve) => (started = resolve));
+    const rt = await start((_request, context) => {
       signal = context.signal;
       started();
       return new Promise(() => undefined);
-    },
+    });
+    const pending = rt.eval(GET('http://x/')).catch(() => undefined);
+    await inHandler;
+    t.false(signal!.aborted);
+    await rt.close();
+    await pending;
+    t.true(signal!.aborted);
   });
-  const pending = rt.eval(GET('http://x/')).catch(() => undefined);
-  await inHandler;
-  t.false(signal!.aborted);
-  await rt.close();
-  await pending;
-  t.true(signal!.aborted);
-});
-
-test('closing an in-process Runtime aborts the requests its handler is still working on (its signal is made at the first request)', async (t) => {
-  let signal: AbortSignal | undefined;
-  let started!: () => void;
-  const inHandler = new Promise<void>((resolve) => (started = resolve));
-  const rt = await Runtime.start({
-    bootstrap: EXPOSE_TRANSPORT,
-    egress: (_request, context) => {
-      signal = context.signal;
-      started();
-      return new Promise(() => undefined);
-    },
-  });
-  const pending = rt.eval(GET('http://x/')).catch(() => undefined);
-  await inHandler;
-  t.false(signal!.aborted);
-  await rt.close();
-  await pending;
-  t.true(signal!.aborted);
-});
+}
 
 test('a pool sets egress per checkout: each runtime answers with its own', async (t) => {
   const server = await startServer(t);

@@ -37,26 +37,17 @@ export interface MemoryWatchdog {
    */
   setCpuSoftLimit(seconds: number): void;
   /**
-   * Polls `fd` without blocking for up to `micros` microseconds (0–1 000 000): true as soon as it
-   * is readable or hung up, false when the time is up. Spent on the CPU, never asleep.
-   */
-  spinForInput(fd: number, micros: number): boolean;
-  /**
    * One blocking read of `fd` into `buffer` (at most its length), after a spin of up to
-   * `spinMicros` µs (0–1 000 000) for it. While a read that the spin did not answer sleeps with
-   * `idle` true, the watchdog thread waits too, as with {@link setIdle}. Returns the bytes read (0
+   * `spinMicros` µs (0–1 000 000) for it, spent on the CPU. While a read that the spin did not
+   * answer sleeps with `idle` true (the worker waits for its next command, and no guest code runs
+   * until it comes), the watchdog thread waits instead of polling, so an idle worker costs no CPU;
+   * it polls again, woken at once, when the read returns. Returns the bytes read (0
    * at the end of the stream) and sets `waited[0]` to the microseconds it waited, spun and slept;
    * throws an Error (code `ERR_STRATA_CHANNEL`, its message names the errno) when the read fails.
    */
   readInput(fd: number, buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
   /** Writes every byte of `bytes` to `fd`, blocking; throws as {@link readInput} does when a write fails. */
   writeAll(fd: number, bytes: Uint8Array): void;
-  /**
-   * `true` before the worker sleeps on its next command (no guest code runs until it comes): the
-   * watchdog thread waits instead of polling, so an idle worker costs no CPU. `false` once it
-   * came: the thread is woken and polls again.
-   */
-  setIdle(idle: boolean): void;
   /** `PR_SET_DUMPABLE 0`: no core dump, no ptrace attach by same-uid processes, /proc/<pid> owned by root. */
   disableDumping(): void;
   /**
