@@ -13,7 +13,7 @@ export const COLD_PHASES = [
   ['the layer modules imported', 'worker configure', 'worker layers: loaded'],
   ["the layers' apply, seal and self-tests", 'worker layers: loaded', 'worker layers applied and self-tested'],
   ["the guest's isolate (Strata's prelude; no bootstrap)", 'worker layers applied and self-tested', 'worker configured'],
-  ['checked from outside, a warm-up call, the first 1+1', 'worker configured', 'first 1+1 answered'],
+  ['checked from outside, the first 1+1 (and a warm-up call, before stop 45)', 'worker configured', 'first 1+1 answered'],
 ];
 
 export const WARM_PHASES = [

@@ -39,7 +39,7 @@ import { mark, type TimelineMark } from '../timeline.js';
 
 /** The parent kills a worker with more threads than this: a thread bomb stays under any memory ceiling. */
 export const MAX_WORKER_THREADS = 64;
-// Bound, called and revoked once at start (see start()).
+// Bound, called and revoked once by internals.warmUp (a pool's spare, before anyone waits for it).
 const WARM_UP_GLOBAL = '__strataWarmUp';
 // How often the parent checks a busy worker from outside (the worker checks itself every 20 ms).
 const SUPERVISOR_TICK_MS = 50;
@@ -87,6 +87,14 @@ export interface RuntimeInternals {
   attach(options: ResolvedIsolatedOptions, port: WorkerPort, report: SandboxReport, sharing: SharingView): IsolatedRuntime;
   /** The worker's timeline marks so far (the bench's breakdowns; see timeline.ts), taken from the worker. */
   workerTimeline(rt: IsolatedRuntime): Promise<TimelineMark[]>;
+  /**
+   * The host-call path once, both halves (an eval that awaits an async host function), for a
+   * runtime made ahead of its use (a pool's spare): the worker runs jitless and a fresh process
+   * pays its first wake-ups, so its first host call costs about 1 ms more than later ones. Not in
+   * start(): there the caller waits, and the three messages cost a cold start about 6 ms, more
+   * than they save its first host call. Nothing of it stays in the guest.
+   */
+  warmUp(rt: IsolatedRuntime): Promise<void>;
   /** A V8 code cache of the worker's bundle as compiled so far (scripts/make-worker-cache.mjs). */
   workerCodeCache(rt: IsolatedRuntime): Promise<{ worker: Uint8Array; bootstraps: CodeCacheEntry[]; layers: CodeCacheEntry[] }>;
 }
@@ -161,6 +169,14 @@ export class IsolatedRuntime implements StrataRuntime {
       options: (rt) => rt.#options,
       attach: (options, port, report, sharing) => new IsolatedRuntime(FACTORY, options, port, report, undefined, sharing),
       workerTimeline: (rt) => rt.#command({ type: 'command', id: 0, name: 'timeline', params: {} }) as Promise<TimelineMark[]>,
+      warmUp: async (rt) => {
+        rt.bindFunction(WARM_UP_GLOBAL, async () => 0);
+        try {
+          await rt.eval(`${WARM_UP_GLOBAL}()`); // an async host function: its settle path is the longer one
+        } finally {
+          rt.revoke(WARM_UP_GLOBAL);
+        }
+      },
       workerCodeCache: (rt) =>
         rt.#command({ type: 'command', id: 0, name: 'codeCache', params: {} }) as Promise<{
           worker: Uint8Array;
@@ -224,13 +240,6 @@ export class IsolatedRuntime implements StrataRuntime {
       mark('configured');
       runtime.#report = finishLaunch(launch, worker.pid, configured.layers ?? []);
       mark('verified');
-      // The host-call path once, both halves, before the runtime is handed out (a pool fills in
-      // the background): the worker runs jitless, so V8 compiles each function on its first
-      // call, and the first host call of a fresh worker would otherwise add about 2 ms to a
-      // pooled runtime's first command. Nothing of it stays in the guest.
-      runtime.bindFunction(WARM_UP_GLOBAL, async () => 0);
-      await runtime.eval(`${WARM_UP_GLOBAL}()`); // an async host function: its settle path is the longer one
-      runtime.revoke(WARM_UP_GLOBAL);
       mark('ready');
     } catch (error) {
       await runtime.close();

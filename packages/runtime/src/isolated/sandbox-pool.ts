@@ -433,15 +433,16 @@ export class SandboxPool implements AsyncDisposable {
   }
 
   /**
-   * A pooled runtime: started, then one command run, so the worker's first-command paths
-   * (interpreted under --jitless) and page faults are paid in the background, not by a session.
-   * With isolatesPerWorker above 1, a host for a tenant yet to come (it warms itself up).
+   * A pooled runtime: started, then an eval that calls a host function, so the worker's
+   * first-command paths (interpreted under --jitless), its first wake-ups and page faults are
+   * paid in the background, not by a session. With isolatesPerWorker above 1, a host for a
+   * tenant yet to come (it warms itself up).
    */
   async #startWarm(): Promise<Ready> {
     if (this.#hostIsolates.maxIsolates > 1) return this.#startHost();
     const rt = await IsolatedRuntime.start(this.#workerOptions);
     try {
-      await rt.eval('0');
+      await internals.warmUp(rt);
     } catch (error) {
       await rt.close();
       throw error;
