@@ -30,6 +30,32 @@ export const HOST_FS: HostFs = Object.freeze({
   readlink: (path: string) => readlinkSync(path, 'utf8'),
 });
 
+/** `host`, asked once per path: answers (and a throw from readlink) are kept for the caller's plan. */
+function memoized(host: HostFs): HostFs {
+  const kinds = new Map<string, ReturnType<HostFs['kind']>>();
+  const targets = new Map<string, { target: string } | { error: unknown }>();
+  return {
+    kind(path) {
+      let kind = kinds.get(path);
+      if (kind === undefined) kinds.set(path, (kind = host.kind(path)));
+      return kind;
+    },
+    readlink(path) {
+      let answer = targets.get(path);
+      if (answer === undefined) {
+        try {
+          answer = { target: host.readlink(path) };
+        } catch (error) {
+          answer = { error };
+        }
+        targets.set(path, answer);
+      }
+      if ('error' in answer) throw answer.error;
+      return answer.target;
+    },
+  };
+}
+
 /** One step of building the new root, in the helper's terms. */
 export type RootOp =
   | { readonly op: 'mkdir'; readonly path: string }
@@ -117,7 +143,10 @@ const depth = (path: string) => path.split('/').length;
  * (so `/lib64/ld-linux-x86-64.so.2` works where `/lib64` is a link), and the directories that hold
  * them. Throws naming a path that is missing, or when no staging directory fits.
  */
-export function planRoot(files: readonly WorkerFile[], fs: HostFs = HOST_FS): RootPlan {
+export function planRoot(files: readonly WorkerFile[], host: HostFs = HOST_FS): RootPlan {
+  // One view of the host per plan: the same components (/usr, the install's root) lie on the way
+  // to most paths, and each lstat is a system call (about 340 of them per plan without this).
+  const fs = memoized(host);
   const binds = new Map<string, 'dir' | 'file'>();
   const links = new Map<string, string>();
   for (const file of files) {

@@ -7,7 +7,7 @@ import { dirname } from 'node:path';
  * others — or undefined when it can. Checked from the mode bits, without switching users.
  */
 export function unreachableByNobody(file: string, need: 0o004 | 0o001): string | undefined {
-  const real = realpathSync(file);
+  const real = realpathSync.native(file);
   if ((statSync(real).mode & need) === 0) return `${real} is not ${need === 0o001 ? 'executable' : 'readable'} by others`;
   for (let dir = dirname(real); ; dir = dirname(dir)) {
     if ((statSync(dir).mode & 0o001) === 0) return `${dir} is not searchable by others`;

@@ -59,7 +59,7 @@ export function nodeModulesWithRuntime(from: string): string | undefined {
 
 /** Node's install directory: `<prefix>` of `<prefix>/bin/node`, else the binary's own directory. */
 export function nodeInstallDir(execPath: string): string {
-  const real = realpathSync(execPath);
+  const real = realpathSync.native(execPath);
   const bin = dirname(real);
   return basename(bin) === 'bin' ? dirname(bin) : bin;
 }
@@ -112,9 +112,10 @@ export function parseMaps(maps: string): string[] {
   return [...paths];
 }
 
+/** The real path (the C library's realpath: Node's own walks every component in JavaScript, an lstat each), or `path` itself when it cannot be resolved. */
 function realpathOr(path: string): string {
   try {
-    return realpathSync(path);
+    return realpathSync.native(path);
   } catch {
     return path;
   }
@@ -131,7 +132,7 @@ const opensslDirs = new Map<string, string | undefined>();
 export function opensslConfig(execPath: string): string | undefined {
   let dir = opensslDirs.get(execPath);
   if (!opensslDirs.has(execPath)) {
-    dir = findOpensslDir(realpathSync(execPath));
+    dir = findOpensslDir(realpathSync.native(execPath));
     opensslDirs.set(execPath, dir);
   }
   if (dir === undefined || !dir.startsWith('/')) return undefined;
