@@ -26,6 +26,7 @@ import {
   type DeniedCall,
   type RuleValue,
 } from './policy.js';
+import { X32_SYSCALL_BIT } from './constants.js';
 import { HIGHEST_REVIEWED, SYSCALLS, type Arch } from './syscall-table.js';
 
 /** One classic BPF instruction (struct sock_filter). */
@@ -62,8 +63,7 @@ export const SECCOMP_RET = Object.freeze({
 /** AUDIT_ARCH_* (linux/audit.h): what seccomp_data.arch holds for native calls. */
 export const AUDIT_ARCH: Readonly<Record<Arch, number>> = Object.freeze({ x86_64: 0xc000003e, aarch64: 0xc00000b7 });
 
-/** The x32 ABI's bit in the system call number (x86_64 only; on aarch64 it is simply above the highest number). */
-export const X32_SYSCALL_BIT = 0x40000000;
+export { archOf, X32_SYSCALL_BIT } from './constants.js';
 
 /** Offsets in struct seccomp_data: nr, arch, instruction_pointer, then args[6] (u64, little-endian on both architectures). */
 export const SECCOMP_DATA = Object.freeze({ nr: 0, arch: 4, argLow: (i: number) => 16 + 8 * i, argHigh: (i: number) => 20 + 8 * i });
@@ -275,9 +275,4 @@ export function serializeFilter(instructions: readonly BpfInstruction[]): Buffer
     buffer.writeUInt32LE(ins.k >>> 0, i * 8 + 4);
   });
   return buffer;
-}
-
-/** The architecture name of the filter for a Node `process.arch`, or undefined where seccomp is not supported by this layer. */
-export function archOf(nodeArch: string): Arch | undefined {
-  return nodeArch === 'x64' ? 'x86_64' : nodeArch === 'arm64' ? 'aarch64' : undefined;
 }

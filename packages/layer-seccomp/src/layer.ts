@@ -4,8 +4,8 @@
  *
  * - probe: Linux x86_64/aarch64 with the addon built, and a test-fire: a throwaway child installs
  *   the same filter and must exit cleanly (under architecture emulation the filter can kill it).
- * - apply: compiles the policy for `process.arch` and `process.pid` and installs it on every
- *   thread (TSYNC), after PR_SET_NO_NEW_PRIVS.
+ * - apply: installs the policy as the build compiled it for `process.arch`, with `process.pid`
+ *   filled in (filter-templates.ts), on every thread (TSYNC), after PR_SET_NO_NEW_PRIVS.
  * - selfTest: fires, in this process, what the filter exists to stop, and checks every thread.
  *
  * @module
@@ -15,11 +15,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ApplyContext, LaunchContext, LaunchStep, Layer, LayerCapability, ProbeContext, SelfTestContext } from '@strata/runtime/layers';
 import { NO_IO_URING_HELPER, addonUnavailableReason, loadAddon } from './addon.js';
-import { archOf, compileFilter, serializeFilter, X32_SYSCALL_BIT, type CompiledFilter } from './compile-filter.js';
-import { CONSTANTS, ERRNO } from './policy.js';
+// Not the policy, the kernel's tables or the compiler: the worker imports this module, and installs
+// the build's compiled filter (filter-templates.ts).
+import { archOf, CONSTANTS, ERRNO, X32_SYSCALL_BIT } from './constants.js';
+import { ioUringCallsOf, programFor, readFilterTemplates, templateFor, workerCallNumber, type FilterTemplates } from './filter-templates.js';
 import { threadStatus } from './status.js';
 import type { Arch } from './syscall-table.js';
-import { syscallNumber } from './compile-filter.js';
 import { TEST_FIRE_MARKER } from './test-fire-marker.js';
 import { ioUringMayBeInUse } from './io-uring.js';
 
@@ -41,6 +42,16 @@ const PROVIDES = Object.freeze([
   'signals-self-only',
   'no-path-truncate',
 ]);
+
+/** Why the build's compiled filter cannot be used here (a build that did not make it), or undefined. */
+function templatesUnavailableReason(): string | undefined {
+  try {
+    readFilterTemplates();
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
 
 /** The test-fire's answer is the same for the whole process: it runs once. */
 let fired: { gap: string | undefined } | undefined;
@@ -74,7 +85,7 @@ function probe(context: ProbeContext): LayerCapability {
       ? `seccomp is Linux only (this is ${context.platform})`
       : !arch
         ? `the seccomp filter is written for x86_64 and aarch64 only (this is ${context.arch})`
-        : (addonUnavailableReason() ?? testFire());
+        : (addonUnavailableReason() ?? templatesUnavailableReason() ?? testFire());
   return gap
     ? { available: false, provides: [], missing: [gap], detail: arch ? { arch } : {} }
     : { available: true, provides: [...PROVIDES], missing: [], detail: { arch: arch!, testFired: true } };
@@ -90,23 +101,26 @@ function launch(context: LaunchContext): LaunchStep | undefined {
   return { program: NO_IO_URING_HELPER };
 }
 
-let installed: CompiledFilter | undefined;
+let installed: { arch: Arch } | undefined;
 
 function apply(context: ApplyContext): void {
   const arch = archOf(process.arch);
   if (!arch) throw new Error(`the seccomp filter is written for x86_64 and aarch64 only (this is ${process.arch})`);
   const addon = loadAddon();
-  const filter = compileFilter(arch, process.pid, { allowIoUringEnter: ioUringMayBeInUse(addon, arch) });
-  addon.install(serializeFilter(filter.instructions));
-  installed = filter;
+  // Read before anything is installed, while every file can still be opened.
+  const templates = readFilterTemplates();
+  const allowIoUringEnter = ioUringMayBeInUse(addon, ioUringCallsOf(templates, arch));
+  const template = templateFor(templates, arch, allowIoUringEnter);
+  addon.install(programFor(template, process.pid));
+  installed = { arch };
   context.report({
     arch,
     pid: process.pid,
-    instructions: filter.instructions.length,
-    rules: filter.argRules,
-    deniedCalls: filter.deniedCalls,
-    highestReviewed: filter.highestReviewed,
-    ioUring: filter.ioUringEnterAllowed ? "setup denied; enter/register allowed for libuv's existing rings" : 'denied',
+    instructions: template.instructions,
+    rules: template.argRules,
+    deniedCalls: template.deniedCalls,
+    highestReviewed: template.highestReviewed,
+    ioUring: allowIoUringEnter ? "setup denied; enter/register allowed for libuv's existing rings" : 'denied',
   });
 }
 
@@ -128,8 +142,8 @@ export interface Attempt {
  *
  * @internal
  */
-export function selfTestAttempts(arch: Arch, parentPid: number): Attempt[] {
-  const nr = (name: string) => syscallNumber(name, arch)!;
+export function selfTestAttempts(arch: Arch, parentPid: number, templates: FilterTemplates = readFilterTemplates()): Attempt[] {
+  const nr = (name: string) => workerCallNumber(templates, arch, name);
   const C = CONSTANTS;
   return [
     { what: 'socket(AF_INET)', nr: nr('socket'), args: [C.AF_INET, 1, 0], expect: -ERRNO.EPERM },
@@ -151,26 +165,28 @@ export function selfTestAttempts(arch: Arch, parentPid: number): Attempt[] {
     { what: 'openat(AT_FDCWD, NULL, O_RDONLY | O_TRUNC)', nr: nr('openat'), args: [-100, 0, C.O_TRUNC, 0], expect: -ERRNO.EPERM },
     { what: 'truncate(NULL, 0)', nr: nr('truncate'), args: [0, 0], expect: -ERRNO.EPERM },
     { what: 'openat2', nr: nr('openat2'), args: [-100, 0, 0, 0], expect: -ERRNO.ENOSYS },
-    { what: 'x32 getpid', nr: (X32_SYSCALL_BIT | (syscallNumber('getpid', arch) ?? 0)) >>> 0, args: [], expect: -ERRNO.EPERM },
+    { what: 'x32 getpid', nr: (X32_SYSCALL_BIT | nr('getpid')) >>> 0, args: [], expect: -ERRNO.EPERM },
   ];
 }
 
 function selfTest(context: SelfTestContext): void {
   const addon = loadAddon();
   const arch = installed?.arch ?? archOf(process.arch)!;
+  const templates = readFilterTemplates();
+  const nr = (name: string) => workerCallNumber(templates, arch, name);
   if (addon.mode() !== 2 || addon.noNewPrivs() !== 1)
     throw new Error(`the filter is not in force on this thread (Seccomp ${addon.mode()}, NoNewPrivs ${addon.noNewPrivs()})`);
   const through: string[] = [];
-  for (const attempt of selfTestAttempts(arch, process.ppid)) {
+  for (const attempt of selfTestAttempts(arch, process.ppid, templates)) {
     const result = addon.rawSyscall(attempt.nr, ...attempt.args);
     if (result !== attempt.expect) through.push(`${attempt.what} returned ${result}, expected ${attempt.expect}`);
   }
   // positive controls: what the worker needs still works
-  const getpid = addon.rawSyscall(syscallNumber('getpid', arch)!);
+  const getpid = addon.rawSyscall(nr('getpid'));
   if (getpid !== process.pid) through.push(`getpid returned ${getpid}: allowed calls are broken`);
-  const killSelf = addon.rawSyscall(syscallNumber('kill', arch)!, process.pid, 0);
+  const killSelf = addon.rawSyscall(nr('kill'), process.pid, 0);
   if (killSelf !== 0) through.push(`kill(self, 0) returned ${killSelf}: signals to the worker itself are broken`);
-  const openNull = addon.rawSyscall(syscallNumber('openat', arch)!, -100, 0, 0, 0);
+  const openNull = addon.rawSyscall(nr('openat'), -100, 0, 0, 0);
   if (openNull !== -14) through.push(`openat(AT_FDCWD, NULL, O_RDONLY) returned ${openNull}, expected EFAULT: opens without O_TRUNC are broken`);
   if (through.length > 0) throw new Error(`the seccomp filter let through: ${through.join('; ')}`);
   let threads: string | number;
@@ -185,7 +201,7 @@ function selfTest(context: SelfTestContext): void {
     // Another layer (Landlock, an empty root) may hide /proc from the worker: the parent checks from outside.
     threads = `unreadable here (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); left to the parent's check of /proc/<pid>/task`;
   }
-  context.report({ selfTestAttempts: selfTestAttempts(arch, process.ppid).length, threadsCovered: threads });
+  context.report({ selfTestAttempts: selfTestAttempts(arch, process.ppid, templates).length, threadsCovered: threads });
 }
 
 /** The seccomp layer. Options: none yet (reserved). */

@@ -12,7 +12,8 @@
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { loadAddon } from './addon.js';
-import { archOf, compileFilter, serializeFilter } from './compile-filter.js';
+import { archOf } from './constants.js';
+import { ioUringCallsOf, programFor, readFilterTemplates, templateFor } from './filter-templates.js';
 import { ioUringMayBeInUse } from './io-uring.js';
 import { TEST_FIRE_MARKER } from './test-fire-marker.js';
 
@@ -23,7 +24,10 @@ async function main(): Promise<void> {
   const arch = archOf(process.arch);
   if (!arch) throw new Error(`unsupported architecture ${process.arch}`);
   const addon = loadAddon();
-  addon.install(serializeFilter(compileFilter(arch, process.pid, { allowIoUringEnter: ioUringMayBeInUse(addon, arch) }).instructions));
+  // The worker's filter exactly: the build's template for this architecture, with this pid.
+  const templates = readFilterTemplates();
+  const allowIoUringEnter = ioUringMayBeInUse(addon, ioUringCallsOf(templates, arch));
+  addon.install(programFor(templateFor(templates, arch, allowIoUringEnter), process.pid));
   const blocks = Array.from({ length: 64 }, (_, i) => Buffer.alloc(1 << 16, i));
   await new Promise((resolve) => setTimeout(resolve, 5));
   const fromThread = await new Promise<unknown>((resolve, reject) => {
