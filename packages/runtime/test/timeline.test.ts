@@ -14,18 +14,20 @@ test.serial('the timeline follows a cold start and a round trip through both pro
     try {
       const start = await collectTimeline(rt);
       const labels = start.map(([label]) => label);
+      // The configuration is written at spawn (before the worker's hello), and the layers' report
+      // is checked from outside while the worker makes its isolate.
       const order = [
         'parent start',
         'parent spawn',
+        'parent written',
         'worker node start',
         'worker modules loaded',
         'worker hello',
-        'parent hello',
         'worker configure',
         'worker layers applied and self-tested',
-        'worker configured',
-        'parent configured',
+        'parent reported',
         'parent verified',
+        'parent configured',
         'parent ready',
       ];
       let last = -1;
@@ -34,6 +36,10 @@ test.serial('the timeline follows a cold start and a round trip through both pro
         t.true(at > last, `${label} comes after the marks before it (${labels.join(', ')})`);
         last = at;
       }
+      const before = (a: string, b: string) => t.true(labels.indexOf(a) >= 0 && labels.indexOf(a) < labels.indexOf(b), `${a} before ${b}`);
+      before('worker hello', 'parent hello');
+      before('worker layers applied and self-tested', 'worker configured');
+      before('worker configured', 'parent configured');
       // each default layer's hooks are marked
       t.true(
         labels.some((label) => /^worker \w+ selfTest$/.test(label)),

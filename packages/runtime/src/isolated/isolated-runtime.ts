@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { types } from 'node:util';
 import { ProtocolError } from '@strata/wire';
-import type { Message, MessageOf } from '@strata/wire';
+import type { Message, MessageOf, WireObject } from '@strata/wire';
 import type { CodeCacheEntry } from '../bootstrap-code-cache.js';
 import type { ConsoleCapture, ConsoleEntry } from '../console-capture.js';
 import { ConsoleHub } from '../console-hub.js';
@@ -39,6 +39,8 @@ import { mark, type TimelineMark } from '../timeline.js';
 
 /** The parent kills a worker with more threads than this: a thread bomb stays under any memory ceiling. */
 export const MAX_WORKER_THREADS = 64;
+// A standalone runtime's first request id: its configure, written when the worker is spawned.
+const FIRST_REQUEST_ID = 1;
 // Bound, called and revoked once by internals.warmUp (a pool's spare, before anyone waits for it).
 const WARM_UP_GLOBAL = '__strataWarmUp';
 // How often the parent checks a busy worker from outside (the worker checks itself every 20 ms).
@@ -155,6 +157,8 @@ export class IsolatedRuntime implements StrataRuntime {
   #closeReason: StrataError | undefined;
   #closeListeners: ((reason: StrataError) => void)[] = [];
   readonly #egressAbort = new AbortController();
+  // Set while a start waits for the worker's layer report (see start()).
+  #onReport: ((report: WireObject) => void) | undefined;
 
   static {
     // For SandboxPool, in this package only (not exported from the index).
@@ -225,21 +229,57 @@ export class IsolatedRuntime implements StrataRuntime {
     const resolved = resolveIsolatedOptions(options);
     const launch = await prepareLaunch(resolved, testEntry);
     mark('planned');
-    const worker = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout);
+    // The configuration is known before the worker is: a new worker is sent it at once (a spare
+    // that said hello long ago, when it is taken). `earlyReport`: the worker reports its layers
+    // as soon as they are applied and self-tested, before it makes the guest's isolate, so the
+    // check from outside runs while it does.
+    const configure: MessageOf<'configure'> = {
+      type: 'configure',
+      id: FIRST_REQUEST_ID,
+      options: { ...configureOptions(resolved, launch), earlyReport: true },
+    };
+    const { worker, firstSent } = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout, configure);
     mark('hello');
     // Nothing is in force until the pipeline has finished the report (nobody sees it before).
     const runtime = new IsolatedRuntime(FACTORY, resolved, worker, { sandbox: 'none', sandboxExtras: [], layers: [], base: launch.base }, worker);
+    runtime.#nextId = FIRST_REQUEST_ID + 1;
+    let verified = false;
     try {
+      // Only once the worker's layers are in force may guest code run: what the worker claims
+      // is checked from outside (in /proc), and a broken promise kills it before its isolate is
+      // even made. A worker that reports twice, after its configure or not at all is killed too.
+      const onReport = (report: WireObject) => {
+        // before the configure's answer, never after it
+        if (runtime.#current?.id !== FIRST_REQUEST_ID) return runtime.#violation('a report after its configuration was answered');
+        mark('reported');
+        const layers = (Array.isArray(report['layers']) ? report['layers'] : []) as unknown as LayerReport[];
+        try {
+          runtime.#report = finishLaunch(launch, worker.pid, layers);
+          verified = true;
+          mark('verified');
+        } catch (error) {
+          runtime.#kill(error instanceof StrataError ? error : new WorkerCrashed(`the worker's sandbox could not be verified: ${String(error)}`, 'start'));
+        }
+      };
+      runtime.#onReport = onReport;
       // Configuring runs the layer pipeline (probes, self-tests): bounded by a start deadline of
       // its own, not by requestTimeout, which is meant for the guest's commands.
       const startDeadline = Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0);
-      const configured = (await runtime.#request({ type: 'configure', id: runtime.#nextId++, options: configureOptions(resolved, launch) }, startDeadline)) as {
-        layers?: LayerReport[];
-      };
-      // Only then may guest code run: what the worker claims is checked from outside (in /proc).
+      const configuring = runtime.#request(configure, startDeadline, firstSent);
+      // What came with the hello (this process was busy: a report, even the answer), now that the
+      // request is registered.
+      worker.deliverKeptMessages();
+      await configuring;
+      runtime.#onReport = undefined;
       mark('configured');
-      runtime.#report = finishLaunch(launch, worker.pid, configured.layers ?? []);
-      mark('verified');
+      if (!verified) {
+        const reason = new WorkerCrashed(
+          'protocol violation: the worker answered its configuration without reporting its layers first; it was killed',
+          'protocol',
+        );
+        runtime.#kill(reason);
+        throw reason;
+      }
       mark('ready');
     } catch (error) {
       await runtime.close();
@@ -453,7 +493,8 @@ export class IsolatedRuntime implements StrataRuntime {
     return run;
   }
 
-  #request(message: Message, deadline = this.#options.requestTimeout): Promise<unknown> {
+  /** `sent`: the message is on its way already (a start's configure, written at spawn): only its answer is awaited. */
+  #request(message: Message, deadline = this.#options.requestTimeout, sent = false): Promise<unknown> {
     const activity = activityOf(message);
     return new Promise((resolve, reject) => {
       // Idle again as soon as the answer is in: a death after it is not this command's.
@@ -480,7 +521,7 @@ export class IsolatedRuntime implements StrataRuntime {
       };
       this.#superviseWhileBusy();
       this.#worker.setActivity(activity);
-      this.#worker.send(message);
+      if (!sent) this.#worker.send(message);
     });
   }
 
@@ -657,6 +698,13 @@ export class IsolatedRuntime implements StrataRuntime {
         return this.#onCall(message);
       case 'moduleRequest':
         return void this.#onModuleRequest(message);
+      case 'report': {
+        // One, during its start, which takes it.
+        const onReport = this.#onReport;
+        if (onReport === undefined) return this.#violation('a report outside its start');
+        this.#onReport = undefined;
+        return onReport(message.report);
+      }
       default:
         return this.#violation(`a ${message.type} message, which workers never send`);
     }

@@ -1,4 +1,5 @@
 import { WorkerCrashed } from '../errors.js';
+import type { Message } from '@strata/wire';
 import { WorkerProcess, planKey, type LaunchPlan } from './worker-process.js';
 
 /**
@@ -8,17 +9,26 @@ import { WorkerProcess, planKey, type LaunchPlan } from './worker-process.js';
  */
 let spare: { key: string; worker: Promise<WorkerProcess> } | undefined;
 
-/** A worker for `plan`: the spare if it was started from the same plan and is alive, else a new one. */
-export async function takeWorker(plan: LaunchPlan, prewarm: boolean, helloTimeoutMs: number): Promise<WorkerProcess> {
+/**
+ * A worker for `plan`: the spare if it was started from the same plan and is alive, else a new
+ * one, to which `first` (the caller's first command) is written as soon as it is spawned
+ * (WorkerProcess.start). `firstSent` says which: a spare has not been sent it.
+ */
+export async function takeWorker(
+  plan: LaunchPlan,
+  prewarm: boolean,
+  helloTimeoutMs: number,
+  first?: Message,
+): Promise<{ worker: WorkerProcess; firstSent: boolean }> {
   const key = planKey(plan);
   const candidate = spare?.key === key ? spare.worker : undefined;
   if (candidate !== undefined) spare = undefined;
   if (prewarm) startSpare(plan, key, helloTimeoutMs);
   if (candidate !== undefined) {
     const worker = await candidate.catch(() => undefined);
-    if (worker !== undefined && !worker.exited) return worker;
+    if (worker !== undefined && !worker.exited) return { worker, firstSent: false };
   }
-  return WorkerProcess.start(plan, helloTimeoutMs);
+  return { worker: await WorkerProcess.start(plan, helloTimeoutMs, first), firstSent: first !== undefined };
 }
 
 function startSpare(plan: LaunchPlan, key: string, helloTimeoutMs: number): void {

@@ -256,7 +256,7 @@ export class SandboxHost {
   static async #launch(rest: IsolatedRuntimeOptions, tenant: string, isolates: HostIsolates): Promise<SandboxHost> {
     const resolved = resolveIsolatedOptions(rest);
     const launch = await prepareLaunch(resolved, workerEntryForTests());
-    const worker = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout);
+    const { worker } = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout);
     let report: SandboxReport;
     try {
       const layers = await configure(worker, configureOptions(resolved, launch, isolates), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));

@@ -55,6 +55,8 @@ export class WorkerHost implements SessionHost {
   readonly #spareTarget: number;
   readonly #RuntimeClass: typeof Runtime;
   readonly #pipeline: PipelineResult;
+  // Whether the layers went to the parent in a report as soon as they were in force (configure's earlyReport).
+  #layersReported = false;
   /** The Runtime options every session starts from: the configured ones, with the layers' context bootstraps. */
   readonly #baseOptions: RuntimeOptions;
   readonly #sessions = new Map<number | undefined, WorkerSession>();
@@ -108,8 +110,9 @@ export class WorkerHost implements SessionHost {
       bootstrapDigests,
       layerBundles: bundlesSent,
       bootstrapFiles,
+      earlyReport,
       ...rest
-    } = options as RuntimeOptions & WorkerSettings & { bootstrapDigests?: unknown; layerBundles?: unknown; bootstrapFiles?: unknown };
+    } = options as RuntimeOptions & WorkerSettings & { bootstrapDigests?: unknown; layerBundles?: unknown; bootstrapFiles?: unknown; earlyReport?: unknown };
     const sent = rest as RuntimeOptions;
     // the scripts the parent named by file rather than sent (src/isolated/bootstrap-files.ts), read before the layers
     const bootstrap = readBootstrapFiles(typeof sent.bootstrap === 'string' ? [sent.bootstrap] : [...(sent.bootstrap ?? [])], bootstrapFiles, watchdog);
@@ -158,8 +161,12 @@ export class WorkerHost implements SessionHost {
       },
     });
     mark('layers applied and self-tested');
+    // The parent checks what the layers claim from outside (in /proc) as soon as it has their
+    // report, while this worker makes the guest's isolate: the configure's answer repeats it.
+    if (earlyReport === true) channel.send({ type: 'report', report: { layers: pipeline.layers as never } });
     const base: RuntimeOptions = { ...runtimeOptions, bootstrap: [...bootstrap, ...pipeline.contextBootstraps] };
     const host = new WorkerHost(channel, watchdog, { maxMemory, cpuSecondsPerCommand, layerSteps, maxIsolates, spareIsolates }, RuntimeClass, pipeline, base);
+    host.#layersReported = earlyReport === true;
     if (maxIsolates === undefined) {
       host.#sessions.set(undefined, await WorkerSession.open(host, RuntimeClass, base, undefined));
       return host;
@@ -181,6 +188,8 @@ export class WorkerHost implements SessionHost {
 
   /** What the parent learns about this worker once it is configured. */
   describe(): WireObject {
+    // Layers the parent has had in a report already are not sent again (encoding them is interpreted work).
+    if (this.#layersReported) return { pid: process.pid, node: process.version };
     return { pid: process.pid, node: process.version, layers: this.#pipeline.layers as never };
   }
 
