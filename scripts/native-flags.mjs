@@ -25,10 +25,12 @@ const V8 = ['-DUSING_V8_SHARED=1', '-DUSING_UV_SHARED=1', '-DV8_DEPRECATION_WARN
 
 /**
  * The compiler (`gcc` or `g++`, to be prefixed with a toolchain's triple) and flags of one target.
- * `sharedHeaders` is packages/runtime/native (strata-napi.h, shared by every addon).
+ * `sharedHeaders` is packages/runtime/native (strata-napi.h, shared by every addon). `staticPie`:
+ * the toolchain links static-pie (packages/runtime/native/scripts/static-pie.mjs), so the launch
+ * chain's helpers are linked so, as binding.gyp does then.
  */
-export function compileFlags(target, headers, sharedHeaders) {
-  const relro = target.relro ? ['-Wl,-z,relro,-z,now'] : [];
+export function compileFlags(target, headers, sharedHeaders, { staticPie = false } = {}) {
+  const relro = [...(target.relro ? ['-Wl,-z,relro,-z,now'] : []), ...(staticPie && target.chain ? ['-static-pie'] : [])];
   const node = [
     '-fPIC',
     '-shared',

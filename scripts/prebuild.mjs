@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { staticPieLinks } from '../packages/runtime/native/scripts/static-pie.mjs';
 import { NATIVE_TARGETS } from '../packages/runtime/native/scripts/targets.mjs';
 import { compileFlags, elfMachine, nodeHeaders } from './native-flags.mjs';
 
@@ -50,6 +51,9 @@ for (const arch of wanted) {
     console.log(`prebuild: skipped linux-${arch}: no ${prefix}gcc/${prefix}g++ (${install})`);
     continue;
   }
+  // The launch chain's helpers link static-pie where this toolchain can (a cross toolchain's output is not run here).
+  const staticPie = staticPieLinks(`${prefix}gcc`, { run: prefix === '' });
+  console.log(`prebuild: linux-${arch}: the launch chain's helpers link ${staticPie ? 'static-pie' : 'dynamically'}`);
   for (const dir of packages) {
     const name = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name;
     const targets = (NATIVE_TARGETS[name] ?? []).filter((t) => (t.platforms ?? ['linux']).includes('linux'));
@@ -61,7 +65,7 @@ for (const arch of wanted) {
     rmSync(building, { recursive: true, force: true });
     mkdirSync(building, { recursive: true });
     for (const target of targets) {
-      const { compiler, flags } = compileFlags(target, headers, SHARED_HEADERS);
+      const { compiler, flags } = compileFlags(target, headers, SHARED_HEADERS, { staticPie });
       const output = join(building, target.name);
       const args = [...flags, '-o', output, ...target.sources];
       const result = spawnSync(prefix + compiler, args, { cwd: dir, stdio: 'inherit' });

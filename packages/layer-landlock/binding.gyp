@@ -4,6 +4,8 @@
 # Node 24's headers). Both include native/landlock-uapi.h. Linux only: elsewhere the targets are
 # empty and the layer's probe says so.
 {
+  # Set by @strata/runtime's native/scripts/build.mjs (node-gyp --strata_static_pie=1) when the compiler links static-pie.
+  'variables': { 'strata_static_pie%': 0 },
   'target_defaults': {
     'cflags_c': ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'],
     'include_dirs': [
@@ -19,6 +21,8 @@
           'type': 'executable',
           'sources': ['native/landlock.c'],
           'ldflags': ['-Wl,-z,relro,-z,now'],
+          # A launch-chain helper: static-pie where the compiler can link it (@strata/runtime's native/scripts/static-pie.mjs).
+          'conditions': [['strata_static_pie==1', { 'ldflags': ['-static-pie'] }]],
         }, {
           'type': 'none',
         }],

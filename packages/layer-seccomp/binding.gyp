@@ -2,6 +2,8 @@
 # Node 24 that npm installed (native/scripts/build.mjs picks them). Linux only: elsewhere the targets
 # are empty and src/addon.ts says so.
 {
+  # Set by @strata/runtime's native/scripts/build.mjs (node-gyp --strata_static_pie=1) when the compiler links static-pie.
+  'variables': { 'strata_static_pie%': 0 },
   'target_defaults': {
     'cflags_c': ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'],
     'include_dirs': [
@@ -17,6 +19,8 @@
           'type': 'executable',
           'sources': ['native/no-io-uring.c'],
           'ldflags': ['-Wl,-z,relro,-z,now'],
+          # A launch-chain helper: static-pie where the compiler can link it (@strata/runtime's native/scripts/static-pie.mjs).
+          'conditions': [['strata_static_pie==1', { 'ldflags': ['-static-pie'] }]],
         }, {
           'type': 'none',
         }],

@@ -4,6 +4,8 @@
 # src/native/native-paths.ts says so. The deadline addon (C++: V8's API is C++) builds on Linux and
 # macOS: the in-process Runtime needs it too.
 {
+  # Set by native/scripts/build.mjs (node-gyp --strata_static_pie=1) when the compiler links static-pie.
+  'variables': { 'strata_static_pie%': 0 },
   'target_defaults': {
     'cflags_c': ['-std=gnu11', '-Wall', '-Wextra', '-Wunused-parameter', '-Werror'],
   },
@@ -15,6 +17,8 @@
           'type': 'executable',
           'sources': ['native/exec-helper.c'],
           'ldflags': ['-Wl,-z,relro,-z,now'],
+          # A launch-chain helper: static-pie where the compiler can link it (native/scripts/static-pie.mjs).
+          'conditions': [['strata_static_pie==1', { 'ldflags': ['-static-pie'] }]],
         }, {
           'type': 'none',
         }],

