@@ -53,12 +53,15 @@ test.serial('a worker with other V8 flags refuses the cache and compiles from so
   t.false(labels.includes('worker code cache used'));
 });
 
+/** A bundle as scripts/bundle-worker.mjs writes it: inside its CommonJS wrapper. */
+const wrap = (bundle: string) => `(function (exports, require, module, __filename, __dirname) {${bundle}\n})`;
+
 /** Runs a copy of the entry on `bundle` (and `cache`, if given) in a folder of its own; what the bundle printed. */
 function runEntry(t: import('ava').ExecutionContext, bundle: string, cache?: (dir: string) => void): string {
   const dir = mkdtempSync(join(tmpdir(), 'strata-entry-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   copyFileSync(join(workerDir, 'worker-entry.cjs'), join(dir, 'worker-entry.cjs'));
-  writeFileSync(join(dir, 'worker-main.cjs'), bundle);
+  writeFileSync(join(dir, 'worker-main.cjs'), wrap(bundle));
   cache?.(dir);
   const run = spawnSync(process.execPath, ['--jitless', join(dir, 'worker-entry.cjs')], { encoding: 'utf8', timeout: 30_000 });
   t.is(run.status, 0, run.stderr);
@@ -83,11 +86,21 @@ test('the entry: no cache, a cache made for the bundle, a cache for another bund
   const other = runEntry(t, `${PROBE}\n// another bundle`, (dir) => {
     const make = spawnSync(process.execPath, ['--jitless', join(dir, 'worker-entry.cjs'), 'make'], { encoding: 'utf8', timeout: 30_000 });
     t.is(make.status, 0, make.stderr);
-    writeFileSync(join(dir, 'worker-main.cjs'), `${PROBE}\n// changed after the cache was made`);
+    writeFileSync(join(dir, 'worker-main.cjs'), wrap(`${PROBE}\n// changed after the cache was made`));
   });
   t.is(JSON.parse(other).rejected, true);
   const garbage = runEntry(t, PROBE, (dir) => writeFileSync(join(dir, 'worker-main.cache'), Buffer.from('not a code cache')));
   t.is(JSON.parse(garbage).rejected, true);
+});
+
+test('the entry refuses a bundle that is not wrapped (a build older than the entry), saying what to do', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-entry-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  copyFileSync(join(workerDir, 'worker-entry.cjs'), join(dir, 'worker-entry.cjs'));
+  writeFileSync(join(dir, 'worker-main.cjs'), 'console.log("ran unwrapped");');
+  const run = spawnSync(process.execPath, ['--jitless', join(dir, 'worker-entry.cjs')], { encoding: 'utf8', timeout: 30_000 });
+  t.not(run.status, 0);
+  t.regex(run.stderr, /is not the worker's wrapped bundle \(a build older than its entry\?\): rebuild @strata\/runtime/);
 });
 
 // The build's code caches of the prelude and WEB_POLYFILLS (src/bootstrap-code-cache.ts).

@@ -1,6 +1,6 @@
 /**
  * The worker process's first file. It compiles the bundled worker (`worker-main.cjs`, see
- * scripts/bundle-worker.mjs) with the V8 code cache made for it at build time
+ * scripts/bundle-worker.mjs: the bundle inside its CommonJS wrapper) with the V8 code cache made for it at build time
  * (`worker-main.cache`, scripts/make-worker-cache.mjs), then runs it as the CommonJS module it is.
  * Under `--jitless` every function is compiled to bytecode on its first call, in every worker;
  * with the cache the worker's start-up path arrives compiled. V8 checks the cache against the
@@ -26,8 +26,8 @@ try {
 } catch {
   // no cache (a build that could not make one): compiled from source
 }
-// The CommonJS wrapper on the first line, so the bundle's line numbers stay its own.
-const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename: bundle, cachedData });
+// The file is the CommonJS wrapper around the bundle (scripts/bundle-worker.mjs), compiled as it is.
+const script = new vm.Script(source, { filename: bundle, cachedData });
 // What the bundle reaches of this file (src/worker/entry-handle.ts): whether V8 refused the cache,
 // a new cache of the bundle as compiled so far (the build's `codeCache` command), and import().
 const handle = {
@@ -37,4 +37,6 @@ const handle = {
 };
 Object.defineProperty(globalThis, WORKER_ENTRY_HANDLE, { value: Object.freeze(handle) });
 const main = { exports: {} };
-(script.runInThisContext() as (...args: unknown[]) => void)(main.exports, nodeModule.createRequire(bundle), main, bundle, __dirname);
+const wrapped: unknown = script.runInThisContext();
+if (typeof wrapped !== 'function') throw new Error(`${bundle} is not the worker's wrapped bundle (a build older than its entry?): rebuild @strata/runtime`);
+(wrapped as (...args: unknown[]) => void)(main.exports, nodeModule.createRequire(bundle), main, bundle, __dirname);
