@@ -75,7 +75,27 @@ export interface MemoryWatchdog {
 
 // This file compiles to dist/src/native/native-paths.js: three levels below the package root.
 const packageRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const requireAddon = createRequire(import.meta.url);
+const requireHere = createRequire(import.meta.url);
+const addons = new Map<string, unknown>();
+/**
+ * A native addon by its absolute path, loaded once per process, with `process.dlopen` itself:
+ * `require` first resolves the path and builds a module around it, about 0.2 ms an addon in a
+ * `--jitless` worker, which loads three of them at every start. An addon something in this
+ * process already required by the same path is that one (one instance per process, as with
+ * `require`; a test's wrapper put in the require cache is honoured).
+ */
+function requireAddon(path: string): unknown {
+  const required = requireHere.cache[path];
+  if (required !== undefined) return required.exports;
+  let exports = addons.get(path);
+  if (exports === undefined) {
+    const module = { exports: {} as unknown };
+    process.dlopen(module, path);
+    exports = module.exports;
+    addons.set(path, exports);
+  }
+  return exports;
+}
 
 function builtArtifact(name: string, platforms: readonly NodeJS.Platform[] = ['linux']): string {
   if (!platforms.includes(process.platform)) {
