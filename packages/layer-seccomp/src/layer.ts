@@ -177,7 +177,8 @@ function selfTest(context: SelfTestContext): void {
   if (addon.mode() !== 2 || addon.noNewPrivs() !== 1)
     throw new Error(`the filter is not in force on this thread (Seccomp ${addon.mode()}, NoNewPrivs ${addon.noNewPrivs()})`);
   const through: string[] = [];
-  for (const attempt of selfTestAttempts(arch, process.ppid, templates)) {
+  const attempts = selfTestAttempts(arch, process.ppid, templates);
+  for (const attempt of attempts) {
     const result = addon.rawSyscall(attempt.nr, ...attempt.args);
     if (result !== attempt.expect) through.push(`${attempt.what} returned ${result}, expected ${attempt.expect}`);
   }
@@ -201,7 +202,7 @@ function selfTest(context: SelfTestContext): void {
     // Another layer (Landlock, an empty root) may hide /proc from the worker: the parent checks from outside.
     threads = `unreadable here (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); left to the parent's check of /proc/<pid>/task`;
   }
-  context.report({ selfTestAttempts: selfTestAttempts(arch, process.ppid, templates).length, threadsCovered: threads });
+  context.report({ selfTestAttempts: attempts.length, threadsCovered: threads });
 }
 
 /** The seccomp layer. Options: none yet (reserved). */

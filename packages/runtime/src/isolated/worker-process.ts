@@ -186,15 +186,17 @@ export class WorkerProcess {
         if (message.type === 'hello') {
           clearTimeout(deadline);
           releaseStart();
-          worker.#onMessage =
-            first === undefined
-              ? (other) => worker.kill(new WorkerCrashed(`protocol violation: unexpected ${other.type} message`, 'protocol'))
-              : (other) => {
-                  if (worker.#kept === undefined) return;
-                  if (worker.#kept.push(other) > KEPT_BEFORE_HANDLER)
-                    worker.kill(new WorkerCrashed(`protocol violation: ${worker.#kept.length} messages before any request was answered`, 'protocol'));
-                };
-          if (first !== undefined) worker.#kept = [];
+          if (first === undefined) {
+            worker.#onMessage = (other) => worker.kill(new WorkerCrashed(`protocol violation: unexpected ${other.type} message`, 'protocol'));
+          } else {
+            // kept until deliverKeptMessages hands them over and replaces this handler
+            const kept: Message[] = [];
+            worker.#kept = kept;
+            worker.#onMessage = (other) => {
+              if (kept.push(other) > KEPT_BEFORE_HANDLER)
+                worker.kill(new WorkerCrashed(`protocol violation: ${kept.length} messages before any request was answered`, 'protocol'));
+            };
+          }
           resolve(worker);
         } else {
           worker.kill(new WorkerCrashed(`protocol violation: the worker's first message was ${message.type}, not hello`, 'protocol'));

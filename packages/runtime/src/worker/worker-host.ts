@@ -162,7 +162,8 @@ export class WorkerHost implements SessionHost {
     });
     mark('layers applied and self-tested');
     // The parent checks what the layers claim from outside (in /proc) as soon as it has their
-    // report, while this worker makes the guest's isolate: the configure's answer repeats it.
+    // report, while this worker makes the guest's isolate; the configure's answer then leaves
+    // the layers out (describe()).
     if (earlyReport === true) channel.send({ type: 'report', report: { layers: pipeline.layers as never } });
     const base: RuntimeOptions = { ...runtimeOptions, bootstrap: [...bootstrap, ...pipeline.contextBootstraps] };
     const host = new WorkerHost(channel, watchdog, { maxMemory, cpuSecondsPerCommand, layerSteps, maxIsolates, spareIsolates }, RuntimeClass, pipeline, base);
