@@ -210,6 +210,43 @@ const CPU_KERNEL =
     });
   }
 }
+// The parent's own spawn, the part of a cold start before the worker's first instruction: a fork
+// (node:child_process, how the floor above is started) against posix_spawn (the spawn addon the
+// worker is started with on Linux), of strata-exec printing its usage, alternating, from this process.
+if (process.platform === 'linux') {
+  const { spawnWorkerChild } = await import('../packages/runtime/dist/src/isolated/worker-child.js');
+  const { execHelperPath } = await import('../packages/runtime/dist/src/native/native-paths.js');
+  const spawnOnce = async (method) => {
+    const t0 = performance.now();
+    const child = await spawnWorkerChild(execHelperPath(), [], method);
+    const ms = performance.now() - t0;
+    for (const stream of [child.frames, child.stderr]) stream.resume();
+    await new Promise((resolve) => child.onClose(resolve));
+    return ms;
+  };
+  const forked = [];
+  const spawned = [];
+  for (let i = 0; i < COLD_RUNS + 1; i++) {
+    const f = await spawnOnce('child_process');
+    const s = await spawnOnce('posix_spawn');
+    if (i > 0) {
+      forked.push(f);
+      spawned.push(s);
+    }
+  }
+  const f = median(forked) * 1000;
+  const s = median(spawned) * 1000;
+  rows.push({
+    name: `the parent's spawn of a small program from this ${rss(process.pid).toFixed(0)} MiB process: posix_spawn (vs node:child_process's fork)`,
+    rawUs: f,
+    strataUs: s,
+    ratio: s / f,
+    goal: undefined,
+    absoluteGoalUs: Infinity,
+    note: '(the fork the worker no longer pays; the floor still does)',
+    unit: 'µs',
+  });
+}
 // The price of each layer: cold starts with each switched on and off (probes are cached per process,
 // as in any long-running host, so the first start of each configuration is a warm-up).
 {

@@ -48,6 +48,18 @@
       ],
     },
     {
+      # How the parent starts a worker: posix_spawn and a pidfd, not fork (native/worker-spawn.c).
+      'target_name': 'strata_spawn',
+      'conditions': [
+        ['OS=="linux"', {
+          'type': 'loadable_module',
+          'sources': ['native/worker-spawn.c'],
+        }, {
+          'type': 'none',
+        }],
+      ],
+    },
+    {
       # The worker's side of the wire's frames in C (native/wire-codec.c): its JavaScript runs jitless.
       'target_name': 'strata_wire',
       'conditions': [

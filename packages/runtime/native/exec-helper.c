@@ -9,15 +9,18 @@
  * Steps, in order, one function each:
  *
  *   1. parse the arguments (strictly: anything unknown is a usage error)
- *   2. RLIMIT_CORE 0          no core file can leak the guest's memory
- *   3. RLIMIT_CPU N           SIGXCPU at N seconds of CPU; the hard limit stays, so the worker
+ *   2. every signal's disposition the default, none blocked: an ignored signal stays ignored
+ *                             across exec, whoever started this (glibc's posix_spawn leaves
+ *                             its own two internal signals ignored; Node ignores SIGPIPE)
+ *   3. RLIMIT_CORE 0          no core file can leak the guest's memory
+ *   4. RLIMIT_CPU N           SIGXCPU at N seconds of CPU; the hard limit stays, so the worker
  *                             can move its soft limit per command (its parent checks CPU too)
- *   4. RLIMIT_NOFILE N
- *   5. close every fd but 0 .. N-1 (the channel; --keep-fds, default 3: stdio only)
- *   6. drop root: no groups, gid and uid 65534 (only with --drop-privileges, only when root)
- *   7. PR_SET_NO_NEW_PRIVS    nothing executed from here on can gain privileges
- *   8. PR_SET_PDEATHSIG       SIGKILL when the parent dies; exit if it already has
- *   9. execve() with an environment of exactly TZ=UTC, LANG=C, LC_ALL=C
+ *   5. RLIMIT_NOFILE N
+ *   6. close every fd but 0 .. N-1 (the channel; --keep-fds, default 3: stdio only)
+ *   7. drop root: no groups, gid and uid 65534 (only with --drop-privileges, only when root)
+ *   8. PR_SET_NO_NEW_PRIVS    nothing executed from here on can gain privileges
+ *   9. PR_SET_PDEATHSIG       SIGKILL when the parent dies; exit if it already has
+ *   10. execve() with an environment of exactly TZ=UTC, LANG=C, LC_ALL=C
  *
  * Exit statuses (once execve() succeeds, the status is the program's own):
  *
@@ -28,6 +31,7 @@
  *   124  prctl       PR_SET_NO_NEW_PRIVS or PR_SET_PDEATHSIG failed
  *   125  parent      the parent exited before the death signal was armed
  *   126  exec        execve() failed
+ *   127  signals     a signal's disposition or the signal mask could not be reset
  *
  * Every failure prints one line, `strata-exec: <step>: <reason> — <what to do>`, to stderr.
  */
@@ -58,6 +62,7 @@ enum exit_status {
   EXIT_PRCTL = 124,
   EXIT_PARENT_GONE = 125,
   EXIT_EXEC = 126,
+  EXIT_SIGNALS = 127,
 };
 
 #define USAGE "strata-exec [--cpu-seconds N] [--nofile N] [--keep-fds N] [--drop-privileges] -- /abs/path/to/program [arg...]"
@@ -238,6 +243,21 @@ static void die_with_parent(pid_t parent) {
         "nothing to do: its supervisor is gone, so the program is not started");
 }
 
+/* The kernel's calls, not the C library's: glibc refuses to touch its own internal signals (32
+   and 33), which its posix_spawn leaves ignored in the child. An all-zero kernel sigaction is
+   SIG_DFL, no flags, an empty mask, whatever the architecture's layout. */
+static void reset_signals(void) {
+  unsigned char default_action[64] = {0};
+  uint64_t no_signals = 0;
+  for (int signal_number = 1; signal_number <= 64; signal_number++) {
+    if (signal_number == SIGKILL || signal_number == SIGSTOP) continue;
+    if (syscall(SYS_rt_sigaction, signal_number, default_action, NULL, sizeof no_signals) != 0)
+      die(EXIT_SIGNALS, "signals", strerror(errno), "this should not happen on Linux; report it");
+  }
+  if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &no_signals, NULL, sizeof no_signals) != 0)
+    die(EXIT_SIGNALS, "signal mask", strerror(errno), "this should not happen on Linux; report it");
+}
+
 static void exec_program(char **program) {
   /* A fresh environment, never the inherited one: no secrets, no NODE_OPTIONS, no LD_PRELOAD. */
   static char *const environment[] = {"TZ=UTC", "LANG=C", "LC_ALL=C", NULL};
@@ -253,6 +273,7 @@ int main(int argc, char **argv) {
   pid_t parent = getppid();
   struct options opt;
   parse_args(argc, argv, &opt);
+  reset_signals();
   disable_core_dumps();
   limit_cpu(opt.cpu_seconds);
   limit_open_files(opt.nofile);

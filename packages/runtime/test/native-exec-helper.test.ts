@@ -177,6 +177,22 @@ test('NoNewPrivs is set', async (t) => {
   t.is((await probe([])).noNewPrivs, '1');
 });
 
+test('every signal reaches the program with its default disposition and unblocked, whatever was ignored before it', async (t) => {
+  // sh ignores SIGPIPE, SIGUSR1 and SIGRTMIN+3 (trap ''), and an ignored signal stays ignored across exec.
+  const statusOf = (program: string) => run('/bin/sh', ['-c', `trap '' PIPE USR1 37; exec ${program} /bin/grep -E '^Sig(Ign|Blk):' /proc/self/status`]);
+  const masks = (exit: Exit) =>
+    Object.fromEntries(
+      exit.stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.split(':\t') as [string, string]),
+    );
+  const direct = masks(await statusOf(''));
+  t.not(direct.SigIgn, '0000000000000000', 'control: without the helper, grep starts with those signals ignored');
+  const helped = masks(await statusOf(`${helper} --`));
+  t.deepEqual(helped, { SigIgn: '0000000000000000', SigBlk: '0000000000000000' });
+});
+
 test('every inherited fd above 2 is closed before the program starts', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'strata-exec-fds-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

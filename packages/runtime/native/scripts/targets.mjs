@@ -17,6 +17,7 @@ export const NATIVE_TARGETS = Object.freeze({
     { name: 'strata-exec', kind: 'executable', sources: ['native/exec-helper.c'], relro: true, chain: true },
     { name: 'strata-simulate-platform', kind: 'executable', sources: ['native/simulate-platform.c'] },
     { name: 'strata_watchdog.node', kind: 'addon', sources: ['native/memory-watchdog.c'] },
+    { name: 'strata_spawn.node', kind: 'addon', sources: ['native/worker-spawn.c'] },
     { name: 'strata_wire.node', kind: 'addon', sources: ['native/wire-codec.c'], platforms: ['linux', 'darwin'] },
     { name: 'strata_deadline.node', kind: 'cxx-addon', sources: ['native/guest-deadline.cc'], platforms: ['linux', 'darwin'] },
   ],

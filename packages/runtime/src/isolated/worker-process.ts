@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
@@ -8,6 +7,7 @@ import type { LaunchStep } from '../layers/layer.js';
 import { execHelperPath } from '../native/native-paths.js';
 import { ENGINE_ADDON_ARGUMENT } from '../engine.js';
 import { classifyWorkerEnd, type WorkerActivity } from './worker-end.js';
+import { spawnWorkerChild, type WorkerChild } from './worker-child.js';
 
 import { WORKER_FRAME_LIMITS } from '../channel-limits.js';
 import { mark } from '../timeline.js';
@@ -109,7 +109,7 @@ const KEPT_BEFORE_HANDLER = 8;
  * to {@link kill} (or found when it dies) is the one reported, exactly once, to `onExit`.
  */
 export class WorkerProcess {
-  readonly child: ChildProcess;
+  readonly #child: WorkerChild;
   readonly pid: number;
   readonly reader = new FrameReader({ limits: WORKER_FRAME_LIMITS });
   readonly #commands: Writable;
@@ -129,21 +129,21 @@ export class WorkerProcess {
   readonly #cpuSeconds: number | undefined;
   #activity: WorkerActivity = 'idle';
 
-  private constructor(child: ChildProcess, cpuSeconds: number | undefined) {
-    this.child = child;
-    this.pid = child.pid!;
+  private constructor(child: WorkerChild, cpuSeconds: number | undefined) {
+    this.#child = child;
+    this.pid = child.pid;
     this.#cpuSeconds = cpuSeconds;
-    this.#commands = child.stdio[0] as Writable;
-    this.#replies = child.stdio[3] as Writable;
-    this.#settlements = child.stdio[4] as Writable;
-    child.stdout!.on('data', (chunk: Buffer) => this.#receive(chunk));
-    child.stderr!.on('data', (chunk: Buffer) => {
+    this.#commands = child.commands;
+    this.#replies = child.replies;
+    this.#settlements = child.settlements;
+    child.frames.on('data', (chunk: Buffer) => this.#receive(chunk));
+    child.stderr.on('data', (chunk: Buffer) => {
       // Only a tail is kept: enough to name a crash, never a flood.
       this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-4096);
     });
     for (const stream of [this.#commands, this.#replies, this.#settlements]) stream.on('error', () => {});
-    // 'close', not 'exit': every frame the worker wrote is read before its death is reported.
-    child.on('close', (code, signal) => this.#exit(code, signal));
+    // Once every frame the worker wrote is read: its death is reported after them.
+    child.onClose((code, signal) => this.#exit(code, signal));
     this.#unrefAll();
   }
 
@@ -158,21 +158,16 @@ export class WorkerProcess {
    * start here). What the worker sends after its hello is kept until the caller has registered
    * that command ({@link deliverKeptMessages}); a few messages at most: more is a protocol violation.
    */
-  static start(plan: LaunchPlan, helloTimeoutMs: number, first?: Message): Promise<WorkerProcess> {
+  static async start(plan: LaunchPlan, helloTimeoutMs: number, first?: Message): Promise<WorkerProcess> {
+    let child: WorkerChild;
+    try {
+      mark('spawn');
+      child = await spawnWorkerChild(execHelperPath(), launchArguments(plan));
+      mark('spawned');
+    } catch (error) {
+      throw new WorkerCrashed(`the worker could not be started: ${(error as Error).message}`, 'start', { cause: error });
+    }
     return new Promise((resolve, reject) => {
-      let child: ChildProcess;
-      try {
-        mark('spawn');
-        child = spawn(execHelperPath(), launchArguments(plan), { stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'], env: {}, windowsHide: true });
-        mark('spawned');
-      } catch (error) {
-        reject(new WorkerCrashed(`the worker could not be started: ${(error as Error).message}`, 'start', { cause: error }));
-        return;
-      }
-      if (child.pid === undefined) {
-        child.on('error', (error) => reject(new WorkerCrashed(`the worker could not be started: ${error.message}`, 'start', { cause: error })));
-        return;
-      }
       const worker = new WorkerProcess(child, plan.cpuSeconds);
       if (first !== undefined) worker.send(first);
       // Kept referenced only while starting: an idle worker never keeps this process alive.
@@ -279,7 +274,7 @@ export class WorkerProcess {
   kill(reason: StrataError): void {
     if (this.#exited) return;
     this.#killReason ??= reason;
-    this.child.kill('SIGKILL');
+    this.#child.kill();
   }
 
   /**
@@ -299,13 +294,13 @@ export class WorkerProcess {
   }
 
   #refAll(): void {
-    this.child.ref();
-    for (const stream of [this.child.stdout, this.child.stderr]) (stream as unknown as { ref?: () => void }).ref?.();
+    this.#child.ref();
+    for (const stream of [this.#child.frames, this.#child.stderr]) (stream as unknown as { ref?: () => void }).ref?.();
   }
 
   #unrefAll(): void {
-    this.child.unref();
-    for (const stream of [this.child.stdout, this.child.stderr, this.#commands, this.#replies, this.#settlements])
+    this.#child.unref();
+    for (const stream of [this.#child.frames, this.#child.stderr, this.#commands, this.#replies, this.#settlements])
       (stream as unknown as { unref?: () => void }).unref?.();
   }
 

@@ -168,3 +168,33 @@ export interface WireCodec {
 export function loadWireCodec(): WireCodec {
   return requireAddon(builtArtifact('strata_wire.node', ['linux', 'darwin'])) as WireCodec;
 }
+
+/**
+ * The spawn addon (`strata_spawn.node`, native/worker-spawn.c, Linux): how the parent starts a
+ * worker without forking itself (see `src/isolated/worker-child.ts`).
+ */
+export interface SpawnAddon {
+  /**
+   * Starts `file` (an absolute path) with `argv` (argv[0] included) and an empty environment,
+   * its fds 0 .. stdioCount-1 (1–8) one end of a Unix socket pair each. Returns the child's
+   * handle, its pid and the parent's ends; `onExit(code, signal)` once it ended and was reaped
+   * (code -1 when a signal ended it, signal 0 when none did). Throws an Error (code
+   * `ERR_STRATA_SPAWN`, `errno` set) when it could not be started.
+   */
+  spawn(file: string, argv: readonly string[], stdioCount: number, onExit: (code: number, signal: number) => void): [unknown, number, ...number[]];
+  /** Whether waiting for the child's end keeps the event loop alive (it does at first). */
+  refExit(child: unknown, ref: boolean): void;
+  /** pidfd_send_signal: 0, or the errno (ESRCH once the child was reaped). */
+  signal(child: unknown, signal: number): number;
+  /** Why this kernel cannot (no pidfd_open), or ''. */
+  unsupportedReason(): string;
+}
+
+/**
+ * Loads the spawn addon (Linux).
+ *
+ * @throws Error elsewhere, or when the addon was not built (the message says how to build it).
+ */
+export function loadSpawnAddon(): SpawnAddon {
+  return requireAddon(builtArtifact('strata_spawn.node')) as SpawnAddon;
+}

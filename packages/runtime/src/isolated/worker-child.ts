@@ -1,0 +1,129 @@
+/**
+ * The worker's process as the parent sees it: its pid, the parent's ends of its fds 0–4, its
+ * end. On Linux it is started by the spawn addon (`native/worker-spawn.c`: posix_spawn, which
+ * shares the parent's memory until the exec, and a pidfd for its end); elsewhere, and on a kernel
+ * without pidfd_open, by `node:child_process`, whose fork copies the parent's page tables first
+ * (4 ms from a 52 MiB Node on this project's VM, 17 ms from one of 342 MiB). The child is the
+ * same either way: fds 0–4 one end of a Unix socket pair each, an empty environment, every
+ * signal's disposition the default.
+ *
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Socket } from 'node:net';
+import { constants } from 'node:os';
+import type { Readable, Writable } from 'node:stream';
+import { loadSpawnAddon, type SpawnAddon } from '../native/native-paths.js';
+
+/** fds 0–4: commands, frames out, stderr, replies to blocking calls, settlements. */
+const STDIO_COUNT = 5;
+
+/** A started worker process and the parent's ends of its channel. */
+export interface WorkerChild {
+  readonly pid: number;
+  /** fd 0: commands, and the settlements of a worker's async host calls. */
+  readonly commands: Writable;
+  /** fd 1: the worker's frames. */
+  readonly frames: Readable;
+  /** fd 2: what the worker wrote to stderr. */
+  readonly stderr: Readable;
+  /** fd 3: answers to the host call the guest is blocked on. */
+  readonly replies: Writable;
+  /** fd 4: settlements of host calls that returned a promise. */
+  readonly settlements: Writable;
+  /** SIGKILL, unless it already ended (then nothing: its pid may be another process's). */
+  kill(): void;
+  /** Whether waiting for its end keeps this process's event loop alive (the streams have their own `ref`/`unref`). */
+  ref(): void;
+  unref(): void;
+  /** Called once, when it has ended and everything it wrote to fds 1 and 2 was read. */
+  onClose(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
+}
+
+/** How a worker is started: see the module's comment. */
+export type SpawnMethod = 'posix_spawn' | 'child_process';
+
+let defaultMethod: SpawnMethod | undefined;
+
+/** `posix_spawn` on Linux with pidfd_open (5.3), else `child_process`. Asked once per process. */
+export function defaultSpawnMethod(): SpawnMethod {
+  defaultMethod ??= process.platform === 'linux' && loadSpawnAddon().unsupportedReason() === '' ? 'posix_spawn' : 'child_process';
+  return defaultMethod;
+}
+
+/**
+ * Starts `file` (an absolute path) with `args` and an empty environment. Rejects with the
+ * system's error when it cannot be started (the file missing, not executable, out of processes).
+ */
+export async function spawnWorkerChild(file: string, args: readonly string[], method: SpawnMethod = defaultSpawnMethod()): Promise<WorkerChild> {
+  if (method === 'posix_spawn') return spawnedChild(loadSpawnAddon(), file, args);
+  const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'], env: {}, windowsHide: true });
+  if (child.pid === undefined) return new Promise((_, reject) => child.once('error', reject));
+  return nodeChild(child);
+}
+
+function nodeChild(child: ChildProcess): WorkerChild {
+  const stdio = child.stdio;
+  return {
+    pid: child.pid!,
+    commands: stdio[0] as Writable,
+    frames: stdio[1] as Readable,
+    stderr: stdio[2] as Readable,
+    replies: stdio[3] as Writable,
+    settlements: stdio[4] as Writable,
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+    ref: () => child.ref(),
+    unref: () => child.unref(),
+    // 'close', not 'exit': every byte the worker wrote is read before its end is reported.
+    onClose: (listener) => child.once('close', listener),
+  };
+}
+
+const signalNames = new Map<number, NodeJS.Signals>(Object.entries(constants.signals).map(([name, number]) => [number, name as NodeJS.Signals]));
+
+function spawnedChild(addon: SpawnAddon, file: string, args: readonly string[]): WorkerChild {
+  let ended: [number | null, NodeJS.Signals | null] | undefined;
+  let readersOpen = 2;
+  const listeners: ((code: number | null, signal: NodeJS.Signals | null) => void)[] = [];
+  const closeIfDone = () => {
+    if (ended === undefined || readersOpen > 0) return;
+    for (const listener of listeners.splice(0)) listener(...ended);
+  };
+  const [handle, pid, ...fds] = addon.spawn(file, [file, ...args], STDIO_COUNT, (code, signal) => {
+    ended = [code === -1 ? null : code, signal === 0 ? null : (signalNames.get(signal) ?? null)];
+    // Nothing reads from these: their end is the worker's.
+    for (const socket of writers) socket.destroy();
+    closeIfDone();
+  });
+  // As child_process wraps its socket pairs: libuv pipes, fds 1 and 2 read, the others written.
+  const sockets = fds.map((fd, index) => new Socket({ fd, readable: index === 1 || index === 2, writable: index !== 1 && index !== 2 }));
+  const [commands, frames, stderr, replies, settlements] = sockets as [Socket, Socket, Socket, Socket, Socket];
+  const writers = [commands, replies, settlements];
+  for (const reader of [frames, stderr]) {
+    // A read error (ECONNRESET when the worker died with commands unread) ends the stream; its end says why.
+    reader.on('error', () => {});
+    reader.once('close', () => {
+      readersOpen--;
+      closeIfDone();
+    });
+  }
+  return {
+    pid,
+    commands,
+    frames,
+    stderr,
+    replies,
+    settlements,
+    kill: () => {
+      if (ended === undefined) addon.signal(handle, constants.signals.SIGKILL);
+    },
+    ref: () => addon.refExit(handle, true),
+    unref: () => addon.refExit(handle, false),
+    onClose: (listener) => {
+      listeners.push(listener);
+      closeIfDone();
+    },
+  };
+}

@@ -1,0 +1,137 @@
+// How the parent starts a worker (src/isolated/worker-child.ts): on Linux the spawn addon
+// (posix_spawn, a pidfd for its end) instead of node:child_process, whose fork copies the parent's
+// page tables. Both ways must give the worker the same process: fds 0-4 and nothing else but what
+// an exec keeps of the parent's (strata-exec closes those), an empty
+// environment, no signal ignored or blocked; and the parent the same view of it: every byte it
+// wrote read before its end is reported, its exit code or signal, a kill that never outlives it.
+import test from 'ava';
+import { spawnSync, spawn as nodeSpawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { defaultSpawnMethod, spawnWorkerChild, type SpawnMethod, type WorkerChild } from '../src/isolated/worker-child.js';
+import { platformTest } from '../src/testing/index.js';
+
+const linux = process.platform === 'linux';
+const maybe = platformTest(test, {
+  feature: 'linux',
+  available: linux,
+  reason: 'the worker starts with node:child_process off Linux: nothing else to compare',
+});
+const methods: SpawnMethod[] = ['posix_spawn', 'child_process'];
+
+const SH = '/bin/sh';
+
+function collect(stream: NodeJS.ReadableStream): () => string {
+  const chunks: Buffer[] = [];
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  return () => Buffer.concat(chunks).toString('utf8');
+}
+
+/** This process's fds above 4 that an exec keeps (no O_CLOEXEC): a child inherits them however it is started. */
+function inheritableFds(): number[] {
+  const O_CLOEXEC = 0o2000000;
+  return readdirSync('/proc/self/fd')
+    .map(Number)
+    .filter((fd) => {
+      if (fd < 5) return false;
+      try {
+        const flags = /flags:\s+([0-7]+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'latin1'));
+        return flags !== null && (Number.parseInt(flags[1]!, 8) & O_CLOEXEC) === 0;
+      } catch {
+        return false; // the listing's own fd, closed since
+      }
+    });
+}
+
+function closed(child: WorkerChild): Promise<[number | null, NodeJS.Signals | null]> {
+  return new Promise((resolve) => child.onClose((code, signal) => resolve([code, signal])));
+}
+
+maybe('on Linux with pidfd_open, a worker is started with posix_spawn', (t) => {
+  t.is(defaultSpawnMethod(), 'posix_spawn');
+});
+
+for (const method of methods) {
+  maybe(`${method}: fds 0-4 carry both ways, and everything written is read before the end is reported`, async (t) => {
+    // Echoes fd 0, then fds 3 and 4, on fd 1; 1 MiB more on fd 1 and a line on fd 2 just before it exits 7.
+    const script = 'read a; read b <&3; read c <&4; echo "$a $b $c"; head -c 1048576 /dev/zero; echo oops >&2; exit 7';
+    const child = await spawnWorkerChild(SH, ['-c', script], method);
+    const out = collect(child.frames);
+    const err = collect(child.stderr);
+    const end = closed(child);
+    child.commands.write('zero\n');
+    child.replies.write('three\n');
+    child.settlements.write('four\n');
+    t.deepEqual(await end, [7, null]);
+    t.is(out().slice(0, 16), 'zero three four\n');
+    t.is(out().length, 16 + 1048576);
+    t.is(err(), 'oops\n');
+  });
+
+  maybe(`${method}: the worker gets fds 0-4 and what an exec keeps, an empty environment, and no signal ignored or blocked`, async (t) => {
+    const child = await spawnWorkerChild(SH, ['-c', 'env; grep -E "^Sig(Ign|Blk):" /proc/self/status; exec sleep 30'], method);
+    const out = collect(child.frames);
+    const end = closed(child);
+    // Until sleep runs, /proc shows the shell's own fds: wait for its last line.
+    while (!out().includes('SigBlk')) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (;;) {
+      const comm = spawnSync('cat', [`/proc/${child.pid}/comm`], { encoding: 'utf8' }).stdout.trim();
+      if (comm === 'sleep') break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    t.deepEqual(
+      readdirSync(`/proc/${child.pid}/fd`)
+        .map(Number)
+        .sort((a, b) => a - b),
+      [0, 1, 2, 3, 4, ...inheritableFds()].sort((a, b) => a - b),
+    );
+    child.kill();
+    t.deepEqual(await end, [null, 'SIGKILL']);
+    // `env` printed nothing (sh may export PWD itself); Node ignores SIGPIPE, the worker must not.
+    const lines = out().trim().split('\n');
+    t.deepEqual(
+      lines.filter((line) => !line.startsWith('Sig') && !line.startsWith('PWD=')),
+      [],
+    );
+    const mask = (name: string) => BigInt(`0x${lines.find((line) => line.startsWith(`${name}:`))!.split('\t')[1]}`);
+    t.is(mask('SigBlk'), 0n);
+    // glibc's posix_spawn leaves its own two internal signals (32, 33) ignored; strata-exec, the
+    // worker's first link, resets every signal (test/native-exec-helper.test.ts).
+    t.is(mask('SigIgn') & ~(method === 'posix_spawn' ? 0x180000000n : 0n), 0n);
+  });
+
+  maybe(`${method}: a kill after the end signals nothing, and a missing program is refused`, async (t) => {
+    const child = await spawnWorkerChild(SH, ['-c', 'exit 0'], method);
+    child.frames.resume();
+    child.stderr.resume();
+    t.deepEqual(await closed(child), [0, null]);
+    t.notThrows(() => child.kill());
+    const error = await t.throwsAsync(spawnWorkerChild('/nonexistent/strata-exec', [], method));
+    t.regex(error!.message, /ENOENT|No such file/);
+  });
+}
+
+maybe('posix_spawn: waiting for an unreferenced child does not keep the parent alive; a referenced one does', async (t) => {
+  const module = fileURLToPath(new URL('../src/isolated/worker-child.js', import.meta.url));
+  const script = (ref: boolean) => `
+    const { spawnWorkerChild } = await import(${JSON.stringify(module)});
+    const child = await spawnWorkerChild('/bin/sleep', ['${ref ? '0.3' : '30'}'], 'posix_spawn');
+    for (const stream of [child.commands, child.frames, child.stderr, child.replies, child.settlements]) stream.unref();
+    ${ref ? 'child.ref();' : 'child.unref();'}
+    child.onClose((code, signal) => console.log('closed', code, signal));
+    console.log(child.pid);`;
+  const run = (ref: boolean) =>
+    new Promise<string>((resolve, reject) => {
+      const parent = nodeSpawn(process.execPath, ['--input-type=module', '-e', script(ref)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const out = collect(parent.stdout);
+      parent.on('error', reject);
+      parent.on('close', () => resolve(out()));
+    });
+  const unreferenced = (await run(false)).trim().split('\n');
+  t.is(unreferenced.length, 1, 'the parent exited without waiting for its child');
+  const orphan = Number(unreferenced[0]);
+  t.notThrows(() => process.kill(orphan, 0), 'the child still runs');
+  process.kill(orphan, 'SIGKILL');
+  const referenced = (await run(true)).trim().split('\n');
+  t.deepEqual(referenced.slice(1), ['closed 0 null']);
+});
