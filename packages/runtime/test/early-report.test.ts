@@ -5,7 +5,7 @@
 // start fails with the reason; one whose hello, report and answer come in one read starts.
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { IsolatedRuntime, WorkerCrashed } from '../src/index.js';
+import { IsolatedRuntime, SandboxHost, WorkerCrashed } from '../src/index.js';
 import { setWorkerEntryForTests } from '../src/isolated/isolated-runtime.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
@@ -24,6 +24,21 @@ test('the configuration is written at spawn (this worker waits for it before its
   t.teardown(() => rt.close());
   t.is(await rt.eval('1+1'), 'evaluated 1+1');
   t.deepEqual(rt.report.layers, []);
+});
+
+test('SandboxHost.start writes the configuration at spawn too (this worker waits for it before its hello)', async (t) => {
+  const host = await SandboxHost.start({
+    tenant: 'early-report',
+    prewarm: false,
+    sandbox: 'off',
+    replaceDefaultLayers: true,
+    layers: [],
+    bootstrap: ['// host'],
+  });
+  t.teardown(() => host.close());
+  const rt = await host.open();
+  t.is(await rt.eval('1+1'), 'evaluated 1+1');
+  t.deepEqual(host.report.layers, []);
 });
 
 const refused: [string, RegExp, WorkerCrashed['reason']][] = [

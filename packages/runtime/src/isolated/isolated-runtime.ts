@@ -32,15 +32,13 @@ import type { SandboxReport } from '../layers/pipeline.js';
 import { takeWorker } from './prewarm.js';
 import { sampleProcess, type WorkerProcess } from './worker-process.js';
 import type { WorkerPort } from './worker-port.js';
-import { configureOptions, finishLaunch, prepareLaunch } from './worker-launch.js';
+import { FIRST_REQUEST_ID, configureOptions, finishLaunch, prepareLaunch } from './worker-launch.js';
 import { cpuCapExceeded, type WorkerActivity } from './worker-end.js';
 import { chargeTick } from './tick-charge.js';
 import { mark, type TimelineMark } from '../timeline.js';
 
 /** The parent kills a worker with more threads than this: a thread bomb stays under any memory ceiling. */
 export const MAX_WORKER_THREADS = 64;
-// A standalone runtime's first request id: its configure, written when the worker is spawned.
-const FIRST_REQUEST_ID = 1;
 // Bound, called and revoked once by internals.warmUp (a pool's spare, before anyone waits for it).
 const WARM_UP_GLOBAL = '__strataWarmUp';
 // How often the parent checks a busy worker from outside (the worker checks itself every 20 ms).

@@ -12,7 +12,7 @@ import type { SandboxReport } from '../layers/pipeline.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
 import { internals, MAX_WORKER_THREADS, workerEntryForTests, type IsolatedRuntime } from './isolated-runtime.js';
 import { takeWorker } from './prewarm.js';
-import { configureOptions, finishLaunch, isolateOptions, prepareLaunch } from './worker-launch.js';
+import { FIRST_REQUEST_ID, configureOptions, finishLaunch, isolateOptions, prepareLaunch } from './worker-launch.js';
 import type { WorkerActivity } from './worker-end.js';
 import type { WorkerPort } from './worker-port.js';
 import { sampleMainThreadCpuMs, sampleProcess, type WorkerProcess } from './worker-process.js';
@@ -256,10 +256,12 @@ export class SandboxHost {
   static async #launch(rest: IsolatedRuntimeOptions, tenant: string, isolates: HostIsolates): Promise<SandboxHost> {
     const resolved = resolveIsolatedOptions(rest);
     const launch = await prepareLaunch(resolved, workerEntryForTests());
-    const { worker } = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout);
+    // Known before the worker is: a new worker is sent it at spawn (a spare when it is taken).
+    const configuration: MessageOf<'configure'> = { type: 'configure', id: FIRST_REQUEST_ID, options: configureOptions(resolved, launch, isolates) };
+    const { worker, firstSent } = await takeWorker(launch.plan, resolved.prewarm, resolved.startTimeout, configuration);
     let report: SandboxReport;
     try {
-      const layers = await configure(worker, configureOptions(resolved, launch, isolates), Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
+      const layers = await configure(worker, configuration, firstSent, Math.max(resolved.startTimeout, resolved.requestTimeout ?? 0));
       // Only then may guest code run: what the worker claims is checked from outside (in /proc).
       report = finishLaunch(launch, worker.pid, layers);
     } catch (error) {
@@ -804,8 +806,11 @@ function refuseCall(worker: WorkerProcess, id: number): void {
   worker.reply({ type: 'callResult', id, outcome: { ok: false, error: { class: 'StrataError', name: 'Error', message: 'the runtime is closed' } } });
 }
 
-/** Sends `configure` and waits for the worker's answer, within `deadlineMs` (a worker that does not answer is killed). */
-async function configure(worker: WorkerProcess, options: MessageOf<'configure'>['options'], deadlineMs: number): Promise<SandboxReport['layers']> {
+/**
+ * Sends `configure` (unless it was written at spawn: `sent`) and waits for the worker's answer,
+ * within `deadlineMs` (a worker that does not answer is killed).
+ */
+async function configure(worker: WorkerProcess, configuration: MessageOf<'configure'>, sent: boolean, deadlineMs: number): Promise<SandboxReport['layers']> {
   const release = worker.hold();
   try {
     return await new Promise((resolve, reject) => {
@@ -819,17 +824,18 @@ async function configure(worker: WorkerProcess, options: MessageOf<'configure'>[
       });
       worker.setMessageHandler((message) => {
         clearTimeout(timer);
-        if (message.type === 'result' && message.id === 1) {
+        if (message.type === 'result' && message.id === configuration.id) {
           const value = message.value as { layers?: SandboxReport['layers'] } | undefined;
           resolve(value?.layers ?? []);
-        } else if (message.type === 'error' && message.id === 1) {
+        } else if (message.type === 'error' && message.id === configuration.id) {
           const error = fromErrorPayload(message.error);
           reject(error);
         } else {
           worker.kill(new WorkerCrashed(`protocol violation: the worker answered configure with a ${message.type} message; it was killed`, 'protocol'));
         }
       });
-      worker.send({ type: 'configure', id: 1, options });
+      if (sent) worker.deliverKeptMessages();
+      else worker.send(configuration);
     });
   } finally {
     release();

@@ -21,6 +21,9 @@ import { type BootstrapFile, bootstrapFileFor } from './bootstrap-files.js';
 import { strataLayerBundle } from './layer-bundle-files.js';
 import { sourceDigest } from './source-digest.js';
 
+/** A worker's first request id: its configure, written when the worker is spawned (a spare's when it is taken). */
+export const FIRST_REQUEST_ID = 1;
+
 /** Everything decided before a worker exists. */
 export interface PreparedLaunch {
   readonly plan: LaunchPlan;
