@@ -10,6 +10,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
@@ -87,6 +88,8 @@ function spawnedChild(addon: SpawnAddon, file: string, args: readonly string[]):
   let ended: [number | null, NodeJS.Signals | null] | undefined;
   let readersOpen = 2;
   const listeners: ((code: number | null, signal: NodeJS.Signals | null) => void)[] = [];
+  // Filled once the ends are wrapped; the end's callback runs later, from the event loop.
+  let writers: Socket[] = [];
   const closeIfDone = () => {
     if (ended === undefined || readersOpen > 0) return;
     for (const listener of listeners.splice(0)) listener(...ended);
@@ -98,9 +101,18 @@ function spawnedChild(addon: SpawnAddon, file: string, args: readonly string[]):
     closeIfDone();
   });
   // As child_process wraps its socket pairs: libuv pipes, fds 1 and 2 read, the others written.
-  const sockets = fds.map((fd, index) => new Socket({ fd, readable: index === 1 || index === 2, writable: index !== 1 && index !== 2 }));
+  const sockets: Socket[] = [];
+  try {
+    for (const [index, fd] of fds.entries()) sockets.push(new Socket({ fd, readable: index === 1 || index === 2, writable: index !== 1 && index !== 2 }));
+  } catch (error) {
+    // Never a child nobody watches: it is killed (and reaped by its watch), every end closed.
+    addon.signal(handle, constants.signals.SIGKILL);
+    for (const socket of sockets) socket.destroy();
+    for (const fd of fds.slice(sockets.length)) closeSync(fd);
+    throw error;
+  }
   const [commands, frames, stderr, replies, settlements] = sockets as [Socket, Socket, Socket, Socket, Socket];
-  const writers = [commands, replies, settlements];
+  writers = [commands, replies, settlements];
   for (const reader of [frames, stderr]) {
     // A read error (ECONNRESET when the worker died with commands unread) ends the stream; its end says why.
     reader.on('error', () => {});
