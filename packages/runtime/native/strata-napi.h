@@ -1,6 +1,6 @@
 /*
- * The Node-API helpers every Strata addon uses (the watchdog here, the seccomp, Landlock and
- * Seatbelt layers' addons): one copy, so a fix reaches all four. The layers find this header
+ * The Node-API helpers every Strata addon in C uses (the watchdog, the wire codec and the spawn
+ * addon here; the seccomp, Landlock and Seatbelt layers' addons): one copy, so a fix reaches all. The layers find this header
  * through @strata/runtime (their binding.gyp's include_dirs; scripts/prebuild.mjs passes -I).
  *
  * Include after <node_api.h> with NAPI_VERSION defined.
