@@ -275,6 +275,8 @@ test('doctor --json: the report as JSON, exit 0 when all is in force and 1 when 
   t.true(Array.isArray(report.report?.layers));
   t.is(report.node.version, process.version);
   t.true(report.nativeHelpers.built);
+  // On Linux with pidfd_open (this kernel) the worker is started without forking this process.
+  if (process.platform === 'linux') t.deepEqual(report.workerSpawn, { method: 'posix_spawn', reason: null });
   t.is(report.error, null);
   t.regex(report.summary, /^(ok|degraded): /);
   if (report.sandbox === 'none') t.is(ran.code, 1, 'no OS sandbox is degraded');
@@ -622,6 +624,18 @@ test('doctor verdict: no worker is unavailable, with how to build the helpers', 
   t.is(report.status, 'unavailable');
   t.regex(report.summary, /npm rebuild @strata\/runtime/);
   t.regex(formatDoctorReport(report), /^native helpers +NOT built: strata-exec missing from \/pkg\/build\/Release$/m);
+});
+
+test('doctor text: how a worker is started, and why a fork when it is', (t) => {
+  const text = (workerSpawn: DoctorFacts['workerSpawn']) =>
+    formatDoctorReport(assess(facts('landlock+seccomp', [layer('landlock'), layer('seccomp')], { workerSpawn })));
+  t.regex(text({ method: 'posix_spawn', reason: null }), /^worker spawn +posix_spawn \(this process is not forked to start a worker\)$/m);
+  t.regex(
+    text({ method: 'child_process', reason: 'pidfd_open: Function not implemented (Linux 5.3 or newer has it)' }),
+    /^worker spawn +child_process: this process is forked to start each worker \(pidfd_open: Function not implemented \(Linux 5\.3 or newer has it\)\)$/m,
+  );
+  t.regex(text({ method: null, reason: 'strata_spawn.node is missing' }), /^worker spawn +unknown: strata_spawn\.node is missing$/m);
+  t.regex(text(undefined), /^worker spawn +unknown$/m);
 });
 
 test('doctor table: one row per layer under the column headers; an empty list says so', (t) => {

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { IsolatedRuntime } from '../isolated/isolated-runtime.js';
+import { workerSpawnSupport } from '../isolated/worker-child.js';
 import { missingDefaultLayers } from '../layers/default-layers.js';
 import { artifactCandidates, findNativeArtifact } from '../native/native-artifact.js';
 import type { DoctorArgs } from './args.js';
@@ -46,6 +47,7 @@ async function gatherFacts(): Promise<DoctorFacts> {
     strata: packageVersion(),
     node: { version: process.version, platform: process.platform, arch: process.arch },
     nativeHelpers: { built: strataExec && watchdog, directory, strataExec, watchdog },
+    workerSpawn: spawnFacts(),
   };
   const started = performance.now();
   let rt: IsolatedRuntime | undefined;
@@ -88,5 +90,14 @@ function workerUid(pid: number): number | null {
     return Number.isSafeInteger(uid) ? uid : null;
   } catch {
     return null;
+  }
+}
+
+/** How workers are started here (worker-child.ts), or why that cannot be told. */
+function spawnFacts(): NonNullable<DoctorFacts['workerSpawn']> {
+  try {
+    return workerSpawnSupport();
+  } catch (error) {
+    return { method: null, reason: (error as Error).message };
   }
 }

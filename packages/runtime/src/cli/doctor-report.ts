@@ -15,6 +15,12 @@ export interface DoctorFacts {
   readonly node: { readonly version: string; readonly platform: string; readonly arch: string };
   /** The native helpers, prebuilt (`prebuilds/<platform>-<arch>`) or built at install (`build/Release`): the exec helper and the memory watchdog. */
   readonly nativeHelpers: { readonly built: boolean; readonly directory: string; readonly strataExec: boolean; readonly watchdog: boolean };
+  /**
+   * How this process starts a worker: `posix_spawn` (Linux with pidfd_open), or `child_process`,
+   * which forks this process first, with why; `method` `null` when it cannot tell (`reason` says
+   * why: the spawn addon was not built).
+   */
+  readonly workerSpawn?: { readonly method: 'posix_spawn' | 'child_process' | null; readonly reason: string | null };
   /** Whether this process is root, its uid, and the uid the worker runs as (`null`: unknown). */
   readonly privileges: { readonly root: boolean; readonly uid: number | null; readonly workerUid: number | null };
   /** The worker doctor started: its pid and how long it took to answer; `null` if none started. */

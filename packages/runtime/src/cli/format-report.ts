@@ -16,6 +16,7 @@ export function formatDoctorReport(report: DoctorReport): string {
     ['node', report.node.version],
     ['platform', `${report.node.platform} ${report.node.arch}`],
     ['native helpers', nativeHelpers(report)],
+    ['worker spawn', workerSpawn(report)],
     ['privileges', privileges(report)],
     ['worker', report.worker === null ? 'not started' : `pid ${report.worker.pid}, answered in ${report.worker.startMs} ms`],
     [
@@ -96,6 +97,14 @@ function nativeHelpers(report: DoctorReport): string {
   if (h.built) return `built (${h.directory}: strata-exec, strata_watchdog.node)`;
   const missing = [h.strataExec ? undefined : 'strata-exec', h.watchdog ? undefined : 'strata_watchdog.node'].filter((x) => x !== undefined);
   return `NOT built: ${missing.join(', ')} missing from ${h.directory}`;
+}
+
+function workerSpawn(report: DoctorReport): string {
+  const spawn = report.workerSpawn;
+  if (spawn === undefined) return 'unknown';
+  if (spawn.method === 'posix_spawn') return 'posix_spawn (this process is not forked to start a worker)';
+  if (spawn.method === 'child_process') return `child_process: this process is forked to start each worker (${spawn.reason ?? 'no reason given'})`;
+  return `unknown: ${spawn.reason ?? 'no reason given'}`;
 }
 
 function privileges(report: DoctorReport): string {

@@ -44,12 +44,34 @@ export interface WorkerChild {
 /** How a worker is started: see the module's comment. */
 export type SpawnMethod = 'posix_spawn' | 'child_process';
 
-let defaultMethod: SpawnMethod | undefined;
+/** How this process starts workers, and why not with `posix_spawn` when it does not (`strata doctor` shows it). */
+export interface WorkerSpawnSupport {
+  readonly method: SpawnMethod;
+  /** Why not `posix_spawn`; `null` when it is used. */
+  readonly reason: string | null;
+}
 
-/** `posix_spawn` on Linux with pidfd_open (5.3), else `child_process`. Asked once per process. */
+let support: WorkerSpawnSupport | undefined;
+
+/**
+ * `posix_spawn` on Linux with pidfd_open (5.3), else `child_process`. Asked once per process.
+ *
+ * @throws Error on Linux when the spawn addon was not built (the message says how to build it).
+ */
+export function workerSpawnSupport(): WorkerSpawnSupport {
+  if (support !== undefined) return support;
+  if (process.platform !== 'linux') {
+    support = { method: 'child_process', reason: `the spawn addon is Linux only (this is ${process.platform})` };
+  } else {
+    const unsupported = loadSpawnAddon().unsupportedReason();
+    support = unsupported === '' ? { method: 'posix_spawn', reason: null } : { method: 'child_process', reason: unsupported };
+  }
+  return support;
+}
+
+/** {@link workerSpawnSupport}'s method. */
 export function defaultSpawnMethod(): SpawnMethod {
-  defaultMethod ??= process.platform === 'linux' && loadSpawnAddon().unsupportedReason() === '' ? 'posix_spawn' : 'child_process';
-  return defaultMethod;
+  return workerSpawnSupport().method;
 }
 
 /**
