@@ -147,11 +147,15 @@ const CPU_KERNEL =
 // node:child_process, whose fork of this process (150 MiB by now) would cost the floor alone
 // about 10 ms (the spawn row below).
 const { spawnWorkerChild } = await import('../packages/runtime/dist/src/isolated/worker-child.js');
+/** A child's output drained; its exit code and signal once it has ended. */
+function untilClosed(child) {
+  for (const stream of [child.frames, child.stderr]) stream.resume();
+  return new Promise((resolve) => child.onClose((...end) => resolve(end)));
+}
 async function runFloorProcess() {
   if (process.platform !== 'linux') return void spawnSync(process.execPath, [floorScript], { stdio: ['ignore', 'pipe', 'inherit'] });
   const child = await spawnWorkerChild(process.execPath, [floorScript], 'posix_spawn');
-  for (const stream of [child.frames, child.stderr]) stream.resume();
-  const [code] = await new Promise((resolve) => child.onClose((...end) => resolve(end)));
+  const [code] = await untilClosed(child);
   if (code !== 0) throw new Error(`the floor process exited with ${code}`);
 }
 {
@@ -231,8 +235,7 @@ if (process.platform === 'linux') {
     const t0 = performance.now();
     const child = await spawnWorkerChild(execHelperPath(), [], method);
     const ms = performance.now() - t0;
-    for (const stream of [child.frames, child.stderr]) stream.resume();
-    await new Promise((resolve) => child.onClose(resolve));
+    await untilClosed(child);
     return ms;
   };
   const forked = [];

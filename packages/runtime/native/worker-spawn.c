@@ -171,6 +171,13 @@ static void close_all(int *fds, size_t count) {
     if (fds[i] >= 0) close(fds[i]);
 }
 
+/* Our own child that nobody will watch: killed and reaped at once (not yet reaped, the pid is still its). */
+static void kill_and_reap(pid_t pid) {
+  kill(pid, SIGKILL);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+  }
+}
+
 /*
  * Makes the socket pairs: parent[i] stays here, child[i] becomes the child's fd i. Every child end
  * is moved to an fd >= count first, so that no dup2 onto 0 .. count-1 can overwrite a later one's
@@ -267,9 +274,7 @@ static napi_value spawn(napi_env env, napi_callback_info info) {
     pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
       error = errno;
-      kill(pid, SIGKILL); /* our own child, not yet reaped: the pid is still its */
-      while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-      }
+      kill_and_reap(pid);
     }
   }
   uv_loop_t *loop = NULL;
@@ -277,9 +282,7 @@ static napi_value spawn(napi_env env, napi_callback_info info) {
   if (error == 0) error = -uv_poll_init(loop, &child->poll, pidfd);
   if (error != 0) {
     if (pidfd >= 0) {
-      kill(pid, SIGKILL);
-      while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-      }
+      kill_and_reap(pid);
       close(pidfd);
     }
     close_all(parent_fds, child == NULL ? 0 : stdio_count);
@@ -305,9 +308,7 @@ static napi_value spawn(napi_env env, napi_callback_info info) {
       napi_delete_reference(env, child->on_exit);
       napi_async_destroy(env, child->context);
     }
-    kill(pid, SIGKILL);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
+    kill_and_reap(pid);
     close(pidfd);
     close_all(parent_fds, stdio_count);
     child->holders = 1;
