@@ -57,3 +57,27 @@ for (const [behaviour, message, reason] of refused) {
     t.is(error!.reason, reason);
   });
 }
+
+// A worker can end right after its report (its memory cap while it makes the guest's isolate): a
+// zombie shows no namespaces and no filter, and that is no broken promise. The start fails with
+// the worker's own end (this fixture exits 57, the memory cap's code), never with a verification
+// failure that would send the user looking at the sandbox.
+test('a worker that has ended when its report is checked from outside fails the start with its own end, not a broken promise', async (t) => {
+  const error = await t.throwsAsync(start('lyingReportThenEnds'), { instanceOf: WorkerCrashed });
+  t.is(error!.reason, 'maxMemory', error!.message);
+  t.notRegex(error!.message, /failed verification/);
+});
+
+test('SandboxHost.start: a worker that has ended when its layers are checked from outside fails with its own end', async (t) => {
+  const starting = SandboxHost.start({
+    tenant: 'early-report',
+    prewarm: false,
+    sandbox: 'off',
+    replaceDefaultLayers: true,
+    layers: [],
+    bootstrap: ['// hostLyingThenEnds'],
+  });
+  const error = await t.throwsAsync(starting, { instanceOf: WorkerCrashed });
+  t.is(error!.reason, 'maxMemory', error!.message);
+  t.notRegex(error!.message, /failed verification/);
+});

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { IsolatedRuntime, WorkerCrashed, type LayerReport } from '../src/index.js';
-import { inspectWorker, verifyWorker } from '../src/isolated/verify-worker.js';
+import { spawn } from 'node:child_process';
+import { WorkerEndedWhileChecked, hasEnded, inspectWorker, verifyWorker } from '../src/isolated/verify-worker.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
 checkNoLeaks(test);
@@ -40,4 +41,25 @@ test('a process that breaks the promises fails verification, naming each broken 
   t.regex(error?.message ?? '', /emptyroot layer is in force but the worker shares this process's user, mnt, net, ipc namespace\(s\)/);
   if (root) t.regex(error?.message ?? '', /runs as uid 0/);
   t.deepEqual(inspectWorker(process.pid).ownNamespaces, []);
+});
+
+test('a worker that has ended (a zombie, not yet reaped) is not read as a broken promise: the check says it ended', async (t) => {
+  const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const pid = child.pid!;
+  // This event loop, which would reap it, is held until the child is a zombie.
+  const stillAlive = () => !hasEnded(pid);
+  const until = Date.now() + 10_000;
+  while (stillAlive() && Date.now() < until) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+  t.true(hasEnded(pid), 'the child became a zombie');
+  const root = process.getuid?.() === 0;
+  const error = t.throws(() => verifyWorker(pid, [claim('seccomp'), claim('emptyroot')], root), { instanceOf: WorkerEndedWhileChecked });
+  t.is(error?.name, 'WorkerCrashed');
+  t.regex(error?.message ?? '', new RegExp(`pid ${pid}\\) ended while its sandbox was checked`));
+  await exited;
+  t.true(hasEnded(pid), 'reaped: gone');
+});
+
+test('a live process is never taken for an ended one', (t) => {
+  t.false(hasEnded(process.pid));
 });

@@ -32,7 +32,7 @@ import type { SandboxReport } from '../layers/pipeline.js';
 import { takeWorker } from './prewarm.js';
 import { sampleProcess, type WorkerProcess } from './worker-process.js';
 import type { WorkerPort } from './worker-port.js';
-import { FIRST_REQUEST_ID, configureOptions, finishLaunch, prepareLaunch } from './worker-launch.js';
+import { FIRST_REQUEST_ID, configureOptions, endUnverified, finishLaunch, prepareLaunch } from './worker-launch.js';
 import { cpuCapExceeded, type WorkerActivity } from './worker-end.js';
 import { chargeTick } from './tick-charge.js';
 import { mark, type TimelineMark } from '../timeline.js';
@@ -242,6 +242,8 @@ export class IsolatedRuntime implements StrataRuntime {
     const runtime = new IsolatedRuntime(FACTORY, resolved, worker, { sandbox: 'none', sandboxExtras: [], layers: [], base: launch.base }, worker);
     runtime.#nextId = FIRST_REQUEST_ID + 1;
     let verified = false;
+    // the worker's end, when its check from outside failed: the start fails with it
+    let unverified: Promise<StrataError> | undefined;
     try {
       // Only once the worker's layers are in force may guest code run: what the worker claims
       // is checked from outside (in /proc), and a broken promise kills it before its isolate is
@@ -256,7 +258,7 @@ export class IsolatedRuntime implements StrataRuntime {
           verified = true;
           mark('verified');
         } catch (error) {
-          runtime.#kill(error instanceof StrataError ? error : new WorkerCrashed(`the worker's sandbox could not be verified: ${String(error)}`, 'start'));
+          unverified = endUnverified(worker, error);
         }
       };
       runtime.#onReport = onReport;
@@ -267,8 +269,11 @@ export class IsolatedRuntime implements StrataRuntime {
       // What came with the hello (this process was busy: a report, even the answer), now that the
       // request is registered.
       worker.deliverKeptMessages();
-      await configuring;
+      await configuring.catch(async (error) => {
+        throw unverified === undefined ? error : await unverified;
+      });
       runtime.#onReport = undefined;
+      if (unverified !== undefined) throw await unverified;
       mark('configured');
       if (!verified) {
         const reason = new WorkerCrashed(

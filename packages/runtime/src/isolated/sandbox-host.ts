@@ -12,7 +12,8 @@ import type { SandboxReport } from '../layers/pipeline.js';
 import { resolveIsolatedOptions, type IsolatedRuntimeOptions, type ResolvedIsolatedOptions } from './isolated-options.js';
 import { internals, MAX_WORKER_THREADS, workerEntryForTests, type IsolatedRuntime } from './isolated-runtime.js';
 import { takeWorker } from './prewarm.js';
-import { FIRST_REQUEST_ID, configureOptions, finishLaunch, isolateOptions, prepareLaunch } from './worker-launch.js';
+import { FIRST_REQUEST_ID, configureOptions, endUnverified, finishLaunch, isolateOptions, prepareLaunch } from './worker-launch.js';
+import { WorkerEndedWhileChecked } from './verify-worker.js';
 import type { WorkerActivity } from './worker-end.js';
 import type { WorkerPort } from './worker-port.js';
 import { sampleMainThreadCpuMs, sampleProcess, type WorkerProcess } from './worker-process.js';
@@ -265,6 +266,7 @@ export class SandboxHost {
       // Only then may guest code run: what the worker claims is checked from outside (in /proc).
       report = finishLaunch(launch, worker.pid, layers);
     } catch (error) {
+      if (error instanceof WorkerEndedWhileChecked) throw await endUnverified(worker, error);
       await killAndWait(worker, error instanceof StrataError ? error : new WorkerCrashed('the worker failed to start', 'start'));
       throw error;
     }

@@ -63,7 +63,46 @@ export function inspectWorker(pid: number): OutsideView {
  * an emptyroot layer does. A broken promise kills the worker: the runtime never starts.
  */
 export function verifyWorker(pid: number, layers: readonly LayerReport[], startedAsRoot: boolean): OutsideView {
-  const view = inspectWorker(pid);
+  let view: OutsideView;
+  try {
+    view = inspectWorker(pid);
+  } catch (error) {
+    if (hasEnded(pid)) throw new WorkerEndedWhileChecked(pid);
+    throw error;
+  }
+  const broken = brokenPromises(view, layers, startedAsRoot);
+  // Looked at after the readings: a process that is alive now was alive for all of them.
+  if (broken.length > 0 && hasEnded(pid)) throw new WorkerEndedWhileChecked(pid);
+  if (broken.length > 0) throw new WorkerCrashed(`the worker's sandbox failed verification from outside: ${broken.join('; ')}`, 'start');
+  return view;
+}
+
+/**
+ * The worker had ended when it was looked at (its memory cap, a crash, right after its report):
+ * a zombie has no namespaces to show, and what it no longer shows is no broken promise. Its own
+ * end, once reported, says why it is gone.
+ */
+export class WorkerEndedWhileChecked extends WorkerCrashed {
+  constructor(pid: number) {
+    super(`the worker (pid ${pid}) ended while its sandbox was checked from outside`, 'start');
+    this.name = 'WorkerCrashed';
+  }
+}
+
+/** The process is a zombie or gone. The parent reaps its workers on its own event loop, so the pid is still the worker's. */
+export function hasEnded(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return true;
+  }
+  // pid (comm) state ...: comm may hold any byte, ')' included; the state follows the last one.
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state === 'Z' || state === 'X' || state === 'x';
+}
+
+function brokenPromises(view: OutsideView, layers: readonly LayerReport[], startedAsRoot: boolean): string[] {
   const broken: string[] = [];
   if (!view.noNewPrivs) broken.push('a worker thread lacks NoNewPrivs');
   if (startedAsRoot && (view.uid !== 65534 || view.gid !== 65534)) broken.push(`the worker runs as uid ${view.uid} gid ${view.gid}, not 65534`);
@@ -73,6 +112,5 @@ export function verifyWorker(pid: number, layers: readonly LayerReport[], starte
   const shared = EMPTYROOT_NAMESPACES.filter((ns) => !view.ownNamespaces.includes(ns));
   if (inForce('emptyroot') && shared.length > 0)
     broken.push(`an emptyroot layer is in force but the worker shares this process's ${shared.join(', ')} namespace(s)`);
-  if (broken.length > 0) throw new WorkerCrashed(`the worker's sandbox failed verification from outside: ${broken.join('; ')}`, 'start');
-  return view;
+  return broken;
 }

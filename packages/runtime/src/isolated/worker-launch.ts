@@ -6,16 +6,16 @@
  * @module
  */
 import type { WireObject } from '@strata/wire';
-import { WorkerCrashed } from '../errors.js';
+import { StrataError, WorkerCrashed } from '../errors.js';
 import type { LayerReport } from '../layers/layer.js';
 import { finishReport, planPipeline, type LayerPlanResult, type SandboxReport } from '../layers/pipeline.js';
 import type { ResolvedIsolatedOptions } from './isolated-options.js';
 import type { HostIsolates } from './sandbox-host.js';
 import { unreachableByNobody } from './reachable-by-nobody.js';
 import { buildWorkerFlags } from './v8-flags.js';
-import { verifyWorker } from './verify-worker.js';
+import { WorkerEndedWhileChecked, verifyWorker } from './verify-worker.js';
 import { engineAddonFor, resolveWorkerNode } from './worker-node.js';
-import { WORKER_ENTRY, type LaunchPlan } from './worker-process.js';
+import { WORKER_ENTRY, type LaunchPlan, type WorkerProcess } from './worker-process.js';
 import { timelineRecording } from '../timeline.js';
 import { type BootstrapFile, bootstrapFileFor } from './bootstrap-files.js';
 import { strataLayerBundle } from './layer-bundle-files.js';
@@ -72,6 +72,28 @@ export async function prepareLaunch(resolved: ResolvedIsolatedOptions, entry: st
 export function finishLaunch(launch: PreparedLaunch, pid: number, configured: readonly LayerReport[]): SandboxReport {
   const verify = process.platform === 'linux' ? (layers: readonly LayerReport[]) => verifyWorker(pid, layers, launch.startedAsRoot) : undefined;
   return finishReport(launch.layerPlan, configured, launch.base, verify);
+}
+
+/** How long a worker the check from outside saw ended has to be reported gone before it is killed for the check. */
+const ENDED_GRACE_MS = 2000;
+
+/**
+ * Ends a start whose check from outside failed; resolves with the worker's end. A worker that had
+ * ended when it was looked at (its memory cap, a crash) ends as it ended: a broken promise would
+ * misname it. One that is not reported gone within a moment after all is killed for the check.
+ */
+export function endUnverified(worker: WorkerProcess, error: unknown): Promise<StrataError> {
+  const reason = error instanceof StrataError ? error : new WorkerCrashed(`the worker's sandbox could not be verified: ${String(error)}`, 'start');
+  const release = worker.hold();
+  return new Promise((resolve) => {
+    const timer = error instanceof WorkerEndedWhileChecked ? setTimeout(() => worker.kill(reason), ENDED_GRACE_MS) : undefined;
+    worker.onExit((end) => {
+      clearTimeout(timer);
+      release();
+      resolve(end);
+    });
+    if (timer === undefined) worker.kill(reason);
+  });
 }
 
 /** What the worker is configured with: the Runtime options, its memory watchdog, its layers, and (for a worker of many isolates) how many it may hold and keep made ahead. */
