@@ -26,6 +26,13 @@
  *                                            where a --jitless worker made five
  *   writeAll(fd, bytes)                      every byte written to fd (blocking), in one call
  *                                            instead of fs.writeSync's interpreted wrapper
+ *   attachFrameRing(fd, bellFd)              maps the frame ring the parent passed as fd (a
+ *                                            sealed memfd of the ring's size: anything else is
+ *                                            refused) and closes fd; bellFd is where its
+ *                                            doorbell byte goes (frame-ring.h)
+ *   writeFrames(bytes)                       every byte onto the ring, waiting for room while it
+ *                                            is full (blocking, as a full pipe was), ringing the
+ *                                            parent's doorbell unless it spins for them
  *   streamInput(fd, onChunk)                makes fd non-blocking and watches it from the
  *                                            main thread's event loop (a libuv poll handle):
  *                                            onChunk(buffer) for each chunk read, then
@@ -78,7 +85,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -87,6 +97,7 @@
 
 #include <uv.h>
 
+#include "frame-ring.h"
 #include "strata-napi.h"
 
 /* ---- /proc, opened once -------------------------------------------------------------------- */
@@ -691,6 +702,103 @@ static napi_value fingerprint(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* ---- the frame ring's writing end (frame-ring.h) -------------------------------------------- */
+
+static uint8_t *ring_base;   /* NULL until attachFrameRing */
+static uint32_t ring_tail;   /* this side's own count of the bytes published */
+static int ring_bell_fd = -1;
+
+static napi_value attach_frame_ring(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  double fd, bell;
+  if (argc < 2 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd) || !integer_arg(env, argv[1], "bellFd", 0, 1048576, &bell)) return NULL;
+  if (ring_base != NULL) {
+    napi_throw_error(env, "ERR_STRATA_FRAME_RING", "strata-watchdog: a frame ring is attached already");
+    return NULL;
+  }
+  struct stat about;
+  const int seals = fcntl((int)fd, F_GET_SEALS);
+  const int needed = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+  const bool stated = fstat((int)fd, &about) == 0;
+  if (!stated || about.st_size != FRAME_RING_BYTES || seals < 0 || (seals & needed) != needed) {
+    char message[200];
+    snprintf(message, sizeof message, "strata-watchdog: fd %d is not a sealed frame ring of %u bytes (%s, seals %d)", (int)fd, FRAME_RING_BYTES,
+             stated ? "its size differs" : strerror(errno), seals);
+    napi_throw_error(env, "ERR_STRATA_FRAME_RING", message);
+    return NULL;
+  }
+  void *base = mmap(NULL, FRAME_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+  if (base == MAP_FAILED) {
+    throw_channel_error(env, "mmap", (int)fd, errno);
+    return NULL;
+  }
+  close((int)fd);
+  ring_base = base;
+  ring_tail = atomic_load(&((struct frame_ring_header *)base)->tail);
+  ring_bell_fd = (int)bell;
+  return NULL;
+}
+
+/* The parent does not spin for what was just published, and no bell byte is on its way: one goes. */
+static bool ring_bell(struct frame_ring_header *header) {
+  if (atomic_load(&header->reader_spinning) != 0 || atomic_exchange(&header->bell, 1) != 0) return true;
+  const uint8_t byte = 1;
+  ssize_t n;
+  do n = write(ring_bell_fd, &byte, 1);
+  while (n < 0 && errno == EINTR);
+  return n == 1;
+}
+
+static napi_value write_frames(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  uint8_t *bytes;
+  size_t length;
+  if (argc < 1 || !bytes_arg(env, argv[0], "writeFrames", &bytes, &length)) return NULL;
+  if (ring_base == NULL) {
+    napi_throw_error(env, "ERR_STRATA_FRAME_RING", "strata-watchdog: writeFrames before attachFrameRing");
+    return NULL;
+  }
+  struct frame_ring_header *header = (struct frame_ring_header *)ring_base;
+  uint8_t *data = frame_ring_data(ring_base);
+  size_t done = 0;
+  while (done < length) {
+    uint32_t head = atomic_load(&header->head);
+    uint32_t room = FRAME_RING_CAPACITY - (ring_tail - head);
+    if (room == 0 || room > FRAME_RING_CAPACITY) {
+      /* full: say so, make sure the parent was told of what is there, and sleep until it takes some */
+      atomic_store(&header->writer_waiting, 1);
+      if (!ring_bell(header)) {
+        atomic_store(&header->writer_waiting, 0);
+        throw_channel_error(env, "write", ring_bell_fd, errno);
+        return NULL;
+      }
+      if (atomic_load(&header->head) == head) {
+        const struct timespec patience = {1, 0}; /* woken by the parent; the timeout only re-checks */
+        syscall(SYS_futex, &header->head, FUTEX_WAIT, head, &patience, NULL, 0);
+      }
+      atomic_store(&header->writer_waiting, 0);
+      continue;
+    }
+    const uint32_t count = length - done < room ? (uint32_t)(length - done) : room;
+    const uint32_t start = ring_tail % FRAME_RING_CAPACITY;
+    const uint32_t first = count < FRAME_RING_CAPACITY - start ? count : FRAME_RING_CAPACITY - start;
+    memcpy(data + start, bytes + done, first);
+    memcpy(data, bytes + done + first, count - first);
+    ring_tail += count;
+    done += count;
+    atomic_store(&header->tail, ring_tail);
+    if (!ring_bell(header)) {
+      throw_channel_error(env, "write", ring_bell_fd, errno);
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
 NAPI_MODULE_INIT() {
   /* Configured, not online: a CPU brought online later counts already. Read at load, before a
    * layer takes /sys away; unknown: as if every second of wall time could be a second per CPU of 1024. */
@@ -704,6 +812,8 @@ NAPI_MODULE_INIT() {
       {"disableDumping", NULL, disable_dumping, NULL, NULL, NULL, napi_enumerable, NULL},
       {"readInput", NULL, read_input, NULL, NULL, NULL, napi_enumerable, NULL},
       {"writeAll", NULL, write_all, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"attachFrameRing", NULL, attach_frame_ring, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"writeFrames", NULL, write_frames, NULL, NULL, NULL, napi_enumerable, NULL},
       {"streamInput", NULL, stream_input, NULL, NULL, NULL, napi_enumerable, NULL},
       {"tcpConnect", NULL, tcp_connect, NULL, NULL, NULL, napi_enumerable, NULL},
       {"fingerprint", NULL, fingerprint, NULL, NULL, NULL, napi_enumerable, NULL},

@@ -1,9 +1,11 @@
 /*
  * strata_spawn.node — how the parent starts a worker on Linux, as a plain-C Node-API addon.
  *
- *   spawn(file, argv, stdioCount, onExit)  starts `file` (an absolute path) with `argv` and an
+ *   spawn(file, argv, stdioCount, onExit, inheritFd)
+ *                                          starts `file` (an absolute path) with `argv` and an
  *                                          empty environment; its fds 0 .. stdioCount-1 are one
- *                                          end of a Unix socket pair each. Returns
+ *                                          end of a Unix socket pair each, and inheritFd (when
+ *                                          given) its fd stdioCount. Returns
  *                                          [child, pid, fd0, fd1, ...]: `child` the handle the
  *                                          functions below take, the fds the parent's ends.
  *                                          onExit(code, signal) once, when the child has ended
@@ -14,6 +16,15 @@
  *   signal(child, signo)                   pidfd_send_signal: 0, or the errno (ESRCH once the
  *                                          child was reaped)
  *   unsupportedReason()                    why this kernel cannot (no pidfd_open), or ''
+ *
+ *   makeFrameRing()                        a frame ring (frame-ring.h): [ring, fd], the fd a
+ *                                          sealed memfd to pass to the child (spawn's inheritFd),
+ *                                          closed by the caller once the child has it
+ *   takeFrames(ring, spinMicros)           the bytes the worker published since the last take (a
+ *                                          Buffer), after a spin of up to spinMicros for them;
+ *                                          undefined when there are none. Throws
+ *                                          ERR_STRATA_FRAME_RING when the ring's tail is not
+ *                                          possible (more unread than its capacity)
  *
  * Why not node:child_process: libuv starts a child with fork(), which copies the parent's page
  * tables, and the parent then takes a fault on each page it writes first. From a Node process of
@@ -39,12 +50,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/futex.h>
+#include <time.h>
 #include <uv.h>
 
+#include "frame-ring.h"
 #include "strata-napi.h"
 
 #ifndef SYS_pidfd_open
@@ -55,6 +70,8 @@
 #endif
 
 enum { MAX_STDIO = 8, MAX_ARGS = 4096, MAX_ARG_BYTES = 1 << 20 };
+/* Every fd the child gets is moved above this first, so that no dup2 onto 0 .. stdioCount can overwrite a later one's source. */
+enum { FIRST_SOURCE_FD = MAX_STDIO + 1 };
 
 /* One started child. Freed when both its poll handle is closed and its JavaScript handle is collected. */
 struct child {
@@ -180,8 +197,8 @@ static void kill_and_reap(pid_t pid) {
 
 /*
  * Makes the socket pairs: parent[i] stays here, child[i] becomes the child's fd i. Every child end
- * is moved to an fd >= count first, so that no dup2 onto 0 .. count-1 can overwrite a later one's
- * source. All of them are close-on-exec: only the dup2'd copies survive the exec.
+ * is moved to an fd >= FIRST_SOURCE_FD first. All of them are close-on-exec: only the dup2'd
+ * copies survive the exec.
  */
 static int make_pairs(size_t count, int *parent, int *child) {
   for (size_t i = 0; i < count; i++) parent[i] = child[i] = -1;
@@ -189,7 +206,7 @@ static int make_pairs(size_t count, int *parent, int *child) {
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return errno;
     parent[i] = pair[0];
-    child[i] = fcntl(pair[1], F_DUPFD_CLOEXEC, (int)count);
+    child[i] = fcntl(pair[1], F_DUPFD_CLOEXEC, FIRST_SOURCE_FD);
     int error = errno;
     close(pair[1]);
     if (child[i] < 0) return error;
@@ -197,8 +214,8 @@ static int make_pairs(size_t count, int *parent, int *child) {
   return 0;
 }
 
-/* posix_spawn with the child's stdio and a clean signal state; 0 or the errno (of the exec, too). */
-static int start_child(const char *file, char **argv, const int *child_fds, size_t count, pid_t *pid) {
+/* posix_spawn with the child's stdio (and inherit_fd, unless -1, as its fd `count`) and a clean signal state; 0 or the errno (of the exec, too). */
+static int start_child(const char *file, char **argv, const int *child_fds, size_t count, int inherit_fd, pid_t *pid) {
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
   int error = posix_spawn_file_actions_init(&actions);
@@ -209,6 +226,7 @@ static int start_child(const char *file, char **argv, const int *child_fds, size
     return error;
   }
   for (size_t i = 0; i < count && error == 0; i++) error = posix_spawn_file_actions_adddup2(&actions, child_fds[i], (int)i);
+  if (inherit_fd >= 0 && error == 0) error = posix_spawn_file_actions_adddup2(&actions, inherit_fd, (int)count);
   /* What libuv does in its child: every disposition back to the default (Node ignores SIGPIPE,
    * and an ignored signal stays ignored across exec), no signal blocked. */
   sigset_t all, none;
@@ -225,17 +243,24 @@ static int start_child(const char *file, char **argv, const int *child_fds, size
 }
 
 static napi_value spawn(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value args[4];
+  size_t argc = 5;
+  napi_value args[5];
   CHECK(env, napi_get_cb_info(env, info, &argc, args, NULL, NULL));
   bool is_array = false;
+  int32_t inherit = -1;
+  napi_valuetype inherit_type = napi_undefined;
+  if (argc >= 5 && (napi_typeof(env, args[4], &inherit_type) != napi_ok ||
+                    (inherit_type != napi_undefined && (napi_get_value_int32(env, args[4], &inherit) != napi_ok || inherit < 0)))) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-spawn: spawn's inheritFd is a file descriptor or undefined");
+    return NULL;
+  }
   napi_valuetype callback_type = napi_undefined;
   uint32_t stdio_count = 0, arg_count = 0;
   if (argc < 4 || napi_is_array(env, args[1], &is_array) != napi_ok || !is_array || napi_get_array_length(env, args[1], &arg_count) != napi_ok ||
       arg_count > MAX_ARGS || napi_get_value_uint32(env, args[2], &stdio_count) != napi_ok || stdio_count < 1 || stdio_count > MAX_STDIO ||
       napi_typeof(env, args[3], &callback_type) != napi_ok || callback_type != napi_function) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
-                          "strata-spawn: spawn(file, argv, stdioCount, onExit) takes a path, an array of at most 4096 strings, 1-8 and a function");
+                          "strata-spawn: spawn(file, argv, stdioCount, onExit, inheritFd) takes a path, an array of at most 4096 strings, 1-8 and a function");
     return NULL;
   }
   size_t total = 0;
@@ -264,11 +289,15 @@ static napi_value spawn(napi_env env, napi_callback_info info) {
   struct child *child = calloc(1, sizeof *child);
   int parent_fds[MAX_STDIO], child_fds[MAX_STDIO];
   int error = child == NULL ? ENOMEM : make_pairs(stdio_count, parent_fds, child_fds);
+  /* moved up too, like the pairs' ends (and close-on-exec: only its dup2'd copy survives) */
+  int inherit_source = -1;
+  if (error == 0 && inherit >= 0 && (inherit_source = fcntl(inherit, F_DUPFD_CLOEXEC, FIRST_SOURCE_FD)) < 0) error = errno;
   pid_t pid = -1;
-  if (error == 0) error = start_child(file, argv, child_fds, stdio_count, &pid);
+  if (error == 0) error = start_child(file, argv, child_fds, stdio_count, inherit_source, &pid);
   free(file);
   free_strings(argv, arg_count);
   close_all(child_fds, stdio_count);
+  if (inherit_source >= 0) close(inherit_source);
   int pidfd = -1;
   if (error == 0) {
     pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -391,12 +420,132 @@ static napi_value unsupported_reason(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* ---- the frame ring's reading end (frame-ring.h) ---- */
+
+struct ring {
+  uint8_t *base; /* FRAME_RING_BYTES, shared with the worker */
+  uint32_t head; /* this side's own count of the bytes taken: the shared `head` is for the worker only */
+};
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define CPU_RELAX() __asm__ volatile("yield")
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+static uint64_t monotonic_ns(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static void on_ring_collected(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  struct ring *ring = data;
+  munmap(ring->base, FRAME_RING_BYTES);
+  free(ring);
+}
+
+/* A sealed memfd of FRAME_RING_BYTES (it can neither shrink nor grow: the mapping never faults), mapped here. */
+static napi_value make_frame_ring(napi_env env, napi_callback_info info) {
+  (void)info;
+  int fd = memfd_create("strata-frame-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int error = fd < 0 ? errno : 0;
+  if (error == 0 && ftruncate(fd, FRAME_RING_BYTES) != 0) error = errno;
+  if (error == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) error = errno;
+  void *base = MAP_FAILED;
+  if (error == 0 && (base = mmap(NULL, FRAME_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) error = errno;
+  struct ring *ring = error == 0 ? calloc(1, sizeof *ring) : NULL;
+  if (error == 0 && ring == NULL) error = ENOMEM;
+  if (error != 0) {
+    if (base != MAP_FAILED) munmap(base, FRAME_RING_BYTES);
+    if (fd >= 0) close(fd);
+    throw_errno(env, "make a frame ring", error);
+    return NULL;
+  }
+  ring->base = base;
+  napi_value handle, number, result;
+  if (napi_create_external(env, ring, on_ring_collected, NULL, &handle) != napi_ok) {
+    on_ring_collected(env, ring, NULL);
+    close(fd);
+    napi_throw_error(env, "ERR_STRATA_SPAWN", "strata-spawn: cannot make the ring's handle");
+    return NULL;
+  }
+  CHECK(env, napi_create_array_with_length(env, 2, &result));
+  CHECK(env, napi_set_element(env, result, 0, handle));
+  CHECK(env, napi_create_int32(env, fd, &number));
+  CHECK(env, napi_set_element(env, result, 1, number));
+  return result;
+}
+
+/* Spins until the worker's tail moves past `head` or `micros` have passed; the tail last read. */
+static uint32_t spin_for_tail(struct frame_ring_header *header, uint32_t head, double micros) {
+  atomic_store(&header->reader_spinning, 1);
+  const uint64_t deadline = monotonic_ns() + (uint64_t)(micros * 1000);
+  uint32_t tail;
+  for (unsigned turn = 1; (tail = atomic_load_explicit(&header->tail, memory_order_acquire)) == head; turn++) {
+    CPU_RELAX();
+    if (turn % 64 == 0 && monotonic_ns() >= deadline) break;
+  }
+  atomic_store(&header->reader_spinning, 0);
+  /* read again after the flag is down: a tail published while it was up rang no bell */
+  return atomic_load(&header->tail);
+}
+
+static napi_value take_frames(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value args[2];
+  CHECK(env, napi_get_cb_info(env, info, &argc, args, NULL, NULL));
+  napi_valuetype type;
+  struct ring *ring = NULL;
+  double micros = 0;
+  if (argc < 2 || napi_typeof(env, args[0], &type) != napi_ok || type != napi_external || napi_get_value_external(env, args[0], (void **)&ring) != napi_ok ||
+      ring == NULL || napi_get_value_double(env, args[1], &micros) != napi_ok || !(micros >= 0 && micros <= 1000000)) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-spawn: takeFrames(ring, spinMicros) takes a ring makeFrameRing made and 0-1000000");
+    return NULL;
+  }
+  struct frame_ring_header *header = (struct frame_ring_header *)ring->base;
+  /* down before the tail is read: a tail published after this read rings again */
+  atomic_store(&header->bell, 0);
+  uint32_t tail = atomic_load(&header->tail);
+  if (tail == ring->head && micros > 0) tail = spin_for_tail(header, ring->head, micros);
+  const uint32_t unread = tail - ring->head;
+  napi_value result;
+  if (unread == 0) {
+    CHECK(env, napi_get_undefined(env, &result));
+    return result;
+  }
+  if (unread > FRAME_RING_CAPACITY) {
+    char message[160];
+    snprintf(message, sizeof message, "strata-spawn: the frame ring's tail says %u bytes are unread, more than its %u", unread, FRAME_RING_CAPACITY);
+    napi_throw_error(env, "ERR_STRATA_FRAME_RING", message);
+    return NULL;
+  }
+  uint8_t *bytes;
+  CHECK(env, napi_create_buffer(env, unread, (void **)&bytes, &result));
+  const uint32_t start = ring->head % FRAME_RING_CAPACITY;
+  const uint32_t first = unread < FRAME_RING_CAPACITY - start ? unread : FRAME_RING_CAPACITY - start;
+  const uint8_t *data = frame_ring_data(ring->base);
+  memcpy(bytes, data + start, first);
+  memcpy(bytes + first, data, unread - first);
+  ring->head = tail;
+  atomic_store(&header->head, tail);
+  /* after `head` moved: a writer that saw no room either sees this head or is woken here */
+  if (atomic_load(&header->writer_waiting) != 0) syscall(SYS_futex, &header->head, FUTEX_WAKE, 1, NULL, NULL, 0);
+  return result;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor functions[] = {
       {"spawn", NULL, spawn, NULL, NULL, NULL, napi_enumerable, NULL},
       {"refExit", NULL, ref_exit, NULL, NULL, NULL, napi_enumerable, NULL},
       {"signal", NULL, send_signal, NULL, NULL, NULL, napi_enumerable, NULL},
       {"unsupportedReason", NULL, unsupported_reason, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"makeFrameRing", NULL, make_frame_ring, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"takeFrames", NULL, take_frames, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   CHECK(env, napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions));
   return exports;

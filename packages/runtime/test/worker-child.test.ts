@@ -10,6 +10,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defaultSpawnMethod, spawnWorkerChild, type SpawnMethod, type WorkerChild } from '../src/isolated/worker-child.js';
 import { platformTest } from '../src/testing/index.js';
+import { WorkerProcess, type LaunchPlan } from '../src/isolated/worker-process.js';
+import { WorkerCrashed, type StrataError } from '../src/index.js';
 
 const linux = process.platform === 'linux';
 const maybe = platformTest(test, {
@@ -134,4 +136,128 @@ maybe('posix_spawn: waiting for an unreferenced child does not keep the parent a
   process.kill(orphan, 'SIGKILL');
   const referenced = (await run(true)).trim().split('\n');
   t.deepEqual(referenced.slice(1), ['closed 0 null']);
+});
+
+// The frame ring (native/frame-ring.h): the worker's frames through memory both map, its doorbell
+// on fd 1. The writer here is the worker's own (the watchdog addon's writeFrames) in a child Node;
+// the reader this process's, as a worker's parent reads.
+const WATCHDOG = fileURLToPath(new URL('../../build/Release/strata_watchdog.node', import.meta.url));
+const NODE = process.execPath;
+
+/** A Node child that attaches the ring at fd 5 and runs `body` (with `ring`, the watchdog addon, in scope). */
+function ringWriter(body: string, method: SpawnMethod): Promise<WorkerChild> {
+  const script = `const ring = require(${JSON.stringify(WATCHDOG)}); ring.attachFrameRing(5, 1); ${body}`;
+  return spawnWorkerChild(NODE, ['-e', script], method, true);
+}
+
+/** Everything the ring gives until the child's end: taken at each doorbell, and once more at the end. */
+function ringBytes(child: WorkerChild): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  const take = () => {
+    const bytes = child.frameRing!.take(0);
+    if (bytes !== undefined) chunks.push(bytes);
+  };
+  child.frames.on('data', take);
+  return new Promise((resolve) =>
+    child.onClose(() => {
+      take();
+      resolve(Buffer.concat(chunks));
+    }),
+  );
+}
+
+for (const method of methods) {
+  maybe(`${method}: with a frame ring, 3 MiB in frames of every size arrive whole and in order, through a ring of 64 KiB`, async (t) => {
+    // sizes 1 .. 200 000 bytes, each frame's bytes a pattern of its index: a lost, doubled or reordered chunk shows
+    const body = `
+      let total = 0;
+      for (let i = 0; total < 3 * 1024 * 1024; i++) {
+        const size = 1 + ((i * 7919) % 200000);
+        ring.writeFrames(Buffer.alloc(size, i % 251));
+        total += size;
+      }`;
+    const child = await ringWriter(body, method);
+    const bytes = await ringBytes(child);
+    let offset = 0;
+    for (let i = 0; offset < bytes.length; i++) {
+      const size = 1 + ((i * 7919) % 200000);
+      const frame = bytes.subarray(offset, offset + size);
+      t.is(frame.length, size);
+      if (!frame.every((b) => b === i % 251)) return t.fail(`frame ${i} at ${offset} is not whole`);
+      offset += size;
+    }
+    t.true(bytes.length >= 3 * 1024 * 1024);
+  });
+
+  maybe(`${method}: a spinning reader takes what the writer publishes without a doorbell`, async (t) => {
+    // the child publishes 300 ms after its start; the parent spins for it (up to 200 ms a take)
+    const child = await ringWriter(`setTimeout(() => ring.writeFrames(Buffer.from('pong')), 300);`, method);
+    const bells = collect(child.frames);
+    const end = closed(child);
+    let bytes: Buffer | undefined;
+    for (let i = 0; i < 20 && bytes === undefined; i++) bytes = child.frameRing!.take(200_000);
+    t.is(bytes?.toString(), 'pong');
+    await end;
+    t.is(bells(), '', 'no doorbell rang: the reader was spinning');
+  });
+
+  maybe(`${method}: the ring cannot be resized by the worker (sealed), and a forged tail is refused`, async (t) => {
+    // ftruncate must fail (a shrink would make the parent's reads fault); then a tail far ahead of the head
+    const body = `
+      const fs = require('node:fs');
+      for (const size of [0, 4096, 1 << 20]) {
+        try { fs.ftruncateSync(5, size); process.stderr.write('resized to ' + size + '\\n'); } catch (e) { process.stderr.write(e.code + '\\n'); }
+      }
+      const tail = Buffer.alloc(4); tail.writeUInt32LE(0x7fffffff);
+      fs.writeSync(5, tail, 0, 4, 0);
+      fs.writeSync(1, 'x');`;
+    const child = await spawnWorkerChild(NODE, ['-e', body], method, true);
+    const err = collect(child.stderr);
+    const rang = new Promise((resolve) => child.frames.once('data', resolve));
+    const end = closed(child);
+    await rang;
+    const error = t.throws(() => child.frameRing!.take(0));
+    t.is((error as NodeJS.ErrnoException).code, 'ERR_STRATA_FRAME_RING');
+    t.regex(error!.message, /the frame ring's tail says 2147483647 bytes are unread, more than its 65536/);
+    await end;
+    t.is(err(), 'EPERM\nEPERM\nEPERM\n');
+  });
+}
+
+maybe('attachFrameRing refuses what is not a sealed ring of its size', async (t) => {
+  // an ordinary file is refused, in a child (the attach is once per process); and nothing is written before an attach
+  const body = `
+    const fs = require('node:fs');
+    const ring = require(${JSON.stringify(WATCHDOG)});
+    for (const fd of [fs.openSync('/proc/self/status', 'r')]) {
+      try { ring.attachFrameRing(fd, 1); console.log('attached'); } catch (e) { console.log(e.code + ': ' + e.message); }
+    }
+    try { ring.writeFrames(Buffer.from('x')); } catch (e) { console.log(e.code + ': ' + e.message); }`;
+  const child = await spawnWorkerChild(NODE, ['-e', body], 'posix_spawn');
+  const out = collect(child.frames);
+  await closed(child);
+  t.regex(out(), /^ERR_STRATA_FRAME_RING: strata-watchdog: fd \d+ is not a sealed frame ring of 69632 bytes/m);
+  t.regex(out(), /^ERR_STRATA_FRAME_RING: strata-watchdog: writeFrames before attachFrameRing$/m);
+  t.notRegex(out(), /attached/);
+});
+
+maybe("a worker that forges its ring's tail is killed as a protocol violation, and nothing past its ring is read", async (t) => {
+  const plan: LaunchPlan = {
+    workerNode: NODE,
+    nodeArgs: [],
+    cpuSeconds: undefined,
+    entry: fileURLToPath(new URL('./fixtures/ring-forger.js', import.meta.url)),
+    launch: [],
+    frameRing: true,
+  };
+  const worker = await WorkerProcess.start(plan, 30_000);
+  const release = worker.hold();
+  const error = await new Promise<StrataError>((resolve) => worker.onExit(resolve));
+  release();
+  t.true(error instanceof WorkerCrashed);
+  t.is((error as WorkerCrashed).reason, 'protocol');
+  t.regex(
+    error.message,
+    /^protocol violation: strata-spawn: the frame ring's tail says 1073741824 bytes are unread, more than its 65536; the worker was killed$/,
+  );
 });

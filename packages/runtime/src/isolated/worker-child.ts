@@ -7,6 +7,9 @@
  * same either way: fds 0–4 one end of a Unix socket pair each, an empty environment, every
  * signal's disposition the default.
  *
+ * With a frame ring (Linux), the worker's frames come through memory both map
+ * (`native/frame-ring.h`), passed as its fd 5, and fd 1 carries only its doorbell.
+ *
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -15,6 +18,7 @@ import { Socket } from 'node:net';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { loadSpawnAddon, type SpawnAddon } from '../native/native-paths.js';
+import { CHANNEL_FDS } from '../worker/parent-channel.js';
 
 /** fds 0–4: commands, frames out, stderr, replies to blocking calls, settlements. */
 const STDIO_COUNT = 5;
@@ -24,8 +28,10 @@ export interface WorkerChild {
   readonly pid: number;
   /** fd 0: commands, and the settlements of a worker's async host calls. */
   readonly commands: Writable;
-  /** fd 1: the worker's frames. */
+  /** fd 1: the worker's frames; with a frame ring, its doorbell (the bytes mean nothing: take the ring's). */
   readonly frames: Readable;
+  /** The worker's frames, when it was started with a frame ring. */
+  readonly frameRing: FrameRingReader | undefined;
   /** fd 2: what the worker wrote to stderr. */
   readonly stderr: Readable;
   /** fd 3: answers to the host call the guest is blocked on. */
@@ -40,6 +46,19 @@ export interface WorkerChild {
   /** Called once, when it has ended and everything it wrote to fds 1 and 2 was read. */
   onClose(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
 }
+
+/** The parent's end of a frame ring. */
+export interface FrameRingReader {
+  /**
+   * What the worker published since the last take, after a spin of up to `spinMicros` for it
+   * (0: none); undefined when nothing was. Throws (code `ERR_STRATA_FRAME_RING`) on a ring whose
+   * tail is not possible.
+   */
+  take(spinMicros: number): Buffer | undefined;
+}
+
+/** The fd a worker started with a frame ring finds it at. */
+export const FRAME_RING_FD = CHANNEL_FDS.frameRing;
 
 /** How a worker is started: see the module's comment. */
 export type SpawnMethod = 'posix_spawn' | 'child_process';
@@ -78,19 +97,39 @@ export function defaultSpawnMethod(): SpawnMethod {
  * Starts `file` (an absolute path) with `args` and an empty environment. Rejects with the
  * system's error when it cannot be started (the file missing, not executable, out of processes).
  */
-export async function spawnWorkerChild(file: string, args: readonly string[], method: SpawnMethod = defaultSpawnMethod()): Promise<WorkerChild> {
-  if (method === 'posix_spawn') return spawnedChild(loadSpawnAddon(), file, args);
-  const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'], env: {}, windowsHide: true });
-  if (child.pid === undefined) return new Promise((_, reject) => child.once('error', reject));
-  return nodeChild(child);
+export async function spawnWorkerChild(
+  file: string,
+  args: readonly string[],
+  method: SpawnMethod = defaultSpawnMethod(),
+  frameRing = false,
+): Promise<WorkerChild> {
+  // the ring's memfd is the worker's fd 5; this process keeps the mapping only
+  const ring = frameRing ? loadSpawnAddon().makeFrameRing() : undefined;
+  try {
+    const reader = ring === undefined ? undefined : ringReader(ring[0]);
+    if (method === 'posix_spawn') return spawnedChild(loadSpawnAddon(), file, args, reader, ring?.[1]);
+    const stdio: (number | 'pipe')[] = ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'];
+    if (ring !== undefined) stdio.push(ring[1]);
+    const child = spawn(file, args, { stdio, env: {}, windowsHide: true });
+    if (child.pid === undefined) return await new Promise((_, reject) => child.once('error', reject));
+    return nodeChild(child, reader);
+  } finally {
+    if (ring !== undefined) closeSync(ring[1]);
+  }
 }
 
-function nodeChild(child: ChildProcess): WorkerChild {
+function ringReader(ring: unknown): FrameRingReader {
+  const addon = loadSpawnAddon();
+  return { take: (spinMicros) => addon.takeFrames(ring, spinMicros) };
+}
+
+function nodeChild(child: ChildProcess, frameRing: FrameRingReader | undefined): WorkerChild {
   const stdio = child.stdio;
   return {
     pid: child.pid!,
     commands: stdio[0] as Writable,
     frames: stdio[1] as Readable,
+    frameRing,
     stderr: stdio[2] as Readable,
     replies: stdio[3] as Writable,
     settlements: stdio[4] as Writable,
@@ -106,7 +145,13 @@ function nodeChild(child: ChildProcess): WorkerChild {
 
 const signalNames = new Map<number, NodeJS.Signals>(Object.entries(constants.signals).map(([name, number]) => [number, name as NodeJS.Signals]));
 
-function spawnedChild(addon: SpawnAddon, file: string, args: readonly string[]): WorkerChild {
+function spawnedChild(
+  addon: SpawnAddon,
+  file: string,
+  args: readonly string[],
+  frameRing: FrameRingReader | undefined,
+  ringFd: number | undefined,
+): WorkerChild {
   let ended: [number | null, NodeJS.Signals | null] | undefined;
   let readersOpen = 2;
   const listeners: ((code: number | null, signal: NodeJS.Signals | null) => void)[] = [];
@@ -116,12 +161,18 @@ function spawnedChild(addon: SpawnAddon, file: string, args: readonly string[]):
     if (ended === undefined || readersOpen > 0) return;
     for (const listener of listeners.splice(0)) listener(...ended);
   };
-  const [handle, pid, ...fds] = addon.spawn(file, [file, ...args], STDIO_COUNT, (code, signal) => {
-    ended = [code === -1 ? null : code, signal === 0 ? null : (signalNames.get(signal) ?? null)];
-    // Nothing reads from these: their end is the worker's.
-    for (const socket of writers) socket.destroy();
-    closeIfDone();
-  });
+  const [handle, pid, ...fds] = addon.spawn(
+    file,
+    [file, ...args],
+    STDIO_COUNT,
+    (code, signal) => {
+      ended = [code === -1 ? null : code, signal === 0 ? null : (signalNames.get(signal) ?? null)];
+      // Nothing reads from these: their end is the worker's.
+      for (const socket of writers) socket.destroy();
+      closeIfDone();
+    },
+    ringFd,
+  );
   // As child_process wraps its socket pairs: libuv pipes, fds 1 and 2 read, the others written.
   const sockets: Socket[] = [];
   try {
@@ -147,6 +198,7 @@ function spawnedChild(addon: SpawnAddon, file: string, args: readonly string[]):
     pid,
     commands,
     frames,
+    frameRing,
     stderr,
     replies,
     settlements,

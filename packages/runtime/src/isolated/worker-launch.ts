@@ -50,6 +50,8 @@ export async function prepareLaunch(resolved: ResolvedIsolatedOptions, entry: st
     entry: entry ?? WORKER_ENTRY,
     launch: layerPlan.launch,
     engineAddon: engineAddonFor(workerNode),
+    // Strata's own entry takes its frames' ring (Linux); another entry (a test's) speaks on fd 1 alone.
+    frameRing: process.platform === 'linux' && (entry ?? WORKER_ENTRY) === WORKER_ENTRY,
   };
   const startedAsRoot = process.geteuid?.() === 0;
   if (startedAsRoot) assertReachableByNobody(plan.workerNode, plan.entry);

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
 import { FrameReader, ProtocolError, encodeFrame, type Message } from '@strata/wire';
@@ -7,7 +8,9 @@ import type { LaunchStep } from '../layers/layer.js';
 import { execHelperPath } from '../native/native-paths.js';
 import { ENGINE_ADDON_ARGUMENT } from '../engine.js';
 import { classifyWorkerEnd, type WorkerActivity } from './worker-end.js';
-import { spawnWorkerChild, type WorkerChild } from './worker-child.js';
+import { FRAME_RING_FD, spawnWorkerChild, type WorkerChild } from './worker-child.js';
+import { SpinPolicy } from '../worker/spin-policy.js';
+import { FRAME_RING_ARGUMENT } from '../worker/parent-channel.js';
 
 import { WORKER_FRAME_LIMITS } from '../channel-limits.js';
 import { mark } from '../timeline.js';
@@ -28,6 +31,8 @@ export interface LaunchPlan {
   readonly launch: readonly LaunchStep[];
   /** The engine's addon for the worker to load directly (`engineAddonFor`); undefined: it resolves isolated-vm itself. */
   readonly engineAddon?: string | undefined;
+  /** The worker sends its frames through a frame ring (`native/frame-ring.h`; Strata's own entry on Linux). */
+  readonly frameRing?: boolean;
 }
 
 /** The worker entry shipped with the package. */
@@ -37,19 +42,20 @@ export const WORKER_ENTRY = fileURLToPath(new URL('../worker/worker-entry.cjs', 
 
 /** A plan's identity, for matching a prewarmed spare. */
 export function planKey(plan: LaunchPlan): string {
-  return JSON.stringify([plan.workerNode, plan.nodeArgs, plan.cpuSeconds, plan.entry, plan.launch, plan.engineAddon]);
+  return JSON.stringify([plan.workerNode, plan.nodeArgs, plan.cpuSeconds, plan.entry, plan.launch, plan.engineAddon, plan.frameRing === true]);
 }
 
 /** The exec helper's command line: base hardening, then Node with the worker entry (and its own arguments). */
 export function launchArguments(plan: LaunchPlan): string[] {
   const args: string[] = [];
   if (plan.cpuSeconds !== undefined) args.push('--cpu-seconds', String(plan.cpuSeconds));
-  // fds 0-4 are the channel: commands, frames out, stderr, replies to blocking calls, settlements.
-  args.push('--keep-fds', '5', '--drop-privileges', '--');
+  // fds 0-4 are the channel: commands, frames out, stderr, replies to blocking calls, settlements; 5 the frame ring.
+  args.push('--keep-fds', plan.frameRing === true ? String(FRAME_RING_FD + 1) : String(FRAME_RING_FD), '--drop-privileges', '--');
   // Each link runs `program ...args -- next...` and execs the rest of the chain.
   for (const step of plan.launch) args.push(step.program, ...(step.args ?? []), '--');
   args.push(plan.workerNode, ...plan.nodeArgs, plan.entry);
   if (plan.engineAddon !== undefined) args.push(ENGINE_ADDON_ARGUMENT, plan.engineAddon);
+  if (plan.frameRing === true) args.push(FRAME_RING_ARGUMENT, String(FRAME_RING_FD));
   return args;
 }
 
@@ -100,6 +106,25 @@ export function sampleMainThreadCpuMs(pid: number): number | undefined {
   }
 }
 
+/**
+ * The longest this process spins for an answer it expects from a worker with a frame ring: its
+ * event loop waits that long at most. The policy spins twice the last answer's wait, and not at
+ * all once one took longer (SpinPolicy).
+ */
+const PARENT_MAX_SPIN_MICROS = 100;
+/** Answers taken by spinning in a row before the event loop must turn once (timers and other I/O wait meanwhile). */
+const SPINS_PER_TURN = 32;
+/** On one CPU a spinning parent would take the CPU from the worker it waits for. */
+const MAY_SPIN = availableParallelism() > 1;
+/** Workers of this process with a command in flight: the parent spins only while one is, or it would keep the others' answers waiting. */
+let busyWorkers = 0;
+let spinsThisTurn = 0;
+
+/** One more answer taken by spinning; the count starts again once the event loop has turned. */
+function countSpin(): void {
+  if (spinsThisTurn++ === 0) setImmediate(() => (spinsThisTurn = 0));
+}
+
 /** How many messages a worker started with its first command may send before its caller takes them (it answers that command once: a result, and a report before it). */
 const KEPT_BEFORE_HANDLER = 8;
 
@@ -128,6 +153,11 @@ export class WorkerProcess {
   #holds = 0;
   readonly #cpuSeconds: number | undefined;
   #activity: WorkerActivity = 'idle';
+  /** Bytes taken off the frame ring by a spin, read in a microtask (never inside the caller's call). */
+  #ringBacklog: Buffer[] = [];
+  readonly #spin = new SpinPolicy(PARENT_MAX_SPIN_MICROS);
+  /** When the parent last wrote to a busy worker and has seen nothing from it since. */
+  #expectedSince: number | undefined;
 
   private constructor(child: WorkerChild, cpuSeconds: number | undefined) {
     this.#child = child;
@@ -136,14 +166,20 @@ export class WorkerProcess {
     this.#commands = child.commands;
     this.#replies = child.replies;
     this.#settlements = child.settlements;
-    child.frames.on('data', (chunk: Buffer) => this.#receive(chunk));
+    // With a frame ring, fd 1 is only its doorbell: each byte says "look at the ring".
+    if (child.frameRing === undefined) child.frames.on('data', (chunk: Buffer) => this.#receive(chunk));
+    else child.frames.on('data', () => this.#takeRing(0));
     child.stderr.on('data', (chunk: Buffer) => {
       // Only a tail is kept: enough to name a crash, never a flood.
       this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-4096);
     });
     for (const stream of [this.#commands, this.#replies, this.#settlements]) stream.on('error', () => {});
     // Once every frame the worker wrote is read: its death is reported after them.
-    child.onClose((code, signal) => this.#exit(code, signal));
+    child.onClose((code, signal) => {
+      // what the worker published before it ended, then its end
+      if (child.frameRing !== undefined) this.#takeRing(0);
+      this.#exit(code, signal);
+    });
     this.#unrefAll();
   }
 
@@ -162,7 +198,7 @@ export class WorkerProcess {
     let child: WorkerChild;
     try {
       mark('spawn');
-      child = await spawnWorkerChild(execHelperPath(), launchArguments(plan));
+      child = await spawnWorkerChild(execHelperPath(), launchArguments(plan), undefined, plan.frameRing === true);
       mark('spawned');
     } catch (error) {
       throw new WorkerCrashed(`the worker could not be started: ${(error as Error).message}`, 'start', { cause: error });
@@ -235,7 +271,62 @@ export class WorkerProcess {
 
   /** Says what the worker is doing now; how its end is named depends on it (`classifyWorkerEnd`). */
   setActivity(activity: WorkerActivity): void {
+    if (this.#exited) return;
+    if (this.#activity === 'idle' && activity !== 'idle') busyWorkers++;
+    else if (this.#activity !== 'idle' && activity === 'idle') busyWorkers--;
     this.#activity = activity;
+    if (activity === 'idle') this.#expectedSince = undefined;
+  }
+
+  /**
+   * After a write to a busy worker with a frame ring: its answer usually comes within
+   * microseconds, so this process spins for it a moment instead of sleeping in its event loop and
+   * paying the wake-up (about as long as the answer). Only with more than one CPU, while this is
+   * the process's one busy worker, as long as {@link SpinPolicy} says, and never for more than
+   * SPINS_PER_TURN answers without the event loop turning. What the spin took is read in a
+   * microtask.
+   */
+  #spinForAnswer(): void {
+    if (this.#child.frameRing === undefined || this.#activity === 'idle') return;
+    const began = performance.now();
+    this.#expectedSince ??= began;
+    const micros = this.#spin.micros;
+    if (micros === 0 || !MAY_SPIN || busyWorkers > 1 || spinsThisTurn >= SPINS_PER_TURN) return;
+    const bytes = this.#takeFromRing(micros);
+    if (bytes === undefined) return;
+    countSpin();
+    if (this.#ringBacklog.push(bytes) === 1) queueMicrotask(() => this.#deliverBacklog());
+  }
+
+  /** The frame ring's bytes: what a spin took first, then what is there now (at the doorbell, and at the worker's end). */
+  #takeRing(spinMicros: number): void {
+    this.#deliverBacklog();
+    const bytes = this.#takeFromRing(spinMicros);
+    if (bytes !== undefined) this.#receive(bytes);
+  }
+
+  #deliverBacklog(): void {
+    const backlog = this.#ringBacklog;
+    if (backlog.length === 0) return;
+    this.#ringBacklog = [];
+    for (const bytes of backlog) this.#receive(bytes);
+  }
+
+  /** A take off the ring; the first bytes after a write feed the spin policy with how long they took. A ring that is not possible kills the worker. */
+  #takeFromRing(spinMicros: number): Buffer | undefined {
+    if (this.#killReason !== undefined) return undefined;
+    let bytes: Buffer | undefined;
+    try {
+      bytes = this.#child.frameRing!.take(spinMicros);
+    } catch (error) {
+      this.kill(new WorkerCrashed(`protocol violation: ${(error as Error).message}; the worker was killed`, 'protocol', { cause: error }));
+      return undefined;
+    }
+    if (bytes !== undefined && this.#expectedSince !== undefined) {
+      this.#spin.waited((performance.now() - this.#expectedSince) * 1000);
+      this.#expectedSince = undefined;
+    }
+    return bytes;
   }
 
   /** A command, or the settlement of an async host call. */
@@ -261,6 +352,7 @@ export class WorkerProcess {
     stream.write(frame);
     mark('written');
     if (this.#writeStalledSince === undefined && stream.writableLength > 0) this.#writeStalledSince = performance.now();
+    else this.#spinForAnswer();
   }
 
   /** Since when the worker has left written bytes unread, if it has. */
@@ -324,6 +416,7 @@ export class WorkerProcess {
 
   #exit(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.#exited) return;
+    if (this.#activity !== 'idle') busyWorkers--;
     this.#exited = true;
     const tail = this.#stderrTail.trim().split('\n').slice(-3).join(' | ').slice(0, 500);
     const error = classifyWorkerEnd({ killedFor: this.#killReason, code, signal, activity: this.#activity, cpuSeconds: this.#cpuSeconds, stderrTail: tail });

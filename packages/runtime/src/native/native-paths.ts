@@ -48,6 +48,13 @@ export interface MemoryWatchdog {
   readInput(fd: number, buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
   /** Writes every byte of `bytes` to `fd`, blocking; throws as {@link readInput} does when a write fails. */
   writeAll(fd: number, bytes: Uint8Array): void;
+  /**
+   * Maps the frame ring the parent passed as `fd` (a sealed memfd of the ring's size; anything
+   * else is refused, code `ERR_STRATA_FRAME_RING`) and closes `fd`; its doorbell rings on `bellFd`.
+   */
+  attachFrameRing(fd: number, bellFd: number): void;
+  /** Writes every byte of `bytes` onto the frame ring, waiting while it is full; rings the doorbell unless the parent spins. */
+  writeFrames(bytes: Uint8Array): void;
   /** `PR_SET_DUMPABLE 0`: no core dump, no ptrace attach by same-uid processes, /proc/<pid> owned by root. */
   disableDumping(): void;
   /**
@@ -181,13 +188,27 @@ export interface SpawnAddon {
    * (code -1 when a signal ended it, signal 0 when none did). Throws an Error (code
    * `ERR_STRATA_SPAWN`, `errno` set) when it could not be started.
    */
-  spawn(file: string, argv: readonly string[], stdioCount: number, onExit: (code: number, signal: number) => void): [unknown, number, ...number[]];
+  spawn(
+    file: string,
+    argv: readonly string[],
+    stdioCount: number,
+    onExit: (code: number, signal: number) => void,
+    inheritFd?: number,
+  ): [unknown, number, ...number[]];
   /** Whether waiting for the child's end keeps the event loop alive (it does at first). */
   refExit(child: unknown, ref: boolean): void;
   /** pidfd_send_signal: 0, or the errno (ESRCH once the child was reaped). */
   signal(child: unknown, signal: number): number;
   /** Why this kernel cannot (no pidfd_open), or ''. */
   unsupportedReason(): string;
+  /** A frame ring (`native/frame-ring.h`): its handle, and the sealed memfd to pass to the worker (then closed). */
+  makeFrameRing(): [unknown, number];
+  /**
+   * The bytes the worker published since the last take, after a spin of up to `spinMicros` for
+   * them; undefined when there are none. Throws (code `ERR_STRATA_FRAME_RING`) when the ring's
+   * tail is not possible: a protocol violation.
+   */
+  takeFrames(ring: unknown, spinMicros: number): Buffer | undefined;
 }
 
 /**

@@ -20,6 +20,10 @@ export interface ChannelIo {
   readInput(fd: number, buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
   /** Writes every byte of `bytes` to `fd` (blocking). */
   writeAll(fd: number, bytes: Uint8Array): void;
+  /** Maps the frame ring at `fd` (and closes `fd`); its doorbell rings on `bellFd`. */
+  attachFrameRing(fd: number, bellFd: number): void;
+  /** Writes every byte of `bytes` onto the frame ring (blocking while it is full). */
+  writeFrames(bytes: Uint8Array): void;
   /**
    * Watches `fd` from the main thread's event loop until its end, calling `onChunk` with each
    * chunk, then with `undefined`. (Node's sockets would do it, and cost a `--jitless` worker
@@ -38,7 +42,12 @@ export const CHANNEL_FDS = Object.freeze({
   replies: 3,
   /** parent → worker: settlements of host calls that returned promises; read as a stream during a command. */
   settlements: 4,
+  /** worker → parent, when the parent passed one: the frame ring (`native/frame-ring.h`); `out` then carries only its doorbell. */
+  frameRing: 5,
 });
+
+/** The worker entry's argument that says it was given a frame ring, followed by its fd. */
+export const FRAME_RING_ARGUMENT = '--frame-ring';
 
 // The parent is trusted by the worker; its frames are held to these limits all the same.
 const FRAME_LIMITS = resolveLimits(PARENT_FRAME_LIMITS);
@@ -82,13 +91,17 @@ export class ParentChannel {
   readonly #waited = new Float64Array(1);
   readonly #commandSpin = new SpinPolicy();
   readonly #replySpin = new SpinPolicy();
+  /** Frames go onto the frame ring ({@link ChannelIo.attachFrameRing} was called), not to `out`. */
+  readonly #ring: boolean;
 
   /**
    * @param io - reads with a spin before them when an answer is expected soon ({@link SpinPolicy}) and the watchdog's idle switch, and writes; none: Node's `fs`, always sleeping.
    * @param codec - the native codec, tried first for every frame each way (the worker's JavaScript runs jitless); none: @strata/wire's alone.
+   * @param ring - `io` has the frame ring attached: every frame goes onto it
    */
-  constructor(io?: ChannelIo, codec?: WireCodec) {
+  constructor(io?: ChannelIo, codec?: WireCodec, ring = false) {
     this.#io = io;
+    this.#ring = ring && io !== undefined;
     this.#codec = codec;
     const fastDecode = codec === undefined ? undefined : (body: Uint8Array) => codec.decodeBody(body, IN_DEPTH, IN_NODES, IN_STRING_BYTES);
     // the monotonic clock, not performance.now(): see ../monotonic.ts
@@ -114,7 +127,8 @@ export class ParentChannel {
   }
 
   #writeAll(frame: Uint8Array): void {
-    if (this.#io !== undefined) this.#io.writeAll(CHANNEL_FDS.out, frame);
+    if (this.#ring) this.#io!.writeFrames(frame);
+    else if (this.#io !== undefined) this.#io.writeAll(CHANNEL_FDS.out, frame);
     else writeAllSync(CHANNEL_FDS.out, frame);
   }
 

@@ -18,6 +18,12 @@ const MIN_SPIN_MICROS = 20;
 /** The spin budget for one kind of wait, from the length of the last one. */
 export class SpinPolicy {
   #micros = 0;
+  readonly #max: number;
+
+  /** @param maxMicros - the longest spin, and the longest wait after which it spins at all */
+  constructor(maxMicros = MAX_SPIN_MICROS) {
+    this.#max = maxMicros;
+  }
 
   /** How long to spin before the next blocking read, in whole microseconds (0: do not spin). */
   get micros(): number {
@@ -26,6 +32,6 @@ export class SpinPolicy {
 
   /** The last wait took `micros` microseconds (spun and slept). */
   waited(micros: number): void {
-    this.#micros = micros > MAX_SPIN_MICROS ? 0 : Math.min(MAX_SPIN_MICROS, Math.max(MIN_SPIN_MICROS, Math.ceil(2 * micros)));
+    this.#micros = micros > this.#max ? 0 : Math.min(this.#max, Math.max(MIN_SPIN_MICROS, Math.ceil(2 * micros)));
   }
 }

@@ -16,7 +16,7 @@ import { loadWatchdog, loadWireCodec } from '../native/native-paths.js';
 import { Runtime } from '../runtime.js';
 import { markAt, mark, startTimeline, stopTimeline } from '../timeline.js';
 import { workerEntry } from './entry-handle.js';
-import { ParentChannel } from './parent-channel.js';
+import { CHANNEL_FDS, FRAME_RING_ARGUMENT, ParentChannel } from './parent-channel.js';
 import { shareRuntimeWithLayers } from './shared-with-layers.js';
 import { WorkerHost } from './worker-host.js';
 
@@ -43,7 +43,10 @@ loadGuestDeadline();
 // attach by another process of the same user, /proc/<pid> owned by root.
 watchdog.disableDumping();
 mark('addons loaded');
-const channel = new ParentChannel(watchdog, loadWireCodec());
+// The frame ring the parent passed, if it did (src/isolated/worker-child.ts): frames go through it.
+const ringAt = process.argv.indexOf(FRAME_RING_ARGUMENT, 2);
+if (ringAt > 0) watchdog.attachFrameRing(Number(process.argv[ringAt + 1]), CHANNEL_FDS.out);
+const channel = new ParentChannel(watchdog, loadWireCodec(), ringAt > 0);
 mark('channel made');
 let host: WorkerHost | undefined;
 
