@@ -26,13 +26,20 @@
  *                                            where a --jitless worker made five
  *   writeAll(fd, bytes)                      every byte written to fd (blocking), in one call
  *                                            instead of fs.writeSync's interpreted wrapper
- *   attachFrameRing(fd, bellFd)              maps the frame ring the parent passed as fd (a
- *                                            sealed memfd of the ring's size: anything else is
- *                                            refused) and closes fd; bellFd is where its
- *                                            doorbell byte goes (frame-ring.h)
- *   writeFrames(bytes)                       every byte onto the ring, waiting for room while it
- *                                            is full (blocking, as a full pipe was), ringing the
- *                                            parent's doorbell unless it spins for them
+ *   attachFrameRing(fd, outBellFd, commandBellFd)
+ *                                            maps the frame rings the parent passed as fd (a
+ *                                            sealed memfd of the rings' size: anything else is
+ *                                            refused) and closes fd; the frames' doorbell rings
+ *                                            on outBellFd, the commands' on commandBellFd
+ *                                            (frame-ring.h)
+ *   writeFrames(bytes)                       every byte onto the frames' ring, waiting for room
+ *                                            while it is full (blocking, as a full pipe was),
+ *                                            ringing the parent's doorbell unless it spins
+ *   readCommands(buffer, spinMicros, idle, waited)
+ *                                            readInput for the commands' ring: what is there, or
+ *                                            a spin for it, or a sleep on its doorbell; 0 at the
+ *                                            end (the parent closed the doorbell's pipe)
+ *   takeCommands(buffer)                     what is on the commands' ring now, never waiting
  *   streamInput(fd, onChunk)                makes fd non-blocking and watches it from the
  *                                            main thread's event loop (a libuv poll handle):
  *                                            onChunk(buffer) for each chunk read, then
@@ -702,53 +709,65 @@ static napi_value fingerprint(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* ---- the frame ring's writing end (frame-ring.h) -------------------------------------------- */
+/* ---- the worker's ends of the frame rings (frame-ring.h) ------------------------------------- */
 
-static uint8_t *ring_base;   /* NULL until attachFrameRing */
-static uint32_t ring_tail;   /* this side's own count of the bytes published */
-static int ring_bell_fd = -1;
+static uint8_t *rings_base;   /* NULL until attachFrameRing */
+static uint32_t out_tail;     /* this side's own count of the frames' bytes published */
+static uint32_t command_head; /* this side's own count of the commands' bytes taken */
+static int out_bell_fd = -1;  /* the frames' doorbell (fd 1); also where the parent is told of room for its commands */
+static int command_bell_fd = -1;
 
 static napi_value attach_frame_ring(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
+  size_t argc = 3;
+  napi_value argv[3];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  double fd, bell;
-  if (argc < 2 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd) || !integer_arg(env, argv[1], "bellFd", 0, 1048576, &bell)) return NULL;
-  if (ring_base != NULL) {
-    napi_throw_error(env, "ERR_STRATA_FRAME_RING", "strata-watchdog: a frame ring is attached already");
+  double fd, out_bell, command_bell;
+  if (argc < 3 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd) || !integer_arg(env, argv[1], "outBellFd", 0, 1048576, &out_bell) ||
+      !integer_arg(env, argv[2], "commandBellFd", 0, 1048576, &command_bell))
+    return NULL;
+  if (rings_base != NULL) {
+    napi_throw_error(env, "ERR_STRATA_FRAME_RING", "strata-watchdog: the frame rings are attached already");
     return NULL;
   }
   struct stat about;
   const int seals = fcntl((int)fd, F_GET_SEALS);
   const int needed = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
   const bool stated = fstat((int)fd, &about) == 0;
-  if (!stated || about.st_size != FRAME_RING_BYTES || seals < 0 || (seals & needed) != needed) {
+  if (!stated || about.st_size != FRAME_RINGS_BYTES || seals < 0 || (seals & needed) != needed) {
     char message[200];
-    snprintf(message, sizeof message, "strata-watchdog: fd %d is not a sealed frame ring of %u bytes (%s, seals %d)", (int)fd, FRAME_RING_BYTES,
+    snprintf(message, sizeof message, "strata-watchdog: fd %d is not the sealed frame rings of %u bytes (%s, seals %d)", (int)fd, FRAME_RINGS_BYTES,
              stated ? "its size differs" : strerror(errno), seals);
     napi_throw_error(env, "ERR_STRATA_FRAME_RING", message);
     return NULL;
   }
-  void *base = mmap(NULL, FRAME_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+  void *base = mmap(NULL, FRAME_RINGS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
   if (base == MAP_FAILED) {
     throw_channel_error(env, "mmap", (int)fd, errno);
     return NULL;
   }
   close((int)fd);
-  ring_base = base;
-  ring_tail = atomic_load(&((struct frame_ring_header *)base)->tail);
-  ring_bell_fd = (int)bell;
+  rings_base = base;
+  out_tail = atomic_load(&frame_ring(base, FRAME_RING_OUT)->tail);
+  command_head = atomic_load(&frame_ring(base, FRAME_RING_COMMANDS)->head);
+  out_bell_fd = (int)out_bell;
+  command_bell_fd = (int)command_bell;
   return NULL;
 }
 
-/* The parent does not spin for what was just published, and no bell byte is on its way: one goes. */
-static bool ring_bell(struct frame_ring_header *header) {
-  if (atomic_load(&header->reader_spinning) != 0 || atomic_exchange(&header->bell, 1) != 0) return true;
+static bool write_byte(int fd) {
   const uint8_t byte = 1;
   ssize_t n;
-  do n = write(ring_bell_fd, &byte, 1);
+  do n = write(fd, &byte, 1);
   while (n < 0 && errno == EINTR);
   return n == 1;
+}
+
+static bool attached(napi_env env, const char *call) {
+  if (rings_base != NULL) return true;
+  char message[120];
+  snprintf(message, sizeof message, "strata-watchdog: %s before attachFrameRing", call);
+  napi_throw_error(env, "ERR_STRATA_FRAME_RING", message);
+  return false;
 }
 
 static napi_value write_frames(napi_env env, napi_callback_info info) {
@@ -757,46 +776,115 @@ static napi_value write_frames(napi_env env, napi_callback_info info) {
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   uint8_t *bytes;
   size_t length;
-  if (argc < 1 || !bytes_arg(env, argv[0], "writeFrames", &bytes, &length)) return NULL;
-  if (ring_base == NULL) {
-    napi_throw_error(env, "ERR_STRATA_FRAME_RING", "strata-watchdog: writeFrames before attachFrameRing");
-    return NULL;
-  }
-  struct frame_ring_header *header = (struct frame_ring_header *)ring_base;
-  uint8_t *data = frame_ring_data(ring_base);
+  if (argc < 1 || !bytes_arg(env, argv[0], "writeFrames", &bytes, &length) || !attached(env, "writeFrames")) return NULL;
+  struct frame_ring_header *ring = frame_ring(rings_base, FRAME_RING_OUT);
   size_t done = 0;
   while (done < length) {
-    uint32_t head = atomic_load(&header->head);
-    uint32_t room = FRAME_RING_CAPACITY - (ring_tail - head);
-    if (room == 0 || room > FRAME_RING_CAPACITY) {
-      /* full: say so, make sure the parent was told of what is there, and sleep until it takes some */
-      atomic_store(&header->writer_waiting, 1);
-      if (!ring_bell(header)) {
-        atomic_store(&header->writer_waiting, 0);
-        throw_channel_error(env, "write", ring_bell_fd, errno);
-        return NULL;
-      }
-      if (atomic_load(&header->head) == head) {
-        const struct timespec patience = {1, 0}; /* woken by the parent; the timeout only re-checks */
-        syscall(SYS_futex, &header->head, FUTEX_WAIT, head, &patience, NULL, 0);
-      }
-      atomic_store(&header->writer_waiting, 0);
-      continue;
-    }
-    const uint32_t count = length - done < room ? (uint32_t)(length - done) : room;
-    const uint32_t start = ring_tail % FRAME_RING_CAPACITY;
-    const uint32_t first = count < FRAME_RING_CAPACITY - start ? count : FRAME_RING_CAPACITY - start;
-    memcpy(data + start, bytes + done, first);
-    memcpy(data, bytes + done + first, count - first);
-    ring_tail += count;
+    const uint32_t head = atomic_load(&ring->head);
+    const uint32_t count = frame_ring_put(ring, &out_tail, bytes + done, length - done);
     done += count;
-    atomic_store(&header->tail, ring_tail);
-    if (!ring_bell(header)) {
-      throw_channel_error(env, "write", ring_bell_fd, errno);
+    if (count > 0 && frame_ring_must_ring(ring) && !write_byte(out_bell_fd)) {
+      throw_channel_error(env, "write", out_bell_fd, errno);
       return NULL;
     }
+    if (count > 0) continue;
+    /* full (the parent was told of what is there): sleep until it takes some */
+    atomic_store(&ring->writer_waiting, 1);
+    if (atomic_load(&ring->head) == head) {
+      const struct timespec patience = {1, 0}; /* woken by the parent; the timeout only looks again */
+      syscall(SYS_futex, &ring->head, FUTEX_WAIT, head, &patience, NULL, 0);
+    }
+    atomic_store(&ring->writer_waiting, 0);
   }
   return NULL;
+}
+
+/* Takes what is unread of the commands (up to `length`) into `into`; when the parent waits for room, tells it (a byte on fd 1). */
+static uint32_t take_commands(uint8_t *into, size_t length, int *error) {
+  struct frame_ring_header *ring = frame_ring(rings_base, FRAME_RING_COMMANDS);
+  const uint32_t unread = frame_ring_tail(ring) - command_head;
+  const uint32_t count = unread < length ? unread : (uint32_t)length;
+  if (count == 0) return 0;
+  frame_ring_take(ring, &command_head, into, count);
+  if (atomic_exchange(&ring->writer_waiting, 0) != 0 && !write_byte(out_bell_fd)) *error = errno;
+  return count;
+}
+
+static bool buffer_and_length(napi_env env, napi_value value, const char *call, uint8_t **data, size_t *length) {
+  return bytes_arg(env, value, call, data, length) && attached(env, call);
+}
+
+/*
+ * readCommands(buffer, spinMicros, idle, waited): the worker's blocking read of its next commands,
+ * as readInput was on fd 0: what is on the commands' ring; else a spin of up to spinMicros for it;
+ * else a sleep on the doorbell (fd 0), with the watchdog waiting too when `idle`. The bytes taken
+ * (0 once the parent closed fd 0 and the ring is empty); waited[0] the microseconds it waited.
+ */
+static napi_value read_commands(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  uint8_t *data;
+  size_t length;
+  double micros;
+  bool sleeps_idle;
+  bool typed = false;
+  napi_typedarray_type type = napi_int8_array;
+  size_t slots = 0;
+  double *waited = NULL;
+  if (argc < 4 || !buffer_and_length(env, argv[0], "readCommands", &data, &length) || !integer_arg(env, argv[1], "spinMicros", 0, 1000000, &micros))
+    return NULL;
+  if (napi_get_value_bool(env, argv[2], &sleeps_idle) != napi_ok || napi_is_typedarray(env, argv[3], &typed) != napi_ok || !typed ||
+      napi_get_typedarray_info(env, argv[3], &type, &slots, (void **)&waited, NULL, NULL) != napi_ok || type != napi_float64_array || slots < 1) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: readCommands(buffer, spinMicros, idle, waited): idle a boolean, waited a Float64Array");
+    return NULL;
+  }
+  struct frame_ring_header *ring = frame_ring(rings_base, FRAME_RING_COMMANDS);
+  const uint64_t began = monotonic_us();
+  int error = 0;
+  bool spun = micros <= 0;
+  uint32_t count;
+  while ((count = take_commands(data, length, &error)) == 0 && error == 0) {
+    if (!spun) {
+      frame_ring_spin(ring, command_head, micros);
+      spun = true;
+      continue;
+    }
+    if (sleeps_idle) set_idle_state(true);
+    uint8_t bells[64];
+    ssize_t n;
+    do n = read(command_bell_fd, bells, sizeof bells);
+    while (n < 0 && errno == EINTR);
+    error = n < 0 ? errno : 0;
+    if (sleeps_idle) set_idle_state(false);
+    if (n == 0) { /* the parent closed fd 0: what is left on the ring, then the end */
+      count = take_commands(data, length, &error);
+      break;
+    }
+  }
+  waited[0] = (double)(monotonic_us() - began);
+  if (error != 0) {
+    throw_channel_error(env, "read", command_bell_fd, error);
+    return NULL;
+  }
+  return strata_number(env, count);
+}
+
+/* takeCommands(buffer): what is on the commands' ring now (up to the buffer's length), never waiting; 0 for nothing. */
+static napi_value take_commands_now(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  uint8_t *data;
+  size_t length;
+  if (argc < 1 || !buffer_and_length(env, argv[0], "takeCommands", &data, &length)) return NULL;
+  int error = 0;
+  const uint32_t count = take_commands(data, length, &error);
+  if (error != 0) {
+    throw_channel_error(env, "write", out_bell_fd, error);
+    return NULL;
+  }
+  return strata_number(env, count);
 }
 
 NAPI_MODULE_INIT() {
@@ -814,6 +902,8 @@ NAPI_MODULE_INIT() {
       {"writeAll", NULL, write_all, NULL, NULL, NULL, napi_enumerable, NULL},
       {"attachFrameRing", NULL, attach_frame_ring, NULL, NULL, NULL, napi_enumerable, NULL},
       {"writeFrames", NULL, write_frames, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"readCommands", NULL, read_commands, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"takeCommands", NULL, take_commands_now, NULL, NULL, NULL, napi_enumerable, NULL},
       {"streamInput", NULL, stream_input, NULL, NULL, NULL, napi_enumerable, NULL},
       {"tcpConnect", NULL, tcp_connect, NULL, NULL, NULL, napi_enumerable, NULL},
       {"fingerprint", NULL, fingerprint, NULL, NULL, NULL, napi_enumerable, NULL},

@@ -17,7 +17,7 @@
  *                                          child was reaped)
  *   unsupportedReason()                    why this kernel cannot (no pidfd_open), or ''
  *
- *   makeFrameRing()                        a frame ring (frame-ring.h): [ring, fd], the fd a
+ *   makeFrameRing()                        the frame rings (frame-ring.h): [ring, fd], the fd a
  *                                          sealed memfd to pass to the child (spawn's inheritFd),
  *                                          closed by the caller once the child has it
  *   takeFrames(ring, spinMicros)           the bytes the worker published since the last take (a
@@ -25,6 +25,9 @@
  *                                          undefined when there are none. Throws
  *                                          ERR_STRATA_FRAME_RING when the ring's tail is not
  *                                          possible (more unread than its capacity)
+ *   putCommands(ring, bytes, offset)       bytes[offset..] onto the commands' ring as room
+ *                                          allows, never waiting: [written, ring], ring saying
+ *                                          that a doorbell byte must go to the worker's fd 0
  *
  * Why not node:child_process: libuv starts a child with fork(), which copies the parent's page
  * tables, and the parent then takes a fault on each page it writes first. From a Node process of
@@ -56,7 +59,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/futex.h>
-#include <time.h>
 #include <uv.h>
 
 #include "frame-ring.h"
@@ -420,58 +422,45 @@ static napi_value unsupported_reason(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* ---- the frame ring's reading end (frame-ring.h) ---- */
+/* ---- the parent's ends of the frame rings (frame-ring.h) ---- */
 
-struct ring {
-  uint8_t *base; /* FRAME_RING_BYTES, shared with the worker */
-  uint32_t head; /* this side's own count of the bytes taken: the shared `head` is for the worker only */
+struct rings {
+  uint8_t *base;         /* FRAME_RINGS_BYTES, shared with the worker */
+  uint32_t out_head;     /* this side's own count of the frames' bytes taken: the shared `head` is for the worker only */
+  uint32_t command_tail; /* this side's own count of the commands' bytes written */
 };
 
-#if defined(__x86_64__) || defined(__i386__)
-#define CPU_RELAX() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define CPU_RELAX() __asm__ volatile("yield")
-#else
-#define CPU_RELAX() ((void)0)
-#endif
-
-static uint64_t monotonic_ns(void) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
-static void on_ring_collected(napi_env env, void *data, void *hint) {
+static void on_rings_collected(napi_env env, void *data, void *hint) {
   (void)env;
   (void)hint;
-  struct ring *ring = data;
-  munmap(ring->base, FRAME_RING_BYTES);
-  free(ring);
+  struct rings *rings = data;
+  munmap(rings->base, FRAME_RINGS_BYTES);
+  free(rings);
 }
 
-/* A sealed memfd of FRAME_RING_BYTES (it can neither shrink nor grow: the mapping never faults), mapped here. */
+/* A sealed memfd of both rings (it can neither shrink nor grow: the mapping never faults), mapped here. */
 static napi_value make_frame_ring(napi_env env, napi_callback_info info) {
   (void)info;
-  int fd = memfd_create("strata-frame-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int fd = memfd_create("strata-frame-rings", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   int error = fd < 0 ? errno : 0;
-  if (error == 0 && ftruncate(fd, FRAME_RING_BYTES) != 0) error = errno;
+  if (error == 0 && ftruncate(fd, FRAME_RINGS_BYTES) != 0) error = errno;
   if (error == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) error = errno;
   void *base = MAP_FAILED;
-  if (error == 0 && (base = mmap(NULL, FRAME_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) error = errno;
-  struct ring *ring = error == 0 ? calloc(1, sizeof *ring) : NULL;
-  if (error == 0 && ring == NULL) error = ENOMEM;
+  if (error == 0 && (base = mmap(NULL, FRAME_RINGS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) error = errno;
+  struct rings *rings = error == 0 ? calloc(1, sizeof *rings) : NULL;
+  if (error == 0 && rings == NULL) error = ENOMEM;
   if (error != 0) {
-    if (base != MAP_FAILED) munmap(base, FRAME_RING_BYTES);
+    if (base != MAP_FAILED) munmap(base, FRAME_RINGS_BYTES);
     if (fd >= 0) close(fd);
-    throw_errno(env, "make a frame ring", error);
+    throw_errno(env, "make the frame rings", error);
     return NULL;
   }
-  ring->base = base;
+  rings->base = base;
   napi_value handle, number, result;
-  if (napi_create_external(env, ring, on_ring_collected, NULL, &handle) != napi_ok) {
-    on_ring_collected(env, ring, NULL);
+  if (napi_create_external(env, rings, on_rings_collected, NULL, &handle) != napi_ok) {
+    on_rings_collected(env, rings, NULL);
     close(fd);
-    napi_throw_error(env, "ERR_STRATA_SPAWN", "strata-spawn: cannot make the ring's handle");
+    napi_throw_error(env, "ERR_STRATA_SPAWN", "strata-spawn: cannot make the rings' handle");
     return NULL;
   }
   CHECK(env, napi_create_array_with_length(env, 2, &result));
@@ -481,38 +470,32 @@ static napi_value make_frame_ring(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* Spins until the worker's tail moves past `head` or `micros` have passed; the tail last read. */
-static uint32_t spin_for_tail(struct frame_ring_header *header, uint32_t head, double micros) {
-  atomic_store(&header->reader_spinning, 1);
-  const uint64_t deadline = monotonic_ns() + (uint64_t)(micros * 1000);
-  uint32_t tail;
-  for (unsigned turn = 1; (tail = atomic_load_explicit(&header->tail, memory_order_acquire)) == head; turn++) {
-    CPU_RELAX();
-    if (turn % 64 == 0 && monotonic_ns() >= deadline) break;
+/* The rings behind a handle makeFrameRing returned; NULL (a TypeError thrown) for anything else. */
+static struct rings *rings_arg(napi_env env, napi_value value, const char *usage) {
+  napi_valuetype type;
+  void *rings = NULL;
+  if (napi_typeof(env, value, &type) != napi_ok || type != napi_external || napi_get_value_external(env, value, &rings) != napi_ok || rings == NULL) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", usage);
+    return NULL;
   }
-  atomic_store(&header->reader_spinning, 0);
-  /* read again after the flag is down: a tail published while it was up rang no bell */
-  return atomic_load(&header->tail);
+  return rings;
 }
 
 static napi_value take_frames(napi_env env, napi_callback_info info) {
+  static const char usage[] = "strata-spawn: takeFrames(ring, spinMicros) takes a ring makeFrameRing made and 0-1000000";
   size_t argc = 2;
   napi_value args[2];
   CHECK(env, napi_get_cb_info(env, info, &argc, args, NULL, NULL));
-  napi_valuetype type;
-  struct ring *ring = NULL;
+  struct rings *rings = argc < 2 ? NULL : rings_arg(env, args[0], usage);
   double micros = 0;
-  if (argc < 2 || napi_typeof(env, args[0], &type) != napi_ok || type != napi_external || napi_get_value_external(env, args[0], (void **)&ring) != napi_ok ||
-      ring == NULL || napi_get_value_double(env, args[1], &micros) != napi_ok || !(micros >= 0 && micros <= 1000000)) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-spawn: takeFrames(ring, spinMicros) takes a ring makeFrameRing made and 0-1000000");
+  if (rings == NULL || napi_get_value_double(env, args[1], &micros) != napi_ok || !(micros >= 0 && micros <= 1000000)) {
+    if (rings != NULL) napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", usage);
     return NULL;
   }
-  struct frame_ring_header *header = (struct frame_ring_header *)ring->base;
-  /* down before the tail is read: a tail published after this read rings again */
-  atomic_store(&header->bell, 0);
-  uint32_t tail = atomic_load(&header->tail);
-  if (tail == ring->head && micros > 0) tail = spin_for_tail(header, ring->head, micros);
-  const uint32_t unread = tail - ring->head;
+  struct frame_ring_header *ring = frame_ring(rings->base, FRAME_RING_OUT);
+  uint32_t tail = frame_ring_tail(ring);
+  if (tail == rings->out_head && micros > 0) tail = frame_ring_spin(ring, rings->out_head, micros);
+  const uint32_t unread = tail - rings->out_head;
   napi_value result;
   if (unread == 0) {
     CHECK(env, napi_get_undefined(env, &result));
@@ -526,15 +509,51 @@ static napi_value take_frames(napi_env env, napi_callback_info info) {
   }
   uint8_t *bytes;
   CHECK(env, napi_create_buffer(env, unread, (void **)&bytes, &result));
-  const uint32_t start = ring->head % FRAME_RING_CAPACITY;
-  const uint32_t first = unread < FRAME_RING_CAPACITY - start ? unread : FRAME_RING_CAPACITY - start;
-  const uint8_t *data = frame_ring_data(ring->base);
-  memcpy(bytes, data + start, first);
-  memcpy(bytes + first, data, unread - first);
-  ring->head = tail;
-  atomic_store(&header->head, tail);
+  frame_ring_take(ring, &rings->out_head, bytes, unread);
   /* after `head` moved: a writer that saw no room either sees this head or is woken here */
-  if (atomic_load(&header->writer_waiting) != 0) syscall(SYS_futex, &header->head, FUTEX_WAKE, 1, NULL, NULL, 0);
+  if (atomic_load(&ring->writer_waiting) != 0) syscall(SYS_futex, &ring->head, FUTEX_WAKE, 1, NULL, NULL, 0);
+  return result;
+}
+
+/*
+ * putCommands(ring, bytes, offset): writes bytes[offset..] onto the commands' ring as room allows,
+ * never waiting. Returns [written, ring]: how many bytes went on, and whether the caller must write
+ * a doorbell byte to the worker's fd 0. When not all went on, the worker is asked to say (a byte
+ * on fd 1) once it has taken some.
+ */
+static napi_value put_commands(napi_env env, napi_callback_info info) {
+  static const char usage[] = "strata-spawn: putCommands(ring, bytes, offset) takes a ring makeFrameRing made, a Uint8Array and an offset in it";
+  size_t argc = 3;
+  napi_value args[3];
+  CHECK(env, napi_get_cb_info(env, info, &argc, args, NULL, NULL));
+  struct rings *rings = argc < 3 ? NULL : rings_arg(env, args[0], usage);
+  if (rings == NULL) return NULL;
+  bool typed = false;
+  napi_typedarray_type type;
+  size_t length = 0;
+  uint8_t *bytes = NULL;
+  double offset = -1;
+  if (napi_is_typedarray(env, args[1], &typed) != napi_ok || !typed ||
+      napi_get_typedarray_info(env, args[1], &type, &length, (void **)&bytes, NULL, NULL) != napi_ok || type != napi_uint8_array ||
+      napi_get_value_double(env, args[2], &offset) != napi_ok || !(offset >= 0 && offset <= (double)length) || offset != (double)(size_t)offset) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", usage);
+    return NULL;
+  }
+  struct frame_ring_header *ring = frame_ring(rings->base, FRAME_RING_COMMANDS);
+  const size_t from = (size_t)offset;
+  uint32_t written = frame_ring_put(ring, &rings->command_tail, bytes + from, length - from);
+  if (from + written < length) {
+    /* full: say so, then look again (a reader that took some before the flag was up did not see it) */
+    atomic_store(&ring->writer_waiting, 1);
+    written += frame_ring_put(ring, &rings->command_tail, bytes + from + written, length - from - written);
+  }
+  const bool must_ring = written > 0 && frame_ring_must_ring(ring);
+  napi_value result, number, flag;
+  CHECK(env, napi_create_array_with_length(env, 2, &result));
+  CHECK(env, napi_create_uint32(env, written, &number));
+  CHECK(env, napi_get_boolean(env, must_ring, &flag));
+  CHECK(env, napi_set_element(env, result, 0, number));
+  CHECK(env, napi_set_element(env, result, 1, flag));
   return result;
 }
 
@@ -546,6 +565,7 @@ NAPI_MODULE_INIT() {
       {"unsupportedReason", NULL, unsupported_reason, NULL, NULL, NULL, napi_enumerable, NULL},
       {"makeFrameRing", NULL, make_frame_ring, NULL, NULL, NULL, napi_enumerable, NULL},
       {"takeFrames", NULL, take_frames, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"putCommands", NULL, put_commands, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   CHECK(env, napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions));
   return exports;

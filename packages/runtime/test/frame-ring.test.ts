@@ -1,9 +1,10 @@
-// A worker's frames come to the parent through a frame ring (native/frame-ring.h) on Linux, and
-// the parent spins for an answer it expects instead of sleeping (src/isolated/worker-process.ts).
+// A worker's frames and its parent's commands go through frame rings (native/frame-ring.h) on
+// Linux, and the parent spins for an answer it expects instead of sleeping
+// (src/isolated/worker-process.ts).
 // What a caller must still see: every answer, in order, whatever its size; other runtimes'
 // answers while one spins; and an event loop that turns while commands run back to back.
 import test from 'ava';
-import { IsolatedRuntime } from '../src/index.js';
+import { IsolatedRuntime, SandboxHost } from '../src/index.js';
 import { platformTest } from '../src/testing/index.js';
 import { checkNoLeaks } from './helpers/leaks.js';
 
@@ -59,4 +60,24 @@ maybe('two runtimes busy at once both get their answers, in order', async (t) =>
       (i) => i * 2,
     ),
   ]);
+});
+
+maybe('commands larger than their ring (a 1 MB bootstrap, a 600 KB eval) wait for room and arrive whole', async (t) => {
+  const big = 'x'.repeat(1_000_000);
+  await using rt = await IsolatedRuntime.start({ prewarm: false, bootstrap: [`globalThis.big = '${big}';`] });
+  t.is(await rt.eval('big.length'), 1_000_000);
+  const code = `'${'y'.repeat(600_000)}'.length + big.length`;
+  t.is(await rt.eval(code), 1_600_000);
+  for (let i = 0; i < 20; i++) t.is(await rt.eval(`${i} + 1`), i + 1);
+});
+
+maybe('a SandboxHost worker reads its commands from the ring as they come: many isolates, commands in flight at once', async (t) => {
+  await using host = await SandboxHost.start({ tenant: 'frame-ring', prewarm: false, maxIsolates: 8 });
+  const isolates = await Promise.all(Array.from({ length: 8 }, () => host.open()));
+  const results = await Promise.all(isolates.flatMap((rt, i) => Array.from({ length: 25 }, (_, k) => rt.eval(`${i} * 100 + ${k}`))));
+  t.deepEqual(
+    results,
+    isolates.flatMap((_, i) => Array.from({ length: 25 }, (_, k) => i * 100 + k)),
+  );
+  for (const rt of isolates) await rt.close();
 });

@@ -146,7 +146,7 @@ const NODE = process.execPath;
 
 /** A Node child that attaches the ring at fd 5 and runs `body` (with `ring`, the watchdog addon, in scope). */
 function ringWriter(body: string, method: SpawnMethod): Promise<WorkerChild> {
-  const script = `const ring = require(${JSON.stringify(WATCHDOG)}); ring.attachFrameRing(5, 1); ${body}`;
+  const script = `const ring = require(${JSON.stringify(WATCHDOG)}); ring.attachFrameRing(5, 1, 0); ${body}`;
   return spawnWorkerChild(NODE, ['-e', script], method, true);
 }
 
@@ -190,12 +190,26 @@ for (const method of methods) {
   });
 
   maybe(`${method}: a spinning reader takes what the writer publishes without a doorbell`, async (t) => {
-    // the child publishes 300 ms after its start; the parent spins for it (up to 200 ms a take)
-    const child = await ringWriter(`setTimeout(() => ring.writeFrames(Buffer.from('pong')), 300);`, method);
+    // The child publishes once it sees the reader's flag up (reader_spinning, at byte 68 of the
+    // ring's header, read through a second fd of the memfd), so it publishes during a spin
+    // whatever the machine's load; the parent spins up to 1 s a take.
+    const body = `
+      const fs = require('node:fs');
+      const header = fs.openSync('/proc/self/fd/5', 'r');
+      const ring = require(${JSON.stringify(WATCHDOG)});
+      ring.attachFrameRing(5, 1, 0);
+      const flag = Buffer.alloc(4);
+      const publishWhenSpun = () => {
+        fs.readSync(header, flag, 0, 4, 68);
+        if (flag.readUInt32LE() === 0) return setImmediate(publishWhenSpun);
+        ring.writeFrames(Buffer.from('pong'));
+      };
+      publishWhenSpun();`;
+    const child = await spawnWorkerChild(NODE, ['-e', body], method, true);
     const bells = collect(child.frames);
     const end = closed(child);
     let bytes: Buffer | undefined;
-    for (let i = 0; i < 20 && bytes === undefined; i++) bytes = child.frameRing!.take(200_000);
+    for (let i = 0; i < 30 && bytes === undefined; i++) bytes = child.frameRing!.take(1_000_000);
     t.is(bytes?.toString(), 'pong');
     await end;
     t.is(bells(), '', 'no doorbell rang: the reader was spinning');
@@ -224,19 +238,64 @@ for (const method of methods) {
   });
 }
 
+for (const method of methods) {
+  maybe(`${method}: 3 MiB of commands in frames of every size reach the worker whole and in order through their 64 KiB ring`, async (t) => {
+    // The worker reads as Strata's does (readCommands: spin, then sleep on fd 0) and checks each
+    // frame's pattern; this process puts what fits and the rest when the worker says it took some.
+    const sizes: number[] = [];
+    for (let i = 0, total = 0; total < 3 * 1024 * 1024; i++) {
+      sizes.push(1 + ((i * 7919) % 200000));
+      total += sizes[i]!;
+    }
+    const body = `
+      const sizes = ${JSON.stringify(sizes)};
+      const buffer = Buffer.alloc(65536), waited = new Float64Array(1);
+      let frame = 0, at = 0, total = 0, bad;
+      for (let n; (n = ring.readCommands(buffer, 50, true, waited)) > 0; ) {
+        for (let k = 0; k < n; k++) {
+          if (buffer[k] !== frame % 251 && bad === undefined) bad = 'frame ' + frame + ' byte ' + at;
+          total++;
+          if (++at === sizes[frame]) { frame++; at = 0; }
+        }
+      }
+      process.stderr.write((bad ?? 'whole') + ' ' + frame + ' ' + total);`;
+    const child = await ringWriter(body, method);
+    const err = collect(child.stderr);
+    const end = closed(child);
+    const frames = sizes.map((size, i) => new Uint8Array(size).fill(i % 251));
+    let next = 0;
+    let offset = 0;
+    const putMore = () => {
+      while (next < frames.length) {
+        const [written, ring] = child.frameRing!.put(frames[next]!, offset);
+        if (ring) child.commands.write(Buffer.of(1));
+        offset += written;
+        if (offset < frames[next]!.length) return; // full: the worker says when it took some
+        next++;
+        offset = 0;
+      }
+      child.commands.end(); // all on the ring: the end, once the worker has taken it
+    };
+    child.frames.on('data', putMore);
+    putMore();
+    t.deepEqual(await end, [0, null]);
+    t.is(err(), `whole ${sizes.length} ${sizes.reduce((a, b) => a + b)}`);
+  });
+}
+
 maybe('attachFrameRing refuses what is not a sealed ring of its size', async (t) => {
   // an ordinary file is refused, in a child (the attach is once per process); and nothing is written before an attach
   const body = `
     const fs = require('node:fs');
     const ring = require(${JSON.stringify(WATCHDOG)});
     for (const fd of [fs.openSync('/proc/self/status', 'r')]) {
-      try { ring.attachFrameRing(fd, 1); console.log('attached'); } catch (e) { console.log(e.code + ': ' + e.message); }
+      try { ring.attachFrameRing(fd, 1, 0); console.log('attached'); } catch (e) { console.log(e.code + ': ' + e.message); }
     }
     try { ring.writeFrames(Buffer.from('x')); } catch (e) { console.log(e.code + ': ' + e.message); }`;
   const child = await spawnWorkerChild(NODE, ['-e', body], 'posix_spawn');
   const out = collect(child.frames);
   await closed(child);
-  t.regex(out(), /^ERR_STRATA_FRAME_RING: strata-watchdog: fd \d+ is not a sealed frame ring of 69632 bytes/m);
+  t.regex(out(), /^ERR_STRATA_FRAME_RING: strata-watchdog: fd \d+ is not the sealed frame rings of 139264 bytes/m);
   t.regex(out(), /^ERR_STRATA_FRAME_RING: strata-watchdog: writeFrames before attachFrameRing$/m);
   t.notRegex(out(), /attached/);
 });

@@ -7,8 +7,8 @@
  * same either way: fds 0–4 one end of a Unix socket pair each, an empty environment, every
  * signal's disposition the default.
  *
- * With a frame ring (Linux), the worker's frames come through memory both map
- * (`native/frame-ring.h`), passed as its fd 5, and fd 1 carries only its doorbell.
+ * With frame rings (Linux), the worker's frames and this process's commands go through memory both
+ * map (`native/frame-ring.h`), passed as its fd 5, and fds 1 and 0 carry only their doorbells.
  *
  * @module
  */
@@ -26,12 +26,12 @@ const STDIO_COUNT = 5;
 /** A started worker process and the parent's ends of its channel. */
 export interface WorkerChild {
   readonly pid: number;
-  /** fd 0: commands, and the settlements of a worker's async host calls. */
+  /** fd 0: commands (with frame rings, their doorbell), and the settlements of a worker's async host calls. */
   readonly commands: Writable;
-  /** fd 1: the worker's frames; with a frame ring, its doorbell (the bytes mean nothing: take the ring's). */
+  /** fd 1: the worker's frames; with frame rings, their doorbell (the bytes mean nothing: take the ring's). */
   readonly frames: Readable;
-  /** The worker's frames, when it was started with a frame ring. */
-  readonly frameRing: FrameRingReader | undefined;
+  /** The worker's frames and this process's commands, when it was started with frame rings. */
+  readonly frameRing: FrameRings | undefined;
   /** fd 2: what the worker wrote to stderr. */
   readonly stderr: Readable;
   /** fd 3: answers to the host call the guest is blocked on. */
@@ -47,14 +47,20 @@ export interface WorkerChild {
   onClose(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
 }
 
-/** The parent's end of a frame ring. */
-export interface FrameRingReader {
+/** The parent's ends of the frame rings. */
+export interface FrameRings {
   /**
    * What the worker published since the last take, after a spin of up to `spinMicros` for it
    * (0: none); undefined when nothing was. Throws (code `ERR_STRATA_FRAME_RING`) on a ring whose
    * tail is not possible.
    */
   take(spinMicros: number): Buffer | undefined;
+  /**
+   * Puts `bytes` from `offset` on the commands' ring as room allows, never waiting: how many went
+   * on, and whether a doorbell byte must be written to the worker's fd 0. When not all did, the
+   * worker writes a byte to fd 1 once it has taken some.
+   */
+  put(bytes: Uint8Array, offset: number): [number, boolean];
 }
 
 /** The fd a worker started with a frame ring finds it at. */
@@ -118,12 +124,12 @@ export async function spawnWorkerChild(
   }
 }
 
-function ringReader(ring: unknown): FrameRingReader {
+function ringReader(ring: unknown): FrameRings {
   const addon = loadSpawnAddon();
-  return { take: (spinMicros) => addon.takeFrames(ring, spinMicros) };
+  return { take: (spinMicros) => addon.takeFrames(ring, spinMicros), put: (bytes, offset) => addon.putCommands(ring, bytes, offset) };
 }
 
-function nodeChild(child: ChildProcess, frameRing: FrameRingReader | undefined): WorkerChild {
+function nodeChild(child: ChildProcess, frameRing: FrameRings | undefined): WorkerChild {
   const stdio = child.stdio;
   return {
     pid: child.pid!,
@@ -145,13 +151,7 @@ function nodeChild(child: ChildProcess, frameRing: FrameRingReader | undefined):
 
 const signalNames = new Map<number, NodeJS.Signals>(Object.entries(constants.signals).map(([name, number]) => [number, name as NodeJS.Signals]));
 
-function spawnedChild(
-  addon: SpawnAddon,
-  file: string,
-  args: readonly string[],
-  frameRing: FrameRingReader | undefined,
-  ringFd: number | undefined,
-): WorkerChild {
+function spawnedChild(addon: SpawnAddon, file: string, args: readonly string[], frameRing: FrameRings | undefined, ringFd: number | undefined): WorkerChild {
   let ended: [number | null, NodeJS.Signals | null] | undefined;
   let readersOpen = 2;
   const listeners: ((code: number | null, signal: NodeJS.Signals | null) => void)[] = [];

@@ -132,6 +132,9 @@ function countSpin(): void {
   if (spinsThisTurn++ === 0) setImmediate(() => (spinsThisTurn = 0));
 }
 
+/** The byte that wakes a worker sleeping on its commands' ring (its value means nothing). */
+const DOORBELL = Buffer.of(1);
+
 /** How many messages a worker started with its first command may send before its caller takes them (it answers that command once: a result, and a report before it). */
 const KEPT_BEFORE_HANDLER = 8;
 
@@ -160,6 +163,9 @@ export class WorkerProcess {
   #holds = 0;
   readonly #cpuSeconds: number | undefined;
   #activity: WorkerActivity = 'idle';
+  /** Commands that did not fit on the commands' ring yet, the first from `#commandBacklogOffset`. */
+  readonly #commandBacklog: Uint8Array[] = [];
+  #commandBacklogOffset = 0;
   /** Bytes taken off the frame ring by a spin, read in a microtask (never inside the caller's call). */
   #ringBacklog: Buffer[] = [];
   readonly #spin = new SpinPolicy(PARENT_MAX_SPIN_MICROS);
@@ -175,7 +181,11 @@ export class WorkerProcess {
     this.#settlements = child.settlements;
     // With a frame ring, fd 1 is only its doorbell: each byte says "look at the ring".
     if (child.frameRing === undefined) child.frames.on('data', (chunk: Buffer) => this.#receive(chunk));
-    else child.frames.on('data', () => this.#takeRing(0));
+    else
+      child.frames.on('data', () => {
+        this.#takeRing(0);
+        this.#putBacklog();
+      });
     child.stderr.on('data', (chunk: Buffer) => {
       // Only a tail is kept: enough to name a crash, never a flood.
       this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-4096);
@@ -356,7 +366,8 @@ export class WorkerProcess {
     mark('encode');
     const frame = encodeFrame(message, WORKER_FRAME_LIMITS);
     mark('write');
-    stream.write(frame);
+    if (stream === this.#commands && this.#child.frameRing !== undefined) this.#putCommand(frame);
+    else stream.write(frame);
     mark('written');
     if (this.#writeStalledSince === undefined && stream.writableLength > 0) this.#writeStalledSince = performance.now();
     else if (SPUN_FOR.has(message.type)) this.#spinForAnswer();
@@ -364,9 +375,47 @@ export class WorkerProcess {
 
   /** Since when the worker has left written bytes unread, if it has. */
   writeStalledSince(): number | undefined {
-    if (this.#commands.writableLength === 0 && this.#replies.writableLength === 0 && this.#settlements.writableLength === 0)
+    if (
+      this.#commands.writableLength === 0 &&
+      this.#replies.writableLength === 0 &&
+      this.#settlements.writableLength === 0 &&
+      this.#commandBacklog.length === 0
+    )
       this.#writeStalledSince = undefined;
     return this.#writeStalledSince;
+  }
+
+  /**
+   * A command onto the commands' ring, behind any that did not fit; what does not fit waits for
+   * the worker to take some (it says so with a byte on fd 1). A doorbell byte on fd 0 when the
+   * worker is not spinning for it.
+   */
+  #putCommand(frame: Uint8Array): void {
+    if (this.#commandBacklog.length > 0) {
+      this.#commandBacklog.push(frame);
+      return;
+    }
+    this.#putFrom(frame, 0);
+  }
+
+  /** Puts `frame` from `offset` on the ring; keeps what did not fit first in the backlog. Whether all of it went on. */
+  #putFrom(frame: Uint8Array, offset: number): boolean {
+    const [written, ring] = this.#child.frameRing!.put(frame, offset);
+    if (ring) this.#commands.write(DOORBELL);
+    if (offset + written === frame.length) return true;
+    this.#commandBacklogOffset = offset + written;
+    if (this.#commandBacklog[0] !== frame) this.#commandBacklog.unshift(frame);
+    this.#writeStalledSince ??= performance.now();
+    return false;
+  }
+
+  /** What waited for room on the commands' ring, in order, as far as it goes on now. */
+  #putBacklog(): void {
+    while (this.#commandBacklog.length > 0) {
+      if (!this.#putFrom(this.#commandBacklog[0]!, this.#commandBacklogOffset)) return;
+      this.#commandBacklog.shift();
+      this.#commandBacklogOffset = 0;
+    }
   }
 
   /** SIGKILLs the worker; `reason` is what every waiter is told. Idempotent: the first reason wins. */

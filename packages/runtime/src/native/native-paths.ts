@@ -49,12 +49,21 @@ export interface MemoryWatchdog {
   /** Writes every byte of `bytes` to `fd`, blocking; throws as {@link readInput} does when a write fails. */
   writeAll(fd: number, bytes: Uint8Array): void;
   /**
-   * Maps the frame ring the parent passed as `fd` (a sealed memfd of the ring's size; anything
-   * else is refused, code `ERR_STRATA_FRAME_RING`) and closes `fd`; its doorbell rings on `bellFd`.
+   * Maps the frame rings the parent passed as `fd` (a sealed memfd of the rings' size; anything
+   * else is refused, code `ERR_STRATA_FRAME_RING`) and closes `fd`; the frames' doorbell rings on
+   * `outBellFd`, the commands' on `commandBellFd`.
    */
-  attachFrameRing(fd: number, bellFd: number): void;
-  /** Writes every byte of `bytes` onto the frame ring, waiting while it is full; rings the doorbell unless the parent spins. */
+  attachFrameRing(fd: number, outBellFd: number, commandBellFd: number): void;
+  /** Writes every byte of `bytes` onto the frames' ring, waiting while it is full; rings the doorbell unless the parent spins. */
   writeFrames(bytes: Uint8Array): void;
+  /**
+   * The worker's blocking read of its commands from their ring, as {@link readInput} on fd 0:
+   * what is there, else a spin of up to `spinMicros`, else a sleep on the doorbell (with the
+   * watchdog when `idle`). The bytes taken, 0 once the parent closed fd 0 and the ring is empty.
+   */
+  readCommands(buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
+  /** What is on the commands' ring now (up to the buffer's length), never waiting; 0 for nothing. */
+  takeCommands(buffer: Uint8Array): number;
   /** `PR_SET_DUMPABLE 0`: no core dump, no ptrace attach by same-uid processes, /proc/<pid> owned by root. */
   disableDumping(): void;
   /**
@@ -201,8 +210,14 @@ export interface SpawnAddon {
   signal(child: unknown, signal: number): number;
   /** Why this kernel cannot (no pidfd_open), or ''. */
   unsupportedReason(): string;
-  /** A frame ring (`native/frame-ring.h`): its handle, and the sealed memfd to pass to the worker (then closed). */
+  /** The frame rings (`native/frame-ring.h`): their handle, and the sealed memfd to pass to the worker (then closed). */
   makeFrameRing(): [unknown, number];
+  /**
+   * Writes `bytes` from `offset` onto the commands' ring as room allows, never waiting: how many
+   * went on, and whether a doorbell byte must go to the worker's fd 0. When not all did, the
+   * worker says so with a byte on fd 1 once it has taken some.
+   */
+  putCommands(ring: unknown, bytes: Uint8Array, offset: number): [number, boolean];
   /**
    * The bytes the worker published since the last take, after a spin of up to `spinMicros` for
    * them; undefined when there are none. Throws (code `ERR_STRATA_FRAME_RING`) when the ring's

@@ -20,10 +20,14 @@ export interface ChannelIo {
   readInput(fd: number, buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
   /** Writes every byte of `bytes` to `fd` (blocking). */
   writeAll(fd: number, bytes: Uint8Array): void;
-  /** Maps the frame ring at `fd` (and closes `fd`); its doorbell rings on `bellFd`. */
-  attachFrameRing(fd: number, bellFd: number): void;
-  /** Writes every byte of `bytes` onto the frame ring (blocking while it is full). */
+  /** Maps the frame rings at `fd` (and closes `fd`); the frames' doorbell rings on `outBellFd`, the commands' on `commandBellFd`. */
+  attachFrameRing(fd: number, outBellFd: number, commandBellFd: number): void;
+  /** Writes every byte of `bytes` onto the frames' ring (blocking while it is full). */
   writeFrames(bytes: Uint8Array): void;
+  /** {@link readInput} for the commands' ring (0: the parent closed fd 0 and the ring is empty). */
+  readCommands(buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
+  /** What is on the commands' ring now, never waiting; 0 for nothing. */
+  takeCommands(buffer: Uint8Array): number;
   /**
    * Watches `fd` from the main thread's event loop until its end, calling `onChunk` with each
    * chunk, then with `undefined`. (Node's sockets would do it, and cost a `--jitless` worker
@@ -42,7 +46,7 @@ export const CHANNEL_FDS = Object.freeze({
   replies: 3,
   /** parent → worker: settlements of host calls that returned promises; read as a stream during a command. */
   settlements: 4,
-  /** worker → parent, when the parent passed one: the frame ring (`native/frame-ring.h`); `out` then carries only its doorbell. */
+  /** both ways, when the parent passed them: the frame rings (`native/frame-ring.h`); `out` and `commands` then carry only their doorbells. */
   frameRing: 5,
 });
 
@@ -126,6 +130,14 @@ export class ParentChannel {
     return n;
   }
 
+  /** {@link #read} of the commands' ring. */
+  #readCommands(): number {
+    this.flush();
+    const n = this.#io!.readCommands(this.#commandBuffer, this.#commandSpin.micros, true, this.#waited);
+    this.#commandSpin.waited(this.#waited[0]!);
+    return n;
+  }
+
   #writeAll(frame: Uint8Array): void {
     if (this.#ring) this.#io!.writeFrames(frame);
     else if (this.#io !== undefined) this.#io.writeAll(CHANNEL_FDS.out, frame);
@@ -172,7 +184,7 @@ export class ParentChannel {
     for (;;) {
       const queued = this.#pendingCommands.shift();
       if (queued !== undefined) return queued;
-      const n = this.#read(CHANNEL_FDS.commands, this.#commandBuffer, this.#commandSpin, true);
+      const n = this.#ring ? this.#readCommands() : this.#read(CHANNEL_FDS.commands, this.#commandBuffer, this.#commandSpin, true);
       mark('read');
       if (n === 0) return undefined;
       this.#pendingCommands.push(...this.#decodeChunk(this.#commands, this.#commandBuffer, n));
@@ -189,10 +201,21 @@ export class ParentChannel {
   streamCommands(onMessage: (message: Message) => void): void {
     for (const queued of this.#pendingCommands.splice(0)) onMessage(queued);
     this.#streamInput(CHANNEL_FDS.commands, (chunk) => {
+      // With the rings, fd 0 carries only the doorbell: what rang is on the commands' ring.
+      if (this.#ring) {
+        for (let n: number; (n = this.#io!.takeCommands(this.#commandBuffer)) > 0; ) this.#serveChunk(this.#commandBuffer, n, onMessage);
+      }
       // the parent closed the pipe (or it broke): the worker's work is over
       if (chunk === undefined) process.exit(0);
+      if (!this.#ring) this.#serveChunk(chunk, chunk.length, onMessage);
+    });
+  }
+
+  /** The messages of a chunk of commands, to `onMessage` (see {@link streamCommands}). */
+  #serveChunk(chunk: Buffer, n: number, onMessage: (message: Message) => void): void {
+    {
       mark('read');
-      const messages = this.#decodeChunk(this.#commands, chunk, chunk.length);
+      const messages = this.#decodeChunk(this.#commands, chunk, n);
       mark('decoded');
       // Several requests of one isolate at once (an open and the first command the parent sent
       // behind it, read together after the worker slept): their answers go out together, once
@@ -205,7 +228,7 @@ export class ParentChannel {
         setImmediate(() => this.flush());
       }
       for (const message of messages) onMessage(message);
-    });
+    }
   }
 
   /**
