@@ -1,13 +1,15 @@
 /*
  * The frame rings: the bytes between a worker and its parent, through memory both map instead of
- * pipes (Linux). Two rings in one sealed memfd, each a byte stream exactly as its pipe was, with
+ * pipes (Linux). Three rings in one sealed memfd, each a byte stream exactly as its pipe was, with
  * one writer and one reader:
  *
  *   ring 0, FRAME_RING_OUT:      the worker's frames (writer: the watchdog addon's writeFrames;
  *                                reader: the spawn addon's takeFrames); the parent's
  *                                FrameReader decodes them as before
- *   ring 1, FRAME_RING_COMMANDS: the parent's commands (writer: the spawn addon's putCommands;
- *                                reader: the watchdog addon's readCommands / takeCommands)
+ *   ring 1, FRAME_RING_COMMANDS: the parent's commands (writer: the spawn addon's putFrames;
+ *                                reader: the watchdog addon's readRing / takeRing)
+ *   ring 2, FRAME_RING_REPLIES:  the parent's answers to the host call the guest is blocked on
+ *                                (the same functions)
  *
  * Why: a round trip through pipes pays two system calls each way and two wake-ups. With the
  * rings a write is a copy, and a side that expects bytes within microseconds spins on the ring's
@@ -15,7 +17,7 @@
  * here: 24 µs through pipes, 9 µs with the answer on a ring, 3 µs with both on rings).
  *
  * The doorbell: when its reader is not spinning, a writer writes one byte to the pipe the ring
- * replaced (fd 1 for ring 0, fd 0 for ring 1), so that a sleeping reader wakes; one byte at a time
+ * replaced (fd 1 for ring 0, fd 0 for ring 1, fd 3 for ring 2), so that a sleeping reader wakes; one byte at a time
  * is pending (`bell`). Both sides use sequentially consistent operations on the flags, so that
  * either the writer sees the reader's flag or the reader sees the writer's tail: no wake-up is
  * lost.
@@ -28,8 +30,8 @@
  * byte on fd 1 when the worker has taken some. The memory is a sealed memfd (no shrink, no grow:
  * a worker can never make the parent's mapping fault). The parent keeps its own count of what it
  * took and of what it wrote: a tail of ring 0 more than the capacity ahead is a protocol
- * violation, and ring 1's `head` (which the worker writes) only ever limits how much the parent
- * writes, always within the ring.
+ * violation, and the `head` of rings 1 and 2 (which the worker writes) only ever limits how much
+ * the parent writes, always within the ring.
  */
 #ifndef STRATA_FRAME_RING_H
 #define STRATA_FRAME_RING_H
@@ -46,9 +48,9 @@
 /* A ring's header takes one page; its data follows. */
 #define FRAME_RING_HEADER_BYTES 4096u
 #define FRAME_RING_BYTES (FRAME_RING_HEADER_BYTES + FRAME_RING_CAPACITY)
-/* The memfd: ring 0, then ring 1. */
-#define FRAME_RINGS_BYTES (2u * FRAME_RING_BYTES)
-enum { FRAME_RING_OUT = 0, FRAME_RING_COMMANDS = 1 };
+/* The memfd: its rings one after the other. */
+enum { FRAME_RING_OUT = 0, FRAME_RING_COMMANDS = 1, FRAME_RING_REPLIES = 2, FRAME_RING_COUNT = 3 };
+#define FRAME_RINGS_BYTES (FRAME_RING_COUNT * FRAME_RING_BYTES)
 
 /* Counters run modulo 2^32 (futex words are 32 bits); tail - head is what is unread. */
 struct frame_ring_header {

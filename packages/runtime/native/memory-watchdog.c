@@ -26,20 +26,20 @@
  *                                            where a --jitless worker made five
  *   writeAll(fd, bytes)                      every byte written to fd (blocking), in one call
  *                                            instead of fs.writeSync's interpreted wrapper
- *   attachFrameRing(fd, outBellFd, commandBellFd)
+ *   attachFrameRing(fd, outBellFd, commandBellFd, replyBellFd)
  *                                            maps the frame rings the parent passed as fd (a
  *                                            sealed memfd of the rings' size: anything else is
- *                                            refused) and closes fd; the frames' doorbell rings
- *                                            on outBellFd, the commands' on commandBellFd
- *                                            (frame-ring.h)
+ *                                            refused) and closes fd; each ring's doorbell rings
+ *                                            on its fd (frame-ring.h)
  *   writeFrames(bytes)                       every byte onto the frames' ring, waiting for room
  *                                            while it is full (blocking, as a full pipe was),
  *                                            ringing the parent's doorbell unless it spins
- *   readCommands(buffer, spinMicros, idle, waited)
- *                                            readInput for the commands' ring: what is there, or
- *                                            a spin for it, or a sleep on its doorbell; 0 at the
- *                                            end (the parent closed the doorbell's pipe)
- *   takeCommands(buffer)                     what is on the commands' ring now, never waiting
+ *   readRing(which, buffer, spinMicros, idle, waited)
+ *                                            readInput for ring `which` (1 the commands, 2 the
+ *                                            replies): what is there, or a spin for it, or a
+ *                                            sleep on its doorbell; 0 at the end (the parent
+ *                                            closed the doorbell's pipe)
+ *   takeRing(which, buffer)                  what is on ring `which` now, never waiting
  *   streamInput(fd, onChunk)                makes fd non-blocking and watches it from the
  *                                            main thread's event loop (a libuv poll handle):
  *                                            onChunk(buffer) for each chunk read, then
@@ -711,20 +711,19 @@ static napi_value fingerprint(napi_env env, napi_callback_info info) {
 
 /* ---- the worker's ends of the frame rings (frame-ring.h) ------------------------------------- */
 
-static uint8_t *rings_base;   /* NULL until attachFrameRing */
-static uint32_t out_tail;     /* this side's own count of the frames' bytes published */
-static uint32_t command_head; /* this side's own count of the commands' bytes taken */
-static int out_bell_fd = -1;  /* the frames' doorbell (fd 1); also where the parent is told of room for its commands */
-static int command_bell_fd = -1;
+static uint8_t *rings_base;                /* NULL until attachFrameRing */
+static uint32_t out_tail;                  /* this side's own count of the frames' bytes published */
+static uint32_t heads[FRAME_RING_COUNT];   /* this side's own count of the bytes taken from rings 1 and 2 */
+static int bell_fds[FRAME_RING_COUNT];     /* each ring's doorbell; bell_fds[0] (fd 1) also tells the parent of room */
 
 static napi_value attach_frame_ring(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
+  size_t argc = 1 + FRAME_RING_COUNT;
+  napi_value argv[1 + FRAME_RING_COUNT];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  double fd, out_bell, command_bell;
-  if (argc < 3 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd) || !integer_arg(env, argv[1], "outBellFd", 0, 1048576, &out_bell) ||
-      !integer_arg(env, argv[2], "commandBellFd", 0, 1048576, &command_bell))
-    return NULL;
+  double fd, bells[FRAME_RING_COUNT];
+  if (argc < 1 + FRAME_RING_COUNT || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd)) return NULL;
+  for (int i = 0; i < FRAME_RING_COUNT; i++)
+    if (!integer_arg(env, argv[1 + i], "a doorbell's fd", 0, 1048576, &bells[i])) return NULL;
   if (rings_base != NULL) {
     napi_throw_error(env, "ERR_STRATA_FRAME_RING", "strata-watchdog: the frame rings are attached already");
     return NULL;
@@ -748,9 +747,10 @@ static napi_value attach_frame_ring(napi_env env, napi_callback_info info) {
   close((int)fd);
   rings_base = base;
   out_tail = atomic_load(&frame_ring(base, FRAME_RING_OUT)->tail);
-  command_head = atomic_load(&frame_ring(base, FRAME_RING_COMMANDS)->head);
-  out_bell_fd = (int)out_bell;
-  command_bell_fd = (int)command_bell;
+  for (int i = 0; i < FRAME_RING_COUNT; i++) {
+    heads[i] = atomic_load(&frame_ring(base, i)->head);
+    bell_fds[i] = (int)bells[i];
+  }
   return NULL;
 }
 
@@ -783,8 +783,8 @@ static napi_value write_frames(napi_env env, napi_callback_info info) {
     const uint32_t head = atomic_load(&ring->head);
     const uint32_t count = frame_ring_put(ring, &out_tail, bytes + done, length - done);
     done += count;
-    if (count > 0 && frame_ring_must_ring(ring) && !write_byte(out_bell_fd)) {
-      throw_channel_error(env, "write", out_bell_fd, errno);
+    if (count > 0 && frame_ring_must_ring(ring) && !write_byte(bell_fds[FRAME_RING_OUT])) {
+      throw_channel_error(env, "write", bell_fds[FRAME_RING_OUT], errno);
       return NULL;
     }
     if (count > 0) continue;
@@ -799,31 +799,39 @@ static napi_value write_frames(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* Takes what is unread of the commands (up to `length`) into `into`; when the parent waits for room, tells it (a byte on fd 1). */
-static uint32_t take_commands(uint8_t *into, size_t length, int *error) {
-  struct frame_ring_header *ring = frame_ring(rings_base, FRAME_RING_COMMANDS);
-  const uint32_t unread = frame_ring_tail(ring) - command_head;
+/* Takes what is unread on ring `which` (up to `length`) into `into`; when the parent waits for room there, tells it (a byte on fd 1). */
+static uint32_t take_ring(int which, uint8_t *into, size_t length, int *error) {
+  struct frame_ring_header *ring = frame_ring(rings_base, which);
+  const uint32_t unread = frame_ring_tail(ring) - heads[which];
   const uint32_t count = unread < length ? unread : (uint32_t)length;
   if (count == 0) return 0;
-  frame_ring_take(ring, &command_head, into, count);
-  if (atomic_exchange(&ring->writer_waiting, 0) != 0 && !write_byte(out_bell_fd)) *error = errno;
+  frame_ring_take(ring, &heads[which], into, count);
+  if (atomic_exchange(&ring->writer_waiting, 0) != 0 && !write_byte(bell_fds[FRAME_RING_OUT])) *error = errno;
   return count;
 }
 
-static bool buffer_and_length(napi_env env, napi_value value, const char *call, uint8_t **data, size_t *length) {
-  return bytes_arg(env, value, call, data, length) && attached(env, call);
+/* Ring `which` (1 or 2) and the buffer to take into, or throws and returns false. */
+static bool ring_args(napi_env env, napi_value which_value, napi_value buffer, const char *call, int *which, uint8_t **data, size_t *length) {
+  double number;
+  if (!integer_arg(env, which_value, "which", FRAME_RING_COMMANDS, FRAME_RING_REPLIES, &number) || !bytes_arg(env, buffer, call, data, length) ||
+      !attached(env, call))
+    return false;
+  *which = (int)number;
+  return true;
 }
 
 /*
- * readCommands(buffer, spinMicros, idle, waited): the worker's blocking read of its next commands,
- * as readInput was on fd 0: what is on the commands' ring; else a spin of up to spinMicros for it;
- * else a sleep on the doorbell (fd 0), with the watchdog waiting too when `idle`. The bytes taken
- * (0 once the parent closed fd 0 and the ring is empty); waited[0] the microseconds it waited.
+ * readRing(which, buffer, spinMicros, idle, waited): the worker's blocking read of ring `which`
+ * (1, its commands; 2, the replies to a host call it is blocked on), as readInput was on the pipe:
+ * what is there; else a spin of up to spinMicros for it; else a sleep on its doorbell (fd 0 or 3),
+ * with the watchdog waiting too when `idle`. The bytes taken (0 once the parent closed the
+ * doorbell's pipe and the ring is empty); waited[0] the microseconds it waited.
  */
-static napi_value read_commands(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
+static napi_value read_ring(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int which;
   uint8_t *data;
   size_t length;
   double micros;
@@ -832,56 +840,58 @@ static napi_value read_commands(napi_env env, napi_callback_info info) {
   napi_typedarray_type type = napi_int8_array;
   size_t slots = 0;
   double *waited = NULL;
-  if (argc < 4 || !buffer_and_length(env, argv[0], "readCommands", &data, &length) || !integer_arg(env, argv[1], "spinMicros", 0, 1000000, &micros))
+  if (argc < 5 || !ring_args(env, argv[0], argv[1], "readRing", &which, &data, &length) || !integer_arg(env, argv[2], "spinMicros", 0, 1000000, &micros))
     return NULL;
-  if (napi_get_value_bool(env, argv[2], &sleeps_idle) != napi_ok || napi_is_typedarray(env, argv[3], &typed) != napi_ok || !typed ||
-      napi_get_typedarray_info(env, argv[3], &type, &slots, (void **)&waited, NULL, NULL) != napi_ok || type != napi_float64_array || slots < 1) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: readCommands(buffer, spinMicros, idle, waited): idle a boolean, waited a Float64Array");
+  if (napi_get_value_bool(env, argv[3], &sleeps_idle) != napi_ok || napi_is_typedarray(env, argv[4], &typed) != napi_ok || !typed ||
+      napi_get_typedarray_info(env, argv[4], &type, &slots, (void **)&waited, NULL, NULL) != napi_ok || type != napi_float64_array || slots < 1) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: readRing(which, buffer, spinMicros, idle, waited): idle a boolean, waited a Float64Array");
     return NULL;
   }
-  struct frame_ring_header *ring = frame_ring(rings_base, FRAME_RING_COMMANDS);
+  struct frame_ring_header *ring = frame_ring(rings_base, which);
+  const int bell_fd = bell_fds[which];
   const uint64_t began = monotonic_us();
   int error = 0;
   bool spun = micros <= 0;
   uint32_t count;
-  while ((count = take_commands(data, length, &error)) == 0 && error == 0) {
+  while ((count = take_ring(which, data, length, &error)) == 0 && error == 0) {
     if (!spun) {
-      frame_ring_spin(ring, command_head, micros);
+      frame_ring_spin(ring, heads[which], micros);
       spun = true;
       continue;
     }
     if (sleeps_idle) set_idle_state(true);
     uint8_t bells[64];
     ssize_t n;
-    do n = read(command_bell_fd, bells, sizeof bells);
+    do n = read(bell_fd, bells, sizeof bells);
     while (n < 0 && errno == EINTR);
     error = n < 0 ? errno : 0;
     if (sleeps_idle) set_idle_state(false);
-    if (n == 0) { /* the parent closed fd 0: what is left on the ring, then the end */
-      count = take_commands(data, length, &error);
+    if (n == 0) { /* the parent closed the doorbell's pipe: what is left on the ring, then the end */
+      count = take_ring(which, data, length, &error);
       break;
     }
   }
   waited[0] = (double)(monotonic_us() - began);
   if (error != 0) {
-    throw_channel_error(env, "read", command_bell_fd, error);
+    throw_channel_error(env, "read", bell_fd, error);
     return NULL;
   }
   return strata_number(env, count);
 }
 
-/* takeCommands(buffer): what is on the commands' ring now (up to the buffer's length), never waiting; 0 for nothing. */
-static napi_value take_commands_now(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
+/* takeRing(which, buffer): what is on ring `which` now (up to the buffer's length), never waiting; 0 for nothing. */
+static napi_value take_ring_now(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int which;
   uint8_t *data;
   size_t length;
-  if (argc < 1 || !buffer_and_length(env, argv[0], "takeCommands", &data, &length)) return NULL;
+  if (argc < 2 || !ring_args(env, argv[0], argv[1], "takeRing", &which, &data, &length)) return NULL;
   int error = 0;
-  const uint32_t count = take_commands(data, length, &error);
+  const uint32_t count = take_ring(which, data, length, &error);
   if (error != 0) {
-    throw_channel_error(env, "write", out_bell_fd, error);
+    throw_channel_error(env, "write", bell_fds[FRAME_RING_OUT], error);
     return NULL;
   }
   return strata_number(env, count);
@@ -902,8 +912,8 @@ NAPI_MODULE_INIT() {
       {"writeAll", NULL, write_all, NULL, NULL, NULL, napi_enumerable, NULL},
       {"attachFrameRing", NULL, attach_frame_ring, NULL, NULL, NULL, napi_enumerable, NULL},
       {"writeFrames", NULL, write_frames, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"readCommands", NULL, read_commands, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"takeCommands", NULL, take_commands_now, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"readRing", NULL, read_ring, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"takeRing", NULL, take_ring_now, NULL, NULL, NULL, napi_enumerable, NULL},
       {"streamInput", NULL, stream_input, NULL, NULL, NULL, napi_enumerable, NULL},
       {"tcpConnect", NULL, tcp_connect, NULL, NULL, NULL, napi_enumerable, NULL},
       {"fingerprint", NULL, fingerprint, NULL, NULL, NULL, napi_enumerable, NULL},

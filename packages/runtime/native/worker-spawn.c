@@ -25,9 +25,10 @@
  *                                          undefined when there are none. Throws
  *                                          ERR_STRATA_FRAME_RING when the ring's tail is not
  *                                          possible (more unread than its capacity)
- *   putCommands(ring, bytes, offset)       bytes[offset..] onto the commands' ring as room
- *                                          allows, never waiting: [written, ring], ring saying
- *                                          that a doorbell byte must go to the worker's fd 0
+ *   putFrames(ring, which, bytes, offset)  bytes[offset..] onto ring `which` (1 the commands, 2
+ *                                          the replies) as room allows, never waiting:
+ *                                          [written, ring], ring saying that a doorbell byte
+ *                                          must go to that ring's pipe (the worker's fd 0 or 3)
  *
  * Why not node:child_process: libuv starts a child with fork(), which copies the parent's page
  * tables, and the parent then takes a fault on each page it writes first. From a Node process of
@@ -425,9 +426,9 @@ static napi_value unsupported_reason(napi_env env, napi_callback_info info) {
 /* ---- the parent's ends of the frame rings (frame-ring.h) ---- */
 
 struct rings {
-  uint8_t *base;         /* FRAME_RINGS_BYTES, shared with the worker */
-  uint32_t out_head;     /* this side's own count of the frames' bytes taken: the shared `head` is for the worker only */
-  uint32_t command_tail; /* this side's own count of the commands' bytes written */
+  uint8_t *base;                     /* FRAME_RINGS_BYTES, shared with the worker */
+  uint32_t out_head;                 /* this side's own count of the frames' bytes taken: the shared `head` is for the worker only */
+  uint32_t tails[FRAME_RING_COUNT];  /* this side's own count of the bytes written to rings 1 and 2 */
 };
 
 static void on_rings_collected(napi_env env, void *data, void *hint) {
@@ -516,36 +517,40 @@ static napi_value take_frames(napi_env env, napi_callback_info info) {
 }
 
 /*
- * putCommands(ring, bytes, offset): writes bytes[offset..] onto the commands' ring as room allows,
- * never waiting. Returns [written, ring]: how many bytes went on, and whether the caller must write
- * a doorbell byte to the worker's fd 0. When not all went on, the worker is asked to say (a byte
- * on fd 1) once it has taken some.
+ * putFrames(ring, which, bytes, offset): writes bytes[offset..] onto ring `which` (1, the commands;
+ * 2, the replies) as room allows, never waiting. Returns [written, ring]: how many bytes went on,
+ * and whether the caller must write a doorbell byte to that ring's pipe (the worker's fd 0 or 3).
+ * When not all went on, the worker is asked to say (a byte on fd 1) once it has taken some.
  */
-static napi_value put_commands(napi_env env, napi_callback_info info) {
-  static const char usage[] = "strata-spawn: putCommands(ring, bytes, offset) takes a ring makeFrameRing made, a Uint8Array and an offset in it";
-  size_t argc = 3;
-  napi_value args[3];
+static napi_value put_frames(napi_env env, napi_callback_info info) {
+  static const char usage[] =
+      "strata-spawn: putFrames(ring, which, bytes, offset) takes a ring makeFrameRing made, 1 or 2, a Uint8Array and an offset in it";
+  size_t argc = 4;
+  napi_value args[4];
   CHECK(env, napi_get_cb_info(env, info, &argc, args, NULL, NULL));
-  struct rings *rings = argc < 3 ? NULL : rings_arg(env, args[0], usage);
+  struct rings *rings = argc < 4 ? NULL : rings_arg(env, args[0], usage);
   if (rings == NULL) return NULL;
   bool typed = false;
   napi_typedarray_type type;
   size_t length = 0;
   uint8_t *bytes = NULL;
   double offset = -1;
-  if (napi_is_typedarray(env, args[1], &typed) != napi_ok || !typed ||
-      napi_get_typedarray_info(env, args[1], &type, &length, (void **)&bytes, NULL, NULL) != napi_ok || type != napi_uint8_array ||
-      napi_get_value_double(env, args[2], &offset) != napi_ok || !(offset >= 0 && offset <= (double)length) || offset != (double)(size_t)offset) {
+  int32_t which = -1;
+  if (napi_get_value_int32(env, args[1], &which) != napi_ok || (which != FRAME_RING_COMMANDS && which != FRAME_RING_REPLIES) ||
+      napi_is_typedarray(env, args[2], &typed) != napi_ok || !typed ||
+      napi_get_typedarray_info(env, args[2], &type, &length, (void **)&bytes, NULL, NULL) != napi_ok || type != napi_uint8_array ||
+      napi_get_value_double(env, args[3], &offset) != napi_ok || !(offset >= 0 && offset <= (double)length) || offset != (double)(size_t)offset) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", usage);
     return NULL;
   }
-  struct frame_ring_header *ring = frame_ring(rings->base, FRAME_RING_COMMANDS);
+  struct frame_ring_header *ring = frame_ring(rings->base, which);
+  uint32_t *tail = &rings->tails[which];
   const size_t from = (size_t)offset;
-  uint32_t written = frame_ring_put(ring, &rings->command_tail, bytes + from, length - from);
+  uint32_t written = frame_ring_put(ring, tail, bytes + from, length - from);
   if (from + written < length) {
     /* full: say so, then look again (a reader that took some before the flag was up did not see it) */
     atomic_store(&ring->writer_waiting, 1);
-    written += frame_ring_put(ring, &rings->command_tail, bytes + from + written, length - from - written);
+    written += frame_ring_put(ring, tail, bytes + from + written, length - from - written);
   }
   const bool must_ring = written > 0 && frame_ring_must_ring(ring);
   napi_value result, number, flag;
@@ -565,7 +570,7 @@ NAPI_MODULE_INIT() {
       {"unsupportedReason", NULL, unsupported_reason, NULL, NULL, NULL, napi_enumerable, NULL},
       {"makeFrameRing", NULL, make_frame_ring, NULL, NULL, NULL, napi_enumerable, NULL},
       {"takeFrames", NULL, take_frames, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"putCommands", NULL, put_commands, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"putFrames", NULL, put_frames, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   CHECK(env, napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions));
   return exports;

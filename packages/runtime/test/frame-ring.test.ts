@@ -81,3 +81,12 @@ maybe('a SandboxHost worker reads its commands from the ring as they come: many 
   );
   for (const rt of isolates) await rt.close();
 });
+
+maybe("a host call's answer larger than its ring (500 KB) waits for room and arrives whole, and calls back to back after it", async (t) => {
+  await using rt = await IsolatedRuntime.start({ prewarm: false });
+  rt.bindFunction('big', () => 'z'.repeat(500_000));
+  rt.bindFunction('inc', (x: number) => x + 1);
+  t.is(await rt.eval('big().length'), 500_000);
+  t.is(await rt.eval('let s = 0; for (let i = 0; i < 300; i++) s = inc(s); s'), 300);
+  t.is(await rt.eval('big().length + big().length'), 1_000_000);
+});

@@ -146,7 +146,7 @@ const NODE = process.execPath;
 
 /** A Node child that attaches the ring at fd 5 and runs `body` (with `ring`, the watchdog addon, in scope). */
 function ringWriter(body: string, method: SpawnMethod): Promise<WorkerChild> {
-  const script = `const ring = require(${JSON.stringify(WATCHDOG)}); ring.attachFrameRing(5, 1, 0); ${body}`;
+  const script = `const ring = require(${JSON.stringify(WATCHDOG)}); ring.attachFrameRing(5, 1, 0, 3); ${body}`;
   return spawnWorkerChild(NODE, ['-e', script], method, true);
 }
 
@@ -197,7 +197,7 @@ for (const method of methods) {
       const fs = require('node:fs');
       const header = fs.openSync('/proc/self/fd/5', 'r');
       const ring = require(${JSON.stringify(WATCHDOG)});
-      ring.attachFrameRing(5, 1, 0);
+      ring.attachFrameRing(5, 1, 0, 3);
       const flag = Buffer.alloc(4);
       const publishWhenSpun = () => {
         fs.readSync(header, flag, 0, 4, 68);
@@ -240,7 +240,7 @@ for (const method of methods) {
 
 for (const method of methods) {
   maybe(`${method}: 3 MiB of commands in frames of every size reach the worker whole and in order through their 64 KiB ring`, async (t) => {
-    // The worker reads as Strata's does (readCommands: spin, then sleep on fd 0) and checks each
+    // The worker reads as Strata's does (readRing: spin, then sleep on fd 0) and checks each
     // frame's pattern; this process puts what fits and the rest when the worker says it took some.
     const sizes: number[] = [];
     for (let i = 0, total = 0; total < 3 * 1024 * 1024; i++) {
@@ -251,7 +251,7 @@ for (const method of methods) {
       const sizes = ${JSON.stringify(sizes)};
       const buffer = Buffer.alloc(65536), waited = new Float64Array(1);
       let frame = 0, at = 0, total = 0, bad;
-      for (let n; (n = ring.readCommands(buffer, 50, true, waited)) > 0; ) {
+      for (let n; (n = ring.readRing(1, buffer, 50, true, waited)) > 0; ) {
         for (let k = 0; k < n; k++) {
           if (buffer[k] !== frame % 251 && bad === undefined) bad = 'frame ' + frame + ' byte ' + at;
           total++;
@@ -267,7 +267,7 @@ for (const method of methods) {
     let offset = 0;
     const putMore = () => {
       while (next < frames.length) {
-        const [written, ring] = child.frameRing!.put(frames[next]!, offset);
+        const [written, ring] = child.frameRing!.put(1, frames[next]!, offset);
         if (ring) child.commands.write(Buffer.of(1));
         offset += written;
         if (offset < frames[next]!.length) return; // full: the worker says when it took some
@@ -289,13 +289,13 @@ maybe('attachFrameRing refuses what is not a sealed ring of its size', async (t)
     const fs = require('node:fs');
     const ring = require(${JSON.stringify(WATCHDOG)});
     for (const fd of [fs.openSync('/proc/self/status', 'r')]) {
-      try { ring.attachFrameRing(fd, 1, 0); console.log('attached'); } catch (e) { console.log(e.code + ': ' + e.message); }
+      try { ring.attachFrameRing(fd, 1, 0, 3); console.log('attached'); } catch (e) { console.log(e.code + ': ' + e.message); }
     }
     try { ring.writeFrames(Buffer.from('x')); } catch (e) { console.log(e.code + ': ' + e.message); }`;
   const child = await spawnWorkerChild(NODE, ['-e', body], 'posix_spawn');
   const out = collect(child.frames);
   await closed(child);
-  t.regex(out(), /^ERR_STRATA_FRAME_RING: strata-watchdog: fd \d+ is not the sealed frame rings of 139264 bytes/m);
+  t.regex(out(), /^ERR_STRATA_FRAME_RING: strata-watchdog: fd \d+ is not the sealed frame rings of 208896 bytes/m);
   t.regex(out(), /^ERR_STRATA_FRAME_RING: strata-watchdog: writeFrames before attachFrameRing$/m);
   t.notRegex(out(), /attached/);
 });

@@ -7,8 +7,9 @@
  * same either way: fds 0–4 one end of a Unix socket pair each, an empty environment, every
  * signal's disposition the default.
  *
- * With frame rings (Linux), the worker's frames and this process's commands go through memory both
- * map (`native/frame-ring.h`), passed as its fd 5, and fds 1 and 0 carry only their doorbells.
+ * With frame rings (Linux), the worker's frames and this process's commands and replies go through
+ * memory both map (`native/frame-ring.h`), passed as its fd 5, and fds 1, 0 and 3 carry only their
+ * doorbells.
  *
  * @module
  */
@@ -30,11 +31,11 @@ export interface WorkerChild {
   readonly commands: Writable;
   /** fd 1: the worker's frames; with frame rings, their doorbell (the bytes mean nothing: take the ring's). */
   readonly frames: Readable;
-  /** The worker's frames and this process's commands, when it was started with frame rings. */
+  /** The worker's frames and this process's commands and replies, when it was started with frame rings. */
   readonly frameRing: FrameRings | undefined;
   /** fd 2: what the worker wrote to stderr. */
   readonly stderr: Readable;
-  /** fd 3: answers to the host call the guest is blocked on. */
+  /** fd 3: answers to the host call the guest is blocked on (with frame rings, their doorbell). */
   readonly replies: Writable;
   /** fd 4: settlements of host calls that returned a promise. */
   readonly settlements: Writable;
@@ -56,11 +57,11 @@ export interface FrameRings {
    */
   take(spinMicros: number): Buffer | undefined;
   /**
-   * Puts `bytes` from `offset` on the commands' ring as room allows, never waiting: how many went
-   * on, and whether a doorbell byte must be written to the worker's fd 0. When not all did, the
-   * worker writes a byte to fd 1 once it has taken some.
+   * Puts `bytes` from `offset` on ring `which` (1, the commands; 2, the replies) as room allows,
+   * never waiting: how many went on, and whether a doorbell byte must be written to that ring's
+   * pipe (fd 0 or 3). When not all did, the worker writes a byte to fd 1 once it has taken some.
    */
-  put(bytes: Uint8Array, offset: number): [number, boolean];
+  put(which: 1 | 2, bytes: Uint8Array, offset: number): [number, boolean];
 }
 
 /** The fd a worker started with a frame ring finds it at. */
@@ -126,7 +127,7 @@ export async function spawnWorkerChild(
 
 function ringReader(ring: unknown): FrameRings {
   const addon = loadSpawnAddon();
-  return { take: (spinMicros) => addon.takeFrames(ring, spinMicros), put: (bytes, offset) => addon.putCommands(ring, bytes, offset) };
+  return { take: (spinMicros) => addon.takeFrames(ring, spinMicros), put: (which, bytes, offset) => addon.putFrames(ring, which, bytes, offset) };
 }
 
 function nodeChild(child: ChildProcess, frameRing: FrameRings | undefined): WorkerChild {

@@ -8,7 +8,7 @@ import type { LaunchStep } from '../layers/layer.js';
 import { execHelperPath } from '../native/native-paths.js';
 import { ENGINE_ADDON_ARGUMENT } from '../engine.js';
 import { classifyWorkerEnd, type WorkerActivity } from './worker-end.js';
-import { FRAME_RING_FD, spawnWorkerChild, type WorkerChild } from './worker-child.js';
+import { FRAME_RING_FD, spawnWorkerChild, type FrameRings, type WorkerChild } from './worker-child.js';
 import { SpinPolicy } from '../worker/spin-policy.js';
 import { FRAME_RING_ARGUMENT } from '../worker/parent-channel.js';
 
@@ -135,6 +135,52 @@ function countSpin(): void {
 /** The byte that wakes a worker sleeping on its commands' ring (its value means nothing). */
 const DOORBELL = Buffer.of(1);
 
+/**
+ * The parent's writes to one of a worker's rings (its commands, the replies to its blocking host
+ * calls): a copy, never a wait. What does not fit waits here, in order, until the worker has taken
+ * some (it says so with a byte on fd 1). A doorbell byte goes to the pipe the ring replaced when
+ * the worker is not spinning for it.
+ */
+class RingWriter {
+  readonly #rings: FrameRings;
+  readonly #which: 1 | 2;
+  readonly #doorbell: Writable;
+  readonly #waiting: Uint8Array[] = [];
+  /** How much of the first waiting frame is on the ring already. */
+  #offset = 0;
+
+  constructor(rings: FrameRings, which: 1 | 2, doorbell: Writable) {
+    this.#rings = rings;
+    this.#which = which;
+    this.#doorbell = doorbell;
+  }
+
+  /** Frames wait for the worker to take some. */
+  get stalled(): boolean {
+    return this.#waiting.length > 0;
+  }
+
+  write(frame: Uint8Array): void {
+    if (this.#waiting.length > 0 || !this.#put(frame, 0)) this.#waiting.push(frame);
+  }
+
+  /** What waits, in order, as far as it goes on now. */
+  flush(): void {
+    while (this.#waiting.length > 0 && this.#put(this.#waiting[0]!, this.#offset)) {
+      this.#waiting.shift();
+      this.#offset = 0;
+    }
+  }
+
+  /** Puts `frame` from `offset`; whether all of it is on the ring now. */
+  #put(frame: Uint8Array, offset: number): boolean {
+    const [written, ring] = this.#rings.put(this.#which, frame, offset);
+    if (ring) this.#doorbell.write(DOORBELL);
+    this.#offset = offset + written;
+    return this.#offset === frame.length;
+  }
+}
+
 /** How many messages a worker started with its first command may send before its caller takes them (it answers that command once: a result, and a report before it). */
 const KEPT_BEFORE_HANDLER = 8;
 
@@ -163,9 +209,8 @@ export class WorkerProcess {
   #holds = 0;
   readonly #cpuSeconds: number | undefined;
   #activity: WorkerActivity = 'idle';
-  /** Commands that did not fit on the commands' ring yet, the first from `#commandBacklogOffset`. */
-  readonly #commandBacklog: Uint8Array[] = [];
-  #commandBacklogOffset = 0;
+  /** With frame rings: the writes to the commands' and the replies' rings, by the stream (the doorbell) they replace. */
+  readonly #ringWriters: Map<Writable, RingWriter> | undefined;
   /** Bytes taken off the frame ring by a spin, read in a microtask (never inside the caller's call). */
   #ringBacklog: Buffer[] = [];
   readonly #spin = new SpinPolicy(PARENT_MAX_SPIN_MICROS);
@@ -179,12 +224,21 @@ export class WorkerProcess {
     this.#commands = child.commands;
     this.#replies = child.replies;
     this.#settlements = child.settlements;
+    const rings = child.frameRing;
+    this.#ringWriters =
+      rings === undefined
+        ? undefined
+        : new Map([
+            [child.commands, new RingWriter(rings, 1, child.commands)],
+            [child.replies, new RingWriter(rings, 2, child.replies)],
+          ]);
     // With a frame ring, fd 1 is only its doorbell: each byte says "look at the ring".
     if (child.frameRing === undefined) child.frames.on('data', (chunk: Buffer) => this.#receive(chunk));
     else
       child.frames.on('data', () => {
         this.#takeRing(0);
-        this.#putBacklog();
+        // the worker took some of what waited for room
+        for (const ring of this.#ringWriters!.values()) ring.flush();
       });
     child.stderr.on('data', (chunk: Buffer) => {
       // Only a tail is kept: enough to name a crash, never a flood.
@@ -366,10 +420,11 @@ export class WorkerProcess {
     mark('encode');
     const frame = encodeFrame(message, WORKER_FRAME_LIMITS);
     mark('write');
-    if (stream === this.#commands && this.#child.frameRing !== undefined) this.#putCommand(frame);
+    const ring = this.#ringWriters?.get(stream);
+    if (ring !== undefined) ring.write(frame);
     else stream.write(frame);
     mark('written');
-    if (this.#writeStalledSince === undefined && stream.writableLength > 0) this.#writeStalledSince = performance.now();
+    if (this.#writeStalledSince === undefined && (stream.writableLength > 0 || ring?.stalled === true)) this.#writeStalledSince = performance.now();
     else if (SPUN_FOR.has(message.type)) this.#spinForAnswer();
   }
 
@@ -379,43 +434,10 @@ export class WorkerProcess {
       this.#commands.writableLength === 0 &&
       this.#replies.writableLength === 0 &&
       this.#settlements.writableLength === 0 &&
-      this.#commandBacklog.length === 0
+      ![...(this.#ringWriters?.values() ?? [])].some((ring) => ring.stalled)
     )
       this.#writeStalledSince = undefined;
     return this.#writeStalledSince;
-  }
-
-  /**
-   * A command onto the commands' ring, behind any that did not fit; what does not fit waits for
-   * the worker to take some (it says so with a byte on fd 1). A doorbell byte on fd 0 when the
-   * worker is not spinning for it.
-   */
-  #putCommand(frame: Uint8Array): void {
-    if (this.#commandBacklog.length > 0) {
-      this.#commandBacklog.push(frame);
-      return;
-    }
-    this.#putFrom(frame, 0);
-  }
-
-  /** Puts `frame` from `offset` on the ring; keeps what did not fit first in the backlog. Whether all of it went on. */
-  #putFrom(frame: Uint8Array, offset: number): boolean {
-    const [written, ring] = this.#child.frameRing!.put(frame, offset);
-    if (ring) this.#commands.write(DOORBELL);
-    if (offset + written === frame.length) return true;
-    this.#commandBacklogOffset = offset + written;
-    if (this.#commandBacklog[0] !== frame) this.#commandBacklog.unshift(frame);
-    this.#writeStalledSince ??= performance.now();
-    return false;
-  }
-
-  /** What waited for room on the commands' ring, in order, as far as it goes on now. */
-  #putBacklog(): void {
-    while (this.#commandBacklog.length > 0) {
-      if (!this.#putFrom(this.#commandBacklog[0]!, this.#commandBacklogOffset)) return;
-      this.#commandBacklog.shift();
-      this.#commandBacklogOffset = 0;
-    }
   }
 
   /** SIGKILLs the worker; `reason` is what every waiter is told. Idempotent: the first reason wins. */

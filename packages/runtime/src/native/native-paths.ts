@@ -50,20 +50,21 @@ export interface MemoryWatchdog {
   writeAll(fd: number, bytes: Uint8Array): void;
   /**
    * Maps the frame rings the parent passed as `fd` (a sealed memfd of the rings' size; anything
-   * else is refused, code `ERR_STRATA_FRAME_RING`) and closes `fd`; the frames' doorbell rings on
-   * `outBellFd`, the commands' on `commandBellFd`.
+   * else is refused, code `ERR_STRATA_FRAME_RING`) and closes `fd`; each ring's doorbell rings on
+   * its fd (the frames' on `outBellFd`, the commands' on `commandBellFd`, the replies' on `replyBellFd`).
    */
-  attachFrameRing(fd: number, outBellFd: number, commandBellFd: number): void;
+  attachFrameRing(fd: number, outBellFd: number, commandBellFd: number, replyBellFd: number): void;
   /** Writes every byte of `bytes` onto the frames' ring, waiting while it is full; rings the doorbell unless the parent spins. */
   writeFrames(bytes: Uint8Array): void;
   /**
-   * The worker's blocking read of its commands from their ring, as {@link readInput} on fd 0:
-   * what is there, else a spin of up to `spinMicros`, else a sleep on the doorbell (with the
-   * watchdog when `idle`). The bytes taken, 0 once the parent closed fd 0 and the ring is empty.
+   * The worker's blocking read of ring `which` (1, its commands; 2, the replies to the host call
+   * it is blocked on), as {@link readInput} on the pipe: what is there, else a spin of up to
+   * `spinMicros`, else a sleep on its doorbell (with the watchdog when `idle`). The bytes taken, 0
+   * once the parent closed the doorbell's pipe and the ring is empty.
    */
-  readCommands(buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
-  /** What is on the commands' ring now (up to the buffer's length), never waiting; 0 for nothing. */
-  takeCommands(buffer: Uint8Array): number;
+  readRing(which: 1 | 2, buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
+  /** What is on ring `which` now (up to the buffer's length), never waiting; 0 for nothing. */
+  takeRing(which: 1 | 2, buffer: Uint8Array): number;
   /** `PR_SET_DUMPABLE 0`: no core dump, no ptrace attach by same-uid processes, /proc/<pid> owned by root. */
   disableDumping(): void;
   /**
@@ -213,11 +214,11 @@ export interface SpawnAddon {
   /** The frame rings (`native/frame-ring.h`): their handle, and the sealed memfd to pass to the worker (then closed). */
   makeFrameRing(): [unknown, number];
   /**
-   * Writes `bytes` from `offset` onto the commands' ring as room allows, never waiting: how many
-   * went on, and whether a doorbell byte must go to the worker's fd 0. When not all did, the
-   * worker says so with a byte on fd 1 once it has taken some.
+   * Writes `bytes` from `offset` onto ring `which` (1, the commands; 2, the replies) as room
+   * allows, never waiting: how many went on, and whether a doorbell byte must go to that ring's
+   * pipe. When not all did, the worker says so with a byte on fd 1 once it has taken some.
    */
-  putCommands(ring: unknown, bytes: Uint8Array, offset: number): [number, boolean];
+  putFrames(ring: unknown, which: 1 | 2, bytes: Uint8Array, offset: number): [number, boolean];
   /**
    * The bytes the worker published since the last take, after a spin of up to `spinMicros` for
    * them; undefined when there are none. Throws (code `ERR_STRATA_FRAME_RING`) when the ring's

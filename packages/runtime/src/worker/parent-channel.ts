@@ -20,14 +20,14 @@ export interface ChannelIo {
   readInput(fd: number, buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
   /** Writes every byte of `bytes` to `fd` (blocking). */
   writeAll(fd: number, bytes: Uint8Array): void;
-  /** Maps the frame rings at `fd` (and closes `fd`); the frames' doorbell rings on `outBellFd`, the commands' on `commandBellFd`. */
-  attachFrameRing(fd: number, outBellFd: number, commandBellFd: number): void;
+  /** Maps the frame rings at `fd` (and closes `fd`); each ring's doorbell rings on its fd. */
+  attachFrameRing(fd: number, outBellFd: number, commandBellFd: number, replyBellFd: number): void;
   /** Writes every byte of `bytes` onto the frames' ring (blocking while it is full). */
   writeFrames(bytes: Uint8Array): void;
-  /** {@link readInput} for the commands' ring (0: the parent closed fd 0 and the ring is empty). */
-  readCommands(buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
-  /** What is on the commands' ring now, never waiting; 0 for nothing. */
-  takeCommands(buffer: Uint8Array): number;
+  /** {@link readInput} for ring `which` (1 the commands, 2 the replies; 0: the parent closed its doorbell's pipe and the ring is empty). */
+  readRing(which: 1 | 2, buffer: Uint8Array, spinMicros: number, idle: boolean, waited: Float64Array): number;
+  /** What is on ring `which` now, never waiting; 0 for nothing. */
+  takeRing(which: 1 | 2, buffer: Uint8Array): number;
   /**
    * Watches `fd` from the main thread's event loop until its end, calling `onChunk` with each
    * chunk, then with `undefined`. (Node's sockets would do it, and cost a `--jitless` worker
@@ -52,6 +52,10 @@ export const CHANNEL_FDS = Object.freeze({
 
 /** The worker entry's argument that says it was given a frame ring, followed by its fd. */
 export const FRAME_RING_ARGUMENT = '--frame-ring';
+
+/** The rings after the frames' (ring 0), in `native/frame-ring.h`'s order. */
+const COMMANDS_RING = 1;
+const REPLIES_RING = 2;
 
 // The parent is trusted by the worker; its frames are held to these limits all the same.
 const FRAME_LIMITS = resolveLimits(PARENT_FRAME_LIMITS);
@@ -130,11 +134,11 @@ export class ParentChannel {
     return n;
   }
 
-  /** {@link #read} of the commands' ring. */
-  #readCommands(): number {
+  /** {@link #read} of a ring. */
+  #readRing(which: 1 | 2, buffer: Buffer, policy: SpinPolicy, idle: boolean): number {
     this.flush();
-    const n = this.#io!.readCommands(this.#commandBuffer, this.#commandSpin.micros, true, this.#waited);
-    this.#commandSpin.waited(this.#waited[0]!);
+    const n = this.#io!.readRing(which, buffer, policy.micros, idle, this.#waited);
+    policy.waited(this.#waited[0]!);
     return n;
   }
 
@@ -184,7 +188,9 @@ export class ParentChannel {
     for (;;) {
       const queued = this.#pendingCommands.shift();
       if (queued !== undefined) return queued;
-      const n = this.#ring ? this.#readCommands() : this.#read(CHANNEL_FDS.commands, this.#commandBuffer, this.#commandSpin, true);
+      const n = this.#ring
+        ? this.#readRing(COMMANDS_RING, this.#commandBuffer, this.#commandSpin, true)
+        : this.#read(CHANNEL_FDS.commands, this.#commandBuffer, this.#commandSpin, true);
       mark('read');
       if (n === 0) return undefined;
       this.#pendingCommands.push(...this.#decodeChunk(this.#commands, this.#commandBuffer, n));
@@ -203,7 +209,7 @@ export class ParentChannel {
     this.#streamInput(CHANNEL_FDS.commands, (chunk) => {
       // With the rings, fd 0 carries only the doorbell: what rang is on the commands' ring.
       if (this.#ring) {
-        for (let n: number; (n = this.#io!.takeCommands(this.#commandBuffer)) > 0; ) this.#serveChunk(this.#commandBuffer, n, onMessage);
+        for (let n: number; (n = this.#io!.takeRing(COMMANDS_RING, this.#commandBuffer)) > 0; ) this.#serveChunk(this.#commandBuffer, n, onMessage);
       }
       // the parent closed the pipe (or it broke): the worker's work is over
       if (chunk === undefined) process.exit(0);
@@ -301,7 +307,9 @@ export class ParentChannel {
 
   #readReply(): Message {
     for (;;) {
-      const n = this.#read(CHANNEL_FDS.replies, this.#replyBuffer, this.#replySpin, false);
+      const n = this.#ring
+        ? this.#readRing(REPLIES_RING, this.#replyBuffer, this.#replySpin, false)
+        : this.#read(CHANNEL_FDS.replies, this.#replyBuffer, this.#replySpin, false);
       mark('read reply');
       if (n === 0) throw new Error('the parent closed the reply pipe');
       const messages = this.#decodeChunk(this.#replies, this.#replyBuffer, n);

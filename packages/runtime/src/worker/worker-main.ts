@@ -43,9 +43,9 @@ loadGuestDeadline();
 // attach by another process of the same user, /proc/<pid> owned by root.
 watchdog.disableDumping();
 mark('addons loaded');
-// The frame rings the parent passed, if it did (src/isolated/worker-child.ts): frames and commands go through them.
+// The frame rings the parent passed, if it did (src/isolated/worker-child.ts): frames, commands and replies go through them.
 const ringAt = process.argv.indexOf(FRAME_RING_ARGUMENT, 2);
-if (ringAt > 0) watchdog.attachFrameRing(Number(process.argv[ringAt + 1]), CHANNEL_FDS.out, CHANNEL_FDS.commands);
+if (ringAt > 0) watchdog.attachFrameRing(Number(process.argv[ringAt + 1]), CHANNEL_FDS.out, CHANNEL_FDS.commands, CHANNEL_FDS.replies);
 const channel = new ParentChannel(watchdog, loadWireCodec(), ringAt > 0);
 mark('channel made');
 let host: WorkerHost | undefined;
