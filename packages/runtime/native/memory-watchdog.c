@@ -860,7 +860,7 @@ static napi_value read_ring(napi_env env, napi_callback_info info) {
       continue;
     }
     if (sleeps_idle) set_idle_state(true);
-    uint8_t bells[64];
+    uint8_t bells[4096]; /* every byte rung while the worker found its input by spinning: one read takes them all */
     ssize_t n;
     do n = read(bell_fd, bells, sizeof bells);
     while (n < 0 && errno == EINTR);

@@ -10,7 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defaultSpawnMethod, spawnWorkerChild, type SpawnMethod, type WorkerChild } from '../src/isolated/worker-child.js';
 import { platformTest } from '../src/testing/index.js';
-import { WorkerProcess, type LaunchPlan } from '../src/isolated/worker-process.js';
+import { RingWriter, WorkerProcess, type LaunchPlan } from '../src/isolated/worker-process.js';
 import { WorkerCrashed, type StrataError } from '../src/index.js';
 
 const linux = process.platform === 'linux';
@@ -320,3 +320,38 @@ maybe("a worker that forges its ring's tail is killed as a protocol violation, a
     /^protocol violation: strata-spawn: the frame ring's tail says 1073741824 bytes are unread, more than its 65536; the worker was killed$/,
   );
 });
+
+maybe(
+  'a worker that finds its commands without sleeping never makes the parent queue doorbells: at most one waits, and nothing counts as unread',
+  async (t) => {
+    // The child takes its commands as fast as they come and never reads fd 0, so every doorbell rung
+    // stays in the pipe (a worker that spins leaves them there until it next sleeps). 3.2 MB of
+    // commands in 8-byte frames is far more bells than the pipe holds.
+    const frames = 400_000;
+    const body = `
+    const buffer = Buffer.alloc(65536);
+    let total = 0;
+    const take = () => {
+      for (let n; (n = ring.takeRing(1, buffer)) > 0; ) total += n;
+      if (total >= ${frames * 8}) { process.stderr.write(String(total)); process.exit(0); }
+      setImmediate(take);
+    };
+    take();`;
+    const child = await ringWriter(body, 'posix_spawn');
+    const err = collect(child.stderr);
+    const end = closed(child);
+    child.commands.on('error', () => {}); // a doorbell written as the child exits
+    const writer = new RingWriter(child.frameRing!, 1, child.commands);
+    child.frames.on('data', () => writer.flush());
+    let mostQueued = 0;
+    const frame = new Uint8Array(8).fill(7);
+    for (let i = 0; i < frames; i++) {
+      writer.write(frame);
+      mostQueued = Math.max(mostQueued, child.commands.writableLength);
+      if (i % 2000 === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    t.deepEqual(await end, [0, null]);
+    t.is(err(), String(frames * 8));
+    t.true(mostQueued <= 1, `at most one doorbell byte waited in this process (${mostQueued})`);
+  },
+);

@@ -140,8 +140,10 @@ const DOORBELL = Buffer.of(1);
  * calls): a copy, never a wait. What does not fit waits here, in order, until the worker has taken
  * some (it says so with a byte on fd 1). A doorbell byte goes to the pipe the ring replaced when
  * the worker is not spinning for it.
+ *
+ * @internal Exported for its tests.
  */
-class RingWriter {
+export class RingWriter {
   readonly #rings: FrameRings;
   readonly #which: 1 | 2;
   readonly #doorbell: Writable;
@@ -172,10 +174,15 @@ class RingWriter {
     }
   }
 
-  /** Puts `frame` from `offset`; whether all of it is on the ring now. */
+  /**
+   * Puts `frame` from `offset`; whether all of it is on the ring now. No doorbell byte while one
+   * waits in this process: the pipe is full of them, and the worker's next sleep returns at once
+   * (a worker that finds its input by spinning leaves the bytes rung meanwhile in the pipe; it
+   * reads them when it next sleeps).
+   */
   #put(frame: Uint8Array, offset: number): boolean {
     const [written, ring] = this.#rings.put(this.#which, frame, offset);
-    if (ring) this.#doorbell.write(DOORBELL);
+    if (ring && this.#doorbell.writableLength === 0) this.#doorbell.write(DOORBELL);
     this.#offset = offset + written;
     return this.#offset === frame.length;
   }
@@ -424,20 +431,20 @@ export class WorkerProcess {
     if (ring !== undefined) ring.write(frame);
     else stream.write(frame);
     mark('written');
-    if (this.#writeStalledSince === undefined && (stream.writableLength > 0 || ring?.stalled === true)) this.#writeStalledSince = performance.now();
+    if (this.#writeStalledSince === undefined && this.#unread(stream)) this.#writeStalledSince = performance.now();
     else if (SPUN_FOR.has(message.type)) this.#spinForAnswer();
   }
 
   /** Since when the worker has left written bytes unread, if it has. */
   writeStalledSince(): number | undefined {
-    if (
-      this.#commands.writableLength === 0 &&
-      this.#replies.writableLength === 0 &&
-      this.#settlements.writableLength === 0 &&
-      ![...(this.#ringWriters?.values() ?? [])].some((ring) => ring.stalled)
-    )
-      this.#writeStalledSince = undefined;
+    if (!this.#unread(this.#commands) && !this.#unread(this.#replies) && !this.#unread(this.#settlements)) this.#writeStalledSince = undefined;
     return this.#writeStalledSince;
+  }
+
+  /** What was written to `stream` (or its ring) waits for the worker. A ring's doorbell pipe does not count: see RingWriter. */
+  #unread(stream: Writable): boolean {
+    const ring = this.#ringWriters?.get(stream);
+    return ring === undefined ? stream.writableLength > 0 : ring.stalled;
   }
 
   /** SIGKILLs the worker; `reason` is what every waiter is told. Idempotent: the first reason wins. */
