@@ -447,6 +447,32 @@ static void throw_channel_error(napi_env env, const char *call, int fd, int erro
   napi_throw_error(env, "ERR_STRATA_CHANNEL", message);
 }
 
+/* The (idle, waited) arguments of readInput and readRing: a boolean and a Float64Array of at least one element, or throws and returns false. */
+static bool wait_args(napi_env env, napi_value idle, napi_value waited_value, const char *call, bool *sleeps_idle, double **waited) {
+  bool typed = false;
+  napi_typedarray_type type = napi_int8_array;
+  size_t slots = 0;
+  if (napi_get_value_bool(env, idle, sleeps_idle) == napi_ok && napi_is_typedarray(env, waited_value, &typed) == napi_ok && typed &&
+      napi_get_typedarray_info(env, waited_value, &type, &slots, (void **)waited, NULL, NULL) == napi_ok && type == napi_float64_array && slots >= 1)
+    return true;
+  char message[160];
+  snprintf(message, sizeof message, "strata-watchdog: %s's idle is a boolean and its waited a Float64Array of at least one element", call);
+  napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", message);
+  return false;
+}
+
+/* A blocking read (retried on EINTR); while it sleeps `idle`, the watchdog thread waits too. errno is the read's. */
+static ssize_t sleeping_read(int fd, void *into, size_t length, bool idle) {
+  if (idle) set_idle_state(true);
+  ssize_t n;
+  do n = read(fd, into, length);
+  while (n < 0 && errno == EINTR);
+  const int error = errno;
+  if (idle) set_idle_state(false);
+  errno = error;
+  return n;
+}
+
 /*
  * readInput(fd, buffer, spinMicros, idle, waited): one blocking read of fd into buffer, after a
  * spin of up to spinMicros for it; when the spin did not find it and `idle` is true, the watchdog
@@ -462,31 +488,14 @@ static napi_value read_input(napi_env env, napi_callback_info info) {
   uint8_t *data;
   size_t length;
   bool sleeps_idle;
-  if (argc < 5 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd) || !bytes_arg(env, argv[1], "readInput's buffer", &data, &length) ||
-      !integer_arg(env, argv[2], "spinMicros", 0, 1000000, &micros))
-    return NULL;
-  if (napi_get_value_bool(env, argv[3], &sleeps_idle) != napi_ok) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: readInput's idle is a boolean");
-    return NULL;
-  }
-  bool typed = false;
-  napi_typedarray_type type = napi_int8_array;
-  size_t slots = 0;
   double *waited = NULL;
-  if (napi_is_typedarray(env, argv[4], &typed) != napi_ok || !typed ||
-      napi_get_typedarray_info(env, argv[4], &type, &slots, (void **)&waited, NULL, NULL) != napi_ok || type != napi_float64_array || slots < 1) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: readInput's waited is a Float64Array of at least one element");
+  if (argc < 5 || !integer_arg(env, argv[0], "fd", 0, 1048576, &fd) || !bytes_arg(env, argv[1], "readInput's buffer", &data, &length) ||
+      !integer_arg(env, argv[2], "spinMicros", 0, 1000000, &micros) || !wait_args(env, argv[3], argv[4], "readInput", &sleeps_idle, &waited))
     return NULL;
-  }
   const uint64_t began = monotonic_us();
   const bool found = micros > 0 && spin_until_readable((int)fd, (uint64_t)micros);
-  const bool sleeps = sleeps_idle && !found;
-  if (sleeps) set_idle_state(true);
-  ssize_t n;
-  do n = read((int)fd, data, length);
-  while (n < 0 && errno == EINTR);
+  const ssize_t n = sleeping_read((int)fd, data, length, sleeps_idle && !found);
   const int error = errno;
-  if (sleeps) set_idle_state(false);
   waited[0] = (double)(monotonic_us() - began);
   if (n < 0) {
     throw_channel_error(env, "read", (int)fd, error);
@@ -836,17 +845,10 @@ static napi_value read_ring(napi_env env, napi_callback_info info) {
   size_t length;
   double micros;
   bool sleeps_idle;
-  bool typed = false;
-  napi_typedarray_type type = napi_int8_array;
-  size_t slots = 0;
   double *waited = NULL;
-  if (argc < 5 || !ring_args(env, argv[0], argv[1], "readRing", &which, &data, &length) || !integer_arg(env, argv[2], "spinMicros", 0, 1000000, &micros))
+  if (argc < 5 || !ring_args(env, argv[0], argv[1], "readRing", &which, &data, &length) || !integer_arg(env, argv[2], "spinMicros", 0, 1000000, &micros) ||
+      !wait_args(env, argv[3], argv[4], "readRing", &sleeps_idle, &waited))
     return NULL;
-  if (napi_get_value_bool(env, argv[3], &sleeps_idle) != napi_ok || napi_is_typedarray(env, argv[4], &typed) != napi_ok || !typed ||
-      napi_get_typedarray_info(env, argv[4], &type, &slots, (void **)&waited, NULL, NULL) != napi_ok || type != napi_float64_array || slots < 1) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-watchdog: readRing(which, buffer, spinMicros, idle, waited): idle a boolean, waited a Float64Array");
-    return NULL;
-  }
   struct frame_ring_header *ring = frame_ring(rings_base, which);
   const int bell_fd = bell_fds[which];
   const uint64_t began = monotonic_us();
@@ -859,13 +861,9 @@ static napi_value read_ring(napi_env env, napi_callback_info info) {
       spun = true;
       continue;
     }
-    if (sleeps_idle) set_idle_state(true);
     uint8_t bells[4096]; /* every byte rung while the worker found its input by spinning: one read takes them all */
-    ssize_t n;
-    do n = read(bell_fd, bells, sizeof bells);
-    while (n < 0 && errno == EINTR);
+    const ssize_t n = sleeping_read(bell_fd, bells, sizeof bells, sleeps_idle);
     error = n < 0 ? errno : 0;
-    if (sleeps_idle) set_idle_state(false);
     if (n == 0) { /* the parent closed the doorbell's pipe: what is left on the ring, then the end */
       count = take_ring(which, data, length, &error);
       break;

@@ -73,6 +73,10 @@
 #endif
 
 enum { MAX_STDIO = 8, MAX_ARGS = 4096, MAX_ARG_BYTES = 1 << 20 };
+/* What each kind of handle is tagged with (napi_type_tag_object), so that neither is taken for the other. */
+static const napi_type_tag CHILD_TAG = {0x5a1c7e3f0b2d4e61u, 0x9f8e7d6c5b4a3921u};
+static const napi_type_tag RINGS_TAG = {0x2c4e6a8b0d1f3e5au, 0x7b9d1f3e5a7c9e0bu};
+
 /* Every fd the child gets is moved above this first, so that no dup2 onto 0 .. stdioCount can overwrite a later one's source. */
 enum { FIRST_SOURCE_FD = MAX_STDIO + 1 };
 
@@ -350,7 +354,7 @@ static napi_value spawn(napi_env env, napi_callback_info info) {
   }
   napi_add_env_cleanup_hook(env, cleanup_hook, child);
   /* The JavaScript handle: its collection is the second release. */
-  if (napi_create_external(env, child, on_collected, NULL, &handle) != napi_ok) {
+  if (napi_create_external(env, child, on_collected, NULL, &handle) != napi_ok || napi_type_tag_object(env, handle, &CHILD_TAG) != napi_ok) {
     /* never expected; the child runs, watched, and is freed with its handle */
     child->holders = 1;
     napi_throw_error(env, "ERR_STRATA_SPAWN", "strata-spawn: cannot make the child's handle");
@@ -367,15 +371,26 @@ static napi_value spawn(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* The child behind a handle spawn returned; NULL (a TypeError thrown) for anything else. */
-static struct child *child_arg(napi_env env, napi_value value) {
+/*
+ * The data behind a handle this addon made with `tag` (spawn's child, makeFrameRing's rings); NULL
+ * (a TypeError saying `usage` thrown) for anything else, the other kind of handle included: a
+ * child taken for rings would be memory read as a ring.
+ */
+static void *handle_arg(napi_env env, napi_value value, const napi_type_tag *tag, const char *usage) {
   napi_valuetype type;
   void *data = NULL;
-  if (napi_typeof(env, value, &type) != napi_ok || type != napi_external || napi_get_value_external(env, value, &data) != napi_ok || data == NULL) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "strata-spawn: takes the child handle spawn returned");
+  bool tagged = false;
+  if (napi_typeof(env, value, &type) != napi_ok || type != napi_external || napi_check_object_type_tag(env, value, tag, &tagged) != napi_ok || !tagged ||
+      napi_get_value_external(env, value, &data) != napi_ok || data == NULL) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", usage);
     return NULL;
   }
   return data;
+}
+
+/* The child behind a handle spawn returned; NULL (a TypeError thrown) for anything else. */
+static struct child *child_arg(napi_env env, napi_value value) {
+  return handle_arg(env, value, &CHILD_TAG, "strata-spawn: takes the child handle spawn returned");
 }
 
 static napi_value ref_exit(napi_env env, napi_callback_info info) {
@@ -464,6 +479,11 @@ static napi_value make_frame_ring(napi_env env, napi_callback_info info) {
     napi_throw_error(env, "ERR_STRATA_SPAWN", "strata-spawn: cannot make the rings' handle");
     return NULL;
   }
+  if (napi_type_tag_object(env, handle, &RINGS_TAG) != napi_ok) { /* the handle frees the rings when collected */
+    close(fd);
+    napi_throw_error(env, "ERR_STRATA_SPAWN", "strata-spawn: cannot make the rings' handle");
+    return NULL;
+  }
   CHECK(env, napi_create_array_with_length(env, 2, &result));
   CHECK(env, napi_set_element(env, result, 0, handle));
   CHECK(env, napi_create_int32(env, fd, &number));
@@ -472,15 +492,7 @@ static napi_value make_frame_ring(napi_env env, napi_callback_info info) {
 }
 
 /* The rings behind a handle makeFrameRing returned; NULL (a TypeError thrown) for anything else. */
-static struct rings *rings_arg(napi_env env, napi_value value, const char *usage) {
-  napi_valuetype type;
-  void *rings = NULL;
-  if (napi_typeof(env, value, &type) != napi_ok || type != napi_external || napi_get_value_external(env, value, &rings) != napi_ok || rings == NULL) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", usage);
-    return NULL;
-  }
-  return rings;
-}
+static struct rings *rings_arg(napi_env env, napi_value value, const char *usage) { return handle_arg(env, value, &RINGS_TAG, usage); }
 
 static napi_value take_frames(napi_env env, napi_callback_info info) {
   static const char usage[] = "strata-spawn: takeFrames(ring, spinMicros) takes a ring makeFrameRing made and 0-1000000";

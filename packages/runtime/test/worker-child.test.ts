@@ -6,10 +6,11 @@
 // wrote read before its end is reported, its exit code or signal, a kill that never outlives it.
 import test from 'ava';
 import { spawnSync, spawn as nodeSpawn } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { closeSync, readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defaultSpawnMethod, spawnWorkerChild, type SpawnMethod, type WorkerChild } from '../src/isolated/worker-child.js';
 import { platformTest } from '../src/testing/index.js';
+import { loadSpawnAddon } from '../src/native/native-paths.js';
 import { RingWriter, WorkerProcess, type LaunchPlan } from '../src/isolated/worker-process.js';
 import { WorkerCrashed, type StrataError } from '../src/index.js';
 
@@ -355,3 +356,19 @@ maybe(
     t.true(mostQueued <= 1, `at most one doorbell byte waited in this process (${mostQueued})`);
   },
 );
+
+maybe("the spawn addon's handles are tagged: a child's handle is refused where rings are taken, and the rings' where a child is", async (t) => {
+  const addon = loadSpawnAddon();
+  const [rings, fd] = addon.makeFrameRing();
+  closeSync(fd);
+  let exited: () => void = () => {};
+  const ended = new Promise<void>((resolve) => (exited = resolve));
+  const [childHandle, , ...fds] = addon.spawn(SH, [SH, '-c', 'exit 0'], 5, () => exited());
+  for (const end of fds) closeSync(end);
+  t.throws(() => addon.takeFrames(childHandle, 0), { instanceOf: TypeError, message: /takeFrames\(ring, spinMicros\) takes a ring makeFrameRing made/ });
+  t.throws(() => addon.putFrames(childHandle, 1, new Uint8Array(1), 0), { instanceOf: TypeError, message: /putFrames/ });
+  t.throws(() => addon.signal(rings, 9), { instanceOf: TypeError, message: /takes the child handle spawn returned/ });
+  t.throws(() => addon.takeFrames({}, 0), { instanceOf: TypeError });
+  t.is(addon.takeFrames(rings, 0), undefined);
+  await ended;
+});

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { WorkerCrashed } from '../errors.js';
 import type { LayerReport } from '../layers/layer.js';
+import { processState } from './worker-process.js';
 
 /** What the parent saw of the worker from outside, in /proc. */
 export interface OutsideView {
@@ -91,15 +92,8 @@ export class WorkerEndedWhileChecked extends WorkerCrashed {
 
 /** The process is a zombie or gone. The parent reaps its workers on its own event loop, so the pid is still the worker's. */
 export function hasEnded(pid: number): boolean {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-  } catch {
-    return true;
-  }
-  // pid (comm) state ...: comm may hold any byte, ')' included; the state follows the last one.
-  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  return state === 'Z' || state === 'X' || state === 'x';
+  const state = processState(pid);
+  return state === undefined || state === 'Z' || state === 'X' || state === 'x';
 }
 
 function brokenPromises(view: OutsideView, layers: readonly LayerReport[], startedAsRoot: boolean): string[] {

@@ -70,6 +70,20 @@ export interface ProcessSample {
 
 const CLOCK_TICKS_MS = 10; // USER_HZ is 100 on every Linux architecture Node supports.
 
+/** A /proc stat line's fields after the command name, which may itself hold spaces and parentheses: [0] is the state. */
+function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** `pid`'s state letter from /proc (R, S, D, T, Z for a zombie, X…); undefined once it is gone or on other platforms. */
+export function processState(pid: number): string | undefined {
+  try {
+    return statFields(readFileSync(`/proc/${pid}/stat`, 'latin1'))[0];
+  } catch {
+    return undefined;
+  }
+}
+
 /** Reads a sample of `pid` from /proc; undefined once the process is gone or on other platforms. */
 export function sampleProcess(pid: number): ProcessSample | undefined {
   try {
@@ -77,8 +91,7 @@ export function sampleProcess(pid: number): ProcessSample | undefined {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
     const rss = /VmRSS:\s+(\d+) kB/.exec(status);
     const threads = /Threads:\s+(\d+)/.exec(status);
-    // Fields after the command name, which may itself contain spaces and parentheses.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const fields = statFields(stat);
     const cpuTicks = Number(fields[11]) + Number(fields[12]);
     return {
       rssBytes: rss === null ? 0 : Number(rss[1]) * 1024,
@@ -99,7 +112,7 @@ export function sampleProcess(pid: number): ProcessSample | undefined {
 export function sampleMainThreadCpuMs(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'latin1');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const fields = statFields(stat);
     return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICKS_MS;
   } catch {
     return undefined;

@@ -120,24 +120,19 @@ export class ParentChannel {
   }
 
   /**
-   * A blocking read of `fd`, after a spin as long as `policy` says; the wait is fed back to it.
-   * Waiting for a command (`idle`), a worker that did not find it by spinning tells the
-   * watchdog it sleeps (no guest code runs until the command comes).
+   * A blocking read of the commands or the replies (their ring, or their pipe `fd`), after a spin
+   * as long as `policy` says; the wait is fed back to it. Waiting for a command (`idle`), a worker
+   * that did not find it by spinning tells the watchdog it sleeps (no guest code runs until the
+   * command comes).
    */
-  #read(fd: number, buffer: Buffer, policy: SpinPolicy, idle: boolean): number {
+  #read(fd: typeof CHANNEL_FDS.commands | typeof CHANNEL_FDS.replies, buffer: Buffer, policy: SpinPolicy, idle: boolean): number {
     // nothing waits on the parent with a frame of ours held back
     this.flush();
     const io = this.#io;
     if (io === undefined) return readSync(fd, buffer, 0, buffer.length, null);
-    const n = io.readInput(fd, buffer, policy.micros, idle, this.#waited);
-    policy.waited(this.#waited[0]!);
-    return n;
-  }
-
-  /** {@link #read} of a ring. */
-  #readRing(which: 1 | 2, buffer: Buffer, policy: SpinPolicy, idle: boolean): number {
-    this.flush();
-    const n = this.#io!.readRing(which, buffer, policy.micros, idle, this.#waited);
+    const n = this.#ring
+      ? io.readRing(fd === CHANNEL_FDS.commands ? COMMANDS_RING : REPLIES_RING, buffer, policy.micros, idle, this.#waited)
+      : io.readInput(fd, buffer, policy.micros, idle, this.#waited);
     policy.waited(this.#waited[0]!);
     return n;
   }
@@ -188,9 +183,7 @@ export class ParentChannel {
     for (;;) {
       const queued = this.#pendingCommands.shift();
       if (queued !== undefined) return queued;
-      const n = this.#ring
-        ? this.#readRing(COMMANDS_RING, this.#commandBuffer, this.#commandSpin, true)
-        : this.#read(CHANNEL_FDS.commands, this.#commandBuffer, this.#commandSpin, true);
+      const n = this.#read(CHANNEL_FDS.commands, this.#commandBuffer, this.#commandSpin, true);
       mark('read');
       if (n === 0) return undefined;
       this.#pendingCommands.push(...this.#decodeChunk(this.#commands, this.#commandBuffer, n));
@@ -307,9 +300,7 @@ export class ParentChannel {
 
   #readReply(): Message {
     for (;;) {
-      const n = this.#ring
-        ? this.#readRing(REPLIES_RING, this.#replyBuffer, this.#replySpin, false)
-        : this.#read(CHANNEL_FDS.replies, this.#replyBuffer, this.#replySpin, false);
+      const n = this.#read(CHANNEL_FDS.replies, this.#replyBuffer, this.#replySpin, false);
       mark('read reply');
       if (n === 0) throw new Error('the parent closed the reply pipe');
       const messages = this.#decodeChunk(this.#replies, this.#replyBuffer, n);
