@@ -12,7 +12,8 @@
  *
  * Two faces, one shared object:
  *   - in the guest isolate, isolated-vm's NativeModule calls InitForContext, which records the
- *     isolate in a free slot and writes the slot number into the exports object (`slot`);
+ *     isolate in a free slot and writes the slot number into the exports object (`slot`), with
+ *     `takeRejections` (below) and `bindScriptRunner`, the host's eval in one entry (run_script);
  *   - in Node, a Node-API module:
  *       arm(slot, ms)             stop the slot's isolate `ms` milliseconds (fractional) from now;
  *                                 re-arming replaces the deadline
@@ -41,6 +42,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -238,6 +240,78 @@ void take_rejections(const v8::FunctionCallbackInfo<v8::Value>& info) {
   info.GetReturnValue().Set(v8::Array::New(isolate, pair, 2));
 }
 
+/*
+ * The host's eval in one entry. isolated-vm's evalSync hands the completion out either copied
+ * (which would silently change what the copy cannot keep: a class instance loses its class) or
+ * as a reference (which costs a second entry to check it, and a handle to release): here the
+ * script runs and the prelude's finishEval(completion, id) checks it, in the same call, and the
+ * host copies what that returns. A native function adds no frame to the guest's stack traces.
+ *
+ * runScript(source, filename, id): compiles `source` as a classic script named `filename`, as
+ * evalSync does (a SyntaxError's message ends in " [filename:line:column]", as isolated-vm's),
+ * runs it and the microtasks it queued, and returns finishEval(completion, id). An exception or a
+ * termination propagates.
+ */
+bool decorate_syntax_error(v8::Isolate* isolate, v8::Local<v8::Context> context, const v8::TryCatch& caught) {
+  v8::Local<v8::Value> error = caught.Exception();
+  v8::Local<v8::Message> message = caught.Message();
+  if (!error->IsObject() || message.IsEmpty()) return true;
+  v8::Local<v8::String> key = v8::String::NewFromUtf8Literal(isolate, "message");
+  v8::Local<v8::Value> text;
+  int line = 0;
+  if (!error.As<v8::Object>()->Get(context, key).ToLocal(&text) || !message->GetLineNumber(context).To(&line)) return false;
+  v8::Local<v8::String> where;
+  v8::Local<v8::Value> name = message->GetScriptResourceName();
+  char position[48];
+  snprintf(position, sizeof position, ":%d:%d]", line, message->GetStartColumn() + 1);
+  if (!v8::String::NewFromUtf8(isolate, position).ToLocal(&where)) return false;
+  v8::Local<v8::String> decorated = v8::String::Concat(
+      isolate,
+      v8::String::Concat(isolate, text->IsString() ? text.As<v8::String>() : v8::String::Empty(isolate), v8::String::NewFromUtf8Literal(isolate, " [")),
+      v8::String::Concat(isolate, name->IsString() ? name.As<v8::String>() : v8::String::NewFromUtf8Literal(isolate, "<isolated-vm>"), where));
+  return error.As<v8::Object>()->Set(context, key, decorated).FromMaybe(false);
+}
+
+void run_script(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  v8::Local<v8::Context> context = isolate->GetCurrentContext();
+  if (info.Length() != 3 || !info[0]->IsString() || !info[1]->IsString() || !info.Data()->IsFunction()) {
+    isolate->ThrowException(v8::Exception::TypeError(v8::String::NewFromUtf8Literal(isolate, "runScript(source, filename, id)")));
+    return;
+  }
+  v8::ScriptOrigin origin{info[1]};
+  v8::ScriptCompiler::Source source{info[0].As<v8::String>(), origin};
+  v8::Local<v8::Script> script;
+  {
+    v8::TryCatch caught{isolate};
+    if (!v8::ScriptCompiler::Compile(context, &source).ToLocal(&script)) {
+      if (caught.CanContinue() && caught.HasCaught() && !decorate_syntax_error(isolate, context, caught)) return;
+      caught.ReThrow();
+      return;
+    }
+  }
+  v8::Local<v8::Value> completion;
+  if (!script->Run(context).ToLocal(&completion)) return;
+  // The microtasks the script queued run now, as they do at the end of evalSync's run: after the
+  // check they could change what the copy takes (a class instance put where the walk saw a number).
+  isolate->PerformMicrotaskCheckpoint();
+  if (isolate->IsExecutionTerminating()) return;
+  v8::Local<v8::Value> finish_args[] = {completion, info[2]};
+  v8::Local<v8::Value> reply;
+  if (info.Data().As<v8::Function>()->Call(context, v8::Undefined(isolate), 2, finish_args).ToLocal(&reply)) info.GetReturnValue().Set(reply);
+}
+
+// bindScriptRunner(finishEval) in the guest: runScript bound to the prelude's finishEval.
+void bind_script_runner(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  v8::Isolate* isolate = info.GetIsolate();
+  v8::Local<v8::Function> runner;
+  if (info.Length() != 1 || !info[0]->IsFunction()) {
+    isolate->ThrowException(v8::Exception::TypeError(v8::String::NewFromUtf8Literal(isolate, "bindScriptRunner(finishEval)")));
+    return;
+  }
+  if (v8::Function::New(isolate->GetCurrentContext(), run_script, info[0], 3).ToLocal(&runner)) info.GetReturnValue().Set(runner);
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) void InitForContext(v8::Isolate* isolate, v8::Local<v8::Context> context, v8::Local<v8::Object> target) {
@@ -257,6 +331,12 @@ extern "C" __attribute__((visibility("default"))) void InitForContext(v8::Isolat
   v8::Local<v8::Function> take;
   if (!reset_rejections(isolate, context) || !v8::Function::New(context, take_rejections).ToLocal(&take) ||
       target->Set(context, v8::String::NewFromUtf8Literal(isolate, "takeRejections"), take).IsNothing()) {
+    return;
+  }
+  // Without `bindScriptRunner` the owner refuses to start (see run_script).
+  v8::Local<v8::Function> bind;
+  if (!v8::Function::New(context, bind_script_runner).ToLocal(&bind) ||
+      target->Set(context, v8::String::NewFromUtf8Literal(isolate, "bindScriptRunner"), bind).IsNothing()) {
     return;
   }
   isolate->SetPromiseRejectCallback(on_promise_rejection);

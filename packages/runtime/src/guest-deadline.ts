@@ -62,12 +62,20 @@ export class GuestDeadline {
   readonly #slot: number;
   /** A function of the guest's context (call it from the guest); see the class's description. */
   readonly takeRejections: IsolatedVm.Reference;
+  /**
+   * A function of the guest's context: given the prelude's `finishEval`, returns the host's eval
+   * in one entry, `runScript(source, filename, id)`: the script compiled and run as isolated-vm's
+   * `evalSync` does, and its completion handed to `finishEval(completion, id)`, whose answer the
+   * call returns (`native/guest-deadline.cc` says why).
+   */
+  readonly bindScriptRunner: IsolatedVm.Reference;
   #released = false;
 
-  private constructor(addon: DeadlineAddon, slot: number, takeRejections: IsolatedVm.Reference) {
+  private constructor(addon: DeadlineAddon, slot: number, takeRejections: IsolatedVm.Reference, bindScriptRunner: IsolatedVm.Reference) {
     this.#addon = addon;
     this.#slot = slot;
     this.takeRejections = takeRejections;
+    this.bindScriptRunner = bindScriptRunner;
   }
 
   /** Registers the isolate of `context` with the watcher. */
@@ -77,13 +85,14 @@ export class GuestDeadline {
     try {
       const slot = exports.getSync('slot') as number;
       const takeRejections = exports.getSync('takeRejections', { reference: true }) as IsolatedVm.Reference;
-      if (takeRejections.typeof !== 'function') {
+      const bindScriptRunner = exports.getSync('bindScriptRunner', { reference: true }) as IsolatedVm.Reference;
+      if (takeRejections.typeof !== 'function' || bindScriptRunner.typeof !== 'function') {
         loaded!.addon.release(slot);
         throw new StrataError(
-          `${deadlineAddonPath()} was built from an older @strata/runtime and does not keep the guest's unhandled rejections; rebuild it (npm rebuild @strata/runtime)`,
+          `${deadlineAddonPath()} was built from an older @strata/runtime (it lacks ${takeRejections.typeof === 'function' ? 'the one-entry eval' : "the guest's unhandled rejections"}); rebuild it (npm rebuild @strata/runtime)`,
         );
       }
-      return new GuestDeadline(loaded!.addon, slot, takeRejections);
+      return new GuestDeadline(loaded!.addon, slot, takeRejections, bindScriptRunner);
     } finally {
       exports.release();
     }

@@ -164,6 +164,9 @@ export const kModuleSource = Symbol('strata.moduleSource');
 /** @internal How a worker says its host functions need no async context of their own (see Runtime#[kPlainHostCalls]). */
 export const kPlainHostCalls = Symbol('strata.plainHostCalls');
 
+// Why a completion that is a function or a symbol does not cross.
+const FUNCTION_REFUSAL = '$ is a function; only data can cross';
+const SYMBOL_REFUSAL = '$ is a symbol; it cannot cross to the host';
 // isolated-vm's own message for a command stopped at its timeout.
 const IVM_TIMEOUT = 'Script execution timed out.';
 const IVM_MEMORY = 'Isolate was disposed during execution due to memory limit';
@@ -277,6 +280,7 @@ export class Runtime implements StrataRuntime {
   #internals!: {
     checkValue: IsolatedVm.Reference;
     exportValue: IsolatedVm.Reference;
+    evalFinished: IsolatedVm.Reference;
     namespaceToObject: IsolatedVm.Reference;
     argumentHolder: IsolatedVm.Reference;
     describeError: IsolatedVm.Reference;
@@ -287,6 +291,8 @@ export class Runtime implements StrataRuntime {
     finalize: IsolatedVm.Reference;
     takeRejections: IsolatedVm.Reference;
   };
+  // The eval in one entry (GuestDeadline.bindScriptRunner), bound to the prelude's finishEval by #attach.
+  #runScript!: IsolatedVm.Reference;
   // While the unhandled rejections are being taken out (their report may leave more: the next entry reports them).
   #reportingRejections = false;
   // Unhandled rejections reported so far, and the last one (see #reportRejections).
@@ -505,6 +511,7 @@ export class Runtime implements StrataRuntime {
     this.#internals = {
       checkValue: get('checkValue'),
       exportValue: get('exportValue'),
+      evalFinished: get('evalFinished'),
       namespaceToObject: get('namespaceToObject'),
       argumentHolder: get('argumentHolder'),
       describeError: get('describeError'),
@@ -515,6 +522,9 @@ export class Runtime implements StrataRuntime {
       finalize: get('finalize'),
       takeRejections: get('takeRejections'),
     };
+    this.#runScript = this.#enterBounded('Runtime.start', () =>
+      this.#deadline.bindScriptRunner.applySync(undefined, [get('finishEval').derefInto()], { result: { reference: true } }),
+    ) as IsolatedVm.Reference;
   }
 
   /** Removes the optional globals, and whatever host hook no bootstrap took; takes the event loop hook. */
@@ -654,13 +664,35 @@ export class Runtime implements StrataRuntime {
    */
   #evalIn(budget: GuestBudget, script: string, filename: string): unknown {
     const watchId = this.#nextId++;
-    const { completion, taken } = this.#enter(budget, () => {
-      const value = this.#context.evalSync(script, { reference: true, filename }) as IsolatedVm.Reference;
-      return { completion: value, taken: value.typeof === 'object' ? this.#takeOut(value, watchId) : undefined };
-    });
-    if (taken === undefined) return this.#export(completion, budget);
-    if (taken.kind === 'promise') return this.#awaitPromise(watchId, budget);
-    return this.#taken(completion, taken, budget);
+    let reply: unknown;
+    try {
+      reply = this.#enter(budget, () => this.#runScript.applySync(undefined, [script, filename, watchId], { result: { copy: true } }));
+    } catch (error) {
+      // The script completed and its answer did not copy: what only the copy refuses.
+      if (!(error instanceof StrataError) && !isEngineFailure(error) && this.#evalFinished(watchId, budget)) {
+        throw new ValueNotTransferable(`the value cannot cross: ${copyFailure(error)}`);
+      }
+      throw error;
+    }
+    if (reply === null || typeof reply !== 'object') return this.#withinResultSize(reply);
+    switch ((reply as unknown[])[0]) {
+      case 0:
+        return this.#withinResultSize((reply as unknown[])[1]);
+      case 1:
+        throw new ValueNotTransferable(`${(reply as unknown[])[1] as string}; it cannot cross to the host`);
+      case 2:
+        return this.#awaitPromise(watchId, budget);
+      case 3:
+        throw new ValueNotTransferable(FUNCTION_REFUSAL);
+      default:
+        throw new ValueNotTransferable(SYMBOL_REFUSAL);
+    }
+  }
+
+  /** Whether the eval `id`'s script completed (its completion reached the prelude's finishEval). */
+  #evalFinished(id: number, budget: GuestBudget): boolean {
+    if (this.#closed || this.#isolate.isDisposed) return false;
+    return this.#enter(budget, () => this.#internals.evalFinished.applySync(undefined, [id])) === true;
   }
 
   /** {@inheritDoc StrataRuntime.execute} */
@@ -949,8 +981,8 @@ export class Runtime implements StrataRuntime {
   /** Copies a guest value out, refusing anything outside the transferable set. */
   #export(reference: IsolatedVm.Reference, budget: GuestBudget): unknown {
     const type = reference.typeof;
-    if (type === 'function') throw new ValueNotTransferable('$ is a function; only data can cross');
-    if (type === 'symbol') throw new ValueNotTransferable('$ is a symbol; it cannot cross to the host');
+    if (type === 'function') throw new ValueNotTransferable(FUNCTION_REFUSAL);
+    if (type === 'symbol') throw new ValueNotTransferable(SYMBOL_REFUSAL);
     if (type === 'object')
       return this.#taken(
         reference,

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { JsError, PromiseNeverSettled, RuntimeClosed, Runtime, StrataError } from '../src/index.js';
+import { JsError, PromiseNeverSettled, RuntimeClosed, Runtime, StrataError, ValueNotTransferable } from '../src/index.js';
 import { inMode, RUNTIME_MODES, runtimeFor } from './helpers/runtime.js';
 
 for (const [mode, runtimeFor] of RUNTIME_MODES) {
@@ -54,6 +54,46 @@ for (const [mode, runtimeFor] of RUNTIME_MODES) {
     const rt = await runtimeFor(t);
     const error = await t.throwsAsync(rt.eval('let let = 1'), { instanceOf: JsError });
     t.is(error?.guestName, 'SyntaxError');
+  });
+
+  test(inMode(mode, "a syntax error names its place, and a guest's stack starts at its own code"), async (t) => {
+    const rt = await runtimeFor(t);
+    const syntax = await t.throwsAsync(rt.eval('let a = 1;\nlet = ;', { filename: 'cell.js' }), { instanceOf: JsError });
+    t.is(syntax?.guestName, 'SyntaxError');
+    t.regex(syntax?.message ?? '', /Unexpected token.* \[cell\.js:2:7\]$/);
+    // The eval and the check of its completion are one native call: no frame of Strata's own.
+    t.is(await rt.eval('new Error("here").stack', { filename: 'cell.js' }), 'Error: here\n    at cell.js:1:1');
+    const thrown = await t.throwsAsync(rt.eval('function f() { throw new Error("boom") }\nf()', { filename: 'cell.js' }), { instanceOf: JsError });
+    const guestFrames = (thrown?.guestStack ?? '').split('\n').slice(1, 3);
+    t.deepEqual(guestFrames, ['    at f (cell.js:1:22)', '    at cell.js:2:1']);
+  });
+
+  test(inMode(mode, 'the microtasks a script queued run before its completion is checked: none can change it between the check and the copy'), async (t) => {
+    const rt = await runtimeFor(t);
+    t.deepEqual(await rt.eval('const o = { v: 1 }; Promise.resolve().then(() => { o.v = 2 }); o'), { v: 2 });
+    await t.throwsAsync(rt.eval('const p = { v: 1 }; Promise.resolve().then(() => { p.v = new (class Point {})() }); p'), {
+      instanceOf: ValueNotTransferable,
+      message: '$.v is an instance of Point, not a plain object; it cannot cross to the host',
+    });
+    await t.throwsAsync(
+      rt.eval('const q = { v: 1 }; Promise.resolve().then(() => Object.defineProperty(q, "v", { get() { return 2 }, enumerable: true })); q'),
+      {
+        instanceOf: ValueNotTransferable,
+        message: /^\$\.v is an accessor/,
+      },
+    );
+  });
+
+  test(inMode(mode, 'what only the copy refuses is ValueNotTransferable; the same words thrown by the guest stay a JsError'), async (t) => {
+    const rt = await runtimeFor(t);
+    // The walk accepts a Uint8Array; the copy refuses one whose buffer was detached.
+    await t.throwsAsync(rt.eval('const u = new Uint8Array(8); u.buffer.transfer(); ({ u })'), {
+      instanceOf: ValueNotTransferable,
+      message: /^the value cannot cross: .*detached/,
+    });
+    const thrown = await t.throwsAsync(rt.eval('throw new TypeError("An ArrayBuffer is detached and could not be cloned.")'), { instanceOf: JsError });
+    t.is(thrown?.guestName, 'TypeError');
+    t.is(await rt.eval('u.length'), 0, 'the runtime goes on');
   });
 
   test(inMode(mode, 'a promise that can never settle is reported instead of hanging'), async (t) => {

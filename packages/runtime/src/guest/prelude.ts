@@ -566,6 +566,29 @@ export function guestPrelude(setup: PreludeSetup): void {
     return problem === undefined ? [0, value] : [1, problem];
   }
 
+  // The id of the last eval whose script completed (see finishEval).
+  let finishedEval: any;
+
+  /**
+   * Where the host's eval hands the completion, in the entry that ran the script (`runScript` in
+   * native/guest-deadline.cc), for the host to copy: a primitive as it is; an object as
+   * `exportValue` answers (`[0, value]`, `[1, problem]`, `[2]` for a watched promise); `[3]` for
+   * a function, `[4]` for a symbol. Records `id` first, so that the host can tell a copy that
+   * failed after the script from the script's own throw (`evalFinished`).
+   */
+  function finishEval(value: any, id: number): any {
+    finishedEval = id;
+    const type = typeof value;
+    if (type === 'object') return value === null ? null : exportValue(value, id);
+    if (type === 'function') return [3];
+    if (type === 'symbol') return [4];
+    return value;
+  }
+
+  function evalFinished(id: number): boolean {
+    return finishedEval === id;
+  }
+
   /** A module namespace as a plain object of its string-named exports. */
   function namespaceToObject(namespace: any): any {
     const out = ObjectCreate(ObjectPrototype);
@@ -1241,6 +1264,8 @@ export function guestPrelude(setup: PreludeSetup): void {
   const internals = ObjectFreeze({
     checkValue,
     exportValue,
+    finishEval,
+    evalFinished,
     namespaceToObject,
     argumentHolder,
     describeError,
