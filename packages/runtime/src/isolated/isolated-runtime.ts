@@ -39,8 +39,14 @@ import { mark, type TimelineMark } from '../timeline.js';
 
 /** The parent kills a worker with more threads than this: a thread bomb stays under any memory ceiling. */
 export const MAX_WORKER_THREADS = 64;
-// Bound, called and revoked once by internals.warmUp (a pool's spare, before anyone waits for it).
+// Bound, called and revoked by internals.warmUp (a pool's spare, before anyone waits for it).
 const WARM_UP_GLOBAL = '__strataWarmUp';
+/**
+ * How many commands internals.warmUp runs. V8 gives a function its inline caches only after its
+ * first 8 calls, and a --jitless worker interprets everything: a pooled worker warmed by one
+ * command ran its first commands for a session several times slower than warm ones.
+ */
+const WARM_UP_COMMANDS = 20;
 // How often the parent checks a busy worker from outside (the worker checks itself every 20 ms).
 const SUPERVISOR_TICK_MS = 50;
 
@@ -174,7 +180,8 @@ export class IsolatedRuntime implements StrataRuntime {
       warmUp: async (rt) => {
         rt.bindFunction(WARM_UP_GLOBAL, async () => 0);
         try {
-          await rt.eval(`${WARM_UP_GLOBAL}()`); // an async host function: its settle path is the longer one
+          // Half call an async host function (its settle path is the longer one), half are plain evals.
+          for (let i = 0; i < WARM_UP_COMMANDS; i++) await rt.eval(i % 2 === 0 ? `${WARM_UP_GLOBAL}()` : `${i} + 1`);
         } finally {
           rt.revoke(WARM_UP_GLOBAL);
         }

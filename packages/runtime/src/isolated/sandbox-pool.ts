@@ -433,9 +433,10 @@ export class SandboxPool implements AsyncDisposable {
   }
 
   /**
-   * A pooled runtime: started, then an eval that calls a host function, so the worker's
-   * first-command paths (interpreted under --jitless), its first wake-ups and page faults are
-   * paid in the background, not by a session. With isolatesPerWorker above 1, a host for a
+   * A pooled runtime: started, then twenty evals, half of them calling an async host function,
+   * so the worker's first-command paths (interpreted under --jitless, with V8's inline caches only
+   * from a function's ninth call), its first wake-ups and page faults are paid in the background,
+   * not by a session. With isolatesPerWorker above 1, a host for a
    * tenant yet to come (it warms itself up).
    */
   async #startWarm(): Promise<Ready> {

@@ -122,7 +122,7 @@ export function sampleMainThreadCpuMs(pid: number): number | undefined {
 /**
  * The longest this process spins for an answer it expects from a worker with a frame ring: its
  * event loop waits that long at most. The policy spins twice the last answer's wait, and not at
- * all once one took longer (SpinPolicy).
+ * all once one took more than five times longer (SpinPolicy).
  */
 const PARENT_MAX_SPIN_MICROS = 200;
 /** Answers taken by spinning in a row before the event loop must turn once (timers and other I/O wait meanwhile). */
