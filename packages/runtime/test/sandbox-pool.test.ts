@@ -60,6 +60,16 @@ test.serial('the pool fills to size; a checkout hands over a started, sandboxed 
   t.true(await eventually(() => pool.stats().ready === 2), 'the replacement started in the background');
 });
 
+test.serial('a checkout takes the worker readied last (its caches are the warmest), the one readied first last', async (t) => {
+  // One start at a time: the first worker is spawned, and so numbered, before the second.
+  await using pool = await SandboxPool.start({ size: 2, maxConcurrentStarts: 1 });
+  await pool.waitReady();
+  await using newest = await pool.checkout();
+  await using oldest = await pool.checkout();
+  t.true(newest.pid > oldest.pid, `checked out ${newest.pid}, then ${oldest.pid}`);
+  t.is(await newest.eval('1 + 1'), 2);
+});
+
 test.serial('single use: a closed checkout kills its worker and is never handed out again; no worker serves two sessions', async (t) => {
   await using pool = await SandboxPool.start({ size: 1 });
   const seen = new Set<number>();
