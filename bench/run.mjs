@@ -631,13 +631,19 @@ const ECHO = "const fs=require('fs');const b=Buffer.alloc(1);for(;;){if(fs.readS
   });
   cell(FIG.warm, 'µs', 'Strata', warm);
   cell(FIG.warm, 'µs', 'raw isolated-vm (in process)', plain);
-  // Idle RSS: the worker after one eval, against an idle bare node + isolated-vm + isolate.
+  // Idle RSS: a fresh worker after one eval, against an idle bare node + isolated-vm + isolate
+  // after its one eval. (Until stop 48 the worker was the one measured above, after thousands of
+  // evals: its heap then held what the round trips had left, 55 MiB, and 58 once the warm-up
+  // lasted 500 ms.)
+  const idleRt = await IsolatedRuntime.start({ prewarm: false, sandbox: 'require' });
+  await idleRt.eval('1+1');
   const idle = spawn(process.execPath, [floorScript, '--idle'], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise((resolve) => idle.stdout.once('data', resolve));
   await new Promise((resolve) => setTimeout(resolve, 300));
   const floorRss = rss(idle.pid);
-  const workerRss = rss(irt.pid);
+  const workerRss = rss(idleRt.pid);
   idle.kill('SIGKILL');
+  await idleRt.close();
   rows.push({
     name: 'idle worker RSS (MiB, vs idle node + isolated-vm + isolate)',
     rawUs: floorRss,

@@ -3,6 +3,7 @@ import { GIVE_UP_FACTOR, MAX_SPIN_MICROS, SpinPolicy } from '../src/worker/spin-
 
 test('a new policy does not spin: a worker spins only once it has seen a short wait', (t) => {
   t.is(new SpinPolicy().micros, 0);
+  t.is(new SpinPolicy().microsAfterWaking, 0);
 });
 
 test('after a short wait it spins for twice as long, in whole microseconds, at least 20 and at most the maximum', (t) => {
@@ -21,6 +22,9 @@ test('after a wait longer than the maximum, and short of the give-up, it spins t
   t.is(policy.micros, MAX_SPIN_MICROS);
   policy.waited(GIVE_UP_FACTOR * MAX_SPIN_MICROS);
   t.is(policy.micros, MAX_SPIN_MICROS);
+  t.is(policy.microsAfterWaking, 0, 'a writer that woke its reader spins only after waits within the longest spin');
+  policy.waited(40);
+  t.is(policy.microsAfterWaking, 80);
 });
 
 test('after a wait longer than the give-up it stops spinning: an idle worker costs nothing', (t) => {

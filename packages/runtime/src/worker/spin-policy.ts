@@ -24,6 +24,7 @@ const MIN_SPIN_MICROS = 20;
 /** The spin budget for one kind of wait, from the length of the last one. */
 export class SpinPolicy {
   #micros = 0;
+  #lastWait = Infinity;
   readonly #max: number;
 
   /** @param maxMicros - the longest spin; a wait longer than {@link GIVE_UP_FACTOR} times it turns spinning off */
@@ -36,8 +37,18 @@ export class SpinPolicy {
     return this.#micros;
   }
 
+  /**
+   * The spin when the writer had to wake the reader it waits for (its doorbell rang): only while
+   * the last wait was within the longest spin. A woken process is often put on its waker's CPU,
+   * where a spin holds it off; only answers that come that fast are worth the risk.
+   */
+  get microsAfterWaking(): number {
+    return this.#lastWait > this.#max ? 0 : this.#micros;
+  }
+
   /** The last wait took `micros` microseconds (spun and slept). */
   waited(micros: number): void {
+    this.#lastWait = micros;
     this.#micros = micros > GIVE_UP_FACTOR * this.#max ? 0 : Math.min(this.#max, Math.max(MIN_SPIN_MICROS, Math.ceil(2 * micros)));
   }
 }
