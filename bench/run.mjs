@@ -313,6 +313,27 @@ if (process.platform === 'linux') {
 // pool's refill, reading its pipe synchronously as a worker does, waited for as long, then ten
 // one-byte round trips (on this VM a process that slept wakes slowly, and so does its parent).
 const ECHO = "const fs=require('fs');const b=Buffer.alloc(1);for(;;){if(fs.readSync(0,b,0,1,null)===0)process.exit(0);fs.writeSync(1,b,0,1)}";
+/** A node process that answers each byte it reads with one, as a worker reads its pipe. */
+function startEcho() {
+  const child = spawn(process.execPath, ['-e', ECHO], { stdio: ['pipe', 'pipe', 'inherit'] });
+  return {
+    ping: () =>
+      new Promise((resolve) => {
+        child.stdout.once('data', resolve);
+        child.stdin.write('x');
+      }),
+    kill: () => child.kill('SIGKILL'),
+  };
+}
+/** A checkout and ten small commands, in ms; the runtime is closed after. */
+async function checkoutTen(pool) {
+  const t0 = performance.now();
+  const rt = await pool.checkout();
+  for (let k = 0; k < 10; k++) await rt.eval(`${k} + 1`);
+  const ms = performance.now() - t0;
+  await rt.close();
+  return ms;
+}
 {
   const pool = await SandboxPool.start({ size: 4, sandbox: 'require' });
   const checkout = [];
@@ -320,28 +341,20 @@ const ECHO = "const fs=require('fs');const b=Buffer.alloc(1);for(;;){if(fs.readS
   const pipe10 = [];
   for (let i = 0; i < COLD_RUNS + 1; i++) {
     await pool.waitReady(120_000);
-    let t0 = performance.now();
-    let rt = await pool.checkout();
+    const t0 = performance.now();
+    const rt = await pool.checkout();
     await rt.eval('1+1');
     if (i > 0) checkout.push(performance.now() - t0);
     await rt.close();
-    const echo = spawn(process.execPath, ['-e', ECHO], { stdio: ['pipe', 'pipe', 'inherit'] });
-    const ping = () =>
-      new Promise((resolve) => {
-        echo.stdout.once('data', resolve);
-        echo.stdin.write('x');
-      });
-    await ping();
+    const echo = startEcho();
+    await echo.ping();
     await pool.waitReady(120_000);
-    t0 = performance.now();
-    rt = await pool.checkout();
-    for (let k = 0; k < 10; k++) await rt.eval(`${k} + 1`);
-    if (i > 0) fresh10.push(performance.now() - t0);
-    await rt.close();
-    t0 = performance.now();
-    for (let k = 0; k < 10; k++) await ping();
-    if (i > 0) pipe10.push(performance.now() - t0);
-    echo.kill('SIGKILL');
+    const fresh = await checkoutTen(pool);
+    if (i > 0) fresh10.push(fresh);
+    const t1 = performance.now();
+    for (let k = 0; k < 10; k++) await echo.ping();
+    if (i > 0) pipe10.push(performance.now() - t1);
+    echo.kill();
   }
   // The same after an idle moment: the pool full for 300 ms, nothing running (a checkout takes the
   // worker readied last, and right after a refill that one is still warm; here none is). Beside
@@ -350,26 +363,18 @@ const ECHO = "const fs=require('fs');const b=Buffer.alloc(1);for(;;){if(fs.readS
   const idlePipe10 = [];
   const IDLE_MS = 300;
   for (let i = 0; i < COLD_RUNS + 1; i++) {
-    const echo = spawn(process.execPath, ['-e', ECHO], { stdio: ['pipe', 'pipe', 'inherit'] });
-    const ping = () =>
-      new Promise((resolve) => {
-        echo.stdout.once('data', resolve);
-        echo.stdin.write('x');
-      });
-    await ping();
+    const echo = startEcho();
+    await echo.ping();
     await pool.waitReady(120_000);
     await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
-    let t0 = performance.now();
-    const rt = await pool.checkout();
-    for (let k = 0; k < 10; k++) await rt.eval(`${k} + 1`);
-    if (i > 0) idle10.push(performance.now() - t0);
-    await rt.close();
+    const fresh = await checkoutTen(pool);
+    if (i > 0) idle10.push(fresh);
     await pool.waitReady(120_000);
     await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
-    t0 = performance.now();
-    for (let k = 0; k < 10; k++) await ping();
+    const t0 = performance.now();
+    for (let k = 0; k < 10; k++) await echo.ping();
     if (i > 0) idlePipe10.push(performance.now() - t0);
-    echo.kill('SIGKILL');
+    echo.kill();
   }
   await pool.close();
   const c = median(checkout) * 1000;

@@ -186,12 +186,19 @@ interface BoundFunction {
   revoked: boolean;
 }
 
-/** What {@link Runtime.#takeOut} took from the guest. */
+/** What {@link Runtime.#takeOut} or an eval took from the guest. */
 type TakenOut =
   | { readonly kind: 'value'; readonly value: unknown }
   | { readonly kind: 'refused'; readonly problem: string }
   | { readonly kind: 'uncopyable'; readonly error: unknown }
   | { readonly kind: 'promise' };
+
+/** The prelude's `exportValue` answer (`[0, value]`, `[1, problem]`, `[2]`: a promise it watches) as a {@link TakenOut}. */
+function fromExportValue(reply: [number, unknown]): TakenOut {
+  if (reply[0] === 2) return { kind: 'promise' };
+  if (reply[0] === 1) return { kind: 'refused', problem: reply[1] as string };
+  return { kind: 'value', value: reply[1] };
+}
 
 interface Delivery {
   readonly callId: number;
@@ -668,25 +675,19 @@ export class Runtime implements StrataRuntime {
     try {
       reply = this.#enter(budget, () => this.#runScript.applySync(undefined, [script, filename, watchId], { result: { copy: true } }));
     } catch (error) {
-      // The script completed and its answer did not copy: what only the copy refuses.
+      // The script completed and its answer did not copy: what only the copy refuses (the walk
+      // that would name its path has run, and passed).
       if (!(error instanceof StrataError) && !isEngineFailure(error) && this.#evalFinished(watchId, budget)) {
-        throw new ValueNotTransferable(`the value cannot cross: ${copyFailure(error)}`);
+        return this.#taken(undefined, { kind: 'uncopyable', error }, budget);
       }
       throw error;
     }
     if (reply === null || typeof reply !== 'object') return this.#withinResultSize(reply);
-    switch ((reply as unknown[])[0]) {
-      case 0:
-        return this.#withinResultSize((reply as unknown[])[1]);
-      case 1:
-        throw new ValueNotTransferable(`${(reply as unknown[])[1] as string}; it cannot cross to the host`);
-      case 2:
-        return this.#awaitPromise(watchId, budget);
-      case 3:
-        throw new ValueNotTransferable(FUNCTION_REFUSAL);
-      default:
-        throw new ValueNotTransferable(SYMBOL_REFUSAL);
-    }
+    const [kind] = reply as [number];
+    if (kind === 3) throw new ValueNotTransferable(FUNCTION_REFUSAL);
+    if (kind === 4) throw new ValueNotTransferable(SYMBOL_REFUSAL);
+    const taken = fromExportValue(reply as [number, unknown]);
+    return taken.kind === 'promise' ? this.#awaitPromise(watchId, budget) : this.#taken(undefined, taken, budget);
   }
 
   /** Whether the eval `id`'s script completed (its completion reached the prelude's finishEval). */
@@ -986,7 +987,7 @@ export class Runtime implements StrataRuntime {
     if (type === 'object')
       return this.#taken(
         reference,
-        this.#enter(budget, () => this.#takeOut(reference, undefined)),
+        this.#enter(budget, () => this.#takeOut(reference)),
         budget,
       );
     let value: unknown;
@@ -1001,31 +1002,32 @@ export class Runtime implements StrataRuntime {
   /**
    * An object taken out of the guest in one call, inside an entry: the guest's descriptor walk
    * (`exportValue`) refuses what the native copy would silently change (class instances losing
-   * their class, holes becoming undefined…), then isolated-vm copies it as the call returns. With
-   * a `watchId`, a promise is watched instead. What only the copy refuses comes back as `uncopyable`.
+   * their class, holes becoming undefined…), then isolated-vm copies it as the call returns. What
+   * only the copy refuses comes back as `uncopyable`.
    */
-  #takeOut(reference: IsolatedVm.Reference, watchId: number | undefined): TakenOut {
-    let reply: [number, unknown];
+  #takeOut(reference: IsolatedVm.Reference): TakenOut {
     try {
-      reply = this.#internals.exportValue.applySync(undefined, [reference.derefInto(), watchId], { result: { copy: true } }) as [number, unknown];
+      return fromExportValue(this.#internals.exportValue.applySync(undefined, [reference.derefInto()], { result: { copy: true } }) as [number, unknown]);
     } catch (error) {
       if (isEngineFailure(error)) throw error;
       return { kind: 'uncopyable', error };
     }
-    if (reply[0] === 2) return { kind: 'promise' };
-    if (reply[0] === 1) return { kind: 'refused', problem: reply[1] as string };
-    return { kind: 'value', value: reply[1] };
   }
 
-  /** The command's result from what {@link Runtime.#takeOut} took, or the refusal that names why not. */
-  #taken(reference: IsolatedVm.Reference, taken: TakenOut, budget: GuestBudget): unknown {
+  /**
+   * The command's result from what {@link Runtime.#takeOut} or an eval took, or the refusal that
+   * names why not (with the value's `reference`, the path of the part the copy refused).
+   */
+  #taken(reference: IsolatedVm.Reference | undefined, taken: TakenOut, budget: GuestBudget): unknown {
     switch (taken.kind) {
       case 'value':
         return this.#withinResultSize(taken.value);
       case 'refused':
         throw new ValueNotTransferable(`${taken.problem}; it cannot cross to the host`);
       case 'uncopyable':
-        throw new ValueNotTransferable(this.#whyNotCopied(reference, '$', taken.error, budget));
+        throw new ValueNotTransferable(
+          reference === undefined ? `the value cannot cross: ${copyFailure(taken.error)}` : this.#whyNotCopied(reference, '$', taken.error, budget),
+        );
       case 'promise':
         throw new StrataError('a promise was taken out where none was watched');
     }
